@@ -1,0 +1,1 @@
+"""The shared vocabulary of niceeval: assertions, outcomes, events, results, errors. Imports no feature."""

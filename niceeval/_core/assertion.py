@@ -1,0 +1,192 @@
+"""Assertions: the one record every check in niceeval produces, and the matcher value type.
+
+An assertion result is stored and sent (JSON report, results store), so it is a pydantic model.
+A matcher is a runtime value the user chains (`.gate()`, `.at_least(x)`), so it is a frozen dataclass.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+from typing import Any, Literal, Self
+
+from pydantic import BaseModel, ConfigDict
+
+from niceeval._core.errors import UsageError
+
+Severity = Literal["gate", "soft"]
+State = Literal["passed", "failed", "inconclusive"]
+Cause = Literal["timeout", "provider_error", "rate_limited", "parse_error", "no_api_key", "no_price", "error"]
+"""Why an assertion is inconclusive (or, for ``error``, why a matcher crashed)."""
+
+SOFT_DEFAULT_THRESHOLD = 0.8
+"""Threshold of a soft matcher when nothing else is said (similarity's default)."""
+
+
+class AssertionResult(BaseModel):
+    """The outcome of one named check, as reports and the results store see it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    """Name shown in reports (the matcher's name, or its `.label()`)."""
+    severity: Severity
+    """`gate`: a miss fails the eval. `soft`: a miss makes the eval `scored`."""
+    score: float | None
+    """In [0, 1]; `None` when inconclusive."""
+    threshold: float
+    """The score must be at least this for the assertion to pass."""
+    state: State
+    """`passed`, `failed`, or `inconclusive` (could not be decided; counts as passed)."""
+    reason: str = ""
+    """Why it passed or missed, in words: expected vs actual, validation errors, a judge's reasoning."""
+    expected: str | None = None
+    """Short rendering of what was expected, when the matcher has one."""
+    actual: str | None = None
+    """Short rendering of what was seen."""
+    location: str | None = None
+    """`file:line` of the user's call that registered the assertion."""
+    optional: bool = False
+    """An optional assertion's inconclusive result is expected and never counts against the eval."""
+    cause: Cause | None = None
+    """Machine-readable reason for an inconclusive result (or `error` when the scorer raised)."""
+
+    @property
+    def missed(self) -> bool:
+        """True when the assertion did not pass (inconclusive is not a miss)."""
+        return self.state == "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What a score function may return when a bare number is not enough.
+
+    Args:
+        score: In [0, 1]; booleans count as 1.0 / 0.0.
+        reason: Why, in words; shown in reports.
+        expected: Short rendering of the expectation (optional).
+        actual: Short rendering of what was seen (optional).
+    """
+
+    score: float | bool
+    reason: str = ""
+    expected: str | None = None
+    actual: str | None = None
+
+
+ScoreLike = bool | float | int | Verdict
+ScoreFn = Callable[[Any], ScoreLike | Awaitable[ScoreLike]]
+
+
+def _check_threshold(value: object, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= float(value) <= 1.0:
+        raise UsageError(f"{where} needs a threshold between 0 and 1, got {value!r}. Write e.g. .at_least(0.7).")
+    return float(value)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Matcher:
+    """A named, immutable scoring rule applied to a value by `t.check` / `t.require`.
+
+    Chain to change how a miss counts: `.gate()`, `.at_least(x)`, `.label(text)`, `.optional()`.
+    Each returns a new matcher; the original is never changed.
+    """
+
+    name: str
+    score_fn: ScoreFn
+    severity: Severity = "gate"
+    threshold: float = 1.0
+    expected: str | None = None
+    is_optional: bool = False
+
+    def gate(self) -> Self:
+        """Make a miss fail the eval, keeping the threshold."""
+        return replace(self, severity="gate")
+
+    def at_least(self, threshold: float) -> Self:
+        """Make this a soft assertion that passes when its score is at least `threshold`."""
+        return replace(self, severity="soft", threshold=_check_threshold(threshold, f"{self.name}.at_least()"))
+
+    def label(self, text: str) -> Self:
+        """Rename the assertion in reports."""
+        if not isinstance(text, str) or not text.strip():
+            raise UsageError(f"{self.name}.label() needs a non-empty string, got {text!r}.")
+        return replace(self, name=text)
+
+    def optional(self) -> Self:
+        """Mark an inconclusive result as expected: shown in reports, never counted against the eval."""
+        return replace(self, is_optional=True)
+
+    @property
+    def is_async(self) -> bool:
+        """True when the score function is a coroutine function (it must be awaited)."""
+        return inspect.iscoroutinefunction(self.score_fn) or inspect.iscoroutinefunction(
+            getattr(self.score_fn, "__call__", None)  # noqa: B004 - callable objects with async __call__
+        )
+
+    def result(self, raw: ScoreLike, location: str | None) -> AssertionResult:
+        """Turn a score function's return value into a recorded result."""
+        verdict = raw if isinstance(raw, Verdict) else Verdict(raw)
+        score = _normalise_score(verdict.score, self.name)
+        passed = score >= self.threshold
+        return AssertionResult(
+            name=self.name,
+            severity=self.severity,
+            score=score,
+            threshold=self.threshold,
+            state="passed" if passed else "failed",
+            reason=verdict.reason,
+            expected=verdict.expected if verdict.expected is not None else self.expected,
+            actual=verdict.actual,
+            location=location,
+            optional=self.is_optional,
+        )
+
+    def crashed(self, exc: BaseException, location: str | None) -> AssertionResult:
+        """The result recorded when the score function itself raised: a miss, with the error as reason."""
+        return AssertionResult(
+            name=self.name,
+            severity=self.severity,
+            score=0.0,
+            threshold=self.threshold,
+            state="failed",
+            reason=f"the scorer raised {type(exc).__name__}: {exc}",
+            expected=self.expected,
+            location=location,
+            optional=self.is_optional,
+            cause="error",
+        )
+
+
+def _normalise_score(score: object, name: str) -> float:
+    if isinstance(score, bool):
+        return 1.0 if score else 0.0
+    if isinstance(score, int | float) and not math.isnan(score) and 0.0 <= score <= 1.0:
+        return float(score)
+    raise UsageError(f"matcher {name!r} returned {score!r}; a score must be a bool or a number in [0, 1].")
+
+
+def inconclusive(
+    name: str,
+    *,
+    severity: Severity,
+    threshold: float,
+    cause: Cause,
+    reason: str,
+    location: str | None = None,
+    optional: bool = False,
+) -> AssertionResult:
+    """An assertion that could not be decided (judge unavailable, no price, ...): score None, counts as passed."""
+    return AssertionResult(
+        name=name,
+        severity=severity,
+        score=None,
+        threshold=threshold,
+        state="inconclusive",
+        reason=reason,
+        location=location,
+        optional=optional,
+        cause=cause,
+    )

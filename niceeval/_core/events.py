@@ -1,0 +1,94 @@
+"""The event stream: what an agent did during a run, as adapters report it and scoped assertions read it.
+
+Events are stored with each run's result, so every assertion can be explained from the record.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    seq: int = 0
+    """Position in the run's stream, assigned when the event is recorded."""
+    at: datetime = Field(default_factory=_now)
+    """When it happened (UTC)."""
+
+
+class MessageEvent(_Event):
+    """A message in the conversation (user or assistant)."""
+
+    type: Literal["message"] = "message"
+    role: Literal["user", "assistant", "system"]
+    text: str
+    data: Any = None
+    """Structured payload of the message, when the agent returned one."""
+
+
+class ActionCalledEvent(_Event):
+    """A tool, shell command or skill the agent called, with what went in and came out."""
+
+    type: Literal["action.called"] = "action.called"
+    id: str = ""
+    name: str
+    kind: Literal["tool", "shell", "skill"] = "tool"
+    input: Any = None
+    status: Literal["success", "failed"] = "success"
+    output: Any = None
+    error: str | None = None
+    exit_code: int | None = None
+
+
+class SubagentCalledEvent(_Event):
+    """A call to another agent (local or remote)."""
+
+    type: Literal["subagent.called"] = "subagent.called"
+    name: str
+    remote_url: str | None = None
+    status: Literal["success", "failed"] = "success"
+    input: Any = None
+    output: Any = None
+
+
+class InputRequestedEvent(_Event):
+    """The agent asked a human for input: the run parks until `t.respond(...)`."""
+
+    type: Literal["input.requested"] = "input.requested"
+    prompt: str = ""
+    data: Any = None
+
+
+class ErrorEvent(_Event):
+    """Something went wrong inside the agent or its adapter."""
+
+    type: Literal["error"] = "error"
+    message: str
+    error_type: str | None = None
+
+
+class UsageEvent(_Event):
+    """Tokens (and cost, when priced) spent by one model call."""
+
+    type: Literal["usage"] = "usage"
+    model: str = ""
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cost: float | None = None
+
+
+Event = Annotated[
+    MessageEvent | ActionCalledEvent | SubagentCalledEvent | InputRequestedEvent | ErrorEvent | UsageEvent,
+    Field(discriminator="type"),
+]
+EventType = Literal["message", "action.called", "subagent.called", "input.requested", "error", "usage"]
+EVENTS: TypeAdapter[list[Event]] = TypeAdapter(list[Event])

@@ -1,0 +1,53 @@
+"""Outcome folding: many assertion results (and maybe an error or a skip) become one outcome per run."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Literal
+
+from niceeval._core.assertion import AssertionResult
+
+Outcome = Literal["passed", "scored", "failed", "skipped"]
+OUTCOMES: tuple[Outcome, ...] = ("passed", "scored", "failed", "skipped")
+
+
+def counts_as_failure(result: AssertionResult, *, fail_on_inconclusive: bool = False) -> bool:
+    """True when this result makes its severity's rule fire (a miss, or an unwanted inconclusive)."""
+    if result.state == "failed":
+        return True
+    return result.state == "inconclusive" and fail_on_inconclusive and not result.optional
+
+
+def fold(
+    results: Iterable[AssertionResult],
+    *,
+    errored: bool = False,
+    skipped: bool = False,
+    fail_on_inconclusive: bool = False,
+) -> Outcome:
+    """Fold a run into its outcome, in the documented order.
+
+    1. an execution error (exception, timeout, author bug) -> `failed`
+    2. any gate not passed -> `failed`
+    3. `t.skip(reason)` -> `skipped`
+    4. a soft below its threshold -> `scored`
+    5. otherwise -> `passed`
+    """
+    if errored:
+        return "failed"
+    soft_missed = False
+    for result in results:
+        if counts_as_failure(result, fail_on_inconclusive=fail_on_inconclusive):
+            if result.severity == "gate":
+                return "failed"
+            soft_missed = True
+    if skipped:
+        return "skipped"
+    return "scored" if soft_missed else "passed"
+
+
+def is_success(outcome: Outcome, *, strict: bool) -> bool:
+    """Whether an outcome lets CI pass: `scored` passes unless `--strict`."""
+    if outcome == "failed":
+        return False
+    return not (strict and outcome == "scored")
