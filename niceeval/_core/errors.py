@@ -7,6 +7,7 @@ import sys
 import traceback
 from pathlib import Path
 from types import TracebackType
+from typing import Literal
 
 from pydantic import BaseModel
 
@@ -32,6 +33,8 @@ class ErrorInfo(BaseModel):
     message: str
     location: str | None = None
     traceback: str = ""
+    kind: Literal["exception", "timeout", "usage"] = "exception"
+    """`usage`: the eval used the API wrongly (an author bug: exit code 2); `timeout`: it ran out of time."""
 
 
 def is_framework_file(filename: str) -> bool:
@@ -87,4 +90,5 @@ def error_info(exc: BaseException) -> ErrorInfo:
         message=str(exc),
         location=user_location(exc.__traceback__),
         traceback=text[-4000:],
+        kind="usage" if isinstance(exc, UsageError | ConfigError) else "exception",
     )

@@ -92,3 +92,18 @@ Event = Annotated[
 ]
 EventType = Literal["message", "action.called", "subagent.called", "input.requested", "error", "usage"]
 EVENTS: TypeAdapter[list[Event]] = TypeAdapter(list[Event])
+
+
+class EventLog:
+    """The run's event stream: numbers each event as it is recorded. One per run; never shared."""
+
+    __slots__ = ("events",)
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    def emit(self, event: Event) -> Event:
+        """Record `event`, giving it the next sequence number."""
+        event.seq = len(self.events)
+        self.events.append(event)
+        return event

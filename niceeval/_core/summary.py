@@ -1,0 +1,109 @@
+"""Suite-level records reporters read: the plan before the run, per-eval tallies and the summary after."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from niceeval._core.outcome import OUTCOMES, Outcome, is_success
+from niceeval._core.results import RunResult
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PlannedEval:
+    """One eval the suite will run, `runs` times."""
+
+    id: str
+    file: str
+    line: int
+    tags: tuple[str, ...] = ()
+    runs: int = 1
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Problem:
+    """A load or configuration problem found before or during the run (exit code 2)."""
+
+    location: str
+    message: str
+
+
+@dataclass(kw_only=True, slots=True)
+class EvalTally:
+    """Running totals for one eval across its runs: small and constant in size."""
+
+    eval: PlannedEval
+    counts: dict[Outcome, int] = field(default_factory=lambda: dict.fromkeys(OUTCOMES, 0))
+    total_duration_s: float = 0.0
+    inconclusive: int = 0
+
+    @property
+    def done(self) -> int:
+        return sum(self.counts.values())
+
+    def add(self, result: RunResult) -> None:
+        self.counts[result.outcome] += 1
+        self.total_duration_s += result.duration_s
+        self.inconclusive += sum(1 for a in result.assertions if a.state == "inconclusive")
+
+    def pass_rate(self, *, strict: bool) -> float | None:
+        """Share of non-skipped runs that passed (`scored` counts unless strict); None if all skipped."""
+        counted = self.done - self.counts["skipped"]
+        if counted == 0:
+            return None
+        ok = self.counts["passed"] + (0 if strict else self.counts["scored"])
+        return ok / counted
+
+    @property
+    def mean_duration_s(self) -> float:
+        return self.total_duration_s / self.done if self.done else 0.0
+
+    def status(self, *, strict: bool, min_pass_rate: float) -> Outcome:
+        """The eval's verdict over all its runs."""
+        if self.done and self.counts["skipped"] == self.done:
+            return "skipped"
+        if self.eval.runs == 1 or self.done == 1:
+            return next(o for o in ("failed", "scored", "passed", "skipped") if self.counts[o])
+        rate = self.pass_rate(strict=strict) or 0.0
+        if rate + 1e-9 < min_pass_rate:
+            return "failed"
+        return "scored" if self.counts["scored"] or self.counts["failed"] else "passed"
+
+    def succeeded(self, *, strict: bool, min_pass_rate: float) -> bool:
+        return is_success(self.status(strict=strict, min_pass_rate=min_pass_rate), strict=strict)
+
+
+@dataclass(kw_only=True, slots=True)
+class SuiteSummary:
+    """What the whole suite came to; the exit code follows from it."""
+
+    tallies: list[EvalTally]
+    problems: list[Problem]
+    duration_s: float
+    strict: bool
+    min_pass_rate: float
+    interrupted: bool = False
+
+    def eval_counts(self) -> dict[Outcome, int]:
+        counts: dict[Outcome, int] = dict.fromkeys(OUTCOMES, 0)
+        for tally in self.tallies:
+            if tally.done:
+                counts[tally.status(strict=self.strict, min_pass_rate=self.min_pass_rate)] += 1
+        return counts
+
+    @property
+    def runs_done(self) -> int:
+        return sum(t.done for t in self.tallies)
+
+    @property
+    def inconclusive(self) -> int:
+        return sum(t.inconclusive for t in self.tallies)
+
+    @property
+    def exit_code(self) -> int:
+        """0 all passed, 1 any failed, 2 a usage or configuration problem, 130 interrupted."""
+        if self.interrupted:
+            return 130
+        if self.problems:
+            return 2
+        ok = all(t.succeeded(strict=self.strict, min_pass_rate=self.min_pass_rate) for t in self.tallies)
+        return 0 if ok else 1

@@ -1,0 +1,1 @@
+"""Defining evals and configuration, and the context `t` of one run."""

@@ -1,0 +1,152 @@
+"""`define_config` and loading `niceeval.config.py`: where evals live, limits, judge, pricing, the agent."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from niceeval._core.errors import ConfigError, caller_location, relative, user_location
+
+CONFIG_FILE = "niceeval.config.py"
+
+
+class JudgeSettings(BaseModel):
+    """Which model judges, and how strictly, by default."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str | None = None
+    """`provider/model`, e.g. `openai/gpt-5.4-mini`."""
+    fallback: str | None = None
+    """Used when the primary model is still unavailable after retries."""
+    default_threshold: float = Field(default=0.7, ge=0.0, le=1.0)
+    """Threshold of a judge assertion that does not say `.at_least(x)`."""
+    timeout: float = Field(default=60.0, gt=0)
+    """Seconds per judge call."""
+
+
+class Price(BaseModel):
+    """USD per million tokens for one model."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    input_per_mtok: float = Field(ge=0)
+    output_per_mtok: float = Field(ge=0)
+    cache_read_per_mtok: float | None = Field(default=None, ge=0)
+
+
+class Config(BaseModel):
+    """The project's settings. Every key is optional; a project without a config file gets these defaults."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
+    evals: list[str] = Field(default_factory=lambda: ["evals"])
+    """Folders or files (relative to the project root) searched for evals when `niceeval run` gets no path."""
+    concurrency: int = Field(default=8, ge=1)
+    """How many runs execute at once."""
+    timeout: float = Field(default=300.0, gt=0)
+    """Seconds one run may take (an eval's own `timeout=` wins)."""
+    judge: JudgeSettings = Field(default_factory=JudgeSettings)
+    pricing: dict[str, Price] = Field(default_factory=dict)
+    """Overrides of the built-in price table: exact `provider/model` keys or `provider/*`."""
+    agent: Any = None
+    """The agent under test: a function `message -> str` (sync or async) or an agent adapter."""
+    fail_on_inconclusive: bool = False
+    """Count inconclusive assertions (judge unavailable, no price) as misses."""
+    root: Path = Field(default_factory=Path.cwd)
+    """The project root: the folder holding `niceeval.config.py` (set by the loader)."""
+
+    @field_validator("evals", mode="before")
+    @classmethod
+    def _one_path_is_a_list(cls, value: object) -> object:
+        return [value] if isinstance(value, str) else value
+
+
+def parse_judge(value: object, *, where: str) -> JudgeSettings | None:
+    """Accept judge settings as a `JudgeSettings` or a dict; say which key is wrong otherwise."""
+    if value is None or isinstance(value, JudgeSettings):
+        return value
+    try:
+        return JudgeSettings.model_validate(value)
+    except ValidationError as exc:
+        raise ConfigError(f"{where}: {_explain(exc)}") from None
+
+
+def _explain(exc: ValidationError) -> str:
+    lines = []
+    for error in exc.errors():
+        key = ".".join(map(str, error["loc"])) or "(value)"
+        if error["type"] == "extra_forbidden":
+            lines.append(f"unknown key {key!r}; remove it or check its spelling")
+        else:
+            lines.append(f"{key}: {error['msg']} (got {error.get('input')!r})")
+    return "; ".join(lines)
+
+
+def define_config(**settings: Any) -> Config:
+    """Build the project configuration in `niceeval.config.py` (assign it to `config`).
+
+    Keys: `evals`, `concurrency`, `timeout`, `judge`, `pricing`, `agent`, `fail_on_inconclusive`.
+    A wrong key or value raises a `ConfigError` naming the key and what to write instead.
+    """
+    where = caller_location(1) or CONFIG_FILE
+    try:
+        return Config.model_validate(settings)
+    except ValidationError as exc:
+        raise ConfigError(f"{where}: define_config(): {_explain(exc)}") from None
+
+
+def find_root(start: Path) -> Path:
+    """The nearest folder at or above `start` holding `niceeval.config.py`, else `start`."""
+    for folder in (start, *start.parents):
+        if (folder / CONFIG_FILE).is_file():
+            return folder
+    return start
+
+
+def load_config(root: Path, explicit: Path | None = None) -> Config:
+    """Load `niceeval.config.py` from `root` (or `explicit`), loading `.env` credentials first."""
+    _load_dotenv(root / ".env")
+    path = explicit or root / CONFIG_FILE
+    if not path.is_file():
+        if explicit is not None:
+            raise ConfigError(f"config file {relative(str(path))} does not exist; pass an existing file to --config.")
+        return Config(root=root)
+    spec = importlib.util.spec_from_file_location("niceeval_config", path)
+    if spec is None or spec.loader is None:
+        raise ConfigError(f"cannot load {relative(str(path))} as Python.")
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(root))
+    try:
+        spec.loader.exec_module(module)
+    except ConfigError:
+        raise
+    except SyntaxError as exc:
+        raise ConfigError(f"{relative(str(path))}:{exc.lineno}: syntax error: {exc.msg}") from None
+    except Exception as exc:
+        where = user_location(exc.__traceback__) or relative(str(path))
+        raise ConfigError(
+            f"{where}: {relative(str(path))} raised {type(exc).__name__}: {exc}. Fix the config file."
+        ) from None
+    configs = [value for value in vars(module).values() if isinstance(value, Config)]
+    if not configs:
+        raise ConfigError(
+            f"{relative(str(path))} defines no configuration; write `config = define_config(...)` in it."
+        )
+    return configs[0].model_copy(update={"root": root})
+
+
+def _load_dotenv(path: Path) -> None:
+    """Put credentials from `.env` into the environment without overriding what is already set."""
+    if not path.is_file():
+        return
+    from dotenv import dotenv_values
+
+    for key, value in dotenv_values(path).items():
+        if value is not None and key not in os.environ:
+            os.environ[key] = value

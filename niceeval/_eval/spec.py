@@ -1,0 +1,124 @@
+"""`define_eval`: turns a user function taking `t` into an eval the runner can find."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, overload
+
+from niceeval._core.errors import UsageError, relative
+from niceeval._eval.config import JudgeSettings, parse_judge
+
+EvalFunction = Callable[[Any], Any]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class EvalSpec:
+    """An eval as defined by the user: the function and its options. Calling it calls the function."""
+
+    fn: EvalFunction
+    name: str
+    file: Path
+    line: int
+    tags: tuple[str, ...] = ()
+    timeout: float | None = None
+    judge: JudgeSettings | None = None
+    description: str | None = None
+    agent: Any = None
+    is_async: bool = field(default=False)
+
+    def __call__(self, t: Any) -> Any:
+        return self.fn(t)
+
+
+def _check_signature(fn: EvalFunction, where: str) -> None:
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required_others = [
+        p for p in params[1:] if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]
+    if not positional or required_others:
+        got = ", ".join(p.name for p in params) or "no arguments"
+        raise UsageError(
+            f"{where}: eval {fn.__name__}({got}) must take exactly one argument, the eval context: "
+            f"write `def {fn.__name__}(t): ...` (or `async def`)."
+        )
+
+
+def _make_spec(fn: object, options: dict[str, Any]) -> EvalSpec:
+    if not inspect.isfunction(fn):
+        raise UsageError(f"@define_eval decorates a function taking `t`, not {type(fn).__name__}.")
+    code = fn.__code__
+    file = Path(code.co_filename).resolve()
+    where = f"{relative(str(file))}:{code.co_firstlineno}"
+    _check_signature(fn, where)
+    name = options.get("name") or fn.__name__
+    if not isinstance(name, str):
+        raise UsageError(f"{where}: define_eval(name=...) must be a string, got {name!r}.")
+    tags = options.get("tags") or ()
+    if isinstance(tags, str) or not all(isinstance(tag, str) for tag in tags):
+        raise UsageError(f"{where}: define_eval(tags=...) takes a list of strings, e.g. tags=['support'].")
+    timeout = options.get("timeout")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0):
+        raise UsageError(f"{where}: define_eval(timeout=...) is seconds, a positive number; got {timeout!r}.")
+    return EvalSpec(
+        fn=fn,
+        name=name,
+        file=file,
+        line=code.co_firstlineno,
+        tags=tuple(tags),
+        timeout=float(timeout) if timeout is not None else None,
+        judge=parse_judge(options.get("judge"), where=f"{where}: define_eval(judge=...)"),
+        description=options.get("description") or inspect.getdoc(fn),
+        agent=options.get("agent"),
+        is_async=inspect.iscoroutinefunction(fn),
+    )
+
+
+@overload
+def define_eval(fn: EvalFunction, /) -> EvalSpec: ...
+
+
+@overload
+def define_eval(
+    *,
+    name: str | None = None,
+    tags: Sequence[str] = (),
+    timeout: float | None = None,
+    judge: JudgeSettings | dict[str, Any] | None = None,
+    description: str | None = None,
+    agent: Any = None,
+) -> Callable[[EvalFunction], EvalSpec]: ...
+
+
+def define_eval(
+    fn: EvalFunction | None = None,
+    /,
+    **options: Any,
+) -> EvalSpec | Callable[[EvalFunction], EvalSpec]:
+    """Declare an eval: a function (sync or async) that takes the eval context `t`.
+
+    Use bare (`@define_eval`) or with options (`@define_eval(tags=["support"], timeout=60)`).
+    The eval's id is `path/to/file.py::function_name`.
+
+    Args:
+        fn: The eval function, when used bare.
+        **options: `name`, `tags`, `timeout` (seconds), `judge` (judge settings for this eval),
+            `description`, `agent` (the agent under test for this eval, overriding the config's).
+    """
+    known = {"name", "tags", "timeout", "judge", "description", "agent"}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise UsageError(f"define_eval() got unknown option(s) {unknown}; known options: {sorted(known)}.")
+    if fn is not None:
+        return _make_spec(fn, options)
+
+    def decorate(inner: EvalFunction) -> EvalSpec:
+        return _make_spec(inner, options)
+
+    return decorate

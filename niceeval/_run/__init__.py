@@ -1,0 +1,1 @@
+"""Discovery, planning, scheduling and execution of runs."""

@@ -1,0 +1,169 @@
+"""Find eval modules, import them, and collect their evals; a broken module is reported, never dropped."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from niceeval._core.errors import ConfigError, relative, user_location
+from niceeval._eval.spec import EvalSpec
+
+_SKIP_DIRS = {"fixtures", "__pycache__", "node_modules"}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class EvalEntry:
+    """An eval found on disk, with its stable id."""
+
+    id: str
+    spec: EvalSpec
+
+    @property
+    def file(self) -> str:
+        return relative(str(self.spec.file))
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LoadError:
+    """A module that could not be imported (syntax error, import error, bad `define_eval`)."""
+
+    file: str
+    line: int | None
+    message: str
+
+    def describe(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        return f"{where}: {self.message}"
+
+
+@dataclass(kw_only=True)
+class Discovery:
+    """What discovery found: the evals, and the modules that failed to load."""
+
+    evals: list[EvalEntry] = field(default_factory=list)
+    errors: list[LoadError] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class _Target:
+    path: Path
+    name: str | None
+
+
+def _parse_targets(root: Path, targets: Sequence[str]) -> list[_Target]:
+    parsed = []
+    for raw in targets:
+        text, _, name = raw.partition("::")
+        path = (root / text).resolve() if not Path(text).is_absolute() else Path(text)
+        if not path.exists():
+            cwd_path = Path(text).resolve()
+            if not cwd_path.exists():
+                raise ConfigError(f"path {text!r} does not exist; pass an eval file or folder (e.g. evals/).")
+            path = cwd_path
+        if name and not path.is_file():
+            raise ConfigError(f"{raw!r}: `::name` selects an eval inside a file; {text!r} is not a file.")
+        parsed.append(_Target(path, name or None))
+    return parsed
+
+
+def _module_files(path: Path) -> Iterator[Path]:
+    if path.is_file():
+        yield path
+        return
+    for child in sorted(path.iterdir()):
+        if child.is_dir():
+            if child.name not in _SKIP_DIRS and not child.name.startswith((".", "_")):
+                yield from _module_files(child)
+        elif child.suffix == ".py" and not child.name.startswith("_"):
+            yield child
+
+
+def _module_name(root: Path, file: Path) -> str:
+    try:
+        parts = file.relative_to(root).with_suffix("").parts
+    except ValueError:
+        parts = ("niceeval_outside", *file.with_suffix("").parts[-2:])
+    if all(part.isidentifier() for part in parts):
+        return ".".join(parts)
+    return "niceeval_eval_" + "_".join("".join(c if c.isalnum() else "_" for c in p) for p in parts)
+
+
+def _import(root: Path, file: Path) -> list[EvalSpec]:
+    name = _module_name(root, file)
+    spec = importlib.util.spec_from_file_location(name, file)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {file}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    found = {
+        id(value): value
+        for value in vars(module).values()
+        if isinstance(value, EvalSpec) and value.file == file.resolve()
+    }
+    return sorted(found.values(), key=lambda s: s.line)
+
+
+def _load_error(file: Path, exc: BaseException) -> LoadError:
+    if isinstance(exc, SyntaxError):
+        return LoadError(file=relative(str(file)), line=exc.lineno, message=f"syntax error: {exc.msg}")
+    where = user_location(exc.__traceback__)
+    line = int(where.rsplit(":", 1)[1]) if where and where.startswith(relative(str(file))) else None
+    hint = " (is the package installed?)" if isinstance(exc, ImportError) else ""
+    return LoadError(
+        file=relative(str(file)), line=line, message=f"{type(exc).__name__}: {exc}{hint}"
+    )
+
+
+def discover(root: Path, targets: Sequence[str]) -> Discovery:
+    """Import every eval module under `targets` (paths, files, or `file.py::name`) and collect their evals."""
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    result = Discovery()
+    seen: set[Path] = set()
+    for target in _parse_targets(root, targets):
+        for file in _module_files(target.path):
+            resolved = file.resolve()
+            if resolved in seen and target.name is None:
+                continue
+            seen.add(resolved)
+            try:
+                specs = _import(root, resolved)
+            except (Exception, SystemExit) as exc:
+                result.errors.append(_load_error(resolved, exc))
+                continue
+            _collect(result, root, resolved, specs, target.name)
+    return result
+
+
+def _collect(result: Discovery, root: Path, file: Path, specs: list[EvalSpec], only: str | None) -> None:
+    rel = file.relative_to(root).as_posix() if file.is_relative_to(root) else relative(str(file))
+    names: set[str] = set()
+    for spec in specs:
+        if spec.name in names:
+            result.errors.append(
+                LoadError(
+                    file=relative(str(file)),
+                    line=spec.line,
+                    message=f"two evals are named {spec.name!r}; give one a different name=.",
+                )
+            )
+            continue
+        names.add(spec.name)
+        if only is None or spec.name == only:
+            result.evals.append(EvalEntry(id=f"{rel}::{spec.name}", spec=spec))
+    if only is not None and only not in names:
+        result.errors.append(
+            LoadError(
+                file=relative(str(file)),
+                line=None,
+                message=f"no eval named {only!r} here; found: {', '.join(sorted(names)) or 'none'}.",
+            )
+        )

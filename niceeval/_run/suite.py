@@ -1,0 +1,93 @@
+"""Run a suite: plan the runs, execute them on a bounded pool of workers, stream results to reporters."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import anyio
+
+from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
+from niceeval._run.discovery import EvalEntry, LoadError
+from niceeval._run.execute import ExecOptions, execute
+from niceeval.report import Reporter, ReporterSet
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SuiteOptions:
+    """How the suite runs (from the command line and the config)."""
+
+    runs: int = 1
+    concurrency: int = 8
+    strict: bool = False
+    min_pass_rate: float = 1.0
+    exec: ExecOptions
+
+
+def select(
+    entries: Sequence[EvalEntry], *, keyword: str | None = None, tags: Sequence[str] = ()
+) -> list[EvalEntry]:
+    """Keep the evals whose id contains `keyword` (case-insensitive) and that carry any of `tags`."""
+    chosen = list(entries)
+    if keyword:
+        needle = keyword.lower()
+        chosen = [e for e in chosen if needle in e.id.lower()]
+    if tags:
+        wanted = set(tags)
+        chosen = [e for e in chosen if wanted & set(e.spec.tags)]
+    return chosen
+
+
+def _plan(entries: Sequence[EvalEntry], runs: int) -> list[PlannedEval]:
+    return [
+        PlannedEval(id=e.id, file=e.file, line=e.spec.line, tags=e.spec.tags, runs=runs) for e in entries
+    ]
+
+
+async def run_suite(
+    entries: Sequence[EvalEntry],
+    load_errors: Sequence[LoadError],
+    options: SuiteOptions,
+    reporters: Sequence[Reporter],
+) -> SuiteSummary:
+    """Execute every planned run and return the summary; reporters see each run as it finishes.
+
+    Memory stays flat in the number of evals: runs are pulled one at a time by `concurrency` workers,
+    and only per-eval tallies are kept here.
+    """
+    plan = _plan(entries, options.runs)
+    tallies = {p.id: EvalTally(eval=p) for p in plan}
+    problems = [Problem(location=f"{e.file}:{e.line}" if e.line else e.file, message=e.message) for e in load_errors]
+    sinks = ReporterSet(reporters)
+    sinks.start(plan, problems)
+    queue: Iterator[tuple[EvalEntry, int]] = ((e, i) for e in entries for i in range(options.runs))
+    started = time.perf_counter()
+    summary = SuiteSummary(
+        tallies=list(tallies.values()),
+        problems=problems,
+        duration_s=0.0,
+        strict=options.strict,
+        min_pass_rate=options.min_pass_rate,
+        interrupted=True,
+    )
+
+    async def worker() -> None:
+        for entry, index in queue:
+            result = await execute(entry, index, options.exec)
+            tallies[entry.id].add(result)
+            if result.error is not None and result.error.kind == "usage":
+                problems.append(
+                    Problem(location=result.error.location or entry.file, message=result.error.message)
+                )
+            sinks.run_finished(result)
+
+    try:
+        async with anyio.create_task_group() as tg:
+            for _ in range(min(options.concurrency, len(plan) * options.runs)):
+                tg.start_soon(worker)
+        summary.interrupted = False
+    finally:
+        summary.duration_s = time.perf_counter() - started
+        sinks.finish(summary)
+    return summary

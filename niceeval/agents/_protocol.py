@@ -1,0 +1,44 @@
+"""The agent protocol: open a session, send messages, get replies (and events), close."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from niceeval._core.events import EventLog
+
+TurnStatus = Literal["completed", "failed", "waiting"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Reply:
+    """What an agent session answers to one message."""
+
+    text: str
+    data: Any = None
+    """Structured payload, when the agent returned a dict or a pydantic model."""
+    status: TurnStatus = "completed"
+
+
+@runtime_checkable
+class AgentSession(Protocol):
+    """One conversation with the agent under test."""
+
+    id: str
+
+    async def send(self, message: str, *, output: type[Any] | None = None) -> Reply:
+        """Send a user message; return the agent's reply. Events go to the log given at `open`."""
+        ...
+
+    async def close(self) -> None:
+        """End the conversation and free its resources."""
+        ...
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """Anything that can open sessions: the extension point for adapters."""
+
+    async def open(self, session_id: str, log: EventLog) -> AgentSession:
+        """Start (or resume) the conversation `session_id`, reporting what happens to `log`."""
+        ...

@@ -1,0 +1,178 @@
+"""The `niceeval` command line. Heavy imports happen inside commands so `niceeval --help` stays fast."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def _positive_int(flag: str) -> type[int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{flag} takes a whole number, got {text!r}") from None
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"{flag} must be at least 1, got {value}")
+        return value
+
+    return parse  # type: ignore[return-value]
+
+
+def _rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--min-pass-rate takes a number between 0 and 1, got {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"--min-pass-rate must be between 0 and 1, got {value}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--timeout takes seconds, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"--timeout must be positive, got {value}")
+    return value
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="niceeval", description="Test LLM apps and AI agents.")
+    parser.add_argument("--version", action="version", version=f"niceeval {_version()}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    run = commands.add_parser("run", help="run evals and report the results")
+    run.add_argument("paths", nargs="*", help="eval files or folders, or file.py::name (default: config `evals`)")
+    run.add_argument("-k", dest="keyword", help="only evals whose id contains this text")
+    run.add_argument("--tag", action="append", default=[], help="only evals with this tag (repeatable)")
+    run.add_argument("--runs", type=_positive_int("--runs"), default=1, help="run every eval N times")
+    run.add_argument("--min-pass-rate", type=_rate, default=1.0, help="with --runs: share of runs that must pass")
+    run.add_argument("--strict", action="store_true", help="soft misses (`scored`) fail too")
+    run.add_argument("--concurrency", type=_positive_int("--concurrency"), help="runs at once (default: config)")
+    run.add_argument("--timeout", type=_seconds, help="seconds per run (default: config, 300)")
+    run.add_argument("--fail-on-inconclusive", action="store_true", help="inconclusive assertions count as misses")
+    run.add_argument("--json", type=Path, metavar="PATH", help="write the JSON report here")
+    run.add_argument("--junit", type=Path, metavar="PATH", help="write JUnit XML here")
+    run.add_argument("--config", type=Path, metavar="PATH", help="config file (default: niceeval.config.py)")
+    run.set_defaults(handler=_run)
+
+    listing = commands.add_parser("list", help="list the evals found, with ids and tags")
+    listing.add_argument("paths", nargs="*")
+    listing.add_argument("--config", type=Path, metavar="PATH")
+    listing.set_defaults(handler=_list)
+
+    init = commands.add_parser("init", help="write a starter niceeval.config.py and one eval")
+    init.set_defaults(handler=_init)
+    return parser
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("niceeval")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _load(args: argparse.Namespace) -> tuple[object, object]:
+    from niceeval._eval.config import find_root, load_config
+    from niceeval._run.discovery import discover
+
+    root = find_root(Path.cwd())
+    config = load_config(root, args.config.resolve() if args.config else None)
+    discovery = discover(config.root, args.paths or config.evals)
+    return config, discovery
+
+
+def _run(args: argparse.Namespace) -> int:
+    import anyio
+    from rich.console import Console
+
+    from niceeval._eval.config import Config
+    from niceeval._run.discovery import Discovery
+    from niceeval._run.execute import ExecOptions
+    from niceeval._run.suite import SuiteOptions, run_suite, select
+    from niceeval.report import ConsoleReporter, JsonReporter, JUnitReporter, Reporter
+
+    config, discovery = _load(args)
+    assert isinstance(config, Config) and isinstance(discovery, Discovery)
+    entries = select(discovery.evals, keyword=args.keyword, tags=args.tag)
+    if not entries and not discovery.errors:
+        where = " ".join(args.paths or config.evals)
+        filters = " after -k/--tag filtering" if discovery.evals else ""
+        print(f"niceeval: no evals found in {where}{filters}. Write one with `niceeval init`.", file=sys.stderr)
+        return EXIT_USAGE
+    reporters: list[Reporter] = [
+        ConsoleReporter(Console(highlight=False), strict=args.strict, min_pass_rate=args.min_pass_rate)
+    ]
+    if args.json:
+        reporters.append(JsonReporter(args.json))
+    if args.junit:
+        reporters.append(JUnitReporter(args.junit, strict=args.strict))
+    options = SuiteOptions(
+        runs=args.runs,
+        concurrency=args.concurrency or config.concurrency,
+        strict=args.strict,
+        min_pass_rate=args.min_pass_rate,
+        exec=ExecOptions(
+            timeout=args.timeout or config.timeout,
+            agent=config.agent,
+            fail_on_inconclusive=args.fail_on_inconclusive or config.fail_on_inconclusive,
+        ),
+    )
+    summary = anyio.run(run_suite, entries, discovery.errors, options, reporters)
+    return summary.exit_code
+
+
+def _list(args: argparse.Namespace) -> int:
+    from niceeval._run.discovery import Discovery
+
+    _, discovery = _load(args)
+    assert isinstance(discovery, Discovery)
+    for entry in discovery.evals:
+        tags = f"  [{', '.join(entry.spec.tags)}]" if entry.spec.tags else ""
+        print(f"{entry.id}{tags}")
+    for error in discovery.errors:
+        print(f"ERROR {error.describe()}", file=sys.stderr)
+    print(f"{len(discovery.evals)} evals", file=sys.stderr)
+    return EXIT_USAGE if discovery.errors else EXIT_OK
+
+
+def _init(args: argparse.Namespace) -> int:
+    from niceeval._init_template import write_starter
+
+    for line in write_starter(Path.cwd()):
+        print(line)
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `niceeval` command; returns the exit code."""
+    from niceeval._core.errors import NiceevalError
+
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        code: int = args.handler(args)
+    except NiceevalError as exc:
+        print(f"niceeval: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("niceeval: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,20 @@
+"""Value matchers for `t.check(value, matcher)` and `t.require(value, matcher)`.
+
+Matchers are immutable: `.gate()`, `.at_least(x)`, `.label(text)` and `.optional()` return new ones.
+"""
+
+from niceeval._core.assertion import AssertionResult, Matcher, Verdict
+from niceeval._matchers import equals, excludes, includes, make_assertion, matches, satisfies, similarity
+
+__all__ = [
+    "AssertionResult",
+    "Matcher",
+    "Verdict",
+    "equals",
+    "excludes",
+    "includes",
+    "make_assertion",
+    "matches",
+    "satisfies",
+    "similarity",
+]

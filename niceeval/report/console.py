@@ -1,0 +1,165 @@
+"""The terminal reporter: a live progress bar, one line per eval as it completes, misses explained, a summary.
+
+Every string that came from an eval or a model is printed as plain `Text` with control characters made
+visible, so model output can neither inject rich markup nor move the terminal's cursor.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.text import Text
+
+from niceeval._core.assertion import AssertionResult
+from niceeval._core.outcome import Outcome, is_success
+from niceeval._core.results import RunResult
+from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_LABEL: dict[Outcome, tuple[str, str]] = {
+    "passed": ("PASS", "green"),
+    "scored": ("SCORED", "yellow"),
+    "failed": ("FAIL", "red"),
+    "skipped": ("SKIP", "dim"),
+}
+
+
+def clean(text: str, limit: int = 400) -> str:
+    """Untrusted text made safe for a terminal: control characters escaped, length bounded."""
+    text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text) - limit} more chars)"
+
+
+class ConsoleReporter:
+    """Prints to a rich `Console` (injected, so tests render to a string at a fixed width)."""
+
+    def __init__(self, console: Console, *, strict: bool = False, min_pass_rate: float = 1.0) -> None:
+        self.console = console
+        self.strict = strict
+        self.min_pass_rate = min_pass_rate
+        self._pending: dict[str, list[RunResult]] = {}
+        self._tallies: dict[str, EvalTally] = {}
+        self._progress: Progress | None = None
+        self._task: TaskID | None = None
+
+    def start(self, plan: Sequence[PlannedEval], problems: Sequence[Problem]) -> None:
+        total = sum(p.runs for p in plan)
+        runs = plan[0].runs if plan else 1
+        self.console.print(
+            Text(f"niceeval · {len(plan)} evals × {runs} run{'s' if runs != 1 else ''}", style="bold")
+        )
+        self._tallies = {p.id: EvalTally(eval=p) for p in plan}
+        if self.console.is_terminal and total:
+            self._progress = Progress(
+                TextColumn("running"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[counts]}"),
+                TimeElapsedColumn(),
+                console=self.console,
+                transient=True,
+            )
+            self._task = self._progress.add_task("runs", total=total, counts="")
+            self._progress.start()
+
+    def run_finished(self, result: RunResult) -> None:
+        tally = self._tallies.get(result.eval_id)
+        if tally is None:
+            return
+        tally.add(result)
+        runs = self._pending.setdefault(result.eval_id, [])
+        runs.append(result)
+        if self._progress is not None and self._task is not None:
+            self._progress.update(self._task, advance=1, counts=self._counts_text())
+        if tally.done >= tally.eval.runs:
+            self._print_eval(tally, self._pending.pop(result.eval_id))
+
+    def _counts_text(self) -> str:
+        done = [t for t in self._tallies.values() if t.done]
+        failed = sum(t.counts["failed"] for t in done)
+        passed = sum(t.counts["passed"] + t.counts["scored"] for t in done)
+        return f"✓ {passed}  ✗ {failed}"
+
+    def _print_eval(self, tally: EvalTally, runs: list[RunResult]) -> None:
+        status = tally.status(strict=self.strict, min_pass_rate=self.min_pass_rate)
+        label, style = _LABEL[status]
+        if status == "scored" and self.strict:
+            style = "red"
+        line = Text()
+        line.append(f" {label:<6} ", style=f"bold {style}")
+        line.append(clean(tally.eval.id, 200))
+        if tally.eval.runs > 1:
+            rate = tally.pass_rate(strict=self.strict)
+            shown = "n/a" if rate is None else f"{rate:.0%}"
+            ok = tally.counts["passed"] + (0 if self.strict else tally.counts["scored"])
+            line.append(f"  {ok}/{tally.done} runs ({shown})", style=style)
+        line.append(f"  {tally.mean_duration_s:.2f}s", style="dim")
+        self.console.print(line)
+        if status in ("failed", "scored"):
+            self._print_misses(runs)
+        elif status == "skipped" and runs[0].skip_reason:
+            self.console.print(Text(f"   skipped: {clean(runs[0].skip_reason)}", style="dim"))
+
+    def _print_misses(self, runs: list[RunResult]) -> None:
+        for run in runs:
+            if run.outcome in ("passed", "skipped"):
+                continue
+            prefix = f"   run {run.run_index + 1}: " if len(runs) > 1 else "   "
+            if run.error is not None:
+                text = Text(prefix, style="red")
+                text.append(f"error {clean(run.error.type)}: {clean(run.error.message)}", style="red")
+                if run.error.location:
+                    text.append(f"  at {run.error.location}", style="dim")
+                self.console.print(text)
+            for assertion in run.assertions:
+                if assertion.state == "failed":
+                    self.console.print(self._miss(prefix, assertion))
+
+    def _miss(self, prefix: str, a: AssertionResult) -> Text:
+        mark, style = ("✗", "red") if a.severity == "gate" else ("~", "yellow")
+        text = Text(prefix)
+        text.append(f"{mark} {clean(a.name, 120)}", style=f"bold {style}")
+        score = "n/a" if a.score is None else f"{a.score:.2f}"
+        text.append(f" [{a.severity}] score {score} < {a.threshold:.2f}", style=style)
+        if a.location:
+            text.append(f"  {a.location}", style="dim")
+        indent = " " * len(prefix) + "    "
+        if a.expected is not None:
+            text.append(f"\n{indent}expected: {clean(a.expected)}")
+        if a.actual is not None:
+            text.append(f"\n{indent}actual:   {clean(a.actual)}")
+        if a.reason:
+            reason = clean(a.reason.replace("\n", "\x00"), 1200).replace("\\x00", "\n" + indent + "  ")
+            text.append(f"\n{indent}reason:   {reason}", style="dim")
+        return text
+
+    def finish(self, summary: SuiteSummary) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+        for eval_id, runs in self._pending.items():
+            self._print_eval(self._tallies[eval_id], runs)
+        self._pending.clear()
+        for problem in summary.problems:
+            text = Text(" ERROR  ", style="bold red")
+            text.append(clean(f"{problem.location}: {problem.message}", 2000))
+            self.console.print(text)
+        counts = summary.eval_counts()
+        parts = [f"{counts[o]} {o}" for o in ("passed", "scored", "failed", "skipped")]
+        line = Text(", ".join(parts), style="bold")
+        line.append(f" ({len(summary.tallies)} evals, {summary.runs_done} runs) in {summary.duration_s:.2f}s")
+        if summary.inconclusive:
+            line.append(f" · {summary.inconclusive} inconclusive", style="yellow")
+        if summary.problems:
+            line.append(f" · {len(summary.problems)} errors", style="red")
+        if summary.interrupted:
+            line.append(" · interrupted", style="red")
+        ok = not summary.problems and not summary.interrupted and all(
+            is_success(t.status(strict=self.strict, min_pass_rate=self.min_pass_rate), strict=self.strict)
+            for t in summary.tallies
+            if t.done
+        )
+        line.stylize("green" if ok else "red", 0, len(", ".join(parts)))
+        self.console.print(line)

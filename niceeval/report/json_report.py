@@ -1,0 +1,108 @@
+"""The JSON reporter: one document per suite, its schema versioned.
+
+Runs arrive in completion order and are spooled to a temporary file as they come, so memory stays flat;
+the document, grouped per eval in plan order, is assembled from the spool at the end and written atomically.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+from niceeval._core.results import RunResult
+from niceeval._core.summary import PlannedEval, Problem, SuiteSummary
+
+JSON_SCHEMA_VERSION = 1
+_RUN_FIELDS = {"eval_id", "file", "line"}
+
+
+class JsonReporter:
+    """Writes the suite's results to `path` as one JSON document (see docs/json-report.md)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._spool: IO[bytes] | None = None
+        self._offsets: dict[str, list[tuple[int, int]]] = {}
+        self._plan: list[PlannedEval] = []
+        self._problems: list[Problem] = []
+        self._started_at = ""
+
+    def start(self, plan: Sequence[PlannedEval], problems: Sequence[Problem]) -> None:
+        self._plan = list(plan)
+        self._problems = list(problems)
+        self._started_at = datetime.now(UTC).isoformat()
+        self._spool = tempfile.TemporaryFile()
+
+    def run_finished(self, result: RunResult) -> None:
+        assert self._spool is not None
+        data = result.model_dump_json(exclude=_RUN_FIELDS).encode()
+        position = self._spool.seek(0, os.SEEK_END)
+        self._spool.write(data)
+        self._offsets.setdefault(result.eval_id, []).append((position, len(data)))
+
+    def finish(self, summary: SuiteSummary) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        partial = self.path.with_name(self.path.name + ".partial")
+        try:
+            with partial.open("w", encoding="utf-8") as out:
+                self._write(out, summary)
+            os.replace(partial, self.path)
+        finally:
+            partial.unlink(missing_ok=True)
+            if self._spool is not None:
+                self._spool.close()
+
+    def _write(self, out: IO[str], summary: SuiteSummary) -> None:
+        counts = summary.eval_counts()
+        head: dict[str, Any] = {
+            "schema_version": JSON_SCHEMA_VERSION,
+            "started_at": self._started_at,
+            "finished_at": datetime.now(UTC).isoformat(),
+            "duration_s": round(summary.duration_s, 6),
+            "strict": summary.strict,
+            "min_pass_rate": summary.min_pass_rate,
+            "interrupted": summary.interrupted,
+            "exit_code": summary.exit_code,
+            "summary": {
+                "evals": len(summary.tallies),
+                "runs": summary.runs_done,
+                **counts,
+                "inconclusive_assertions": summary.inconclusive,
+                "errors": len(summary.problems),
+            },
+            "errors": [{"location": p.location, "message": p.message} for p in summary.problems],
+        }
+        out.write(json.dumps(head)[:-1] + ', "evals": [')
+        tallies = {t.eval.id: t for t in summary.tallies}
+        for index, planned in enumerate(self._plan):
+            tally = tallies[planned.id]
+            rate = tally.pass_rate(strict=summary.strict)
+            item = {
+                "id": planned.id,
+                "file": planned.file,
+                "line": planned.line,
+                "tags": list(planned.tags),
+                "status": tally.status(strict=summary.strict, min_pass_rate=summary.min_pass_rate)
+                if tally.done
+                else None,
+                "pass_rate": rate,
+                "mean_duration_s": round(tally.mean_duration_s, 6),
+            }
+            out.write(("," if index else "") + json.dumps(item)[:-1] + ', "runs": [')
+            runs = sorted(self._read_runs(planned.id), key=lambda r: r["run_index"])
+            out.write(",".join(json.dumps(run) for run in runs))
+            out.write("]}")
+        out.write("]}\n")
+
+    def _read_runs(self, eval_id: str) -> list[dict[str, Any]]:
+        assert self._spool is not None
+        runs = []
+        for position, length in self._offsets.get(eval_id, []):
+            self._spool.seek(position)
+            runs.append(json.loads(self._spool.read(length)))
+        return runs
