@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, overload
 
-from niceeval._core.errors import UsageError, relative
+from niceeval._core.errors import UsageError, caller_location, relative
 from niceeval._eval.config import JudgeSettings, parse_judge
 
 EvalFunction = Callable[[Any], Any]
@@ -50,6 +50,16 @@ def _check_signature(fn: EvalFunction, where: str) -> None:
         )
 
 
+def _check_options(options: dict[str, Any], where: str | None) -> None:
+    name, tags, timeout = options.get("name"), options.get("tags") or (), options.get("timeout")
+    if name is not None and not isinstance(name, str):
+        raise UsageError(f"{where}: define_eval(name=...) must be a string, got {name!r}.")
+    if isinstance(tags, str) or not all(isinstance(tag, str) for tag in tags):
+        raise UsageError(f"{where}: define_eval(tags=...) takes a list of strings, e.g. tags=['support'].")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0):
+        raise UsageError(f"{where}: define_eval(timeout=...) is seconds, a positive number; got {timeout!r}.")
+
+
 def _make_spec(fn: object, options: dict[str, Any]) -> EvalSpec:
     if not inspect.isfunction(fn):
         raise UsageError(f"@define_eval decorates a function taking `t`, not {type(fn).__name__}.")
@@ -57,21 +67,14 @@ def _make_spec(fn: object, options: dict[str, Any]) -> EvalSpec:
     file = Path(code.co_filename).resolve()
     where = f"{relative(str(file))}:{code.co_firstlineno}"
     _check_signature(fn, where)
-    name = options.get("name") or fn.__name__
-    if not isinstance(name, str):
-        raise UsageError(f"{where}: define_eval(name=...) must be a string, got {name!r}.")
-    tags = options.get("tags") or ()
-    if isinstance(tags, str) or not all(isinstance(tag, str) for tag in tags):
-        raise UsageError(f"{where}: define_eval(tags=...) takes a list of strings, e.g. tags=['support'].")
+    _check_options(options, where)
     timeout = options.get("timeout")
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0):
-        raise UsageError(f"{where}: define_eval(timeout=...) is seconds, a positive number; got {timeout!r}.")
     return EvalSpec(
         fn=fn,
-        name=name,
+        name=options.get("name") or fn.__name__,
         file=file,
         line=code.co_firstlineno,
-        tags=tuple(tags),
+        tags=tuple(options.get("tags") or ()),
         timeout=float(timeout) if timeout is not None else None,
         judge=parse_judge(options.get("judge"), where=f"{where}: define_eval(judge=...)"),
         description=options.get("description") or inspect.getdoc(fn),
@@ -117,6 +120,7 @@ def define_eval(
         raise UsageError(f"define_eval() got unknown option(s) {unknown}; known options: {sorted(known)}.")
     if fn is not None:
         return _make_spec(fn, options)
+    _check_options(options, caller_location(1))
 
     def decorate(inner: EvalFunction) -> EvalSpec:
         return _make_spec(inner, options)
