@@ -1,0 +1,51 @@
+"""The public surface is small and deliberate: these names, and nothing else, are exported."""
+
+import niceeval
+import niceeval.agents
+import niceeval.expect
+
+
+def test_top_level_exports() -> None:
+    assert sorted(niceeval.__all__) == sorted(
+        [
+            "AssertionResult",
+            "Check",
+            "Config",
+            "ConfigError",
+            "EvalContext",
+            "EvalSpec",
+            "JudgeSettings",
+            "NiceevalError",
+            "Outcome",
+            "Price",
+            "RunResult",
+            "SyncEvalContext",
+            "Turn",
+            "UsageError",
+            "define_config",
+            "define_eval",
+        ]
+    )
+
+
+def test_expect_exports() -> None:
+    assert sorted(niceeval.expect.__all__) == sorted(
+        [
+            "AssertionResult",
+            "Matcher",
+            "Verdict",
+            "equals",
+            "excludes",
+            "includes",
+            "make_assertion",
+            "matches",
+            "satisfies",
+            "similarity",
+        ]
+    )
+
+
+def test_every_exported_name_exists() -> None:
+    for module in (niceeval, niceeval.expect, niceeval.agents):
+        for name in module.__all__:
+            assert hasattr(module, name), f"{module.__name__}.{name}"
