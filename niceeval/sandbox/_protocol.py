@@ -1,0 +1,96 @@
+"""The `Sandbox` protocol: what evals, agents and scoring need from a workspace, whoever provides it.
+
+`LocalSandbox` implements it with a temp directory and local processes. A container-backed
+provider implements the same methods against a container; nothing above this seam changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePath
+from typing import Protocol
+
+from niceeval.sandbox._commands import CommandResult
+from niceeval.sandbox._diff import Diff
+
+
+@dataclass(frozen=True, kw_only=True)
+class PytestRun:
+    """The raw outcome of running a hidden test file against the workspace."""
+
+    command: CommandResult
+    """The pytest command itself (not recorded among the sandbox's `commands`)."""
+    junit_xml: str | None
+    """pytest's JUnit XML report; None if pytest wrote none (it crashed, or was killed)."""
+
+
+class Sandbox(Protocol):
+    """A workspace an agent works in, which the eval then inspects and scores.
+
+    Paths given to its methods are relative to the workspace root (absolute ones must lie inside
+    it); one that leads out of the workspace, also through a symlink, raises `SandboxPathError`.
+    """
+
+    @property
+    def path(self) -> PurePath:
+        """The workspace root, as commands in the sandbox see it."""
+        ...
+
+    @property
+    def commands(self) -> Sequence[CommandResult]:
+        """Every recorded command run so far, in the order they finished."""
+        ...
+
+    async def read_text(self, rel: str | PurePath) -> str:
+        """The UTF-8 text of a workspace file."""
+        ...
+
+    async def write_text(self, rel: str | PurePath, text: str) -> None:
+        """Write a workspace file as UTF-8, creating missing parent directories."""
+        ...
+
+    async def exists(self, rel: str | PurePath) -> bool:
+        """True if the path exists in the workspace."""
+        ...
+
+    async def run_command(
+        self,
+        cmd: str,
+        args: Sequence[str] = (),
+        *,
+        cwd: str | PurePath | None = None,
+        timeout: float = 60.0,
+        env: Mapping[str, str] | None = None,
+        record: bool = True,
+    ) -> CommandResult:
+        """Run a program (no shell) in the workspace; see `LocalSandbox.run_command`."""
+        ...
+
+    async def run_shell(
+        self,
+        script: str,
+        *,
+        cwd: str | PurePath | None = None,
+        timeout: float = 60.0,
+        env: Mapping[str, str] | None = None,
+        record: bool = True,
+    ) -> CommandResult:
+        """Run a `sh -c` script in the workspace; see `LocalSandbox.run_shell`."""
+        ...
+
+    async def diff(self) -> Diff:
+        """What changed in the workspace since the baseline."""
+        ...
+
+    async def run_pytest(self, test_file: Path, *, timeout: float, pytest_args: Sequence[str] = ()) -> PytestRun:
+        """Run a host test file with pytest, from outside the workspace, with the workspace as cwd.
+
+        The file must not become visible to the agent's tree (nor to the diff), and the workspace's
+        own `conftest.py` and pytest configuration must not apply.
+        """
+        ...
+
+    async def close(self, *, keep: bool = False) -> Path | None:
+        """Release the workspace; with `keep=True` leave it on disk and return where it is."""
+        ...

@@ -1,0 +1,359 @@
+"""`LocalSandbox`: a fixture copied into a temp directory, commands run as local processes.
+
+It isolates only what it controls: each command's working directory (the workspace), its
+environment (scrubbed: no API keys or other secrets from the parent unless passed explicitly), its
+HOME and TMPDIR (private directories), and its running time (killed, with its process group, at
+the timeout). It is NOT a container: commands run as the current user, can read and write any path
+that user can (absolute paths and `..` in arguments are not checked), and have full network access.
+For untrusted agents, implement the `Sandbox` protocol with a container-backed provider.
+
+Layout of the temp directory: `workspace/` (the agent's tree), `home/`, `tmp/`, and one `scoring-*/`
+directory per `run_pytest`, so hidden tests never appear in the workspace or its diff.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shlex
+import shutil
+import stat
+import sys
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePath
+from types import TracebackType
+from typing import TYPE_CHECKING
+from xml.sax.saxutils import escape as xml_escape
+
+import anyio
+
+from niceeval._core.errors import NiceevalError
+from niceeval.sandbox._commands import (
+    DEFAULT_MAX_OUTPUT_BYTES,
+    CommandResult,
+    CommandSpec,
+    run_process,
+    scrubbed_env,
+)
+from niceeval.sandbox._diff import Diff, compute_diff
+from niceeval.sandbox._protocol import PytestRun, Sandbox
+from niceeval.sandbox._tree import FileState, SkippedPath, copy_fixture, fingerprint_tree
+
+DEFAULT_HIDDEN = ("EVAL.py",)
+"""Fixture files the agent must not see: the hidden tests that score its work."""
+
+DEFAULT_IGNORE = ("__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".git", ".venv", "node_modules")
+"""Paths copied but not tracked: caches, VCS data and installed dependencies would drown the diff."""
+
+
+class SandboxPathError(NiceevalError, ValueError):
+    """A path given to a sandbox leads outside its workspace, or is not what the call needs."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Settings:
+    ignore: tuple[str, ...]
+    env: Mapping[str, str]
+    max_output_bytes: int
+    on_command: Callable[[CommandResult], None] | None
+
+
+class LocalSandbox:
+    """A fixture folder copied into a fresh temp workspace, with a baseline to diff against.
+
+    Create it with `await LocalSandbox.create(fixture)`; close it with `await sandbox.close()` or use
+    it as `async with sandbox:`. It implements the `Sandbox` protocol.
+    """
+
+    def __init__(
+        self,
+        *,
+        root: Path,
+        fixture: Path,
+        skipped: Sequence[SkippedPath],
+        baseline: Mapping[str, FileState],
+        settings: _Settings,
+    ) -> None:
+        self._root = root
+        self._workspace = root / "workspace"
+        self._fixture = fixture
+        self._skipped = tuple(skipped)
+        self._baseline = baseline
+        self._settings = settings
+        self._commands: list[CommandResult] = []
+        self._closed = False
+        self._kept: Path | None = None
+
+    @classmethod
+    async def create(
+        cls,
+        fixture: Path,
+        *,
+        hidden: Sequence[str] = DEFAULT_HIDDEN,
+        ignore: Sequence[str] = DEFAULT_IGNORE,
+        env: Mapping[str, str] | None = None,
+        max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
+        on_command: Callable[[CommandResult], None] | None = None,
+        temp_dir: Path | None = None,
+    ) -> LocalSandbox:
+        """Copy `fixture` into a new temp workspace and record the baseline.
+
+        Symlinks are copied as links only if they are relative and stay inside the fixture; others,
+        hidden files and special files are left out and listed in `skipped`.
+
+        Args:
+            fixture: The folder to copy.
+            hidden: Patterns of fixture paths not copied. A pattern without `/` matches a file or
+                directory name at any depth; one with `/` matches the whole relative path.
+            ignore: Patterns (same form) of paths that are copied but not tracked by `diff()`.
+            env: Variables given to every command, on top of the scrubbed environment.
+            max_output_bytes: How much of each command's stdout and of its stderr is kept.
+            on_command: Called with each recorded command's result when it finishes.
+            temp_dir: Where to create the sandbox; the system temp directory by default.
+
+        Raises:
+            NotADirectoryError: `fixture` is not a directory.
+        """
+        fixture = Path(fixture)
+        if not fixture.is_dir():
+            raise NotADirectoryError(f"sandbox fixture {fixture} is not a directory")
+        settings = _Settings(
+            ignore=tuple(ignore), env=dict(env or {}), max_output_bytes=max_output_bytes, on_command=on_command
+        )
+        prepare = functools.partial(cls._prepare, fixture, tuple(hidden), settings, temp_dir)
+        return await anyio.to_thread.run_sync(prepare)
+
+    @classmethod
+    def _prepare(
+        cls, fixture: Path, hidden: tuple[str, ...], settings: _Settings, temp_dir: Path | None
+    ) -> LocalSandbox:
+        root = Path(tempfile.mkdtemp(prefix="niceeval-sandbox-", dir=temp_dir)).resolve()
+        try:
+            for name in ("workspace", "home", "tmp"):
+                (root / name).mkdir()
+            skipped = copy_fixture(fixture, root / "workspace", hidden=hidden)
+            baseline = fingerprint_tree(root / "workspace", ignore=settings.ignore, keep_text=True)
+        except BaseException:
+            _remove_tree(root)
+            raise
+        return cls(root=root, fixture=fixture, skipped=skipped, baseline=baseline, settings=settings)
+
+    @property
+    def path(self) -> Path:
+        """The workspace root (the agent's working directory)."""
+        return self._workspace
+
+    @property
+    def fixture(self) -> Path:
+        """The fixture folder this sandbox was copied from."""
+        return self._fixture
+
+    @property
+    def skipped(self) -> tuple[SkippedPath, ...]:
+        """Fixture entries not copied into the workspace (hidden files, unsafe symlinks, fifos...)."""
+        return self._skipped
+
+    @property
+    def commands(self) -> tuple[CommandResult, ...]:
+        """Every recorded command run so far, in the order they finished."""
+        return tuple(self._commands)
+
+    @property
+    def closed(self) -> bool:
+        """True once `close()` was called."""
+        return self._closed
+
+    async def read_text(self, rel: str | PurePath) -> str:
+        """The UTF-8 text of a workspace file."""
+        path = self._inside(rel)
+        return await anyio.to_thread.run_sync(functools.partial(path.read_text, encoding="utf-8"))
+
+    async def write_text(self, rel: str | PurePath, text: str) -> None:
+        """Write a workspace file as UTF-8, creating missing parent directories."""
+        path = self._inside(rel)
+
+        def write() -> None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+
+        await anyio.to_thread.run_sync(write)
+
+    async def exists(self, rel: str | PurePath) -> bool:
+        """True if the path exists in the workspace (a dangling symlink does not)."""
+        return await anyio.to_thread.run_sync(self._inside(rel).exists)
+
+    async def run_command(
+        self,
+        cmd: str,
+        args: Sequence[str] = (),
+        *,
+        cwd: str | PurePath | None = None,
+        timeout: float = 60.0,
+        env: Mapping[str, str] | None = None,
+        record: bool = True,
+    ) -> CommandResult:
+        """Run a program (looked up on PATH, no shell) in the workspace.
+
+        A failing, missing (exit status 127) or timed-out program is a result, not an exception.
+
+        Args:
+            cmd: The program, e.g. `"npm"`.
+            args: Its arguments, e.g. `["run", "build"]`.
+            cwd: Working directory relative to the workspace root; the root by default.
+            timeout: Seconds before the command and its whole process group are killed.
+            env: Variables to add to the scrubbed environment (e.g. an API key it needs).
+            record: Add the result to `commands` and report it to `on_command`; scoring runs pass False.
+
+        Raises:
+            SandboxPathError: `cwd` leads outside the workspace or is not a directory.
+            TypeError: `args` is a single string.
+        """
+        if isinstance(args, str):
+            raise TypeError(f"args must be a list of strings, not a str: write run_command({cmd!r}, [{args!r}])")
+        argv = (cmd, *args)
+        return await self._run(argv, shlex.join(argv), cwd=cwd, timeout=timeout, env=env, record=record)
+
+    async def run_shell(
+        self,
+        script: str,
+        *,
+        cwd: str | PurePath | None = None,
+        timeout: float = 60.0,
+        env: Mapping[str, str] | None = None,
+        record: bool = True,
+    ) -> CommandResult:
+        """Run `script` with `sh -c` in the workspace; arguments as for `run_command`."""
+        return await self._run(("sh", "-c", script), script, cwd=cwd, timeout=timeout, env=env, record=record)
+
+    async def diff(self) -> Diff:
+        """What changed in the workspace since the baseline."""
+        self._check_open()
+        compute = functools.partial(compute_diff, self._baseline, self._workspace, ignore=self._settings.ignore)
+        return await anyio.to_thread.run_sync(compute)
+
+    async def run_pytest(self, test_file: Path, *, timeout: float, pytest_args: Sequence[str] = ()) -> PytestRun:
+        """Run `test_file` with `sys.executable -m pytest`, cwd the workspace, from a scoring directory.
+
+        The test file, its `pytest.ini` and the JUnit report live in a `scoring-*` directory next to
+        the workspace, so the workspace's `conftest.py` and pytest configuration do not apply.
+        Third-party pytest plugins are not auto-loaded (they could change outcomes or write into the
+        workspace); ask for one with `pytest_args=["-p", "anyio"]`. The workspace is importable
+        (first on `sys.path`), so the tests can import the agent's code.
+        """
+        self._check_open()
+        scoring = Path(tempfile.mkdtemp(prefix="scoring-", dir=self._root))
+        shutil.copyfile(test_file, scoring / test_file.name)
+        # Full assertion diffs in failure texts (they are trimmed later), without verbose console output.
+        (scoring / "pytest.ini").write_text("[pytest]\nverbosity_assertions = 2\n", encoding="utf-8")
+        junit = scoring / "junit.xml"
+        argv = (
+            sys.executable, "-m", "pytest", str(scoring / test_file.name),
+            "-c", str(scoring / "pytest.ini"), "-p", "no:cacheprovider",
+            "-q", "--tb=short", "--color=no", f"--junitxml={junit}", *pytest_args,
+        )  # fmt: skip
+        command = await self._run(
+            argv,
+            shlex.join(("pytest", test_file.name, *pytest_args)),
+            cwd=None,
+            timeout=timeout,
+            env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
+            record=False,
+        )
+        junit_xml = junit.read_text(encoding="utf-8") if junit.is_file() else None
+        if junit_xml is not None:
+            # Failure texts locate lines as "../scoring-x/EVAL.py:7" or by absolute path: make it "EVAL.py:7".
+            for prefix in (f"{scoring}{os.sep}", f"{os.path.relpath(scoring, self._workspace)}{os.sep}"):
+                junit_xml = junit_xml.replace(xml_escape(prefix), "")
+        return PytestRun(command=command, junit_xml=junit_xml)
+
+    async def close(self, *, keep: bool = False) -> Path | None:
+        """Remove the sandbox's temp directory, or keep it and return the workspace path.
+
+        Safe to call more than once: later calls return what the first one did.
+        """
+        if self._closed:
+            return self._kept
+        self._closed = True
+        if keep:
+            self._kept = self._workspace
+            return self._kept
+        # Shielded: a cancelled eval must still clean up after itself.
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(_remove_tree, self._root)
+        return None
+
+    async def __aenter__(self) -> LocalSandbox:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        return f"LocalSandbox({str(self._workspace)!r}, fixture={str(self._fixture)!r})"
+
+    async def _run(
+        self,
+        argv: tuple[str, ...],
+        command: str,
+        *,
+        cwd: str | PurePath | None,
+        timeout: float,
+        env: Mapping[str, str] | None,
+        record: bool,
+    ) -> CommandResult:
+        workdir = self._inside("." if cwd is None else cwd)
+        if not workdir.is_dir():
+            raise SandboxPathError(f"cwd {str(cwd)!r} is not a directory in the workspace {self._workspace}")
+        spec = CommandSpec(
+            argv=argv,
+            command=command,
+            cwd=workdir,
+            cwd_label=workdir.relative_to(self._workspace).as_posix(),
+            env=scrubbed_env(self._root / "home", self._root / "tmp", {**self._settings.env, **(env or {})}),
+            timeout=timeout,
+            max_output_bytes=self._settings.max_output_bytes,
+        )
+        result = await run_process(spec)
+        if record:
+            self._commands.append(result)
+            if self._settings.on_command is not None:
+                self._settings.on_command(result)
+        return result
+
+    def _inside(self, rel: str | PurePath) -> Path:
+        """Resolve `rel` against the workspace, following symlinks, and refuse anything outside it."""
+        self._check_open()
+        resolved = (self._workspace / rel).resolve()
+        if not resolved.is_relative_to(self._workspace):
+            raise SandboxPathError(f"{str(rel)!r} is outside the sandbox workspace {self._workspace}")
+        return resolved
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError(f"{self!r} is closed")
+
+
+def _remove_tree(root: Path) -> None:
+    try:
+        shutil.rmtree(root)
+    except PermissionError:
+        # The agent may have left read-only directories behind; deleting needs them writable.
+        _make_owner_writable(root)
+        shutil.rmtree(root)
+
+
+def _make_owner_writable(directory: Path) -> None:
+    directory.chmod(stat.S_IRWXU)
+    with os.scandir(directory) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                _make_owner_writable(Path(entry.path))
+
+
+if TYPE_CHECKING:
+    # Lets mypy hold LocalSandbox to the protocol it implements.
+    _implements_protocol: type[Sandbox] = LocalSandbox
