@@ -1,0 +1,1 @@
+pytest_plugins = ["niceeval.testing.pytest_plugin"]
