@@ -1,0 +1,233 @@
+"""Model strings to SDK clients, and resilient calls shared by agents and judges.
+
+- `parse_model("openai/gpt-5-mini")` -> `ModelRef(provider="openai", name="gpt-5-mini")`; unknown provider prefixes
+  fail with the list of known ones.
+- `openai_client(...)` / `anthropic_client(...)` build the official async SDK clients (imported lazily), with keys
+  and base URLs from arguments or the usual environment variables, so OpenAI-compatible local servers work.
+  SDK-level retries are off: `call()` retries itself so it can honour `Retry-After` and adapt concurrency.
+- `call(ref, fn, ...)`: runs one provider request under the provider's shared adaptive limiter (agents and judges
+  draw from the same one), retrying 429 / 5xx / timeouts / connection errors with exponential backoff and jitter,
+  honouring `Retry-After`, halving the provider's concurrency on 429 and growing it back after successes. Errors
+  that remain are raised as `ProviderError` with a `cause` (`rate_limited`, `timeout`, `provider_error`,
+  `parse_error`, `no_api_key`) and a message naming the provider and model.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, TypeVar
+
+import anyio
+
+from niceeval._core.errors import NiceevalError, UsageError
+
+if TYPE_CHECKING:
+    from anthropic import AsyncAnthropic
+    from openai import AsyncOpenAI
+
+T = TypeVar("T")
+Provider = Literal["openai", "anthropic"]
+PROVIDERS: dict[str, tuple[str, str]] = {
+    # provider: (API key variable, base URL variable)
+    "openai": ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
+    "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
+}
+ProviderCause = Literal["timeout", "provider_error", "rate_limited", "parse_error", "no_api_key"]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRef:
+    """A `provider/model` string, parsed."""
+
+    provider: Provider
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.provider}/{self.name}"
+
+
+def parse_model(model: str) -> ModelRef:
+    """Parse `provider/model`; say what to write when it is malformed or the provider is unknown."""
+    if not isinstance(model, str) or "/" not in model:
+        raise UsageError(
+            f"model {model!r} needs a provider prefix, e.g. 'openai/gpt-5-mini' or 'anthropic/claude-haiku-4-5'."
+        )
+    provider, name = model.split("/", 1)
+    if provider not in PROVIDERS or not name:
+        raise UsageError(f"unknown provider {provider!r} in model {model!r}; known providers: {', '.join(PROVIDERS)}.")
+    return ModelRef(provider=provider, name=name)  # type: ignore[arg-type]
+
+
+class ProviderError(NiceevalError):
+    """A provider call that failed for good (after retries)."""
+
+    def __init__(self, cause: ProviderCause, message: str, *, model: str = "", status: int | None = None) -> None:
+        super().__init__(message)
+        self.cause: ProviderCause = cause
+        self.model = model
+        self.status = status
+
+
+def api_key(provider: Provider, explicit: str | None = None) -> str:
+    """The API key: the explicit one, else the provider's environment variable; `ProviderError(no_api_key)` if none."""
+    key = explicit or os.environ.get(PROVIDERS[provider][0])
+    if not key:
+        raise ProviderError(
+            "no_api_key", f"no API key for {provider}: set {PROVIDERS[provider][0]} (in the environment or .env)"
+        )
+    return key
+
+
+def base_url(provider: Provider, explicit: str | None = None) -> str | None:
+    """The base URL: the explicit one, else the provider's environment variable, else the SDK default (None)."""
+    return explicit or os.environ.get(PROVIDERS[provider][1]) or None
+
+
+def openai_client(*, key: str | None = None, url: str | None = None, timeout: float = 60.0) -> AsyncOpenAI:
+    """An async OpenAI client with SDK retries off (`call()` retries)."""
+    from openai import AsyncOpenAI
+
+    return AsyncOpenAI(api_key=api_key("openai", key), base_url=base_url("openai", url), timeout=timeout, max_retries=0)
+
+
+def anthropic_client(*, key: str | None = None, url: str | None = None, timeout: float = 60.0) -> AsyncAnthropic:
+    """An async Anthropic client with SDK retries off (`call()` retries)."""
+    from anthropic import AsyncAnthropic
+
+    return AsyncAnthropic(
+        api_key=api_key("anthropic", key), base_url=base_url("anthropic", url), timeout=timeout, max_retries=0
+    )
+
+
+class AdaptiveLimiter:
+    """Concurrency for one provider: halves on a 429, grows by one after `grow_after` successes, up to `ceiling`."""
+
+    def __init__(self, ceiling: int, *, grow_after: int = 20) -> None:
+        self.ceiling = ceiling
+        self._limiter = anyio.CapacityLimiter(ceiling)
+        self._grow_after = grow_after
+        self._successes = 0
+
+    @property
+    def limit(self) -> int:
+        return int(self._limiter.total_tokens)
+
+    async def __aenter__(self) -> None:
+        await self._limiter.acquire()
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._limiter.release()
+
+    def rate_limited(self) -> None:
+        self._successes = 0
+        self._limiter.total_tokens = max(1, self.limit // 2)
+
+    def succeeded(self) -> None:
+        self._successes += 1
+        if self._successes >= self._grow_after and self.limit < self.ceiling:
+            self._successes = 0
+            self._limiter.total_tokens = self.limit + 1
+
+
+_limiters: dict[str, AdaptiveLimiter] = {}
+
+
+def limiter_for(provider: str, *, ceiling: int = 64) -> AdaptiveLimiter:
+    """The limiter shared by every agent and judge call to `provider` in this process."""
+    if provider not in _limiters:
+        _limiters[provider] = AdaptiveLimiter(ceiling)
+    return _limiters[provider]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RetryPolicy:
+    """How `call()` retries."""
+
+    max_retries: int = 4
+    base_delay: float = 0.5
+    max_delay: float = 30.0
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            return max(0.0, float(value) * scale)
+        except ValueError:
+            return None
+    return None
+
+
+def classify(exc: BaseException, model: str) -> tuple[ProviderError, bool]:
+    """Map an SDK exception to a `ProviderError` and whether retrying may help."""
+    status = getattr(exc, "status_code", None)
+    kind = type(exc).__name__
+    if isinstance(exc, ProviderError):
+        return exc, False
+    if isinstance(exc, json.JSONDecodeError):
+        return ProviderError("parse_error", f"{model}: the provider's response was not valid JSON", model=model), True
+    if kind in ("APITimeoutError", "TimeoutError") or isinstance(exc, TimeoutError):
+        return ProviderError("timeout", f"{model}: the request timed out", model=model), True
+    if status == 429:
+        return ProviderError("rate_limited", f"{model}: rate limited (HTTP 429)", model=model, status=429), True
+    if isinstance(status, int):
+        message = f"{model}: HTTP {status} from the provider: {_short_message(exc)}"
+        if status in (401, 403):
+            message += " (check the API key)"
+        retry = status >= 500 or status in (408, 409)
+        return ProviderError("provider_error", message, model=model, status=status), retry
+    if kind == "APIConnectionError":
+        return ProviderError("provider_error", f"{model}: could not connect: {exc}", model=model), True
+    return ProviderError("provider_error", f"{model}: {kind}: {exc}", model=model), False
+
+
+def _short_message(exc: BaseException) -> str:
+    text = str(getattr(exc, "message", None) or exc)
+    return text if len(text) <= 300 else text[:300] + "..."
+
+
+async def call(
+    model: ModelRef | str,
+    request: Callable[[], Awaitable[T]],
+    *,
+    policy: RetryPolicy | None = None,
+    timeout: float | None = None,
+) -> T:
+    """Run `request()` for `model` under its provider's limiter, retrying what may succeed later.
+
+    Raises:
+        ProviderError: with the cause and a message naming the model, once retries are spent.
+    """
+    ref = model if isinstance(model, ModelRef) else parse_model(model)
+    policy = policy or RetryPolicy()
+    limiter = limiter_for(ref.provider)
+    attempt = 0
+    while True:
+        try:
+            async with limiter:
+                with anyio.fail_after(timeout):
+                    result = await request()
+            limiter.succeeded()
+            return result
+        except Exception as exc:
+            error, retryable = classify(exc, str(ref))
+            if error.cause == "rate_limited":
+                limiter.rate_limited()
+            if not retryable or attempt >= policy.max_retries:
+                raise error from exc
+            delay = _retry_after(exc)
+            if delay is None:
+                delay = min(policy.max_delay, policy.base_delay * 2**attempt) * (0.5 + random.random() / 2)
+            attempt += 1
+            await anyio.sleep(min(delay, policy.max_delay))
+
