@@ -5,7 +5,8 @@ from niceeval._core.errors import ConfigError, NiceevalError, UsageError
 from niceeval._core.outcome import Outcome
 from niceeval._core.results import RunResult
 from niceeval._eval.config import Config, JudgeSettings, Price, define_config
-from niceeval._eval.context import Check, EvalContext, SyncEvalContext, Turn
+from niceeval._eval.context import Check, EvalContext, SyncEvalContext
+from niceeval._eval.conversation import Turn
 from niceeval._eval.spec import EvalSpec, define_eval
 
 __all__ = [

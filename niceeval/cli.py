@@ -126,6 +126,7 @@ def _run(args: argparse.Namespace) -> int:
             timeout=args.timeout or config.timeout,
             agent=config.agent,
             fail_on_inconclusive=args.fail_on_inconclusive or config.fail_on_inconclusive,
+            pricing=config.pricing,
         ),
     )
     summary = anyio.run(run_suite, entries, discovery.errors, options, reporters)

@@ -6,7 +6,6 @@ A matcher is a runtime value the user chains (`.gate()`, `.at_least(x)`), so it 
 
 from __future__ import annotations
 
-import inspect
 import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
@@ -57,6 +56,20 @@ class AssertionResult(BaseModel):
     def missed(self) -> bool:
         """True when the assertion did not pass (inconclusive is not a miss)."""
         return self.state == "failed"
+
+
+class Inconclusive(Exception):
+    """Raised by a score function that cannot decide (judge unreachable, no price): the result is inconclusive.
+
+    Args:
+        cause: Why, as a machine-readable code.
+        reason: Why, in words, with what to do about it.
+    """
+
+    def __init__(self, cause: Cause, reason: str) -> None:
+        super().__init__(reason)
+        self.cause: Cause = cause
+        self.reason = reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,13 +132,6 @@ class Matcher:
         """Mark an inconclusive result as expected: shown in reports, never counted against the eval."""
         return replace(self, is_optional=True)
 
-    @property
-    def is_async(self) -> bool:
-        """True when the score function is a coroutine function (it must be awaited)."""
-        return inspect.iscoroutinefunction(self.score_fn) or inspect.iscoroutinefunction(
-            getattr(self.score_fn, "__call__", None)  # noqa: B004 - callable objects with async __call__
-        )
-
     def result(self, raw: ScoreLike, location: str | None) -> AssertionResult:
         """Turn a score function's return value into a recorded result."""
         verdict = raw if isinstance(raw, Verdict) else Verdict(raw)
@@ -145,7 +151,17 @@ class Matcher:
         )
 
     def crashed(self, exc: BaseException, location: str | None) -> AssertionResult:
-        """The result recorded when the score function itself raised: a miss, with the error as reason."""
+        """The result recorded when the score function raised: inconclusive for `Inconclusive`, else a miss."""
+        if isinstance(exc, Inconclusive):
+            return inconclusive(
+                self.name,
+                severity=self.severity,
+                threshold=self.threshold,
+                cause=exc.cause,
+                reason=exc.reason,
+                location=location,
+                optional=self.is_optional,
+            )
         return AssertionResult(
             name=self.name,
             severity=self.severity,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import traceback
@@ -11,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-_PACKAGE_DIR = str(Path(__file__).resolve().parent.parent)
+_PACKAGE_DIR = str(Path(__file__).resolve().parent.parent) + os.sep  # the separator: not `niceeval.config.py`
 
 
 class NiceevalError(Exception):
@@ -72,8 +73,14 @@ def caller_location(depth: int) -> str | None:
 
 def relative(filename: str) -> str:
     """A path relative to the working directory when it lies below it, else as given."""
+    return _relative(filename, os.getcwd())
+
+
+@functools.lru_cache(maxsize=4096)
+def _relative(filename: str, cwd: str) -> str:
+    # Cached: every assertion records its location, and `relpath` was a fifth of the per-assertion cost.
     try:
-        rel = os.path.relpath(filename)
+        rel = os.path.relpath(filename, cwd)
     except ValueError:
         return filename
     return filename if rel.startswith("..") else rel

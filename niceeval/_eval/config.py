@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import importlib.util
 import os
 import sys
@@ -74,15 +75,34 @@ def parse_judge(value: object, *, where: str) -> JudgeSettings | None:
     try:
         return JudgeSettings.model_validate(value)
     except ValidationError as exc:
-        raise ConfigError(f"{where}: {_explain(exc)}") from None
+        raise ConfigError(f"{where}: {_explain(exc, JudgeSettings)}") from None
 
 
-def _explain(exc: ValidationError) -> str:
+def _known_keys(model: type[BaseModel], loc: tuple[int | str, ...]) -> list[str]:
+    """The keys the model at `loc` accepts (empty when `loc` goes through something else than a model)."""
+    for part in loc[:-1]:
+        field = model.model_fields.get(str(part))
+        annotation = field.annotation if field is not None else None
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            return []
+        model = annotation
+    return [name for name in model.model_fields if name != "root"]  # `root` is set by the loader
+
+
+def _unknown_key(key: str, known: list[str]) -> str:
+    message = f"unknown key {key!r}; remove it or check its spelling"
+    close = difflib.get_close_matches(key.rsplit(".", 1)[-1], known, n=1)
+    if close:
+        return f"{message}: did you mean {close[0]!r}?"
+    return f"{message} (known keys: {', '.join(known)})" if known else message
+
+
+def _explain(exc: ValidationError, model: type[BaseModel]) -> str:
     lines = []
     for error in exc.errors():
         key = ".".join(map(str, error["loc"])) or "(value)"
         if error["type"] == "extra_forbidden":
-            lines.append(f"unknown key {key!r}; remove it or check its spelling")
+            lines.append(_unknown_key(key, _known_keys(model, error["loc"])))
         else:
             lines.append(f"{key}: {error['msg']} (got {error.get('input')!r})")
     return "; ".join(lines)
@@ -98,7 +118,7 @@ def define_config(**settings: Any) -> Config:
     try:
         return Config.model_validate(settings)
     except ValidationError as exc:
-        raise ConfigError(f"{where}: define_config(): {_explain(exc)}") from None
+        raise ConfigError(f"{where}: define_config(): {_explain(exc, Config)}") from None
 
 
 def find_root(start: Path) -> Path:
@@ -135,9 +155,7 @@ def load_config(root: Path, explicit: Path | None = None) -> Config:
         ) from None
     configs = [value for value in vars(module).values() if isinstance(value, Config)]
     if not configs:
-        raise ConfigError(
-            f"{relative(str(path))} defines no configuration; write `config = define_config(...)` in it."
-        )
+        raise ConfigError(f"{relative(str(path))} defines no configuration; write `config = define_config(...)` in it.")
     return configs[0].model_copy(update={"root": root})
 
 

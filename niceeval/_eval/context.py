@@ -3,20 +3,24 @@
 from __future__ import annotations
 
 import inspect
-import uuid
-from collections.abc import Awaitable, Generator
+from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import anyio
-import anyio.from_thread
 from anyio.abc import TaskGroup
+from anyio.from_thread import BlockingPortal
 
 from niceeval._core.assertion import AssertionResult, Matcher, ScoreLike
 from niceeval._core.errors import ErrorInfo, UsageError, caller_location, error_info
-from niceeval._core.events import Event, EventLog, MessageEvent
+from niceeval._core.events import Event, EventLog
 from niceeval._diff import short
-from niceeval.agents import Agent, AgentSession, FunctionAgent, TurnStatus
+from niceeval._eval.config import Price
+from niceeval._eval.conversation import Conversation, Turn
+from niceeval._eval.efficiency import Usage, usage_of
+from niceeval._eval.observe import Observations, Scoped
+
+T = TypeVar("T")
 
 
 class StopEval(BaseException):
@@ -37,19 +41,6 @@ class Skipped(StopEval):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Turn:
-    """One exchange with the agent: what it answered, its structured data, and what happened meanwhile."""
-
-    message: str
-    """The agent's reply text."""
-    data: Any = None
-    """Structured reply (a pydantic model, dict or list) when the agent returned one."""
-    events: tuple[Event, ...] = ()
-    """The events emitted during this turn, in order."""
-    status: TurnStatus = "completed"
 
 
 class Check:
@@ -106,25 +97,46 @@ class RunState:
     log: EventLog = field(default_factory=EventLog)
     pending_requires: list[Check] = field(default_factory=list)
     skip_reason: str | None = None
+    scoped: list[Scoped] = field(default_factory=list)
     usage_error: ErrorInfo | None = None
     """An author bug found inside a background check (it cannot raise into the eval function)."""
 
 
-class _ContextBase:
-    """What sync and async eval contexts share: checks, skip, the reply, the event stream."""
+class _ContextBase(Observations):
+    """What sync and async eval contexts share: checks, skip, the reply, the event stream, scoped assertions."""
 
-    def __init__(self, *, state: RunState, task_group: TaskGroup, agent: object, eval_id: str) -> None:
+    def __init__(
+        self,
+        *,
+        state: RunState,
+        task_group: TaskGroup,
+        agent: object,
+        eval_id: str,
+        pricing: Mapping[str, Price] | None = None,
+    ) -> None:
         self._state = state
         self._tg = task_group
         self._agent_spec = agent
-        self._session: AgentSession | None = None
         self._eval_id = eval_id
-        self._reply = ""
+        self._scoped = state.scoped
+        self._pricing = pricing or {}
+        self._conversation = Conversation(agent, state.log, eval_id)
+        self._conversations = [self._conversation]
 
     @property
     def reply(self) -> str:
-        """The agent's last reply text ("" before the first `send`)."""
-        return self._reply
+        """The agent's last reply text in the current conversation ("" before the first `send`)."""
+        return self._conversation.reply
+
+    @property
+    def session_id(self) -> str:
+        """The id of the current conversation with the agent."""
+        return self._conversation.id
+
+    @property
+    def usage(self) -> Usage:
+        """Tokens and cost of the agent's model calls so far in this run."""
+        return usage_of(self._state.log.events, self._pricing)
 
     @property
     def events(self) -> list[Event]:
@@ -147,9 +159,7 @@ class _ContextBase:
         self._state.skip_reason = str(reason)
         raise Skipped(str(reason))
 
-    def _record(
-        self, value: Any, matcher: Matcher | None, location: str | None, *, required: bool, verb: str
-    ) -> Check:
+    def _record(self, value: Any, matcher: Matcher | None, location: str | None, *, required: bool, verb: str) -> Check:
         if not isinstance(matcher, Matcher):
             what = "no matcher" if matcher is None else f"{short(matcher)}, which is not a matcher"
             raise UsageError(
@@ -193,41 +203,14 @@ class _ContextBase:
             self._state.pending_requires.append(handle)
         return handle
 
-    def _agent(self) -> Agent:
-        spec = self._agent_spec
-        if spec is None:
-            raise UsageError(
-                "t.send() needs an agent: set `agent=` in niceeval.config.py (define_config(agent=my_fn)) "
-                "or on the eval (@define_eval(agent=my_fn))."
-            )
-        if isinstance(spec, Agent):
-            return spec
-        if not callable(spec):
-            raise UsageError(f"the agent must be a function or an agent adapter, got {short(spec)}.")
-        return FunctionAgent(spec)
-
-    async def _send(self, text: str, output: type[Any] | None) -> Turn:
-        if not isinstance(text, str):
-            raise UsageError(f"t.send() takes the message as a string, got {type(text).__name__}.")
-        if self._session is None:
-            self._session = await self._agent().open(f"{self._eval_id}#{uuid.uuid4().hex[:8]}", self._state.log)
-        start = len(self._state.log.events)
-        reply = await self._session.send(text, output=output)
-        self._reply = reply.text
-        return Turn(
-            message=reply.text,
-            data=reply.data,
-            events=tuple(self._state.log.events[start:]),
-            status=reply.status,
-        )
+    def _new_conversation(self) -> Conversation:
+        self._conversation = Conversation(self._agent_spec, self._state.log, self._eval_id)
+        self._conversations.append(self._conversation)
+        return self._conversation
 
     async def _close(self) -> None:
-        if self._session is not None:
-            session, self._session = self._session, None
-            await session.close()
-
-    def _messages(self) -> list[MessageEvent]:
-        return [e for e in self._state.log.events if isinstance(e, MessageEvent)]
+        for conversation in self._conversations:
+            await conversation.close()
 
 
 class EvalContext(_ContextBase):
@@ -235,15 +218,48 @@ class EvalContext(_ContextBase):
 
     async def send(self, text: str, *, output: type[Any] | None = None) -> Turn:
         """Send `text` to the agent under test (continuing the same conversation) and return its turn."""
-        return await self._send(text, output)
+        return await self._conversation.send(text, output)
+
+    async def respond(self, value: object) -> Turn:
+        """Answer the agent's request for human input (the last turn was `waiting`) and continue."""
+        return await self._conversation.respond(value)
+
+    async def revive(self) -> None:
+        """Close the session and reopen it by the same id: the conversation must continue from storage."""
+        await self._conversation.revive()
+
+    def new_session(self) -> None:
+        """Start a separate conversation: later `send` calls and `reply` use it."""
+        self._new_conversation()
 
 
 class SyncEvalContext(_ContextBase):
-    """The context `t` given to a plain `def` eval (which runs in a worker thread)."""
+    """The context `t` given to a plain `def` eval (which runs in a daemon worker thread)."""
+
+    portal: BlockingPortal | None = None
+    """Set by the runner: how code in the eval's thread calls back into the event loop."""
+
+    def _call_in_loop(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
+        if self.portal is None:
+            raise UsageError("a sync eval context is only usable inside `niceeval run` (no event loop portal).")
+        result: T = self.portal.call(fn, *args)
+        return result
 
     def send(self, text: str, *, output: type[Any] | None = None) -> Turn:
         """Send `text` to the agent under test (continuing the same conversation) and return its turn."""
-        return anyio.from_thread.run(self._send, text, output)
+        return self._call_in_loop(self._conversation.send, text, output)
+
+    def respond(self, value: object) -> Turn:
+        """Answer the agent's request for human input (the last turn was `waiting`) and continue."""
+        return self._call_in_loop(self._conversation.respond, value)
+
+    def revive(self) -> None:
+        """Close the session and reopen it by the same id: the conversation must continue from storage."""
+        self._call_in_loop(self._conversation.revive)
+
+    def new_session(self) -> None:
+        """Start a separate conversation: later `send` calls and `reply` use it."""
+        self._new_conversation()
 
     def _pending(
         self, handle: Check, matcher: Matcher, raw: Awaitable[ScoreLike], location: str | None, required: bool
@@ -252,7 +268,7 @@ class SyncEvalContext(_ContextBase):
             return await raw
 
         try:
-            result = matcher.result(anyio.from_thread.run(wait), location)
+            result = matcher.result(self._call_in_loop(wait), location)
         except UsageError:
             raise
         except Exception as exc:

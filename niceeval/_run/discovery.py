@@ -92,6 +92,9 @@ def _module_name(root: Path, file: Path) -> str:
 
 
 def _import(root: Path, file: Path) -> list[EvalSpec]:
+    # Like pytest's "prepend" import mode: an eval file can import helper modules that sit beside it.
+    if str(file.parent) not in sys.path:
+        sys.path.insert(0, str(file.parent))
     name = _module_name(root, file)
     spec = importlib.util.spec_from_file_location(name, file)
     if spec is None or spec.loader is None:

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-import anyio.to_thread
+from anyio.from_thread import BlockingPortal
 
 from niceeval._core.errors import ErrorInfo, UsageError, error_info
 from niceeval._core.outcome import fold
 from niceeval._core.results import RunResult
+from niceeval._eval.config import Price
 from niceeval._eval.context import EvalContext, RunState, StopEval, SyncEvalContext, _ContextBase
 from niceeval._run.discovery import EvalEntry
+from niceeval._threads import call_in_thread
 
 _CLOSE_TIMEOUT_S = 10.0
 
@@ -25,15 +28,20 @@ class ExecOptions:
     timeout: float
     agent: Any = None
     fail_on_inconclusive: bool = False
+    pricing: Mapping[str, Price] = field(default_factory=dict)
 
 
 async def _call(entry: EvalEntry, ctx: _ContextBase) -> None:
     spec = entry.spec
-    if spec.is_async:
+    if not isinstance(ctx, SyncEvalContext):
         await spec.fn(ctx)
         return
-    # A sync eval cannot be interrupted; on timeout its thread is abandoned and finishes on its own.
-    returned = await anyio.to_thread.run_sync(spec.fn, ctx, abandon_on_cancel=True)
+    # A sync eval cannot be interrupted; on timeout its daemon thread is abandoned and finishes on its own.
+    def run(portal: BlockingPortal) -> object:
+        ctx.portal = portal
+        return spec.fn(ctx)
+
+    returned = await call_in_thread(run)
     if hasattr(returned, "__await__"):
         await returned
 
@@ -62,7 +70,7 @@ async def execute(entry: EvalEntry, run_index: int, options: ExecOptions) -> Run
         with anyio.fail_after(timeout):
             async with anyio.create_task_group() as tg:
                 ctx_type = EvalContext if spec.is_async else SyncEvalContext
-                ctx = ctx_type(state=state, task_group=tg, agent=agent, eval_id=entry.id)
+                ctx = ctx_type(state=state, task_group=tg, agent=agent, eval_id=entry.id, pricing=options.pricing)
                 try:
                     await _call(entry, ctx)
                 except StopEval:
@@ -81,6 +89,11 @@ async def execute(entry: EvalEntry, run_index: int, options: ExecOptions) -> Run
             kind="timeout",
         )
     error = error or state.usage_error or _unawaited_requires(state)
+    for handle in state.scoped:
+        try:
+            state.assertions.append(handle.evaluate(state.log.events))
+        except UsageError as exc:
+            error = error or error_info(exc)
     duration = time.perf_counter() - start
     outcome = fold(
         state.assertions,

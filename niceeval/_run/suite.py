@@ -77,9 +77,9 @@ async def run_suite(
             result = await execute(entry, index, options.exec)
             tallies[entry.id].add(result)
             if result.error is not None and result.error.kind == "usage":
-                problems.append(
-                    Problem(location=result.error.location or entry.file, message=result.error.message)
-                )
+                problem = Problem(location=result.error.location or entry.file, message=result.error.message)
+                if problem not in problems:  # the same mistake in every one of --runs N is one problem
+                    problems.append(problem)
             sinks.run_finished(result)
 
     try:

@@ -1,6 +1,6 @@
 """Agents under test: the protocol and its adapters."""
 
-from niceeval.agents._function import FunctionAgent, FunctionSession
+from niceeval.agents._function import FunctionAgent, FunctionSession, function_agent
 from niceeval.agents._protocol import Agent, AgentSession, Reply, TurnStatus
 
-__all__ = ["Agent", "AgentSession", "FunctionAgent", "FunctionSession", "Reply", "TurnStatus"]
+__all__ = ["Agent", "AgentSession", "FunctionAgent", "FunctionSession", "Reply", "TurnStatus", "function_agent"]

@@ -1,20 +1,35 @@
-"""The simplest agent: a plain Python function (sync or async) from a message to a reply."""
+"""The simplest agent: a plain Python function (sync or async) from a message to a reply.
+
+The function may take the session as a second argument and use its helpers to report what it did (tool calls,
+subagent calls, input requests, token usage), so scoped assertions work on function agents too.
+"""
 
 from __future__ import annotations
 
 import inspect
 import json
+import uuid
+from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal, TypeVar
 
-import anyio.to_thread
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from niceeval._core.errors import UsageError
-from niceeval._core.events import EventLog, MessageEvent
+from niceeval._core.events import (
+    ActionCalledEvent,
+    ErrorEvent,
+    EventLog,
+    InputRequestedEvent,
+    MessageEvent,
+    SubagentCalledEvent,
+    UsageEvent,
+)
+from niceeval._threads import call_in_thread
 from niceeval.agents._protocol import Reply
 
 AgentFunction = Callable[..., Any]
+T = TypeVar("T")
 
 
 def _as_reply(value: object) -> Reply:
@@ -31,13 +46,29 @@ def _as_reply(value: object) -> Reply:
     return Reply(text=str(value), data=value)
 
 
+def structure(reply: Reply, output: type[Any] | None, log: EventLog) -> Reply:
+    """Validate a reply against the structured `output` type asked for; a mismatch fails the turn, visibly."""
+    if output is None:
+        return reply
+    source: Any = reply.data if reply.data is not None else reply.text
+    adapter: TypeAdapter[Any] = TypeAdapter(output)
+    try:
+        data = adapter.validate_json(source) if isinstance(source, str) else adapter.validate_python(source)
+    except ValidationError as exc:
+        name = getattr(output, "__name__", str(output))
+        log.emit(ErrorEvent(message=f"reply is not a valid {name}: {exc.errors()[:3]}", error_type="ValidationError"))
+        return Reply(text=reply.text, data=None, status="failed")
+    return Reply(text=reply.text, data=data, status=reply.status)
+
+
 class FunctionSession:
     """A conversation with a function agent; the function may take it as a second argument."""
 
-    def __init__(self, fn: AgentFunction, session_id: str, log: EventLog) -> None:
+    def __init__(self, fn: AgentFunction, session_id: str, log: EventLog, history: list[MessageEvent]) -> None:
         self.id = session_id
         self.log = log
-        self.history: list[MessageEvent] = []
+        self.history = history
+        """The conversation so far (kept by the agent across `t.revive()`)."""
         self._fn = fn
         self._takes_session = len(inspect.signature(fn).parameters) >= 2
 
@@ -49,26 +80,106 @@ class FunctionSession:
         if inspect.iscoroutinefunction(self._fn):
             raw = await self._fn(*args)
         else:
-            raw = await anyio.to_thread.run_sync(lambda: self._fn(*args))
+            raw = await call_in_thread(lambda _portal: self._fn(*args))
         if inspect.isawaitable(raw):
             raw = await raw
-        reply = _as_reply(raw)
+        reply = structure(_as_reply(raw), output, self.log)
         answer = MessageEvent(role="assistant", text=reply.text, data=reply.data)
         self.log.emit(answer)
         self.history.append(answer)
         return reply
 
     async def close(self) -> None:
-        self.history.clear()
+        """Nothing to free: the history stays with the agent so the session can be revived."""
+
+    def tool(
+        self,
+        name: str,
+        input: Any = None,
+        *,
+        output: Any = None,
+        status: Literal["success", "failed"] = "success",
+        error: str | None = None,
+        kind: Literal["tool", "shell", "skill"] = "tool",
+    ) -> None:
+        """Report a tool (or shell command, or skill) call the agent made."""
+        self.log.emit(
+            ActionCalledEvent(
+                id=uuid.uuid4().hex[:12], name=name, kind=kind, input=input, output=output, status=status, error=error
+            )
+        )
+
+    def call_tool(self, name: str, fn: Callable[..., T], /, **input: Any) -> T | str:
+        """Run `fn(**input)` as tool `name` and report it; a raising tool is reported failed and its error
+        returned as text, the way model APIs feed tool errors back to the model."""
+        try:
+            output = fn(**input)
+        except Exception as exc:
+            message = f"{type(exc).__name__}: {exc}"
+            self.tool(name, input, status="failed", error=message)
+            return message
+        self.tool(name, input, output=output)
+        return output
+
+    def subagent(
+        self,
+        name: str,
+        *,
+        remote_url: str | None = None,
+        input: Any = None,
+        output: Any = None,
+        status: Literal["success", "failed"] = "success",
+    ) -> None:
+        """Report a call to another agent."""
+        self.log.emit(SubagentCalledEvent(name=name, remote_url=remote_url, input=input, output=output, status=status))
+
+    def request_input(self, prompt: str, data: Any = None) -> None:
+        """Ask a human for input: the turn ends `waiting` and the eval answers with `t.respond(...)`."""
+        self.log.emit(InputRequestedEvent(prompt=prompt, data=data))
+
+    def usage(
+        self,
+        model: str,
+        *,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        cache_read_tokens: int = 0,
+        cost: float | None = None,
+    ) -> None:
+        """Report tokens spent by one model call (`model` as `provider/model`, for pricing)."""
+        self.log.emit(
+            UsageEvent(
+                model=model,
+                input_tokens=input_tokens,
+                output_tokens=output_tokens,
+                cache_read_tokens=cache_read_tokens,
+                cost=cost,
+            )
+        )
 
 
 class FunctionAgent:
-    """Adapts a function `message -> str | dict | BaseModel` (or `(message, session) -> ...`) to an agent."""
+    """Adapts a function `message -> str | dict | BaseModel` (or `(message, session) -> ...`) to an agent.
 
-    def __init__(self, fn: AgentFunction) -> None:
+    Conversation histories are kept per session id inside the agent, so `t.revive()` continues them; only the
+    most recent `max_sessions` are kept, so a long suite's memory stays bounded.
+    """
+
+    def __init__(self, fn: AgentFunction, *, max_sessions: int = 1024) -> None:
         if not callable(fn):
             raise UsageError(f"a function agent needs a callable, got {type(fn).__name__}.")
         self.fn = fn
+        self._histories: OrderedDict[str, list[MessageEvent]] = OrderedDict()
+        self._max_sessions = max_sessions
 
     async def open(self, session_id: str, log: EventLog) -> FunctionSession:
-        return FunctionSession(self.fn, session_id, log)
+        history = self._histories.pop(session_id, [])
+        self._histories[session_id] = history
+        while len(self._histories) > self._max_sessions:
+            self._histories.popitem(last=False)
+        return FunctionSession(self.fn, session_id, log, history)
+
+
+def function_agent(fn: AgentFunction) -> FunctionAgent:
+    """Decorate a function to use it as the agent under test: `@function_agent def my_agent(message, session)`."""
+    return FunctionAgent(fn)

@@ -33,6 +33,12 @@ def clean(text: str, limit: int = 400) -> str:
     return text if len(text) <= limit else text[:limit] + f"... ({len(text) - limit} more chars)"
 
 
+def clean_lines(text: str, indent: str, limit: int) -> str:
+    """Untrusted multi-line text: each line cleaned, continuation lines indented, the whole bounded."""
+    more = f"... ({len(text) - limit} more chars)" if len(text) > limit else ""
+    return ("\n" + indent).join(clean(line, limit) for line in text[:limit].split("\n")) + more
+
+
 class ConsoleReporter:
     """Prints to a rich `Console` (injected, so tests render to a string at a fixed width)."""
 
@@ -132,8 +138,7 @@ class ConsoleReporter:
         if a.actual is not None:
             text.append(f"\n{indent}actual:   {clean(a.actual)}")
         if a.reason:
-            reason = clean(a.reason.replace("\n", "\x00"), 1200).replace("\\x00", "\n" + indent + "  ")
-            text.append(f"\n{indent}reason:   {reason}", style="dim")
+            text.append(f"\n{indent}reason:   {clean_lines(a.reason, indent + '  ', 1200)}", style="dim")
         return text
 
     def finish(self, summary: SuiteSummary) -> None:

@@ -27,7 +27,8 @@ class JsonReporter:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._spool: IO[bytes] | None = None
-        self._offsets: dict[str, list[tuple[int, int]]] = {}
+        self._offsets: dict[str, list[tuple[int, int, int]]] = {}
+        """Per eval: (run index, position, length) of each run's JSON in the spool."""
         self._plan: list[PlannedEval] = []
         self._problems: list[Problem] = []
         self._started_at = ""
@@ -43,7 +44,7 @@ class JsonReporter:
         data = result.model_dump_json(exclude=_RUN_FIELDS).encode()
         position = self._spool.seek(0, os.SEEK_END)
         self._spool.write(data)
-        self._offsets.setdefault(result.eval_id, []).append((position, len(data)))
+        self._offsets.setdefault(result.eval_id, []).append((result.run_index, position, len(data)))
 
     def finish(self, summary: SuiteSummary) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -94,15 +95,15 @@ class JsonReporter:
                 "mean_duration_s": round(tally.mean_duration_s, 6),
             }
             out.write(("," if index else "") + json.dumps(item)[:-1] + ', "runs": [')
-            runs = sorted(self._read_runs(planned.id), key=lambda r: r["run_index"])
-            out.write(",".join(json.dumps(run) for run in runs))
+            out.write(",".join(self._read_runs(planned.id)))
             out.write("]}")
         out.write("]}\n")
 
-    def _read_runs(self, eval_id: str) -> list[dict[str, Any]]:
+    def _read_runs(self, eval_id: str) -> list[str]:
+        """The eval's runs in run order, as the JSON pydantic wrote (copied as is: no parse and re-dump)."""
         assert self._spool is not None
         runs = []
-        for position, length in self._offsets.get(eval_id, []):
+        for _, position, length in sorted(self._offsets.get(eval_id, [])):
             self._spool.seek(position)
-            runs.append(json.loads(self._spool.read(length)))
+            runs.append(self._spool.read(length).decode())
         return runs

@@ -1,0 +1,90 @@
+"""A conversation with the agent under test: sessions opened lazily, revived by id, answered when parked."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from niceeval._core.errors import UsageError
+from niceeval._core.events import Event, EventLog
+from niceeval._diff import short
+from niceeval._eval.scoped import waiting_for_input
+from niceeval.agents import Agent, AgentSession, FunctionAgent, TurnStatus
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Turn:
+    """One exchange with the agent: what it answered, its structured data, and what happened meanwhile."""
+
+    message: str
+    """The agent's reply text."""
+    data: Any = None
+    """Structured reply (a pydantic model, dict or list) when the agent returned one."""
+    events: tuple[Event, ...] = ()
+    """The events emitted during this turn, in order."""
+    status: TurnStatus = "completed"
+    """`completed`, `failed`, or `waiting` (the agent asked for human input: answer with `t.respond`)."""
+
+
+def resolve_agent(spec: object) -> Agent:
+    """An agent adapter as given, or a function wrapped as a function agent."""
+    if spec is None:
+        raise UsageError(
+            "t.send() needs an agent: set `agent=` in niceeval.config.py (define_config(agent=my_fn)) "
+            "or on the eval (@define_eval(agent=my_fn))."
+        )
+    if isinstance(spec, Agent):
+        return spec
+    if not callable(spec):
+        raise UsageError(f"the agent must be a function or an agent adapter, got {short(spec)}.")
+    return FunctionAgent(spec)
+
+
+class Conversation:
+    """One conversation (session) with the agent; `t.send` uses the eval's current one."""
+
+    def __init__(self, agent_spec: object, log: EventLog, eval_id: str) -> None:
+        self._agent_spec = agent_spec
+        self._log = log
+        self.id = f"{eval_id}#{uuid.uuid4().hex[:12]}"
+        self._session: AgentSession | None = None
+        self._agent: Agent | None = None
+        self.reply = ""
+        self.last_status: TurnStatus = "completed"
+
+    async def _open(self) -> AgentSession:
+        if self._session is None:
+            self._agent = self._agent or resolve_agent(self._agent_spec)
+            self._session = await self._agent.open(self.id, self._log)
+        return self._session
+
+    async def send(self, text: str, output: type[Any] | None = None) -> Turn:
+        if not isinstance(text, str):
+            raise UsageError(f"t.send() takes the message as a string, got {type(text).__name__}.")
+        session = await self._open()
+        start = len(self._log.events)
+        reply = await session.send(text, output=output)
+        events = tuple(self._log.events[start:])
+        status: TurnStatus = reply.status
+        if status == "completed" and waiting_for_input(events) is not None:
+            status = "waiting"
+        self.reply, self.last_status = reply.text, status
+        return Turn(message=reply.text, data=reply.data, events=events, status=status)
+
+    async def respond(self, value: object) -> Turn:
+        if self.last_status != "waiting":
+            raise UsageError("t.respond() answers an agent that asked for input, but the last turn is not waiting.")
+        text = value if isinstance(value, str) else json.dumps(value, default=str)
+        return await self.send(text)
+
+    async def revive(self) -> None:
+        """Close the session and reopen it by the same id: the agent must restore it from its own storage."""
+        await self.close()
+        await self._open()
+
+    async def close(self) -> None:
+        if self._session is not None:
+            session, self._session = self._session, None
+            await session.close()

@@ -1,0 +1,144 @@
+"""The scoped and efficiency assertions as methods of `t`: registered now, evaluated after the eval returns."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Self
+
+from niceeval._core.assertion import AssertionResult, Matcher
+from niceeval._core.errors import UsageError, caller_location
+from niceeval._core.events import Event, EventType
+from niceeval._eval import efficiency, scoped
+from niceeval._eval.config import Price
+from niceeval._eval.toolmatch import InputSpec
+
+
+class Scoped:
+    """A registered scoped assertion. Chain `.gate()`, `.at_least(x)`, `.label(text)`, `.optional()` on it."""
+
+    __slots__ = ("matcher", "location")
+
+    def __init__(self, matcher: Matcher, location: str | None) -> None:
+        self.matcher = matcher
+        self.location = location
+
+    def gate(self) -> Self:
+        """A miss fails the eval."""
+        self.matcher = self.matcher.gate()
+        return self
+
+    def at_least(self, threshold: float) -> Self:
+        """Soft, passing at a score of at least `threshold`."""
+        self.matcher = self.matcher.at_least(threshold)
+        return self
+
+    def label(self, text: str) -> Self:
+        """Rename in reports."""
+        self.matcher = self.matcher.label(text)
+        return self
+
+    def optional(self) -> Self:
+        """An inconclusive result is expected and never counts against the eval."""
+        self.matcher = self.matcher.optional()
+        return self
+
+    def evaluate(self, events: list[Event]) -> AssertionResult:
+        """Score over the finished run's events."""
+        try:
+            raw = self.matcher.score_fn(events)
+            if hasattr(raw, "__await__"):
+                raise UsageError(f"{self.matcher.name} at {self.location}: a scoped predicate must not be async.")
+            return self.matcher.result(raw, self.location)
+        except UsageError:
+            raise
+        except Exception as exc:
+            return self.matcher.crashed(exc, self.location)
+
+
+class Observations:
+    """Mixin of the eval context: every method registers an assertion over the whole run."""
+
+    _scoped: list[Scoped]
+    _pricing: Mapping[str, Price]
+
+    def _register(self, matcher: Matcher) -> Scoped:
+        handle = Scoped(matcher, caller_location(2))
+        self._scoped.append(handle)
+        return handle
+
+    def succeeded(self) -> Scoped:
+        """The run completed without error events or a pending input request."""
+        return self._register(scoped.succeeded())
+
+    def parked(self) -> Scoped:
+        """The run ended cleanly waiting for human input."""
+        return self._register(scoped.parked())
+
+    def message_includes(self, needle: str | re.Pattern[str]) -> Scoped:
+        """Some message's text includes `needle` (substring or compiled regex)."""
+        return self._register(scoped.message_includes(needle))
+
+    def called_tool(
+        self,
+        name: str,
+        *,
+        input: InputSpec | None = None,
+        count: int | None = None,
+        at_least: int | None = None,
+        status: str | None = None,
+    ) -> Scoped:
+        """Tool `name` was called (with matching `input` and `status`): `count` times exactly, or `at_least`."""
+        return self._register(scoped.called_tool(name, input=input, count=count, at_least=at_least, status=status))
+
+    def not_called_tool(self, name: str, *, input: InputSpec | None = None) -> Scoped:
+        """Tool `name` was never called (with matching `input`, when given)."""
+        return self._register(scoped.not_called_tool(name, input=input))
+
+    def tool_order(self, names: Sequence[str]) -> Scoped:
+        """The tools were called in this relative order."""
+        return self._register(scoped.tool_order(names))
+
+    def used_no_tools(self) -> Scoped:
+        """No tool was called."""
+        return self._register(scoped.used_no_tools())
+
+    def max_tool_calls(self, limit: int) -> Scoped:
+        """At most `limit` tool calls."""
+        return self._register(scoped.max_tool_calls(limit))
+
+    def loaded_skill(self, skill: str) -> Scoped:
+        """Skill `skill` was loaded."""
+        return self._register(scoped.loaded_skill(skill))
+
+    def called_subagent(self, name: str, *, remote_url: str | re.Pattern[str] | None = None) -> Scoped:
+        """Subagent `name` was called (at a matching `remote_url`, when given)."""
+        return self._register(scoped.called_subagent(name, remote_url=remote_url))
+
+    def no_failed_actions(self) -> Scoped:
+        """No tool, shell, skill or subagent call failed."""
+        return self._register(scoped.no_failed_actions())
+
+    def event(self, event_type: EventType, *, data: InputSpec | None = None, count: int | None = None) -> Scoped:
+        """An event of this type appeared (matching `data`; exactly `count` times when given)."""
+        return self._register(scoped.event(event_type, data=data, count=count))
+
+    def not_event(self, event_type: EventType) -> Scoped:
+        """No event of this type appeared."""
+        return self._register(scoped.not_event(event_type))
+
+    def event_order(self, types: Sequence[EventType]) -> Scoped:
+        """Events of these types appeared in this relative order."""
+        return self._register(scoped.event_order(types))
+
+    def events_satisfy(self, label: str, predicate: Callable[[list[Event]], bool]) -> Scoped:
+        """`predicate(events)` holds over the whole stream."""
+        return self._register(scoped.events_satisfy(label, predicate))
+
+    def max_tokens(self, limit: int) -> Scoped:
+        """Total tokens stay within `limit` (gate; score `limit / actual` beyond it)."""
+        return self._register(efficiency.max_tokens(limit, self._pricing))
+
+    def max_cost(self, usd: float) -> Scoped:
+        """Estimated cost stays within `usd` (gate; inconclusive when a model has no price)."""
+        return self._register(efficiency.max_cost(usd, self._pricing))

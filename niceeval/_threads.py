@@ -1,0 +1,48 @@
+"""Blocking user code (sync evals, sync agents) in daemon threads, so a timeout can abandon it for good."""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+from collections.abc import Callable
+from concurrent.futures import CancelledError
+from contextlib import suppress
+from typing import TypeVar
+
+import anyio
+from anyio.from_thread import BlockingPortal
+
+T = TypeVar("T")
+
+
+async def call_in_thread(fn: Callable[[BlockingPortal], T]) -> T:
+    """Run `fn(portal)` in a new daemon thread and wait for it; cancelling the wait abandons the thread.
+
+    Not `anyio.to_thread.run_sync`: its workers are not daemon threads, so one abandoned on a timeout keeps
+    the process alive at exit until the user's code returns (maybe never), and without `abandon_on_cancel`
+    the timeout does not fire at all. `fn` may call back into the event loop through `portal` (a sync
+    eval's `t.send` does). Whatever `fn` raises is re-raised here as it is.
+    """
+    done = anyio.Event()
+    returned: list[T] = []
+    raised: list[BaseException] = []
+    async with BlockingPortal() as portal:
+
+        def target() -> None:
+            try:
+                returned.append(fn(portal))
+            except BaseException as exc:
+                raised.append(exc)
+            # Once the waiter is cancelled the portal stops, and nobody wants this result any more.
+            with suppress(RuntimeError, CancelledError):
+                portal.call(done.set)
+
+        thread = threading.Thread(
+            target=contextvars.copy_context().run, args=(target,), name="niceeval-sync-call", daemon=True
+        )
+        thread.start()
+        await done.wait()
+    # Raised outside the portal: inside it, its task group would wrap the error in an ExceptionGroup.
+    if raised:
+        raise raised[0]
+    return returned[0]
