@@ -5,7 +5,7 @@ from niceeval import define_config
 
 config = define_config(
     agent=support_agent,
-    evals=["evals", "examples/property_manager/evals"],
+    evals=["evals", "examples/property_manager/evals", "examples/coding_agent/evals"],
     concurrency=8,
     timeout=60,
 )

@@ -228,3 +228,19 @@ def make_assertion(
     if threshold is not None:
         return matcher.at_least(threshold) if severity == "soft" else matcher.at_least(threshold).gate()
     return matcher.at_least(SOFT_DEFAULT_THRESHOLD) if severity == "soft" else matcher
+
+
+def command_succeeded() -> Matcher:
+    """Pass when a sandbox command result exited 0 (within its timeout); a miss shows the exit and stderr tail."""
+
+    def score(value: Any) -> ScoreLike:
+        exit_code = getattr(value, "exit_code", "missing")
+        if exit_code == "missing":
+            return Verdict(False, f"expected a command result (from t.sandbox.run_command), got {short(value)}")
+        if exit_code == 0 and not getattr(value, "timed_out", False):
+            return True
+        stderr = str(getattr(value, "stderr", ""))[-600:]
+        what = "timed out" if getattr(value, "timed_out", False) else f"exited {exit_code}"
+        return Verdict(False, f"{getattr(value, 'command', 'the command')} {what}\n{stderr}".rstrip(), actual=what)
+
+    return Matcher(name="command_succeeded", score_fn=score, expected="exit code 0")

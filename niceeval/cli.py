@@ -61,6 +61,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--json", type=Path, metavar="PATH", help="write the JSON report here")
     run.add_argument("--junit", type=Path, metavar="PATH", help="write JUnit XML here")
     run.add_argument("--config", type=Path, metavar="PATH", help="config file (default: niceeval.config.py)")
+    run.add_argument("--keep-sandbox", action="store_true", help="keep sandbox workspaces and print their paths")
     run.set_defaults(handler=_run)
 
     listing = commands.add_parser("list", help="list the evals found, with ids and tags")
@@ -127,6 +128,8 @@ def _run(args: argparse.Namespace) -> int:
             agent=config.agent,
             fail_on_inconclusive=args.fail_on_inconclusive or config.fail_on_inconclusive,
             pricing=config.pricing,
+            root=config.root,
+            keep_sandbox=args.keep_sandbox,
         ),
     )
     summary = anyio.run(run_suite, entries, discovery.errors, options, reporters)

@@ -4,12 +4,22 @@ Matchers are immutable: `.gate()`, `.at_least(x)`, `.label(text)` and `.optional
 """
 
 from niceeval._core.assertion import AssertionResult, Matcher, Verdict
-from niceeval._matchers import equals, excludes, includes, make_assertion, matches, satisfies, similarity
+from niceeval._matchers import (
+    command_succeeded,
+    equals,
+    excludes,
+    includes,
+    make_assertion,
+    matches,
+    satisfies,
+    similarity,
+)
 
 __all__ = [
     "AssertionResult",
     "Matcher",
     "Verdict",
+    "command_succeeded",
     "equals",
     "excludes",
     "includes",

@@ -34,6 +34,7 @@ def test_expect_exports() -> None:
             "AssertionResult",
             "Matcher",
             "Verdict",
+            "command_succeeded",
             "equals",
             "excludes",
             "includes",

@@ -26,3 +26,5 @@ class RunResult(BaseModel):
     skip_reason: str | None = None
     assertions: list[AssertionResult] = Field(default_factory=list)
     events: list[Event] = Field(default_factory=list)
+    sandbox_path: str | None = None
+    """Where the sandbox workspace was kept (`--keep-sandbox`)."""

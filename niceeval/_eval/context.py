@@ -19,6 +19,7 @@ from niceeval._eval.config import Price
 from niceeval._eval.conversation import Conversation, Turn
 from niceeval._eval.efficiency import Usage, usage_of
 from niceeval._eval.observe import Observations, Scoped
+from niceeval.sandbox import Sandbox
 
 T = TypeVar("T")
 
@@ -98,6 +99,7 @@ class RunState:
     pending_requires: list[Check] = field(default_factory=list)
     skip_reason: str | None = None
     scoped: list[Scoped] = field(default_factory=list)
+    diff_scoped: list[Scoped] = field(default_factory=list)
     usage_error: ErrorInfo | None = None
     """An author bug found inside a background check (it cannot raise into the eval function)."""
 
@@ -119,6 +121,8 @@ class _ContextBase(Observations):
         self._agent_spec = agent
         self._eval_id = eval_id
         self._scoped = state.scoped
+        self._diff_scoped = state.diff_scoped
+        self._sandbox: Sandbox | None = None
         self._pricing = pricing or {}
         self._conversation = Conversation(agent, state.log, eval_id)
         self._conversations = [self._conversation]
@@ -127,6 +131,16 @@ class _ContextBase(Observations):
     def reply(self) -> str:
         """The agent's last reply text in the current conversation ("" before the first `send`)."""
         return self._conversation.reply
+
+    @property
+    def sandbox(self) -> Sandbox:
+        """The workspace of a sandbox eval (`@define_eval(fixture=...)`): run commands, read files, diff."""
+        if self._sandbox is None:
+            raise UsageError(
+                "t.sandbox exists only in sandbox evals: give the eval a fixture, "
+                "e.g. @define_eval(fixture='evals/fixtures/app')."
+            )
+        return self._sandbox
 
     @property
     def session_id(self) -> str:

@@ -9,7 +9,7 @@ from typing import Self
 from niceeval._core.assertion import AssertionResult, Matcher
 from niceeval._core.errors import UsageError, caller_location
 from niceeval._core.events import Event, EventType
-from niceeval._eval import efficiency, scoped
+from niceeval._eval import efficiency, scoped, workspace
 from niceeval._eval.config import Price
 from niceeval._eval.toolmatch import InputSpec
 
@@ -43,10 +43,10 @@ class Scoped:
         self.matcher = self.matcher.optional()
         return self
 
-    def evaluate(self, events: list[Event]) -> AssertionResult:
-        """Score over the finished run's events."""
+    def evaluate(self, subject: object) -> AssertionResult:
+        """Score over the finished run's events (or, for workspace assertions, its diff)."""
         try:
-            raw = self.matcher.score_fn(events)
+            raw = self.matcher.score_fn(subject)
             if hasattr(raw, "__await__"):
                 raise UsageError(f"{self.matcher.name} at {self.location}: a scoped predicate must not be async.")
             return self.matcher.result(raw, self.location)
@@ -60,12 +60,38 @@ class Observations:
     """Mixin of the eval context: every method registers an assertion over the whole run."""
 
     _scoped: list[Scoped]
+    _diff_scoped: list[Scoped]
     _pricing: Mapping[str, Price]
 
     def _register(self, matcher: Matcher) -> Scoped:
         handle = Scoped(matcher, caller_location(2))
         self._scoped.append(handle)
         return handle
+
+    def _register_on_diff(self, matcher: Matcher) -> Scoped:
+        handle = Scoped(matcher, caller_location(2))
+        self._diff_scoped.append(handle)
+        return handle
+
+    def file_changed(self, path: str) -> Scoped:
+        """Sandbox evals: the fixture's file at `path` was modified."""
+        return self._register_on_diff(workspace.file_changed(path))
+
+    def file_added(self, path: str) -> Scoped:
+        """Sandbox evals: a file was created at `path`."""
+        return self._register_on_diff(workspace.file_added(path))
+
+    def file_deleted(self, path: str) -> Scoped:
+        """Sandbox evals: the fixture's file at `path` was deleted."""
+        return self._register_on_diff(workspace.file_deleted(path))
+
+    def not_in_diff(self, pattern: str | re.Pattern[str]) -> Scoped:
+        """Sandbox evals: the workspace diff does not match `pattern` (e.g. no secrets)."""
+        return self._register_on_diff(workspace.not_in_diff(pattern))
+
+    def no_failed_shell_commands(self) -> Scoped:
+        """No shell command exited non-zero."""
+        return self._register(workspace.no_failed_shell_commands())
 
     def succeeded(self) -> Scoped:
         """The run completed without error events or a pending input request."""

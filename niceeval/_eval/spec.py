@@ -5,8 +5,8 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, overload
+from pathlib import Path, PurePath
+from typing import Any, Literal, overload
 
 from niceeval._core.errors import UsageError, caller_location, relative
 from niceeval._eval.config import JudgeSettings, parse_judge
@@ -28,6 +28,12 @@ class EvalSpec:
     description: str | None = None
     agent: Any = None
     is_async: bool = field(default=False)
+    fixture: str | None = None
+    """Folder (relative to the project root) copied into a fresh workspace for this eval."""
+    validation: Literal["pytest", "none"] | None = None
+    """How the workspace is scored afterwards: the fixture's hidden EVAL.py with pytest, or not at all."""
+    scripts: tuple[str, ...] = ()
+    """Shell commands run in the workspace afterwards; each must exit 0 (a gate each)."""
 
     def __call__(self, t: Any) -> Any:
         return self.fn(t)
@@ -58,6 +64,19 @@ def _check_options(options: dict[str, Any], where: str | None) -> None:
         raise UsageError(f"{where}: define_eval(tags=...) takes a list of strings, e.g. tags=['support'].")
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0):
         raise UsageError(f"{where}: define_eval(timeout=...) is seconds, a positive number; got {timeout!r}.")
+    _check_sandbox_options(options, where)
+
+
+def _check_sandbox_options(options: dict[str, Any], where: str | None) -> None:
+    fixture, validation, scripts = options.get("fixture"), options.get("validation"), options.get("scripts") or ()
+    if fixture is not None and not isinstance(fixture, str | PurePath):
+        raise UsageError(f"{where}: define_eval(fixture=...) is a folder path, e.g. 'evals/fixtures/button'.")
+    if validation not in (None, "pytest", "none"):
+        raise UsageError(f"{where}: define_eval(validation=...) is 'pytest' or 'none', got {validation!r}.")
+    if isinstance(scripts, str) or not all(isinstance(script, str) for script in scripts):
+        raise UsageError(f"{where}: define_eval(scripts=...) takes a list of shell commands, e.g. ['make build'].")
+    if fixture is None and (validation is not None or scripts):
+        raise UsageError(f"{where}: validation= and scripts= score a sandbox workspace; give fixture= too.")
 
 
 def _make_spec(fn: object, options: dict[str, Any]) -> EvalSpec:
@@ -68,6 +87,8 @@ def _make_spec(fn: object, options: dict[str, Any]) -> EvalSpec:
     where = f"{relative(str(file))}:{code.co_firstlineno}"
     _check_signature(fn, where)
     _check_options(options, where)
+    if options.get("fixture") is not None and not inspect.iscoroutinefunction(fn):
+        raise UsageError(f"{where}: a sandbox eval (fixture=...) must be `async def`: the sandbox API is awaited.")
     timeout = options.get("timeout")
     return EvalSpec(
         fn=fn,
@@ -80,6 +101,9 @@ def _make_spec(fn: object, options: dict[str, Any]) -> EvalSpec:
         description=options.get("description") or inspect.getdoc(fn),
         agent=options.get("agent"),
         is_async=inspect.iscoroutinefunction(fn),
+        fixture=str(options["fixture"]) if options.get("fixture") is not None else None,
+        validation=options.get("validation"),
+        scripts=tuple(options.get("scripts") or ()),
     )
 
 
@@ -96,6 +120,9 @@ def define_eval(
     judge: JudgeSettings | dict[str, Any] | None = None,
     description: str | None = None,
     agent: Any = None,
+    fixture: str | None = None,
+    validation: Literal["pytest", "none"] | None = None,
+    scripts: Sequence[str] = (),
 ) -> Callable[[EvalFunction], EvalSpec]: ...
 
 
@@ -112,9 +139,12 @@ def define_eval(
     Args:
         fn: The eval function, when used bare.
         **options: `name`, `tags`, `timeout` (seconds), `judge` (judge settings for this eval),
-            `description`, `agent` (the agent under test for this eval, overriding the config's).
+            `description`, `agent` (the agent under test for this eval, overriding the config's),
+            `fixture` (a folder copied into a fresh workspace: a sandbox eval), `validation`
+            (`"pytest"` runs the fixture's hidden EVAL.py afterwards, the default when it exists; `"none"`),
+            `scripts` (commands run in the workspace afterwards that must exit 0).
     """
-    known = {"name", "tags", "timeout", "judge", "description", "agent"}
+    known = {"name", "tags", "timeout", "judge", "description", "agent", "fixture", "validation", "scripts"}
     unknown = sorted(set(options) - known)
     if unknown:
         raise UsageError(f"define_eval() got unknown option(s) {unknown}; known options: {sorted(known)}.")

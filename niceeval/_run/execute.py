@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -16,7 +17,10 @@ from niceeval._core.results import RunResult
 from niceeval._eval.config import Price
 from niceeval._eval.context import EvalContext, RunState, StopEval, SyncEvalContext, _ContextBase
 from niceeval._run.discovery import EvalEntry
+from niceeval._run.sandboxing import fixture_dir, open_workspace, score_workspace
 from niceeval._threads import call_in_thread
+from niceeval.agents._protocol import WORKSPACE
+from niceeval.sandbox import LocalSandbox
 
 _CLOSE_TIMEOUT_S = 10.0
 
@@ -29,6 +33,10 @@ class ExecOptions:
     agent: Any = None
     fail_on_inconclusive: bool = False
     pricing: Mapping[str, Price] = field(default_factory=dict)
+    root: Path = field(default_factory=Path.cwd)
+    """Project root: fixtures are resolved against it."""
+    keep_sandbox: bool = False
+    """Keep sandbox workspaces after the run (their paths are printed and stored with the result)."""
 
 
 async def _call(entry: EvalEntry, ctx: _ContextBase) -> None:
@@ -58,42 +66,81 @@ def _unawaited_requires(state: RunState) -> ErrorInfo | None:
     return None
 
 
-async def execute(entry: EvalEntry, run_index: int, options: ExecOptions) -> RunResult:
-    """Run the eval once and return its folded result. Never raises for anything the eval does."""
+async def _body(entry: EvalEntry, ctx: _ContextBase) -> ErrorInfo | None:
+    try:
+        await _call(entry, ctx)
+    except StopEval:
+        pass
+    except Exception as exc:
+        return error_info(exc)
+    finally:
+        with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_TIMEOUT_S):
+            await ctx._close()
+    return None
+
+
+def _timed_out(entry: EvalEntry, timeout: float) -> ErrorInfo:
+    return ErrorInfo(
+        type="TimeoutError",
+        message=f"the eval did not finish within its {timeout:g} s timeout "
+        f"(raise it with @define_eval(timeout=...) or --timeout)",
+        location=f"{entry.file}:{entry.spec.line}",
+        kind="timeout",
+    )
+
+
+async def _run_body(
+    entry: EvalEntry, state: RunState, options: ExecOptions, sandbox: LocalSandbox | None
+) -> ErrorInfo | None:
     spec = entry.spec
-    state = RunState()
     agent = spec.agent if spec.agent is not None else options.agent
     timeout = spec.timeout or options.timeout
     error: ErrorInfo | None = None
-    start = time.perf_counter()
     try:
         with anyio.fail_after(timeout):
             async with anyio.create_task_group() as tg:
                 ctx_type = EvalContext if spec.is_async else SyncEvalContext
                 ctx = ctx_type(state=state, task_group=tg, agent=agent, eval_id=entry.id, pricing=options.pricing)
-                try:
-                    await _call(entry, ctx)
-                except StopEval:
-                    pass
-                except Exception as exc:
-                    error = error_info(exc)
-                finally:
-                    with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_TIMEOUT_S):
-                        await ctx._close()
+                ctx._sandbox = sandbox
+                error = await _body(entry, ctx)
     except TimeoutError:
-        error = ErrorInfo(
-            type="TimeoutError",
-            message=f"the eval did not finish within its {timeout:g} s timeout "
-            f"(raise it with @define_eval(timeout=...) or --timeout)",
-            location=f"{entry.file}:{spec.line}",
-            kind="timeout",
-        )
-    error = error or state.usage_error or _unawaited_requires(state)
-    for handle in state.scoped:
+        error = _timed_out(entry, timeout)
+    return error
+
+
+async def execute(entry: EvalEntry, run_index: int, options: ExecOptions) -> RunResult:
+    """Run the eval once and return its folded result. Never raises for anything the eval does."""
+    spec = entry.spec
+    state = RunState()
+    location = f"{entry.file}:{spec.line}"
+    start = time.perf_counter()
+    sandbox: LocalSandbox | None = None
+    kept: Path | None = None
+    error: ErrorInfo | None = None
+    try:
+        if spec.fixture is not None:
+            folder = fixture_dir(spec, options.root, location)
+            sandbox = await open_workspace(folder, state.log)
+        token = WORKSPACE.set(sandbox.path if sandbox else None)
         try:
-            state.assertions.append(handle.evaluate(state.log.events))
-        except UsageError as exc:
-            error = error or error_info(exc)
+            error = await _run_body(entry, state, options, sandbox)
+        finally:
+            WORKSPACE.reset(token)
+        error = error or state.usage_error or _unawaited_requires(state)
+        for handle in state.scoped:
+            try:
+                state.assertions.append(handle.evaluate(state.log.events))
+            except UsageError as exc:
+                error = error or error_info(exc)
+        if sandbox is not None:
+            await score_workspace(sandbox, spec, folder, state, location, errored=error is not None)
+            error = error or state.usage_error
+    except Exception as exc:  # the sandbox itself failed (missing fixture, disk full): the run fails, visibly
+        error = error or error_info(exc)
+    finally:
+        if sandbox is not None:
+            with anyio.CancelScope(shield=True):
+                kept = await sandbox.close(keep=options.keep_sandbox)
     duration = time.perf_counter() - start
     outcome = fold(
         state.assertions,
@@ -112,4 +159,5 @@ async def execute(entry: EvalEntry, run_index: int, options: ExecOptions) -> Run
         skip_reason=state.skip_reason,
         assertions=state.assertions,
         events=state.log.events,
+        sandbox_path=str(kept) if kept else None,
     )

@@ -11,6 +11,7 @@ import json
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
@@ -26,7 +27,7 @@ from niceeval._core.events import (
     UsageEvent,
 )
 from niceeval._threads import call_in_thread
-from niceeval.agents._protocol import Reply
+from niceeval.agents._protocol import Reply, current_workspace
 
 AgentFunction = Callable[..., Any]
 T = TypeVar("T")
@@ -91,6 +92,11 @@ class FunctionSession:
 
     async def close(self) -> None:
         """Nothing to free: the history stays with the agent so the session can be revived."""
+
+    @property
+    def workspace(self) -> Path | None:
+        """The sandbox workspace of a sandbox eval (`@define_eval(fixture=...)`), else None."""
+        return current_workspace()
 
     def tool(
         self,

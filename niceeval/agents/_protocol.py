@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from niceeval._core.events import EventLog
@@ -42,3 +44,11 @@ class Agent(Protocol):
     async def open(self, session_id: str, log: EventLog) -> AgentSession:
         """Start (or resume) the conversation `session_id`, reporting what happens to `log`."""
         ...
+
+
+WORKSPACE: ContextVar[Path | None] = ContextVar("niceeval_workspace", default=None)
+
+
+def current_workspace() -> Path | None:
+    """The sandbox workspace of the eval being run (`@define_eval(fixture=...)`), for agents that edit files."""
+    return WORKSPACE.get()

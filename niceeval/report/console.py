@@ -108,6 +108,9 @@ class ConsoleReporter:
             self._print_misses(runs)
         elif status == "skipped" and runs[0].skip_reason:
             self.console.print(Text(f"   skipped: {clean(runs[0].skip_reason)}", style="dim"))
+        for run in runs:
+            if run.sandbox_path:
+                self.console.print(Text(f"   sandbox kept at {clean(run.sandbox_path)}", style="dim"))
 
     def _print_misses(self, runs: list[RunResult]) -> None:
         for run in runs:
