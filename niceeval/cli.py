@@ -71,6 +71,19 @@ def _parser() -> argparse.ArgumentParser:
 
     init = commands.add_parser("init", help="write a starter niceeval.config.py and one eval")
     init.set_defaults(handler=_init)
+
+    testing = commands.add_parser("testing", help="tools for testing agents offline")
+    testing_commands = testing.add_subparsers(dest="testing_command", metavar="COMMAND", required=True)
+    serve = testing_commands.add_parser(
+        "serve", help="serve a local OpenAI/Anthropic-compatible API with scripted replies (127.0.0.1 only)"
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="127.0.0.1 (default) or ::1")
+    serve.add_argument("--port", type=int, default=8808, help="port (0 picks a free one)")
+    serve.add_argument("--latency", type=float, default=0.0, help="seconds added before every answer")
+    serve.add_argument(
+        "--script", metavar="MODULE:NAME", help="a script (list of replies or function of the request); default: echo"
+    )
+    serve.set_defaults(handler=_serve)
     return parser
 
 
@@ -155,6 +168,26 @@ def _init(args: argparse.Namespace) -> int:
 
     for line in write_starter(Path.cwd()):
         print(line)
+    return EXIT_OK
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import importlib
+
+    from niceeval._core.errors import UsageError
+    from niceeval.testing import serve
+
+    script = None
+    if args.script:
+        module_name, _, attribute = args.script.partition(":")
+        if not attribute:
+            raise UsageError(f"--script takes MODULE:NAME (e.g. my_scripts:replies), got {args.script!r}.")
+        sys.path.insert(0, str(Path.cwd()))
+        try:
+            script = getattr(importlib.import_module(module_name), attribute)
+        except (ImportError, AttributeError) as exc:
+            raise UsageError(f"--script {args.script}: {exc}") from None
+    serve(host=args.host, port=args.port, script=script, latency=args.latency)
     return EXIT_OK
 
 
