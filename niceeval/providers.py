@@ -14,11 +14,14 @@
 
 from __future__ import annotations
 
+import email.utils
 import json
+import math
 import os
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal, TypeVar
 
 import anyio
@@ -153,19 +156,33 @@ class RetryPolicy:
 
 
 def _retry_after(exc: BaseException) -> float | None:
+    """Seconds the provider asked to wait: `retry-after-ms`, else `Retry-After` in seconds or as an HTTP date."""
     response = getattr(exc, "response", None)
     headers = getattr(response, "headers", None)
     if headers is None:
         return None
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            return max(0.0, float(value) * scale)
-        except ValueError:
-            return None
-    return None
+    milliseconds = _number(headers.get("retry-after-ms"))
+    if milliseconds is not None:
+        return milliseconds / 1000
+    value = headers.get("retry-after")
+    seconds = _number(value)
+    if seconds is not None or not isinstance(value, str):
+        return seconds
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, (when - datetime.now(when.tzinfo or UTC)).total_seconds())
+
+
+def _number(value: object) -> float | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return max(0.0, number) if math.isfinite(number) else None
 
 
 def classify(exc: BaseException, model: str) -> tuple[ProviderError, bool]:
@@ -183,7 +200,9 @@ def classify(exc: BaseException, model: str) -> tuple[ProviderError, bool]:
     if isinstance(status, int):
         message = f"{model}: HTTP {status} from the provider: {_short_message(exc)}"
         if status in (401, 403):
-            message += " (check the API key)"
+            provider = model.split("/", 1)[0]
+            variable = PROVIDERS[provider][0] if provider in PROVIDERS else "the provider's key variable"
+            message += f" (check the API key: api_key= or {variable})"
         retry = status >= 500 or status in (408, 409)
         return ProviderError("provider_error", message, model=model, status=status), retry
     if kind == "APIConnectionError":
@@ -192,7 +211,13 @@ def classify(exc: BaseException, model: str) -> tuple[ProviderError, bool]:
 
 
 def _short_message(exc: BaseException) -> str:
-    text = str(getattr(exc, "message", None) or exc)
+    """The provider's own error message when the body has one, not the SDK's `Error code: ... - {body}`."""
+    text = getattr(exc, "api_message", None)  # Anthropic: `error.message` of the body
+    body = getattr(exc, "body", None)
+    if not isinstance(text, str) and isinstance(body, dict) and isinstance(body.get("message"), str):
+        text = body["message"]  # OpenAI: the body is the `error` object
+    if not isinstance(text, str) or not text:
+        text = str(getattr(exc, "message", None) or exc)
     return text if len(text) <= 300 else text[:300] + "..."
 
 
@@ -221,13 +246,17 @@ async def call(
             return result
         except Exception as exc:
             error, retryable = classify(exc, str(ref))
+            if error is exc:
+                raise
             if error.cause == "rate_limited":
                 limiter.rate_limited()
             if not retryable or attempt >= policy.max_retries:
+                if attempt:
+                    note = f"{error} (gave up after {attempt + 1} attempts)"
+                    error = ProviderError(error.cause, note, model=error.model, status=error.status)
                 raise error from exc
             delay = _retry_after(exc)
             if delay is None:
                 delay = min(policy.max_delay, policy.base_delay * 2**attempt) * (0.5 + random.random() / 2)
             attempt += 1
             await anyio.sleep(min(delay, policy.max_delay))
-

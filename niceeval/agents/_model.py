@@ -1,0 +1,187 @@
+"""The tool-calling loop shared by the model-backed agents; each provider plugs in as a `Dialect`.
+
+One turn: the user message joins the conversation, then the model is called (through `providers.call`, which
+retries and rate-limits) until it answers without asking for tools, each tool call running and being recorded
+as it goes, or until `max_steps` model calls have been spent. The conversation is saved to the checkpoint
+store after each turn; a turn that raises leaves the stored conversation as it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from niceeval._core.errors import UsageError
+from niceeval._core.events import ErrorEvent, EventLog, MessageEvent, UsageEvent
+from niceeval.agents._checkpoints import CheckpointStore, SQLiteCheckpoints
+from niceeval.agents._function import structure
+from niceeval.agents._protocol import Reply
+from niceeval.agents._schema import output_schema
+from niceeval.agents._tools import Tool, ToolRequest, ToolResult, ToolValidator, run_tool
+from niceeval.providers import ModelRef, Provider, RetryPolicy, call, parse_model
+
+Messages = list[dict[str, Any]]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ModelOptions:
+    """How a model-backed agent talks to its model; built by `openai_agent` / `anthropic_agent`."""
+
+    model: ModelRef
+    system: str | None = None
+    tools: dict[str, Tool] = field(default_factory=dict)
+    max_steps: int = 10
+    output: type[Any] | None = None
+    temperature: float | None = None
+    max_tokens: int = 4096
+    base_url: str | None = None
+    api_key: str | None = None
+    timeout: float = 60.0
+    retry: RetryPolicy | None = None
+    tool_validator: ToolValidator | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("max_steps", "max_tokens"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise UsageError(f"{name} must be a positive integer, got {value!r}.")
+        if self.timeout <= 0:
+            raise UsageError(f"timeout must be a positive number of seconds, got {self.timeout!r}.")
+        if self.output is not None:
+            output_schema(self.output)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ModelStep:
+    """One model response, in the provider-neutral form the loop works with."""
+
+    text: str
+    tool_requests: tuple[ToolRequest, ...] = ()
+    message: dict[str, Any] | None = None
+    """The assistant message to keep in the conversation (None: nothing to keep)."""
+    usage: UsageEvent | None = None
+    data: Any = None
+    """Structured output the model returned as data rather than text (Anthropic's output tool)."""
+
+
+class Dialect(Protocol):
+    """One provider's request and message formats, over a client opened for one session."""
+
+    async def complete(self, messages: Messages, output: type[Any] | None) -> ModelStep:
+        """Ask the model for the next step of the conversation `messages`."""
+        ...
+
+    def add_user(self, messages: Messages, text: str) -> None:
+        """Append a user message to `messages`."""
+        ...
+
+    def add_tool_results(self, messages: Messages, results: list[ToolResult]) -> None:
+        """Append the results of the tool calls of the last assistant message."""
+        ...
+
+    async def close(self) -> None:
+        """Close the client."""
+        ...
+
+
+Connect = Callable[[ModelOptions], Dialect]
+
+
+def model_ref(provider: Provider, model: str) -> ModelRef:
+    """Parse the `provider/name` model string of a `{provider}_agent`.
+
+    Raises:
+        UsageError: The string has no known provider prefix, or names another provider.
+    """
+    ref = parse_model(model)
+    if ref.provider != provider:
+        raise UsageError(
+            f"{provider}_agent needs a {provider}/... model, got {model!r}; use {ref.provider}_agent for it."
+        )
+    return ref
+
+
+class ModelAgent:
+    """A model with tools as the agent under test; sessions keep their conversation in `checkpoints`."""
+
+    def __init__(self, options: ModelOptions, connect: Connect, checkpoints: CheckpointStore | None) -> None:
+        self.options = options
+        self.checkpoints: CheckpointStore = checkpoints if checkpoints is not None else SQLiteCheckpoints()
+        self._connect = connect
+
+    @property
+    def model(self) -> str:
+        """The model, as `provider/name`."""
+        return str(self.options.model)
+
+    async def open(self, session_id: str, log: EventLog) -> ModelSession:
+        """Open (or revive, from the checkpoint store) the conversation `session_id`."""
+        messages = await self.checkpoints.load(session_id) or []
+        return ModelSession(session_id, log, self.options, self._connect(self.options), self.checkpoints, messages)
+
+
+class ModelSession:
+    """One conversation with a model-backed agent."""
+
+    def __init__(
+        self,
+        session_id: str,
+        log: EventLog,
+        options: ModelOptions,
+        dialect: Dialect,
+        checkpoints: CheckpointStore,
+        messages: Messages,
+    ) -> None:
+        self.id = session_id
+        self.log = log
+        self.messages = messages
+        """The conversation so far, as the provider's API takes it."""
+        self._options = options
+        self._dialect = dialect
+        self._checkpoints = checkpoints
+
+    async def send(self, message: str, *, output: type[Any] | None = None) -> Reply:
+        """Send a user message and run the tool loop until the model answers.
+
+        Raises:
+            ProviderError: The model could not be reached (after retries); the message names the model.
+        """
+        output = output if output is not None else self._options.output
+        if output is not None:
+            output_schema(output)
+        self.log.emit(MessageEvent(role="user", text=message))
+        messages = list(self.messages)
+        self._dialect.add_user(messages, message)
+        reply = await self._turn(messages, output)
+        self.messages = messages
+        await self._checkpoints.save(self.id, messages)
+        self.log.emit(MessageEvent(role="assistant", text=reply.text, data=reply.data))
+        return reply
+
+    async def close(self) -> None:
+        """Close the model client; the conversation stays in the checkpoint store."""
+        await self._dialect.close()
+
+    async def _turn(self, messages: Messages, output: type[Any] | None) -> Reply:
+        options = self._options
+        text = ""
+        for _ in range(options.max_steps):
+            step = await call(options.model, lambda: self._dialect.complete(messages, output), policy=options.retry)
+            if step.usage is not None:
+                self.log.emit(step.usage)
+            if step.message is not None:
+                messages.append(step.message)
+            text = step.text
+            if step.data is not None or not step.tool_requests:
+                return structure(Reply(text=step.text, data=step.data), output, self.log)
+            results = [await run_tool(options.tools, r, self.log, options.tool_validator) for r in step.tool_requests]
+            self._dialect.add_tool_results(messages, results)
+        self.log.emit(
+            ErrorEvent(
+                message=f"{options.model}: no final answer after max_steps={options.max_steps} model calls "
+                "(the model kept calling tools); raise max_steps or check the tools' results",
+                error_type="MaxStepsExceeded",
+            )
+        )
+        return Reply(text=text, status="failed")

@@ -1,0 +1,29 @@
+"""Helpers for the agent adapter tests: open a session with a fresh event log, pick events, fast retries."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from niceeval._core.events import Event, EventLog
+from niceeval.agents import Agent, AgentSession
+from niceeval.providers import RetryPolicy
+
+FAST_RETRY = RetryPolicy(max_retries=2, base_delay=0.001, max_delay=0.05)
+"""Retries that keep fault tests fast."""
+
+
+@asynccontextmanager
+async def opened(agent: Agent, session_id: str = "eval#1") -> AsyncIterator[tuple[AgentSession, EventLog]]:
+    """A session of `agent` with a fresh event log, closed afterwards (so no client is left open)."""
+    log = EventLog()
+    session = await agent.open(session_id, log)
+    try:
+        yield session, log
+    finally:
+        await session.close()
+
+
+def of_type(log: EventLog, kind: str) -> list[Event]:
+    """The events of one type, in order."""
+    return [e for e in log.events if e.type == kind]

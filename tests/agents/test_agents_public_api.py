@@ -1,0 +1,44 @@
+"""The agents package's public names, and that importing niceeval loads no provider SDK."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import niceeval.agents
+
+
+def test_agents_exports() -> None:
+    assert sorted(niceeval.agents.__all__) == sorted(
+        [
+            "Agent",
+            "AgentError",
+            "AgentSession",
+            "CheckpointStore",
+            "FunctionAgent",
+            "FunctionSession",
+            "HTTPAgent",
+            "MemoryCheckpoints",
+            "ModelAgent",
+            "Reply",
+            "SQLiteCheckpoints",
+            "TurnStatus",
+            "answer_followup",
+            "anthropic_agent",
+            "current_workspace",
+            "function_agent",
+            "http_agent",
+            "openai_agent",
+        ]
+    )
+
+
+def test_importing_niceeval_and_building_agents_loads_no_sdk() -> None:
+    code = (
+        "import sys, niceeval\n"
+        "from niceeval.agents import anthropic_agent, http_agent, openai_agent\n"
+        "openai_agent('openai/gpt-5-mini'); anthropic_agent('anthropic/claude-haiku-4-5'); http_agent('http://x')\n"
+        "print(sorted(m for m in ('openai', 'anthropic', 'httpx', 'httpx2') if m in sys.modules))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"
