@@ -62,6 +62,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--junit", type=Path, metavar="PATH", help="write JUnit XML here")
     run.add_argument("--config", type=Path, metavar="PATH", help="config file (default: niceeval.config.py)")
     run.add_argument("--keep-sandbox", action="store_true", help="keep sandbox workspaces and print their paths")
+    run.add_argument("--grader", metavar="MODEL", help="judge model for every judge call (provider/model)")
     run.set_defaults(handler=_run)
 
     listing = commands.add_parser("list", help="list the evals found, with ids and tags")
@@ -143,6 +144,8 @@ def _run(args: argparse.Namespace) -> int:
             pricing=config.pricing,
             root=config.root,
             keep_sandbox=args.keep_sandbox,
+            judge=config.judge,
+            grader=args.grader,
         ),
     )
     summary = anyio.run(run_suite, entries, discovery.errors, options, reporters)

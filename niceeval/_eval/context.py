@@ -115,6 +115,7 @@ class _ContextBase(Observations):
         agent: object,
         eval_id: str,
         pricing: Mapping[str, Price] | None = None,
+        followup_model: str | None = None,
     ) -> None:
         self._state = state
         self._tg = task_group
@@ -124,7 +125,8 @@ class _ContextBase(Observations):
         self._diff_scoped = state.diff_scoped
         self._sandbox: Sandbox | None = None
         self._pricing = pricing or {}
-        self._conversation = Conversation(agent, state.log, eval_id)
+        self._followup_model = followup_model
+        self._conversation = Conversation(agent, state.log, eval_id, followup_model)
         self._conversations = [self._conversation]
 
     @property
@@ -218,7 +220,7 @@ class _ContextBase(Observations):
         return handle
 
     def _new_conversation(self) -> Conversation:
-        self._conversation = Conversation(self._agent_spec, self._state.log, self._eval_id)
+        self._conversation = Conversation(self._agent_spec, self._state.log, self._eval_id, self._followup_model)
         self._conversations.append(self._conversation)
         return self._conversation
 
@@ -230,9 +232,16 @@ class _ContextBase(Observations):
 class EvalContext(_ContextBase):
     """The context `t` given to an `async def` eval."""
 
-    async def send(self, text: str, *, output: type[Any] | None = None) -> Turn:
-        """Send `text` to the agent under test (continuing the same conversation) and return its turn."""
-        return await self._conversation.send(text, output)
+    async def send(self, text: str, *, output: type[Any] | None = None, followups: int = 0) -> Turn:
+        """Send `text` to the agent under test (continuing the same conversation) and return its turn.
+
+        Args:
+            text: The user message.
+            output: A pydantic model (or type) the reply must validate as; it becomes `turn.data`.
+            followups: Answer up to this many clarification questions from the agent (detected by the judge
+                model) so the turn returned is the final answer.
+        """
+        return await self._conversation.send_with_followups(text, output, followups)
 
     async def respond(self, value: object) -> Turn:
         """Answer the agent's request for human input (the last turn was `waiting`) and continue."""
@@ -259,9 +268,9 @@ class SyncEvalContext(_ContextBase):
         result: T = self.portal.call(fn, *args)
         return result
 
-    def send(self, text: str, *, output: type[Any] | None = None) -> Turn:
+    def send(self, text: str, *, output: type[Any] | None = None, followups: int = 0) -> Turn:
         """Send `text` to the agent under test (continuing the same conversation) and return its turn."""
-        return self._call_in_loop(self._conversation.send, text, output)
+        return self._call_in_loop(self._conversation.send_with_followups, text, output, followups)
 
     def respond(self, value: object) -> Turn:
         """Answer the agent's request for human input (the last turn was `waiting`) and continue."""

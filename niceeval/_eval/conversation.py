@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from niceeval._core.errors import UsageError
-from niceeval._core.events import Event, EventLog
+from niceeval._core.events import ErrorEvent, Event, EventLog, MessageEvent
 from niceeval._diff import short
 from niceeval._eval.scoped import waiting_for_input
 from niceeval.agents import Agent, AgentSession, FunctionAgent, TurnStatus
@@ -45,8 +45,9 @@ def resolve_agent(spec: object) -> Agent:
 class Conversation:
     """One conversation (session) with the agent; `t.send` uses the eval's current one."""
 
-    def __init__(self, agent_spec: object, log: EventLog, eval_id: str) -> None:
+    def __init__(self, agent_spec: object, log: EventLog, eval_id: str, followup_model: str | None = None) -> None:
         self._agent_spec = agent_spec
+        self._followup_model = followup_model
         self._log = log
         self.id = f"{eval_id}#{uuid.uuid4().hex[:12]}"
         self._session: AgentSession | None = None
@@ -72,6 +73,35 @@ class Conversation:
             status = "waiting"
         self.reply, self.last_status = reply.text, status
         return Turn(message=reply.text, data=reply.data, events=events, status=status)
+
+    async def send_with_followups(self, text: str, output: type[Any] | None, followups: int) -> Turn:
+        """Send, then answer up to `followups` clarification questions so the eval judges the final answer."""
+        if isinstance(followups, bool) or not isinstance(followups, int) or followups < 0:
+            raise UsageError(f"t.send(followups=...) is how many clarifications to answer, >= 0; got {followups!r}.")
+        turn = await self.send(text, output)
+        if followups and self._followup_model is None:
+            raise UsageError(
+                "t.send(followups=N) needs a model to detect clarification questions: set "
+                "define_config(judge={'model': 'openai/...'}) or pass --grader."
+            )
+        from niceeval.agents import answer_followup
+        from niceeval.providers import ProviderError
+
+        for _ in range(followups):
+            if turn.status != "completed":
+                break
+            history = [{"role": e.role, "content": e.text} for e in self._log.events if isinstance(e, MessageEvent)]
+            try:
+                answer = await answer_followup(
+                    turn.message, history[:-1], model=str(self._followup_model), goal=text, log=self._log
+                )
+            except ProviderError as exc:
+                self._log.emit(ErrorEvent(message=f"follow-up detection failed: {exc}", error_type="FollowupError"))
+                break
+            if answer is None:
+                break
+            turn = await self.send(answer, output)
+        return turn
 
     async def respond(self, value: object) -> Turn:
         if self.last_status != "waiting":

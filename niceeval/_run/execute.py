@@ -14,8 +14,9 @@ from anyio.from_thread import BlockingPortal
 from niceeval._core.errors import ErrorInfo, UsageError, error_info
 from niceeval._core.outcome import fold
 from niceeval._core.results import RunResult
-from niceeval._eval.config import Price
+from niceeval._eval.config import JudgeSettings, Price
 from niceeval._eval.context import EvalContext, RunState, StopEval, SyncEvalContext, _ContextBase
+from niceeval._eval.spec import EvalSpec
 from niceeval._run.discovery import EvalEntry
 from niceeval._run.sandboxing import fixture_dir, open_workspace, score_workspace
 from niceeval._threads import call_in_thread
@@ -37,6 +38,10 @@ class ExecOptions:
     """Project root: fixtures are resolved against it."""
     keep_sandbox: bool = False
     """Keep sandbox workspaces after the run (their paths are printed and stored with the result)."""
+    judge: JudgeSettings = field(default_factory=JudgeSettings)
+    """The config's judge settings (an eval's `judge=` overrides them per key)."""
+    grader: str | None = None
+    """`--grader MODEL`: overrides every judge model."""
 
 
 async def _call(entry: EvalEntry, ctx: _ContextBase) -> None:
@@ -64,6 +69,16 @@ def _unawaited_requires(state: RunState) -> ErrorInfo | None:
                 )
             )
     return None
+
+
+def judge_settings(spec: EvalSpec, options: ExecOptions) -> JudgeSettings:
+    """The eval's judge settings: config, then the eval's `judge=` keys, then `--grader` for the model."""
+    merged = options.judge
+    if spec.judge is not None:
+        merged = merged.model_copy(update=spec.judge.model_dump(exclude_unset=True))
+    if options.grader:
+        merged = merged.model_copy(update={"model": options.grader})
+    return merged
 
 
 async def _body(entry: EvalEntry, ctx: _ContextBase) -> ErrorInfo | None:
@@ -100,7 +115,14 @@ async def _run_body(
         with anyio.fail_after(timeout):
             async with anyio.create_task_group() as tg:
                 ctx_type = EvalContext if spec.is_async else SyncEvalContext
-                ctx = ctx_type(state=state, task_group=tg, agent=agent, eval_id=entry.id, pricing=options.pricing)
+                ctx = ctx_type(
+                    state=state,
+                    task_group=tg,
+                    agent=agent,
+                    eval_id=entry.id,
+                    pricing=options.pricing,
+                    followup_model=judge_settings(spec, options).model,
+                )
                 ctx._sandbox = sandbox
                 error = await _body(entry, ctx)
     except TimeoutError:
