@@ -196,13 +196,12 @@ def _serve(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `niceeval` command; returns the exit code."""
-    from niceeval._core.errors import NiceevalError
-
     parser = _parser()
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
+    from niceeval._core.errors import NiceevalError  # after parsing: `--help` stays fast
     try:
         code: int = args.handler(args)
     except NiceevalError as exc:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 from niceeval._core.outcome import OUTCOMES, Outcome, is_success
 from niceeval._core.results import RunResult
@@ -25,6 +26,8 @@ class Problem:
 
     location: str
     message: str
+    kind: Literal["load", "usage"] = "load"
+    """`load`: a module that did not import (it ran no eval); `usage`: API misuse inside an eval that ran."""
 
 
 @dataclass(kw_only=True, slots=True)

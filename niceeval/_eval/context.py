@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import anyio
 from anyio.abc import TaskGroup
@@ -19,7 +19,9 @@ from niceeval._eval.config import Price
 from niceeval._eval.conversation import Conversation, Turn
 from niceeval._eval.efficiency import Usage, usage_of
 from niceeval._eval.observe import Observations, Scoped
-from niceeval.sandbox import Sandbox
+
+if TYPE_CHECKING:
+    from niceeval.sandbox import Sandbox
 
 T = TypeVar("T")
 

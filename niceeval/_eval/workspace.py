@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from niceeval._core.assertion import Matcher, ScoreLike, Verdict
 from niceeval._core.errors import UsageError
 from niceeval._core.events import ActionCalledEvent, Event
 from niceeval._diff import short
-from niceeval.sandbox import Diff
+
+if TYPE_CHECKING:
+    from niceeval.sandbox import Diff
 
 
 def _changed(diff: Diff) -> str:

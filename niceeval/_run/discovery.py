@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from niceeval._core.errors import ConfigError, relative, user_location
+from niceeval._core.errors import ConfigError, NiceevalError, relative, user_location
 from niceeval._eval.spec import EvalSpec
 
+_LEADING_LOCATION = re.compile(r"^\S+\.py:\d+: ")
 _SKIP_DIRS = {"fixtures", "__pycache__", "node_modules"}
 
 
@@ -116,13 +118,17 @@ def _import(root: Path, file: Path) -> list[EvalSpec]:
 
 def _load_error(file: Path, exc: BaseException) -> LoadError:
     if isinstance(exc, SyntaxError):
-        return LoadError(file=relative(str(file)), line=exc.lineno, message=f"syntax error: {exc.msg}")
+        return LoadError(
+            file=relative(str(file)),
+            line=exc.lineno,
+            message=f"syntax error: {exc.msg}; fix this line (the module's evals did not run, the others did)",
+        )
     where = user_location(exc.__traceback__)
     line = int(where.rsplit(":", 1)[1]) if where and where.startswith(relative(str(file))) else None
+    if isinstance(exc, NiceevalError):  # our errors already say where; keep one location
+        return LoadError(file=relative(str(file)), line=line, message=_LEADING_LOCATION.sub("", str(exc), count=1))
     hint = " (is the package installed?)" if isinstance(exc, ImportError) else ""
-    return LoadError(
-        file=relative(str(file)), line=line, message=f"{type(exc).__name__}: {exc}{hint}"
-    )
+    return LoadError(file=relative(str(file)), line=line, message=f"{type(exc).__name__}: {exc}{hint}")
 
 
 def discover(root: Path, targets: Sequence[str]) -> Discovery:

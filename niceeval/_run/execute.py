@@ -6,7 +6,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from anyio.from_thread import BlockingPortal
@@ -18,10 +18,11 @@ from niceeval._eval.config import JudgeSettings, Price
 from niceeval._eval.context import EvalContext, RunState, StopEval, SyncEvalContext, _ContextBase
 from niceeval._eval.spec import EvalSpec
 from niceeval._run.discovery import EvalEntry
-from niceeval._run.sandboxing import fixture_dir, open_workspace, score_workspace
 from niceeval._threads import call_in_thread
 from niceeval.agents._protocol import WORKSPACE
-from niceeval.sandbox import LocalSandbox
+
+if TYPE_CHECKING:
+    from niceeval.sandbox import LocalSandbox
 
 _CLOSE_TIMEOUT_S = 10.0
 
@@ -141,6 +142,8 @@ async def execute(entry: EvalEntry, run_index: int, options: ExecOptions) -> Run
     error: ErrorInfo | None = None
     try:
         if spec.fixture is not None:
+            from niceeval._run.sandboxing import fixture_dir, open_workspace
+
             folder = fixture_dir(spec, options.root, location)
             sandbox = await open_workspace(folder, state.log)
         token = WORKSPACE.set(sandbox.path if sandbox else None)
@@ -155,6 +158,8 @@ async def execute(entry: EvalEntry, run_index: int, options: ExecOptions) -> Run
             except UsageError as exc:
                 error = error or error_info(exc)
         if sandbox is not None:
+            from niceeval._run.sandboxing import score_workspace
+
             await score_workspace(sandbox, spec, folder, state, location, errored=error is not None)
             error = error or state.usage_error
     except Exception as exc:  # the sandbox itself failed (missing fixture, disk full): the run fails, visibly

@@ -25,9 +25,7 @@ class SuiteOptions:
     exec: ExecOptions
 
 
-def select(
-    entries: Sequence[EvalEntry], *, keyword: str | None = None, tags: Sequence[str] = ()
-) -> list[EvalEntry]:
+def select(entries: Sequence[EvalEntry], *, keyword: str | None = None, tags: Sequence[str] = ()) -> list[EvalEntry]:
     """Keep the evals whose id contains `keyword` (case-insensitive) and that carry any of `tags`."""
     chosen = list(entries)
     if keyword:
@@ -40,9 +38,7 @@ def select(
 
 
 def _plan(entries: Sequence[EvalEntry], runs: int) -> list[PlannedEval]:
-    return [
-        PlannedEval(id=e.id, file=e.file, line=e.spec.line, tags=e.spec.tags, runs=runs) for e in entries
-    ]
+    return [PlannedEval(id=e.id, file=e.file, line=e.spec.line, tags=e.spec.tags, runs=runs) for e in entries]
 
 
 async def run_suite(
@@ -77,7 +73,9 @@ async def run_suite(
             result = await execute(entry, index, options.exec)
             tallies[entry.id].add(result)
             if result.error is not None and result.error.kind == "usage":
-                problem = Problem(location=result.error.location or entry.file, message=result.error.message)
+                problem = Problem(
+                    location=result.error.location or entry.file, message=result.error.message, kind="usage"
+                )
                 if problem not in problems:  # the same mistake in every one of --runs N is one problem
                     problems.append(problem)
             sinks.run_finished(result)

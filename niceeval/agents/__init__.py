@@ -1,13 +1,36 @@
-"""Agents under test: the protocol and its adapters (functions, OpenAI and Anthropic tool loops, HTTP services)."""
+"""Agents under test: the protocol and its adapters (functions, OpenAI and Anthropic tool loops, HTTP services).
 
-from niceeval.agents._anthropic import anthropic_agent
-from niceeval.agents._checkpoints import CheckpointStore, MemoryCheckpoints, SQLiteCheckpoints
-from niceeval.agents._followups import answer_followup
+The model and HTTP adapters are imported on first use, so `import niceeval` does not pay for the SDKs.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from niceeval.agents._function import FunctionAgent, FunctionSession, function_agent
-from niceeval.agents._http import AgentError, HTTPAgent, http_agent
-from niceeval.agents._model import ModelAgent
-from niceeval.agents._openai import openai_agent
 from niceeval.agents._protocol import Agent, AgentSession, Reply, TurnStatus, current_workspace
+
+if TYPE_CHECKING:
+    from niceeval.agents._anthropic import anthropic_agent
+    from niceeval.agents._checkpoints import CheckpointStore, MemoryCheckpoints, SQLiteCheckpoints
+    from niceeval.agents._followups import answer_followup
+    from niceeval.agents._http import AgentError, HTTPAgent, http_agent
+    from niceeval.agents._model import ModelAgent
+    from niceeval.agents._openai import openai_agent
+
+_LAZY = {
+    "anthropic_agent": "_anthropic",
+    "CheckpointStore": "_checkpoints",
+    "MemoryCheckpoints": "_checkpoints",
+    "SQLiteCheckpoints": "_checkpoints",
+    "answer_followup": "_followups",
+    "AgentError": "_http",
+    "HTTPAgent": "_http",
+    "http_agent": "_http",
+    "ModelAgent": "_model",
+    "openai_agent": "_openai",
+}
 
 __all__ = [
     "Agent",
@@ -29,3 +52,11 @@ __all__ = [
     "http_agent",
     "openai_agent",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f"niceeval.agents.{_LAZY[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'niceeval.agents' has no attribute {name!r}")
