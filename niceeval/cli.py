@@ -63,6 +63,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--config", type=Path, metavar="PATH", help="config file (default: niceeval.config.py)")
     run.add_argument("--keep-sandbox", action="store_true", help="keep sandbox workspaces and print their paths")
     run.add_argument("--grader", metavar="MODEL", help="judge model for every judge call (provider/model)")
+    cache = run.add_mutually_exclusive_group()
+    cache.add_argument("--no-cache", action="store_true", help="always call judge models (no verdict cache)")
+    cache.add_argument(
+        "--cache-only", action="store_true", help="replay judge verdicts from the cache; a miss is inconclusive"
+    )
     run.set_defaults(handler=_run)
 
     listing = commands.add_parser("list", help="list the evals found, with ids and tags")
@@ -72,6 +77,12 @@ def _parser() -> argparse.ArgumentParser:
 
     init = commands.add_parser("init", help="write a starter niceeval.config.py and one eval")
     init.set_defaults(handler=_init)
+
+    cache_cmd = commands.add_parser("cache", help="manage the judge verdict cache")
+    cache_commands = cache_cmd.add_subparsers(dest="cache_command", metavar="COMMAND", required=True)
+    clear = cache_commands.add_parser("clear", help="delete every cached judge verdict")
+    clear.add_argument("--config", type=Path, metavar="PATH")
+    clear.set_defaults(handler=_cache_clear)
 
     testing = commands.add_parser("testing", help="tools for testing agents offline")
     testing_commands = testing.add_subparsers(dest="testing_command", metavar="COMMAND", required=True)
@@ -146,6 +157,8 @@ def _run(args: argparse.Namespace) -> int:
             keep_sandbox=args.keep_sandbox,
             judge=config.judge,
             grader=args.grader,
+            no_cache=args.no_cache,
+            cache_only=args.cache_only,
         ),
     )
     summary = anyio.run(run_suite, entries, discovery.errors, options, reporters)
@@ -171,6 +184,17 @@ def _init(args: argparse.Namespace) -> int:
 
     for line in write_starter(Path.cwd()):
         print(line)
+    return EXIT_OK
+
+
+def _cache_clear(args: argparse.Namespace) -> int:
+    from niceeval._eval.config import find_root, load_config
+    from niceeval.judge import JudgeCache, default_cache_path
+
+    config = load_config(find_root(Path.cwd()), args.config.resolve() if args.config else None)
+    path = default_cache_path(config.root)
+    removed = JudgeCache(path).clear() if path.exists() else 0
+    print(f"removed {removed} cached verdicts from {path}")
     return EXIT_OK
 
 
@@ -202,6 +226,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     from niceeval._core.errors import NiceevalError  # after parsing: `--help` stays fast
+
     try:
         code: int = args.handler(args)
     except NiceevalError as exc:

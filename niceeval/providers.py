@@ -19,10 +19,12 @@ import json
 import math
 import os
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import anyio
 
@@ -90,19 +92,71 @@ def base_url(provider: Provider, explicit: str | None = None) -> str | None:
     return explicit or os.environ.get(PROVIDERS[provider][1]) or None
 
 
+_SCOPE: ContextVar[dict[tuple[str, str | None, str | None, float], Any] | None] = ContextVar(
+    "niceeval_client_scope", default=None
+)
+
+
+@asynccontextmanager
+async def shared_clients() -> AsyncIterator[None]:
+    """Within this scope, SDK clients are shared per provider, key, URL and timeout, and closed at its end.
+
+    `niceeval run` opens one around the suite: every agent session and judge call borrows the same connection
+    pool (one TLS setup per provider instead of one per eval). Outside a scope each call gets its own client.
+    """
+    clients: dict[tuple[str, str | None, str | None, float], Any] = {}
+    token = _SCOPE.set(clients)
+    try:
+        yield
+    finally:
+        _SCOPE.reset(token)
+        for client in clients.values():
+            await client.close()
+
+
+def _shared(provider: str, key: str, url: str | None, timeout: float, make: Callable[[], T]) -> T:
+    clients = _SCOPE.get()
+    if clients is None:
+        return make()
+    slot = (provider, key, url, timeout)
+    if slot not in clients:
+        clients[slot] = make()
+    client: T = clients[slot]
+    return client
+
+
+async def release(client: Any) -> None:
+    """Done with a client from `openai_client` / `anthropic_client`: close it unless a scope shares it."""
+    clients = _SCOPE.get()
+    if clients is None or all(client is not shared for shared in clients.values()):
+        await client.close()
+
+
 def openai_client(*, key: str | None = None, url: str | None = None, timeout: float = 60.0) -> AsyncOpenAI:
-    """An async OpenAI client with SDK retries off (`call()` retries)."""
+    """An async OpenAI client with SDK retries off (`call()` retries). Give it back with `release()`."""
     from openai import AsyncOpenAI
 
-    return AsyncOpenAI(api_key=api_key("openai", key), base_url=base_url("openai", url), timeout=timeout, max_retries=0)
+    token, where = api_key("openai", key), base_url("openai", url)
+    return _shared(
+        "openai",
+        token,
+        where,
+        timeout,
+        lambda: AsyncOpenAI(api_key=token, base_url=where, timeout=timeout, max_retries=0),
+    )
 
 
 def anthropic_client(*, key: str | None = None, url: str | None = None, timeout: float = 60.0) -> AsyncAnthropic:
-    """An async Anthropic client with SDK retries off (`call()` retries)."""
+    """An async Anthropic client with SDK retries off (`call()` retries). Give it back with `release()`."""
     from anthropic import AsyncAnthropic
 
-    return AsyncAnthropic(
-        api_key=api_key("anthropic", key), base_url=base_url("anthropic", url), timeout=timeout, max_retries=0
+    token, where = api_key("anthropic", key), base_url("anthropic", url)
+    return _shared(
+        "anthropic",
+        token,
+        where,
+        timeout,
+        lambda: AsyncAnthropic(api_key=token, base_url=where, timeout=timeout, max_retries=0),
     )
 
 

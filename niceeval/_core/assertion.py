@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from niceeval._core.errors import UsageError
 
@@ -22,6 +22,37 @@ Cause = Literal["timeout", "provider_error", "rate_limited", "parse_error", "no_
 
 SOFT_DEFAULT_THRESHOLD = 0.8
 """Threshold of a soft matcher when nothing else is said (similarity's default)."""
+
+
+class JudgeCall(BaseModel):
+    """One model asked for a verdict (a judge assertion, or one voter of a vote), as stored with its result."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model: str
+    """`provider/model` that was asked (or whose cached verdict was used)."""
+    messages: list[dict[str, str]] = Field(default_factory=list)
+    """The exact prompt sent, as `{"role", "content"}` messages (a repair turn included, when one was needed)."""
+    score: float | None = None
+    """The verdict's score in [0, 1]; `None` when this call gave none."""
+    passed: bool | None = None
+    """The judge's own pass/fail, for judges that give one (rubric, vote voters)."""
+    reason: str = ""
+    """The judge's reasoning, or why the call failed."""
+    input_tokens: int = 0
+    """Input tokens not served from the provider's prompt cache (of the original call, for a cached verdict)."""
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cost: float | None = None
+    """USD spent: 0 for a verdict read from niceeval's cache; `None` when the model has no price."""
+    latency: float = 0.0
+    """Seconds, retries and a repair turn included."""
+    cached: bool = False
+    """True when the verdict came from niceeval's judge cache (no request was made)."""
+    fallback: bool = False
+    """True when this is the fallback model, asked because the primary gave no verdict."""
+    cause: Cause | None = None
+    """Why this call gave no verdict (`rate_limited`, `timeout`, ...); `None` when it gave one."""
 
 
 class AssertionResult(BaseModel):
@@ -51,6 +82,8 @@ class AssertionResult(BaseModel):
     """An optional assertion's inconclusive result is expected and never counts against the eval."""
     cause: Cause | None = None
     """Machine-readable reason for an inconclusive result (or `error` when the scorer raised)."""
+    judge_calls: list[JudgeCall] = Field(default_factory=list)
+    """The model calls behind a judge assertion, in order (empty for other assertions)."""
 
     @property
     def missed(self) -> bool:

@@ -10,6 +10,28 @@ from niceeval._core.events import Event
 from niceeval._core.outcome import Outcome
 
 
+class Spend(BaseModel):
+    """Model calls of one side of a run (the agent under test, or the judges): how many, tokens, USD."""
+
+    calls: int = 0
+    tokens: int = 0
+    cost: float | None = 0.0
+    """USD; `None` when some model has no price (named in `unpriced`)."""
+    cached: int = 0
+    """Judge verdicts read from the judge cache (free)."""
+    unpriced: list[str] = Field(default_factory=list)
+
+    def __add__(self, other: Spend) -> Spend:
+        cost = None if self.cost is None or other.cost is None else self.cost + other.cost
+        return Spend(
+            calls=self.calls + other.calls,
+            tokens=self.tokens + other.tokens,
+            cost=cost,
+            cached=self.cached + other.cached,
+            unpriced=list(dict.fromkeys(self.unpriced + other.unpriced)),
+        )
+
+
 class RunResult(BaseModel):
     """One run of one eval: its outcome and everything needed to explain it."""
 
@@ -28,3 +50,7 @@ class RunResult(BaseModel):
     events: list[Event] = Field(default_factory=list)
     sandbox_path: str | None = None
     """Where the sandbox workspace was kept (`--keep-sandbox`)."""
+    agent_spend: Spend = Field(default_factory=Spend)
+    """The agent's model calls (from `usage` events), priced by the price table."""
+    judge_spend: Spend = Field(default_factory=Spend)
+    """The judges' model calls, apart from the agent's."""

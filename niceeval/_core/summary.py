@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from niceeval._core.outcome import OUTCOMES, Outcome, is_success
-from niceeval._core.results import RunResult
+from niceeval._core.results import RunResult, Spend
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -38,6 +38,8 @@ class EvalTally:
     counts: dict[Outcome, int] = field(default_factory=lambda: dict.fromkeys(OUTCOMES, 0))
     total_duration_s: float = 0.0
     inconclusive: int = 0
+    agent_spend: Spend = field(default_factory=Spend)
+    judge_spend: Spend = field(default_factory=Spend)
 
     @property
     def done(self) -> int:
@@ -47,6 +49,8 @@ class EvalTally:
         self.counts[result.outcome] += 1
         self.total_duration_s += result.duration_s
         self.inconclusive += sum(1 for a in result.assertions if a.state == "inconclusive")
+        self.agent_spend = self.agent_spend + result.agent_spend
+        self.judge_spend = self.judge_spend + result.judge_spend
 
     def pass_rate(self, *, strict: bool) -> float | None:
         """Share of non-skipped runs that passed (`scored` counts unless strict); None if all skipped."""
@@ -102,6 +106,14 @@ class SuiteSummary:
     @property
     def inconclusive(self) -> int:
         return sum(t.inconclusive for t in self.tallies)
+
+    @property
+    def agent_spend(self) -> Spend:
+        return sum((t.agent_spend for t in self.tallies), Spend())
+
+    @property
+    def judge_spend(self) -> Spend:
+        return sum((t.judge_spend for t in self.tallies), Spend())
 
     @property
     def exit_code(self) -> int:

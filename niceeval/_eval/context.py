@@ -21,6 +21,7 @@ from niceeval._eval.efficiency import Usage, usage_of
 from niceeval._eval.observe import Observations, Scoped
 
 if TYPE_CHECKING:
+    from niceeval.judge import Judge
     from niceeval.sandbox import Sandbox
 
 T = TypeVar("T")
@@ -126,6 +127,7 @@ class _ContextBase(Observations):
         self._scoped = state.scoped
         self._diff_scoped = state.diff_scoped
         self._sandbox: Sandbox | None = None
+        self._judge: Judge | None = None
         self._pricing = pricing or {}
         self._followup_model = followup_model
         self._conversation = Conversation(agent, state.log, eval_id, followup_model)
@@ -135,6 +137,16 @@ class _ContextBase(Observations):
     def reply(self) -> str:
         """The agent's last reply text in the current conversation ("" before the first `send`)."""
         return self._conversation.reply
+
+    @property
+    def judge(self) -> Judge:
+        """LLM-as-judge: `t.judge.rubric(...)`, `t.judge.autoevals.closed_qa(...)`, `g_eval`, `vote`, ...
+
+        Judge calls start at once, run while the eval goes on, and settle before the outcome is folded.
+        """
+        if self._judge is None:
+            raise UsageError("t.judge is available while an eval runs under `niceeval run`.")
+        return self._judge
 
     @property
     def sandbox(self) -> Sandbox:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -13,15 +14,18 @@ from anyio.from_thread import BlockingPortal
 
 from niceeval._core.errors import ErrorInfo, UsageError, error_info
 from niceeval._core.outcome import fold
-from niceeval._core.results import RunResult
+from niceeval._core.results import RunResult, Spend
 from niceeval._eval.config import JudgeSettings, Price
 from niceeval._eval.context import EvalContext, RunState, StopEval, SyncEvalContext, _ContextBase
+from niceeval._eval.efficiency import usage_of
 from niceeval._eval.spec import EvalSpec
 from niceeval._run.discovery import EvalEntry
+from niceeval._run.judging import JudgeResources, judge_resources, open_session, spend_of
 from niceeval._threads import call_in_thread
 from niceeval.agents._protocol import WORKSPACE
 
 if TYPE_CHECKING:
+    from niceeval.judge import JudgeSession
     from niceeval.sandbox import LocalSandbox
 
 _CLOSE_TIMEOUT_S = 10.0
@@ -43,6 +47,12 @@ class ExecOptions:
     """The config's judge settings (an eval's `judge=` overrides them per key)."""
     grader: str | None = None
     """`--grader MODEL`: overrides every judge model."""
+    no_cache: bool = False
+    """`--no-cache`: judges always call their model."""
+    cache_only: bool = False
+    """`--cache-only`: a judge verdict missing from the cache is inconclusive instead of a model call."""
+    judges: JudgeResources | None = None
+    """The suite's judge clients and cache (set by the suite; without it each run opens its own clients)."""
 
 
 async def _call(entry: EvalEntry, ctx: _ContextBase) -> None:
@@ -50,6 +60,7 @@ async def _call(entry: EvalEntry, ctx: _ContextBase) -> None:
     if not isinstance(ctx, SyncEvalContext):
         await spec.fn(ctx)
         return
+
     # A sync eval cannot be interrupted; on timeout its daemon thread is abandoned and finishes on its own.
     def run(portal: BlockingPortal) -> object:
         ctx.portal = portal
@@ -105,13 +116,20 @@ def _timed_out(entry: EvalEntry, timeout: float) -> ErrorInfo:
     )
 
 
-async def _run_body(
-    entry: EvalEntry, state: RunState, options: ExecOptions, sandbox: LocalSandbox | None
-) -> ErrorInfo | None:
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _RunSetup:
+    run_index: int
+    sandbox: LocalSandbox | None
+    judges: JudgeResources
+
+
+async def _run_body(entry: EvalEntry, state: RunState, options: ExecOptions, setup: _RunSetup) -> ErrorInfo | None:
     spec = entry.spec
     agent = spec.agent if spec.agent is not None else options.agent
     timeout = spec.timeout or options.timeout
+    settings = judge_settings(spec, options)
     error: ErrorInfo | None = None
+    session: JudgeSession | None = None
     try:
         with anyio.fail_after(timeout):
             async with anyio.create_task_group() as tg:
@@ -122,12 +140,23 @@ async def _run_body(
                     agent=agent,
                     eval_id=entry.id,
                     pricing=options.pricing,
-                    followup_model=judge_settings(spec, options).model,
+                    followup_model=settings.model,
                 )
-                ctx._sandbox = sandbox
+                ctx._sandbox = setup.sandbox
+                session = open_session(
+                    resources=setup.judges,
+                    settings=settings,
+                    grader=options.grader,
+                    pricing=options.pricing,
+                    run_index=setup.run_index,
+                    task_group=tg,
+                    ctx=ctx,
+                )
                 error = await _body(entry, ctx)
     except TimeoutError:
         error = _timed_out(entry, timeout)
+    if session is not None:
+        state.assertions.extend(session.results())
     return error
 
 
@@ -148,7 +177,10 @@ async def execute(entry: EvalEntry, run_index: int, options: ExecOptions) -> Run
             sandbox = await open_workspace(folder, state.log)
         token = WORKSPACE.set(sandbox.path if sandbox else None)
         try:
-            error = await _run_body(entry, state, options, sandbox)
+            async with _judges(options) as judges:
+                error = await _run_body(
+                    entry, state, options, _RunSetup(run_index=run_index, sandbox=sandbox, judges=judges)
+                )
         finally:
             WORKSPACE.reset(token)
         error = error or state.usage_error or _unawaited_requires(state)
@@ -187,4 +219,25 @@ async def execute(entry: EvalEntry, run_index: int, options: ExecOptions) -> Run
         assertions=state.assertions,
         events=state.log.events,
         sandbox_path=str(kept) if kept else None,
+        agent_spend=_agent_spend(state, options),
+        judge_spend=spend_of(state.assertions),
+    )
+
+
+@asynccontextmanager
+async def _judges(options: ExecOptions) -> AsyncIterator[JudgeResources]:
+    if options.judges is not None:
+        yield options.judges
+        return
+    async with judge_resources(options.root, no_cache=True, cache_only=False) as own:
+        yield own
+
+
+def _agent_spend(state: RunState, options: ExecOptions) -> Spend:
+    usage = usage_of(state.log.events, options.pricing)
+    return Spend(
+        calls=sum(1 for e in state.log.events if e.type == "usage"),
+        tokens=usage.total_tokens,
+        cost=usage.cost,
+        unpriced=list(usage.unpriced_models),
     )

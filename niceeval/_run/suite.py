@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import anyio
 
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
 from niceeval._run.discovery import EvalEntry, LoadError
 from niceeval._run.execute import ExecOptions, execute
+from niceeval._run.judging import judge_resources
+from niceeval.providers import shared_clients
 from niceeval.report import Reporter, ReporterSet
 
 
@@ -68,9 +70,9 @@ async def run_suite(
         interrupted=True,
     )
 
-    async def worker() -> None:
+    async def worker(exec_options: ExecOptions) -> None:
         for entry, index in queue:
-            result = await execute(entry, index, options.exec)
+            result = await execute(entry, index, exec_options)
             tallies[entry.id].add(result)
             if result.error is not None and result.error.kind == "usage":
                 problem = Problem(
@@ -81,9 +83,13 @@ async def run_suite(
             sinks.run_finished(result)
 
     try:
-        async with anyio.create_task_group() as tg:
+        resources = judge_resources(
+            options.exec.root, no_cache=options.exec.no_cache, cache_only=options.exec.cache_only
+        )
+        async with shared_clients(), resources as judges, anyio.create_task_group() as tg:
+            exec_options = replace(options.exec, judges=judges)
             for _ in range(min(options.concurrency, len(plan) * options.runs)):
-                tg.start_soon(worker)
+                tg.start_soon(worker, exec_options)
         summary.interrupted = False
     finally:
         summary.duration_s = time.perf_counter() - started

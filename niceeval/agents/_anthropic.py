@@ -17,7 +17,7 @@ from niceeval.agents._checkpoints import CheckpointStore
 from niceeval.agents._model import Messages, ModelAgent, ModelOptions, ModelStep, model_ref
 from niceeval.agents._schema import output_name, output_schema
 from niceeval.agents._tools import ToolRequest, ToolResult, ToolValidator, describe_all
-from niceeval.providers import RetryPolicy, anthropic_client
+from niceeval.providers import RetryPolicy, anthropic_client, release
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
@@ -148,8 +148,8 @@ class AnthropicDialect:
         messages.append({"role": "user", "content": blocks})
 
     async def close(self) -> None:
-        """Close the client."""
-        await self._client.close()
+        """Give the client back (closed unless the suite shares it)."""
+        await release(self._client)
 
     def _step(self, message: Message, *, structured: bool) -> ModelStep:
         kept: list[dict[str, Any]] = []

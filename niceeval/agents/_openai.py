@@ -11,7 +11,7 @@ from niceeval.agents._checkpoints import CheckpointStore
 from niceeval.agents._model import Messages, ModelAgent, ModelOptions, ModelStep, model_ref
 from niceeval.agents._schema import output_name, output_schema, strict_schema
 from niceeval.agents._tools import ToolRequest, ToolResult, ToolValidator, describe_all
-from niceeval.providers import ProviderError, RetryPolicy, openai_client
+from niceeval.providers import ProviderError, RetryPolicy, openai_client, release
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -116,8 +116,8 @@ class OpenAIDialect:
         messages.extend({"role": "tool", "tool_call_id": r.id, "content": r.content} for r in results)
 
     async def close(self) -> None:
-        """Close the client."""
-        await self._client.close()
+        """Give the client back (closed unless the suite shares it)."""
+        await release(self._client)
 
     def _step(self, completion: ChatCompletion) -> ModelStep:
         from openai.types.chat import ChatCompletionMessageFunctionToolCall

@@ -15,7 +15,7 @@ from rich.text import Text
 
 from niceeval._core.assertion import AssertionResult
 from niceeval._core.outcome import Outcome, is_success
-from niceeval._core.results import RunResult
+from niceeval._core.results import RunResult, Spend
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -37,6 +37,13 @@ def clean_lines(text: str, indent: str, limit: int) -> str:
     """Untrusted multi-line text: each line cleaned, continuation lines indented, the whole bounded."""
     more = f"... ({len(text) - limit} more chars)" if len(text) > limit else ""
     return ("\n" + indent).join(clean(line, limit) for line in text[:limit].split("\n")) + more
+
+
+def _spend_text(side: str, spent: Spend) -> str:
+    calls = f"{spent.calls} calls" + (f" ({spent.cached} cached)" if spent.cached else "")
+    unknown = f"cost unknown (no price for {', '.join(spent.unpriced)})"
+    cost = f"${spent.cost:.4f}" if spent.cost is not None else unknown
+    return f"{side}: {calls}, {spent.tokens:,} tokens, {cost}"
 
 
 class ConsoleReporter:
@@ -108,6 +115,7 @@ class ConsoleReporter:
             self._print_misses(runs)
         elif status == "skipped" and runs[0].skip_reason:
             self.console.print(Text(f"   skipped: {clean(runs[0].skip_reason)}", style="dim"))
+        self._print_inconclusive(runs)
         for run in runs:
             if run.sandbox_path:
                 self.console.print(Text(f"   sandbox kept at {clean(run.sandbox_path)}", style="dim"))
@@ -126,6 +134,22 @@ class ConsoleReporter:
             for assertion in run.assertions:
                 if assertion.state == "failed":
                     self.console.print(self._miss(prefix, assertion))
+
+    def _print_inconclusive(self, runs: list[RunResult]) -> None:
+        shown: set[tuple[str, str]] = set()
+        for run in runs:
+            for a in run.assertions:
+                key = (a.name, a.reason)
+                if a.state != "inconclusive" or key in shown:
+                    continue
+                shown.add(key)
+                text = Text("   ")
+                text.append(f"? {clean(a.name, 120)}", style="dim" if a.optional else "yellow")
+                text.append(f" [inconclusive: {a.cause}]", style="dim" if a.optional else "yellow")
+                if a.location:
+                    text.append(f"  {a.location}", style="dim")
+                text.append(f"\n       {clean(a.reason, 600)}", style="dim")
+                self.console.print(text)
 
     def _miss(self, prefix: str, a: AssertionResult) -> Text:
         mark, style = ("✗", "red") if a.severity == "gate" else ("~", "yellow")
@@ -171,3 +195,10 @@ class ConsoleReporter:
         )
         line.stylize("green" if ok else "red", 0, len(", ".join(parts)))
         self.console.print(line)
+        spend = [
+            _spend_text(side, spent)
+            for side, spent in (("agent", summary.agent_spend), ("judge", summary.judge_spend))
+            if spent.calls or spent.cached
+        ]
+        if spend:
+            self.console.print(Text(" · ".join(spend), style="dim"))

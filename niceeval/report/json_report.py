@@ -74,6 +74,8 @@ class JsonReporter:
                 "runs": summary.runs_done,
                 **counts,
                 "inconclusive_assertions": summary.inconclusive,
+                "agent_spend": summary.agent_spend.model_dump(),
+                "judge_spend": summary.judge_spend.model_dump(),
                 "errors": len(summary.problems),
             },
             "errors": [{"location": p.location, "message": p.message} for p in summary.problems],

@@ -313,7 +313,9 @@ def bind_loopback(host: str, port: int) -> socket.socket:
         OSError: The port cannot be bound.
     """
     _check_loopback(host)
-    sock = socket.socket(_LOOPBACK[host], socket.SOCK_STREAM)
+    # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY on accepted connections only when the listening socket
+    # says it is TCP; with protocol 0 every response waits ~40 ms on Nagle + delayed ACK.
+    sock = socket.socket(_LOOPBACK[host], socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))

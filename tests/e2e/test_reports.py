@@ -69,6 +69,8 @@ def test_json_report_has_a_schema_version_and_counts_per_outcome(outcomes: Resul
         "skipped": 1,
         "inconclusive_assertions": 0,
         "errors": 0,
+        "agent_spend": {"calls": 0, "tokens": 0, "cost": 0.0, "cached": 0, "unpriced": []},
+        "judge_spend": {"calls": 0, "tokens": 0, "cost": 0.0, "cached": 0, "unpriced": []},
     }
     assert report["errors"] == []
 

@@ -1,0 +1,186 @@
+"""The judge families: what each asks the model, the answer schema it forces, and how an answer becomes a score.
+
+Every prompt here is niceeval's own. The choice families (factuality, closed_qa, summarizes) follow the idea of
+the autoevals graders: the model picks one labelled choice and each choice maps to a fixed score, which is more
+stable than asking for a number. `rubric` is direct scoring with a pass flag (promptfoo's rule: it passes when the
+judge says pass and the score reaches the threshold). `g_eval` makes the model write its evaluation steps before
+it scores, on a 1-5 scale mapped onto [0, 1].
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+
+class AnswerError(ValueError):
+    """The model's answer does not fit the family's schema; the message is sent back in the repair turn."""
+
+
+@dataclass(frozen=True, slots=True)
+class Parsed:
+    """A valid answer, scored."""
+
+    score: float
+    passed: bool | None
+    """The judge's own pass flag (rubric only)."""
+    reason: str
+    answer: dict[str, Any]
+    """The validated answer, as stored in the cache."""
+
+
+class _ChoiceAnswer(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    reason: str
+    choice: str
+
+
+class _RubricAnswer(BaseModel):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+    reason: str
+    passed: bool = Field(alias="pass")
+    score: float = Field(ge=0.0, le=1.0)
+
+
+class _GEvalAnswer(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    steps: list[str] = Field(min_length=1)
+    assessment: str
+    score: int = Field(ge=1, le=5)
+
+
+def _validate(model: type[BaseModel], data: object) -> Any:
+    if not isinstance(data, dict):
+        raise AnswerError(f"the answer must be a JSON object with the required fields, got {type(data).__name__}")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'answer'}: {e['msg']}" for e in exc.errors())
+        raise AnswerError(problems) from None
+
+
+def _object(properties: dict[str, Any]) -> dict[str, Any]:
+    # Strict structured output (OpenAI) wants every property required and nothing else allowed.
+    return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
+
+
+_REASON = {"type": "string", "description": "One or two sentences: why this verdict, citing the data."}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Family:
+    """One kind of judge question: its instructions, the answer schema it forces, and how an answer is scored."""
+
+    name: str
+    task: str
+    """The grading instructions; `{criteria}` is replaced by the author's criteria, when the family takes one."""
+    schema: dict[str, Any]
+    parse: Callable[[object], Parsed]
+    """Validate an answer and score it; raises `AnswerError` (said in words, for the repair turn)."""
+
+
+def _choice_family(name: str, task: str, choices: dict[str, tuple[float, str]]) -> Family:
+    listed = "\n".join(f"- {label}: {meaning}" for label, (_, meaning) in choices.items())
+    scores = {label: score for label, (score, _) in choices.items()}
+
+    def parse(data: object) -> Parsed:
+        answer = _validate(_ChoiceAnswer, data)
+        key = answer.choice.strip().lower()
+        if key not in scores:
+            raise AnswerError(f"choice must be one of {', '.join(scores)}; got {answer.choice!r}")
+        return Parsed(scores[key], None, answer.reason, {"reason": answer.reason, "choice": key})
+
+    return Family(
+        name=name,
+        task=f"{task}\n\nPick exactly one choice:\n{listed}",
+        schema=_object({"reason": _REASON, "choice": {"type": "string", "enum": list(choices)}}),
+        parse=parse,
+    )
+
+
+def _parse_rubric(data: object) -> Parsed:
+    answer = _validate(_RubricAnswer, data)
+    return Parsed(answer.score, answer.passed, answer.reason, answer.model_dump(by_alias=True))
+
+
+def _parse_g_eval(data: object) -> Parsed:
+    answer = _validate(_GEvalAnswer, data)
+    steps = " ".join(f"{i}. {step.strip()}" for i, step in enumerate(answer.steps, start=1))
+    reason = f"{answer.assessment} (steps: {steps}; score {answer.score}/5)"
+    return Parsed((answer.score - 1) / 4, None, reason, answer.model_dump())
+
+
+CLOSED_QA = _choice_family(
+    "closed_qa",
+    "Decide whether the output meets this criterion:\n{criteria}",
+    {
+        "yes": (1.0, "the output meets the criterion."),
+        "no": (0.0, "the output does not meet the criterion, or meets it only in part."),
+    },
+)
+
+FACTUALITY = _choice_family(
+    "factuality",
+    "Compare the facts the output states with the facts of the reference answer, which an expert wrote. "
+    "Wording, style, length and formatting do not matter; only factual content does.",
+    {
+        "same": (1.0, "the output states the same facts as the reference."),
+        "differs_harmlessly": (
+            1.0,
+            "the two differ, but in no way that matters for factual correctness (detail level, phrasing).",
+        ),
+        "superset": (0.6, "the output states all the reference's facts, plus further facts that agree with it."),
+        "subset": (0.4, "the output states only some of the reference's facts, and nothing that conflicts."),
+        "conflicts": (0.0, "the output states something that contradicts the reference."),
+    },
+)
+
+SUMMARIZES = _choice_family(
+    "summarizes",
+    "Judge the output as a summary of the source document.",
+    {
+        "faithful_and_complete": (1.0, "every claim is backed by the source and the main points are covered."),
+        "faithful_but_incomplete": (0.5, "every claim is backed by the source, but main points are missing."),
+        "unfaithful": (0.0, "the output claims something the source does not say, or contradicts it."),
+        "not_a_summary": (0.0, "the output does not try to summarise the source."),
+    },
+)
+
+RUBRIC = Family(
+    name="rubric",
+    task=(
+        "Grade the output against this rubric:\n{criteria}\n\n"
+        "If the rubric defines scoring anchors or levels, use them. Give a score between 0 and 1, where 1 means "
+        "the output fully meets the rubric, and set pass to true only when the output meets the rubric."
+    ),
+    schema=_object(
+        {
+            "reason": _REASON,
+            "pass": {"type": "boolean", "description": "True only when the output meets the rubric."},
+            "score": {"type": "number", "description": "Between 0 and 1 inclusive."},
+        }
+    ),
+    parse=_parse_rubric,
+)
+
+G_EVAL = Family(
+    name="g_eval",
+    task=(
+        "Evaluate the output against these criteria:\n{criteria}\n\n"
+        "Work in this order. First, in steps, write the concrete evaluation steps these criteria call for, as "
+        "short imperative sentences, before judging anything. Then, in assessment, apply each step to the "
+        "output and note the evidence. Last, give score: a whole number from 1 (does not meet the criteria at "
+        "all) to 5 (fully meets them)."
+    ),
+    schema=_object(
+        {
+            "steps": {"type": "array", "items": {"type": "string"}, "description": "Evaluation steps, in order."},
+            "assessment": {"type": "string", "description": "Each step applied to the output, with evidence."},
+            "score": {"type": "integer", "description": "1 to 5."},
+        }
+    ),
+    parse=_parse_g_eval,
+)

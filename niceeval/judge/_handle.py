@@ -1,0 +1,128 @@
+"""`JudgeHandle`: what every `t.judge...` call returns. Chainable like a scoped assertion, awaitable like a check."""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any, Self
+
+import anyio
+
+from niceeval._core.assertion import AssertionResult, Severity
+from niceeval._core.errors import UsageError
+from niceeval.judge._ruling import Ruling
+
+
+def check_threshold(value: object, where: str) -> float:
+    """A threshold in [0, 1], or a `UsageError` that says what to write."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= float(value) <= 1.0:
+        raise UsageError(f"{where} needs a threshold between 0 and 1, got {value!r}. Write e.g. .at_least(0.7).")
+    return float(value)
+
+
+class JudgeHandle:
+    """A judge verdict on its way: the request started when the judge method was called.
+
+    Chain `.at_least(x)`, `.gate()`, `.label(text)`, `.optional()` to change how the verdict counts; they change
+    this handle and apply whenever the verdict settles, as long as they are called before the eval returns.
+    `await handle` waits for the verdict and returns the `AssertionResult` (as chained so far) without waiting
+    for the eval to end. The result is recorded with the run either way; awaiting is never required.
+    """
+
+    __slots__ = ("name", "severity", "threshold", "is_optional", "expected", "actual", "location", "_ruling", "_done")
+
+    def __init__(
+        self, *, name: str, threshold: float, expected: str | None, actual: str | None, location: str | None
+    ) -> None:
+        self.name = name
+        self.severity: Severity = "soft"
+        self.threshold = threshold
+        self.is_optional = False
+        self.expected = expected
+        self.actual = actual
+        self.location = location
+        self._ruling: Ruling | None = None
+        self._done: anyio.Event | None = None  # made on first await, in the event loop
+
+    def gate(self) -> Self:
+        """Make a miss fail the eval (judges are soft by default), keeping the threshold."""
+        self.severity = "gate"
+        return self
+
+    def at_least(self, threshold: float) -> Self:
+        """Soft, passing when the score is at least `threshold` (in [0, 1])."""
+        self.threshold = check_threshold(threshold, f"{self.name}.at_least()")
+        self.severity = "soft"
+        return self
+
+    def label(self, text: str) -> Self:
+        """Rename the assertion in reports."""
+        if not isinstance(text, str) or not text.strip():
+            raise UsageError(f"{self.name}.label() needs a non-empty string, got {text!r}.")
+        self.name = text
+        return self
+
+    def optional(self) -> Self:
+        """Expect that the judge may be unavailable: an inconclusive result is shown but never counted."""
+        self.is_optional = True
+        return self
+
+    @property
+    def done(self) -> bool:
+        """True once the verdict has settled."""
+        return self._ruling is not None
+
+    @property
+    def result(self) -> AssertionResult:
+        """The verdict as an assertion result; raises while it is still running (`await` the handle instead)."""
+        if self._ruling is None:
+            raise UsageError(f"the judge call at {self.location} is still running; `await` it to read its verdict.")
+        return self._build(self._ruling)
+
+    def __await__(self) -> Generator[Any, Any, AssertionResult]:
+        return self._wait().__await__()
+
+    async def _wait(self) -> AssertionResult:
+        if self._ruling is None:
+            self._done = self._done or anyio.Event()
+            await self._done.wait()
+        return self.result
+
+    def _settle(self, ruling: Ruling) -> None:
+        self._ruling = ruling
+        if self._done is not None:
+            self._done.set()
+
+    def final(self) -> AssertionResult:
+        """The result to record when the run is folded; inconclusive (`timeout`) if the run ended first."""
+        if self._ruling is not None:
+            return self._build(self._ruling)
+        return AssertionResult(
+            name=self.name,
+            severity=self.severity,
+            score=None,
+            threshold=self.threshold,
+            state="inconclusive",
+            reason="the run ended (timeout or error) before the judge answered",
+            expected=self.expected,
+            actual=self.actual,
+            location=self.location,
+            optional=self.is_optional,
+            cause="timeout",
+        )
+
+    def _build(self, ruling: Ruling) -> AssertionResult:
+        settled = ruling.settle(self.threshold)
+        return AssertionResult(
+            name=self.name,
+            severity=self.severity,
+            score=settled.score,
+            threshold=self.threshold,
+            state=settled.state,
+            reason=settled.reason,
+            expected=self.expected,
+            actual=self.actual,
+            location=self.location,
+            optional=self.is_optional,
+            cause=settled.cause,
+            judge_calls=ruling.calls,
+        )

@@ -1,0 +1,348 @@
+"""`t.judge`: LLM-as-judge assertions that start at once, run concurrently and settle before the run is folded.
+
+The runner builds one `JudgeSession` per run from a `JudgeRuntime`, exposes `session.judge` as `t.judge`, and
+after the run's task group has finished records `session.results()`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from niceeval._core.assertion import AssertionResult
+from niceeval._core.errors import UsageError, caller_location
+from niceeval._diff import short
+from niceeval.judge._cache import CacheMode, JudgeCache
+from niceeval.judge._client import JudgeClients
+from niceeval.judge._engine import Env, decide, poll
+from niceeval.judge._families import CLOSED_QA, FACTUALITY, G_EVAL, RUBRIC, SUMMARIZES, Family
+from niceeval.judge._handle import JudgeHandle
+from niceeval.judge._prompts import as_text, build_messages
+from niceeval.judge._ruling import CrashedRuling, Ruling, SingleRuling, Voter, VoteRuling
+from niceeval.providers import ModelRef, RetryPolicy, parse_model
+
+if TYPE_CHECKING:
+    from niceeval._eval.config import JudgeSettings, Price
+
+FAMILIES = ("rubric", "g_eval", "vote", "autoevals.factuality", "autoevals.closed_qa", "autoevals.summarizes")
+_SHOWN = 200
+
+
+class _Reply:
+    """The default of `on=`: the agent's reply as it is when the judge method is called."""
+
+    def __repr__(self) -> str:
+        return "t.reply"
+
+
+REPLY = _Reply()
+
+
+def _no_reply() -> str:
+    return ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class JudgeRuntime:
+    """Everything a run's judge needs from the runner. Build one per run.
+
+    Attributes:
+        settings: The judge settings, already merged (the eval's `judge=` over the config's `judge`).
+        clients: The SDK clients, shared by the whole suite (`async with JudgeClients() as clients`).
+        start: Spawns a coroutine function on the run's task group (`task_group.start_soon`); called from the
+            eval's own thread, so for a sync eval it must hop into the event loop.
+        reply: Returns the agent's current reply; read when a judge method is called.
+        grader: `--grader MODEL`: judges with this model whatever the eval or the call says.
+        pricing: The config's price overrides, for the cost of each call.
+        cache: The judge cache, or None (`--no-cache`).
+        cache_mode: `read_write`; `write_only` for `--runs` repeats after the first (fresh verdicts, still
+            stored, so pass rates stay honest); `read_only_strict` for `--cache-only`.
+        retry: How provider requests are retried (`providers.RetryPolicy`).
+    """
+
+    settings: JudgeSettings
+    clients: JudgeClients
+    start: Callable[[Callable[[], Coroutine[Any, Any, None]]], object]
+    reply: Callable[[], str] = _no_reply
+    grader: str | None = None
+    pricing: Mapping[str, Price] = field(default_factory=dict)
+    cache: JudgeCache | None = None
+    cache_mode: CacheMode = "read_write"
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+
+
+class JudgeSession:
+    """One run's judging: `judge` is the run's `t.judge`; `results()` gives every verdict, in call order.
+
+    Args:
+        runtime: What the runner provides for this run.
+    """
+
+    def __init__(self, runtime: JudgeRuntime) -> None:
+        self.runtime = runtime
+        self.env = Env(
+            clients=runtime.clients,
+            cache=runtime.cache,
+            cache_mode=runtime.cache_mode,
+            pricing=runtime.pricing,
+            timeout=runtime.settings.timeout,
+            retry=runtime.retry,
+        )
+        self.handles: list[JudgeHandle] = []
+        self.judge = Judge(self)
+
+    def results(self) -> list[AssertionResult]:
+        """The verdicts to record, in call order; call it once the run's task group has finished.
+
+        A verdict the run did not wait for (the eval timed out or crashed first) is inconclusive (`timeout`).
+        """
+        return [handle.final() for handle in self.handles]
+
+    def launch(self, handle: JudgeHandle, work: Callable[[], Awaitable[Ruling]]) -> JudgeHandle:
+        """Register `handle` and start `work` on the run's task group; a crash in it becomes a failed result."""
+
+        async def run() -> None:
+            try:
+                ruling: Ruling = await work()
+            except Exception as exc:
+                ruling = CrashedRuling(exc)
+            handle._settle(ruling)
+
+        self.handles.append(handle)
+        self.runtime.start(run)
+        return handle
+
+
+def _criteria(value: object, where: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise UsageError(
+            f"{where}() needs non-empty criteria text, got {value!r}, e.g. {where}('Is the reply polite?')."
+        )
+    return value
+
+
+def _unknown(owner: str, name: str) -> NoReturn:
+    raise AttributeError(f"{owner} has no judge {name!r}; the judges are: {', '.join(FAMILIES)}.")
+
+
+class Judge:
+    """`t.judge`: ask a judge model about the reply (or any value with `on=`).
+
+    Every method returns a `JudgeHandle` at once; the request runs concurrently with the rest of the eval and
+    its verdict is recorded before the run is folded. Judges are soft, with the threshold from the judge
+    settings (`default_threshold`, 0.7 unless set). The model is, first to last: `--grader`, the call's
+    `model=`, the eval's `judge=`, the config's `judge`; the settings' `fallback` is asked when it gives no
+    verdict.
+    """
+
+    def __init__(self, session: JudgeSession) -> None:
+        self._session = session
+        self.autoevals = Autoevals(self)
+        """Graders in the spirit of autoevals: `factuality`, `closed_qa`, `summarizes`."""
+
+    if not TYPE_CHECKING:  # type checkers should still flag a misspelt judge
+
+        def __getattr__(self, name: str) -> NoReturn:
+            _unknown("t.judge", name)
+
+    def rubric(self, criteria: str, *, on: object = REPLY, model: str | None = None) -> JudgeHandle:
+        """Grade against a rubric (scoring anchors welcome): passes when the judge says pass and the score
+        reaches the threshold.
+
+        Args:
+            criteria: The rubric.
+            on: The value judged; the agent's reply by default. Non-text values are sent as JSON.
+            model: The judge model for this call (`provider/model`).
+        """
+        where = "t.judge.rubric"
+        name = f"rubric({short(criteria)})"
+        return self._ask(RUBRIC, _criteria(criteria, where), (), on, model, name=name, where=where)
+
+    def g_eval(self, criteria: str, *, on: object = REPLY, model: str | None = None) -> JudgeHandle:
+        """Chain-of-thought grading: the judge writes evaluation steps, applies them, then scores 1-5 (to [0, 1]).
+
+        Args:
+            criteria: What a good output does.
+            on: The value judged; the agent's reply by default.
+            model: The judge model for this call.
+        """
+        where = "t.judge.g_eval"
+        name = f"g_eval({short(criteria)})"
+        return self._ask(G_EVAL, _criteria(criteria, where), (), on, model, name=name, where=where)
+
+    def vote(
+        self,
+        criteria: str | Sequence[str],
+        *,
+        models: Sequence[str] | None = None,
+        need: int | None = None,
+        on: object = REPLY,
+        model: str | None = None,
+    ) -> JudgeHandle:
+        """Several rubric judges: every criteria with every model votes; unanimous unless `need=k`.
+
+        A voter passes by the rubric rule at the default threshold. The vote's score is the fraction of voters
+        that passed and its threshold the fraction needed (`need / voters`; `.at_least(x)` sets it directly).
+        Inconclusive voters make the vote inconclusive only when they could change its outcome.
+
+        Args:
+            criteria: One rubric, or several (each is a voter, per model).
+            models: The voting models; the resolved judge model by default. `--grader` replaces each of them.
+            need: How many voters must pass; all of them by default.
+            on: The value judged; the agent's reply by default.
+            model: One voting model, when `models=` is not given.
+        """
+        where = "t.judge.vote"
+        rubrics = [criteria] if isinstance(criteria, str) else list(criteria)
+        if not rubrics:
+            raise UsageError(f"{where}() needs criteria: a rubric or a non-empty list of rubrics.")
+        rubrics = [_criteria(c, where) for c in rubrics]
+        refs = [self._model(m, where) for m in self._vote_models(models, model, where)]
+        total = len(rubrics) * len(refs)
+        need = total if need is None else need
+        if isinstance(need, bool) or not isinstance(need, int) or not 1 <= need <= total:
+            raise UsageError(f"{where}(need=...) must be a whole number from 1 to {total} (the voters), got {need!r}.")
+        text = self._on(on)
+        env, threshold = self._session.env, self._session.runtime.settings.default_threshold
+        ballots = [(c, ref, build_messages(RUBRIC, c, [("output", text)])) for c in rubrics for ref in refs]
+
+        async def work() -> Ruling:
+            answers = await poll(env, [(ref, messages) for _, ref, messages in ballots], RUBRIC)
+            voters = [Voter(c, SingleRuling([a])) for (c, _, _), a in zip(ballots, answers, strict=True)]
+            return VoteRuling(voters, threshold)
+
+        handle = JudgeHandle(
+            name=f"vote({short(rubrics[0] if len(rubrics) == 1 else rubrics)}, {need} of {total})",
+            threshold=need / total,
+            expected=_shorten("; ".join(rubrics)),
+            actual=_shorten(text),
+            location=caller_location(1),
+        )
+        return self._session.launch(handle, work)
+
+    @staticmethod
+    def _vote_models(models: Sequence[str] | None, model: str | None, where: str) -> list[str | None]:
+        if models is None:
+            return [model]
+        if model is not None:
+            raise UsageError(f"{where}() takes models=[...] or model=..., not both.")
+        if isinstance(models, str) or not models:
+            raise UsageError(f"{where}(models=...) takes a non-empty list of model strings, got {models!r}.")
+        return list(models)
+
+    def _model(self, model: str | None, where: str) -> ModelRef:
+        runtime = self._session.runtime
+        chosen = runtime.grader or model or runtime.settings.model
+        if chosen is None:
+            raise UsageError(
+                f"{where}(): no judge model. Set judge={{'model': 'openai/gpt-5.4-mini'}} in define_config() or "
+                "define_eval(), pass model='provider/name', or run with --grader MODEL."
+            )
+        try:
+            return parse_model(chosen)
+        except UsageError as exc:
+            raise UsageError(f"{where}(): {exc}") from None
+
+    def _fallback(self, where: str) -> ModelRef | None:
+        fallback = self._session.runtime.settings.fallback
+        if fallback is None:
+            return None
+        try:
+            return parse_model(fallback)
+        except UsageError as exc:
+            raise UsageError(f"{where}(): judge fallback: {exc}") from None
+
+    def _on(self, on: object) -> str:
+        return self._session.runtime.reply() if on is REPLY else as_text(on)
+
+    def _ask(
+        self,
+        family: Family,
+        criteria: str | None,
+        context: Sequence[tuple[str, str]],
+        on: object,
+        model: str | None,
+        *,
+        name: str,
+        where: str,
+    ) -> JudgeHandle:
+        primary, fallback = self._model(model, where), self._fallback(where)
+        text = self._on(on)
+        messages = build_messages(family, criteria, [*context, ("output", text)])
+        env = self._session.env
+
+        async def work() -> Ruling:
+            return SingleRuling(await decide(env, messages, family, primary, fallback))
+
+        expected = criteria if criteria is not None else context[0][1]
+        handle = JudgeHandle(
+            name=name,
+            threshold=self._session.runtime.settings.default_threshold,
+            expected=_shorten(expected),
+            actual=_shorten(text),
+            location=caller_location(1),
+        )
+        return self._session.launch(handle, work)
+
+
+def _shorten(text: str) -> str:
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
+
+
+class Autoevals:
+    """`t.judge.autoevals`: the model picks one labelled choice, and each choice has a fixed score."""
+
+    def __init__(self, judge: Judge) -> None:
+        self._judge = judge
+
+    if not TYPE_CHECKING:
+
+        def __getattr__(self, name: str) -> NoReturn:
+            _unknown("t.judge.autoevals", name)
+
+    def factuality(self, expected: object, *, on: object = REPLY, model: str | None = None) -> JudgeHandle:
+        """Is the output factually consistent with `expected` (a reference answer)?
+
+        Scores: same facts or harmless differences 1.0, a consistent superset 0.6, a consistent subset 0.4,
+        a contradiction 0.0.
+
+        Args:
+            expected: The reference answer; non-text values are sent as JSON.
+            on: The value judged; the agent's reply by default.
+            model: The judge model for this call.
+        """
+        where = "t.judge.autoevals.factuality"
+        reference = _data(expected, where, "the expected answer")
+        return self._judge._ask(FACTUALITY, None, [("reference", reference)], on, model, name="factuality", where=where)
+
+    def closed_qa(self, criteria: str, *, on: object = REPLY, model: str | None = None) -> JudgeHandle:
+        """Does the output meet `criteria`? Yes 1.0, no 0.0.
+
+        Args:
+            criteria: The question the judge answers yes or no, e.g. "Is the reply polite?".
+            on: The value judged; the agent's reply by default.
+            model: The judge model for this call.
+        """
+        where, name = "t.judge.autoevals.closed_qa", f"closed_qa({short(criteria)})"
+        return self._judge._ask(CLOSED_QA, _criteria(criteria, where), (), on, model, name=name, where=where)
+
+    def summarizes(self, source: object, *, on: object = REPLY, model: str | None = None) -> JudgeHandle:
+        """Is the output a faithful summary of `source`? Faithful and complete 1.0, faithful but incomplete 0.5,
+        unfaithful or not a summary 0.0.
+
+        Args:
+            source: The document summarised; non-text values are sent as JSON.
+            on: The value judged; the agent's reply by default.
+            model: The judge model for this call.
+        """
+        where = "t.judge.autoevals.summarizes"
+        document = _data(source, where, "the source document")
+        return self._judge._ask(SUMMARIZES, None, [("source", document)], on, model, name="summarizes", where=where)
+
+
+def _data(value: object, where: str, what: str) -> str:
+    text = as_text(value)
+    if not text.strip():
+        raise UsageError(f"{where}() needs {what}, got {value!r}.")
+    return text

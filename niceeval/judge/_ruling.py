@@ -1,0 +1,129 @@
+"""From what the judges answered to a state, score and reason, for the threshold the handle has when it is read.
+
+A ruling is kept raw (the consultations) and settled against a threshold only when the result is built, so
+`.at_least(x)` chained on a handle applies whenever it is chained before the run is folded.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from niceeval._core.assertion import Cause, JudgeCall, State
+from niceeval._diff import short
+from niceeval.judge._engine import Consultation
+
+
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """A ruling read against a threshold."""
+
+    state: State
+    score: float | None
+    reason: str
+    cause: Cause | None = None
+
+
+class Ruling(Protocol):
+    """What the judges said, not yet compared with a threshold."""
+
+    @property
+    def calls(self) -> list[JudgeCall]:
+        """Every model call behind the ruling, in order."""
+        ...
+
+    def settle(self, threshold: float) -> Settled:
+        """The state, score and reason at `threshold`."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class SingleRuling:
+    """One judge question: the primary model's consultation, then the fallback's if it was needed."""
+
+    consultations: Sequence[Consultation]
+
+    @property
+    def calls(self) -> list[JudgeCall]:
+        return [c.call for c in self.consultations]
+
+    def settle(self, threshold: float) -> Settled:
+        primary, last = self.consultations[0], self.consultations[-1]
+        if last.parsed is None:
+            tried = "; ".join(c.call.reason for c in self.consultations)
+            hint = "" if len(self.consultations) > 1 else " (no fallback judge was used)"
+            return Settled("inconclusive", None, f"judge unavailable: {tried}{hint}", primary.call.cause)
+        parsed = last.parsed
+        passed = parsed.score >= threshold and parsed.passed is not False
+        reason = parsed.reason
+        if parsed.passed is False and parsed.score >= threshold:
+            reason += " (the judge said it does not pass)"
+        if last is not primary:
+            reason = f"{primary.call.reason}; fallback {last.call.model} answered: {reason}"
+        return Settled("passed" if passed else "failed", parsed.score, reason)
+
+
+@dataclass(frozen=True, slots=True)
+class Voter:
+    """One voter of a vote: which criteria it judged, and its ruling."""
+
+    criteria: str
+    ruling: SingleRuling
+
+
+@dataclass(frozen=True, slots=True)
+class VoteRuling:
+    """Several judges. The vote's threshold is the fraction of voters that must pass.
+
+    A voter passes by the rubric rule at `voter_threshold`. The vote is decided as soon as the inconclusive
+    voters could not change it either way; otherwise it is inconclusive.
+    """
+
+    voters: Sequence[Voter]
+    voter_threshold: float
+
+    @property
+    def calls(self) -> list[JudgeCall]:
+        return [call for voter in self.voters for call in voter.ruling.calls]
+
+    def settle(self, threshold: float) -> Settled:
+        votes = [voter.ruling.settle(self.voter_threshold) for voter in self.voters]
+        total = len(votes)
+        passes = sum(v.state == "passed" for v in votes)
+        unknown = [v for v in votes if v.state == "inconclusive"]
+        need = max(0, math.ceil(threshold * total - 1e-9))
+        lines = [
+            f"- {voter.ruling.consultations[-1].call.model} on {short(voter.criteria)}: {_vote_text(vote)}"
+            for voter, vote in zip(self.voters, votes, strict=True)
+        ]
+        summary = f"{passes} of {total} voters passed, {need} needed"
+        if unknown:
+            summary += f", {len(unknown)} inconclusive"
+        reason = summary + "\n" + "\n".join(lines)
+        if passes >= need:
+            return Settled("passed", passes / total, reason)
+        if passes + len(unknown) < need:
+            return Settled("failed", passes / total, reason)
+        return Settled("inconclusive", None, reason, unknown[0].cause)
+
+
+def _vote_text(vote: Settled) -> str:
+    if vote.score is None:
+        return f"inconclusive ({vote.cause}): {vote.reason}"
+    return f"{'pass' if vote.state == 'passed' else 'fail'} ({vote.score:.2f}): {vote.reason}"
+
+
+@dataclass(frozen=True, slots=True)
+class CrashedRuling:
+    """The judge machinery itself raised: recorded as a miss, like a crashed matcher."""
+
+    error: BaseException
+
+    @property
+    def calls(self) -> list[JudgeCall]:
+        return []
+
+    def settle(self, threshold: float) -> Settled:
+        return Settled("failed", 0.0, f"the judge raised {type(self.error).__name__}: {self.error}", "error")
