@@ -120,11 +120,12 @@ def _json_schema_validator(schema: dict[str, Any]) -> Callable[[Any], list[str]]
     return errors
 
 
-def _type_validator(schema: object) -> Callable[[Any], list[str]]:
+def _type_validator(schema: Any) -> Callable[[Any], list[str]]:
     try:
-        adapter = _adapter(schema)
-    except TypeError:
-        adapter = TypeAdapter(schema)  # unhashable but valid annotations (rare) skip the cache
+        try:
+            adapter = _adapter(schema)
+        except TypeError:  # unhashable but valid annotations (rare) skip the cache
+            adapter = TypeAdapter(schema)
     except Exception as exc:
         raise UsageError(
             f"matches() takes a pydantic model class, a type pydantic understands (list[int], TypedDict, ...) "
