@@ -137,7 +137,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"niceeval: no evals found in {where}{filters}. Write one with `niceeval init`.", file=sys.stderr)
         return EXIT_USAGE
     reporters: list[Reporter] = [
-        ConsoleReporter(Console(highlight=False), strict=args.strict, min_pass_rate=args.min_pass_rate)
+        ConsoleReporter(Console(highlight=False, soft_wrap=True), strict=args.strict, min_pass_rate=args.min_pass_rate)
     ]
     if args.json:
         reporters.append(JsonReporter(args.json))
@@ -235,7 +235,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("niceeval: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    _quiet_if_stdout_closed()
     return code
+
+
+def _quiet_if_stdout_closed() -> None:
+    """`niceeval run | head` closes our stdout early: exit with the suite's code, without a traceback at exit."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 if __name__ == "__main__":

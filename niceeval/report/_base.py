@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Sequence
 from typing import Protocol
@@ -36,13 +37,14 @@ class ReporterSet:
         for reporter in list(self._reporters):
             try:
                 getattr(reporter, method)(*args)
-            except Exception as exc:
+            except (Exception, SystemExit) as exc:  # rich exits on a closed stdout (`niceeval run | head`)
                 self._reporters.remove(reporter)
-                print(
-                    f"niceeval: reporter {type(reporter).__name__} failed in {method}() and was disabled: "
-                    f"{type(exc).__name__}: {exc}",
-                    file=sys.stderr,
-                )
+                with contextlib.suppress(OSError):
+                    print(
+                        f"niceeval: reporter {type(reporter).__name__} failed in {method}() and was disabled: "
+                        f"{type(exc).__name__}: {exc}",
+                        file=sys.stderr,
+                    )
 
     def start(self, plan: Sequence[PlannedEval], problems: Sequence[Problem]) -> None:
         self._each("start", plan, problems)
