@@ -29,6 +29,8 @@ class JudgeSettings(BaseModel):
     """Threshold of a judge assertion that does not say `.at_least(x)`."""
     timeout: float = Field(default=60.0, gt=0)
     """Seconds per judge call."""
+    max_retries: int = Field(default=4, ge=0)
+    """Retries of a judge request after a 429, a 5xx, a timeout or a connection error (0: ask once)."""
 
 
 class Price(BaseModel):

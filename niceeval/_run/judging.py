@@ -16,6 +16,7 @@ from niceeval._eval.config import JudgeSettings
 from niceeval._eval.context import SyncEvalContext, _ContextBase
 from niceeval.judge import JudgeCache, JudgeClients, JudgeRuntime, JudgeSession, default_cache_path, judge_spend
 from niceeval.judge._cache import CacheMode
+from niceeval.providers import RetryPolicy
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -71,6 +72,7 @@ def open_session(
             pricing=pricing,
             cache=resources.cache,
             cache_mode=mode,
+            retry=RetryPolicy(max_retries=settings.max_retries),
         )
     )
     ctx._judge = session.judge

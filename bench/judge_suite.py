@@ -1,0 +1,289 @@
+"""How close a judged suite run by the real `niceeval run` gets to the floor the model latency sets.
+
+Run by hand (pytest does not collect it):
+
+    python bench/judge_suite.py [--evals 1000] [--latency 0.05] [--concurrency 10 64] [--profile]
+
+A generated project holds `--evals` evals; each makes one agent call (`openai_agent` with `MemoryCheckpoints()`
+pointed at the server) and one `t.judge.rubric` call on the reply. The server is `niceeval testing serve
+--latency L --script judge_suite:script` in its own process, its output going to a file (a pipe nobody reads
+would fill up and stall it); the script prints one marker line per request, so the log says how many agent and
+judge requests each configuration made.
+
+Per concurrency C, each configuration runs `niceeval run --concurrency C` as a subprocess, timed from outside
+(start-up, imports and discovery included):
+
+- `bare loop`: the same 2 x evals calls from a bare `openai.AsyncOpenAI` loop (per eval the agent call, then a
+  structured-output call shaped like the judge's, under a semaphore of C), for reference;
+- `no cache`: `--no-cache`;
+- `cache cold`: the judge cache emptied first (`niceeval cache clear`), so every verdict is asked and stored;
+- `cache warm`: the same again: every verdict comes from the cache, zero judge requests.
+
+Columns: wall time; the floor, `2 x evals x latency / C` (two sequential calls per eval; `evals x latency / C`
+for `cache warm`, where only the agent calls remain); their ratio; the peak RSS of the measured process (`VmHWM`
+from /proc, sampled every 10 ms while it runs: a child's `ru_maxrss` is not usable, as Linux folds the forking
+parent's peak into it at exec); the agent and judge requests the server logged; the judge calls and cached
+verdicts in the JSON report's summary; the CPU seconds of the measured process (its own rusage, from `wait4`)
+and of the server process.
+
+`--profile` also runs the `no cache` configuration at the first concurrency under cProfile and prints the top
+functions by own time and by cumulative time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pstats
+import re
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from niceeval.testing import LLMRequest, Reply
+
+HERE = Path(__file__).resolve().parent
+RUBRIC = "Is the reply polite and does it answer the question?"
+VERDICT = {"reason": "polite and on topic", "pass": True, "score": 0.9}
+JUDGE_MARK, AGENT_MARK = "BENCH-JUDGE-REQUEST", "BENCH-AGENT-REQUEST"
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def script(request: LLMRequest) -> Reply:
+    """The server's script: judge requests (structured output) get a verdict, agent requests a reply."""
+    if request.response_format is not None:
+        print(JUDGE_MARK, flush=True)
+        return Reply(data=VERDICT)
+    print(AGENT_MARK, flush=True)
+    return Reply(text=f"Happy to help with: {request.last_user_text}")
+
+
+BARE_LOOP = """
+import asyncio, sys
+from openai import AsyncOpenAI
+
+SCHEMA = {"type": "object", "additionalProperties": False, "required": ["reason", "pass", "score"],
+          "properties": {"reason": {"type": "string"}, "pass": {"type": "boolean"}, "score": {"type": "number"}}}
+
+async def main(url, evals, concurrency):
+    gate = asyncio.Semaphore(concurrency)
+    async with AsyncOpenAI(base_url=url, api_key="bench", max_retries=0) as client:
+        async def one(i):
+            async with gate:
+                reply = await client.chat.completions.create(
+                    model="scripted", messages=[{"role": "user", "content": f"Where is my order {i}?"}])
+                verdict = await client.chat.completions.create(
+                    model="judge", messages=[{"role": "user", "content": reply.choices[0].message.content}],
+                    response_format={"type": "json_schema",
+                                     "json_schema": {"name": "verdict", "strict": True, "schema": SCHEMA}})
+                assert verdict.choices[0].message.content
+        await asyncio.gather(*(one(i) for i in range(evals)))
+
+asyncio.run(main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3])))
+"""
+
+
+def write_project(folder: Path, url: str, evals: int) -> None:
+    """A project of `evals` evals, each one agent call and one rubric judge call."""
+    (folder / "evals").mkdir(parents=True)
+    (folder / "niceeval.config.py").write_text(
+        textwrap.dedent(f"""\
+        from niceeval import define_config
+        from niceeval.agents import MemoryCheckpoints, openai_agent
+
+        config = define_config(
+            agent=openai_agent("openai/scripted", base_url="{url}", api_key="bench", checkpoints=MemoryCheckpoints()),
+            judge={{"model": "openai/gpt-4o-mini"}},
+            timeout=120,
+        )
+        """)
+    )
+    body = ["from niceeval import define_eval", ""]
+    for i in range(evals):
+        body += [
+            "@define_eval",
+            f"async def judged_{i}(t):",
+            f"    await t.send('Where is my order {i}?')",
+            f"    t.judge.rubric({RUBRIC!r})",
+            "",
+        ]
+    (folder / "evals" / "judged.py").write_text("\n".join(body))
+
+
+@dataclass
+class Server:
+    """The `niceeval testing serve` process and its log file."""
+
+    process: subprocess.Popen[str]
+    log: Path
+    url: str
+    _read: int = 0
+
+    def counts(self) -> tuple[int, int]:
+        """Agent and judge requests logged since the last call."""
+        text = self.log.read_text()
+        fresh, self._read = text[self._read :], len(text)
+        return fresh.count(AGENT_MARK), fresh.count(JUDGE_MARK)
+
+    def cpu_s(self) -> float:
+        return _cpu_of(self.process.pid)
+
+
+def _cpu_of(pid: int) -> float:
+    """User + system CPU seconds of a running process, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+
+
+def start_server(latency: float, log: Path) -> Server:
+    command = [sys.executable, "-m", "niceeval.cli", "testing", "serve", "--port", "0", "--latency", str(latency)]
+    command += ["--script", "judge_suite:script"]
+    with log.open("w") as out:
+        process = subprocess.Popen(command, cwd=HERE, stdout=out, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        found = re.search(r"base_url=(http://127\.0\.0\.1:\d+/v1)", log.read_text())
+        if found:
+            return Server(process=process, log=log, url=found.group(1))
+        if process.poll() is not None:
+            break
+        time.sleep(0.05)
+    process.kill()
+    raise SystemExit(f"the LLM server did not start:\n{log.read_text()[-2000:]}")
+
+
+@dataclass
+class Measured:
+    wall_s: float
+    peak_rss_mb: float
+    cpu_s: float
+    returncode: int
+    output: str
+
+
+def measure(command: list[str], cwd: Path, env: dict[str, str]) -> Measured:
+    """Run `command` to the end: wall time, peak RSS (`VmHWM`, sampled from /proc) and CPU time (from `wait4`)."""
+    with tempfile.TemporaryFile("w+") as out:
+        started = time.perf_counter()
+        process = subprocess.Popen(command, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, text=True)
+        peak_kb = 0
+        while True:
+            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+            if pid:
+                break
+            try:
+                found = re.search(r"^VmHWM:\s+(\d+) kB", Path(f"/proc/{process.pid}/status").read_text(), re.M)
+            except FileNotFoundError:
+                found = None
+            if found:  # absent once the process is a zombie
+                peak_kb = max(peak_kb, int(found.group(1)))
+            time.sleep(0.01)
+        wall = time.perf_counter() - started
+        process.returncode = os.waitstatus_to_exitcode(status)  # reaped here, with its own rusage
+        out.seek(0)
+        return Measured(wall, peak_kb / 1024, usage.ru_utime + usage.ru_stime, process.returncode, out.read())
+
+
+def niceeval(project: Path, env: dict[str, str], concurrency: int, *flags: str) -> Measured:
+    report = project / "report.json"
+    command = [sys.executable, "-m", "niceeval.cli", "run", "--concurrency", str(concurrency), *flags]
+    done = measure([*command, "--json", str(report)], project, env)
+    if done.returncode != 0:
+        raise SystemExit(f"niceeval run failed ({done.returncode}):\n{done.output[-3000:]}")
+    return done
+
+
+def judge_summary(project: Path) -> dict[str, Any]:
+    spend: dict[str, Any] = json.loads((project / "report.json").read_text())["summary"]["judge_spend"]
+    return spend
+
+
+def clear_cache(project: Path, env: dict[str, str]) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "niceeval.cli", "cache", "clear"], cwd=project, env=env, check=True, capture_output=True
+    )
+
+
+def profile(project: Path, env: dict[str, str], concurrency: int, top: int = 25) -> None:
+    """Run the `no cache` configuration under cProfile and print where the niceeval process spends its time."""
+    stats_file = project / "run.prof"
+    command = [sys.executable, "-m", "cProfile", "-o", str(stats_file), "-m", "niceeval.cli", "run"]
+    command += ["--concurrency", str(concurrency), "--no-cache"]
+    done = measure(command, project, env)
+    print(f"\nprofiled: concurrency {concurrency}, no cache, wall {done.wall_s:.2f}s (under cProfile)")
+    for order in ("tottime", "cumulative"):
+        print(f"\n-- top {top} by {order}")
+        stats = pstats.Stats(str(stats_file))
+        stats.strip_dirs().sort_stats(order).print_stats(top)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--evals", type=int, default=1000)
+    parser.add_argument("--latency", type=float, default=0.05)
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[10, 64])
+    parser.add_argument("--profile", action="store_true", help="also profile the first concurrency under cProfile")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        server = start_server(args.latency, folder / "server.log")
+        try:
+            project = folder / "project"
+            write_project(project, server.url, args.evals)
+            env = {**os.environ, "OPENAI_API_KEY": "bench", "OPENAI_BASE_URL": server.url}
+            rows = []
+            for concurrency in args.concurrency:
+                floor = 2 * args.evals * args.latency / concurrency
+                bare_command = [sys.executable, "-c", BARE_LOOP, server.url, str(args.evals), str(concurrency)]
+                runs: list[tuple[str, tuple[str, ...]]] = [
+                    ("no cache", ("--no-cache",)),
+                    ("cache cold", ()),
+                    ("cache warm", ()),
+                ]
+                server.counts()
+                before = server.cpu_s()
+                bare = measure(bare_command, project, env)
+                if bare.returncode != 0:
+                    raise SystemExit(f"the bare loop failed:\n{bare.output[-3000:]}")
+                rows.append((concurrency, "bare loop", floor, bare, server.counts(), None, server.cpu_s() - before))
+                for name, flags in runs:
+                    if name == "cache cold":
+                        clear_cache(project, env)
+                    server.counts()
+                    before = server.cpu_s()
+                    done = niceeval(project, env, concurrency, *flags)
+                    requests, spent = server.counts(), judge_summary(project)
+                    shown_floor = floor / 2 if name == "cache warm" else floor
+                    rows.append((concurrency, name, shown_floor, done, requests, spent, server.cpu_s() - before))
+            print_table(args, rows)
+            if args.profile:
+                profile(project, env, args.concurrency[0])
+        finally:
+            server.process.terminate()
+            server.process.wait(timeout=10)
+
+
+def print_table(args: argparse.Namespace, rows: list[tuple[Any, ...]]) -> None:
+    print(
+        f"{args.evals} evals x (1 agent call + 1 rubric judge call), server latency {args.latency}s, "
+        f"{os.cpu_count()} CPUs"
+    )
+    columns = ("wall s", "floor s", "ratio", "RSS MB", "agent", "judge", "j.calls", "j.cached", "cpu s", "srv cpu")
+    print(f"{'conc':>4} {'configuration':12} " + " ".join(f"{c:>8}" for c in columns))
+    for concurrency, name, floor, done, (agent, judge), spent, server_cpu in rows:
+        calls = "-" if spent is None else str(spent["calls"])
+        cached = "-" if spent is None else str(spent["cached"])
+        print(
+            f"{concurrency:>4} {name:12} {done.wall_s:8.2f} {floor:8.2f} {done.wall_s / floor:8.2f} "
+            f"{done.peak_rss_mb:8.0f} {agent:8d} {judge:8d} {calls:>8} {cached:>8} {done.cpu_s:8.1f} {server_cpu:8.1f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
