@@ -214,7 +214,11 @@ def _serve(args: argparse.Namespace) -> int:
             script = getattr(importlib.import_module(module_name), attribute)
         except (ImportError, AttributeError) as exc:
             raise UsageError(f"--script {args.script}: {exc}") from None
-    serve(host=args.host, port=args.port, script=script, latency=args.latency)
+    try:
+        serve(host=args.host, port=args.port, script=script, latency=args.latency)
+    except OSError as exc:
+        where = f"{args.host}:{args.port}"
+        raise UsageError(f"cannot listen on {where}: {exc.strerror}; pick another --port (0 = any free)") from None
     return EXIT_OK
 
 

@@ -19,7 +19,8 @@ import json
 import math
 import os
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable
+import weakref
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import anyio
+import anyio.lowlevel
 
 from niceeval._core.errors import NiceevalError, UsageError
 
@@ -190,14 +192,18 @@ class AdaptiveLimiter:
             self._limiter.total_tokens = self.limit + 1
 
 
-_limiters: dict[str, AdaptiveLimiter] = {}
+_limiters: MutableMapping[object, dict[str, AdaptiveLimiter]] = weakref.WeakKeyDictionary()
 
 
 def limiter_for(provider: str, *, ceiling: int = 64) -> AdaptiveLimiter:
-    """The limiter shared by every agent and judge call to `provider` in this process."""
-    if provider not in _limiters:
-        _limiters[provider] = AdaptiveLimiter(ceiling)
-    return _limiters[provider]
+    """The limiter shared by every agent and judge call to `provider` in this event loop.
+
+    Kept per event loop: a limiter belongs to the loop it waits in, and tests (or scripts) may run several.
+    """
+    per_loop = _limiters.setdefault(anyio.lowlevel.current_token().native_token, {})
+    if provider not in per_loop:
+        per_loop[provider] = AdaptiveLimiter(ceiling)
+    return per_loop[provider]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -48,3 +48,20 @@ def test_serve_refuses_a_script_without_a_name() -> None:
         timeout=30,
     )
     assert done.returncode == 2 and "--script takes MODULE:NAME" in done.stderr
+
+
+def test_serve_on_a_busy_port_says_so_and_exits_2() -> None:
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "niceeval.cli", "testing", "serve", "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    assert done.returncode == 2, done.stderr
+    assert "pick another --port" in done.stderr and "Traceback" not in done.stderr

@@ -140,3 +140,16 @@ def test_grader_replaces_the_model_and_keeps_the_other_judge_settings() -> None:
     options = ExecOptions(timeout=30, judge=JudgeSettings(model="openai/a"), grader="openai/d")
     merged = judge_settings(graded, options)
     assert (merged.model, merged.default_threshold) == ("openai/d", 0.9)
+
+
+def test_a_judge_that_never_reached_the_provider_costs_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+
+    @define_eval
+    async def keyless(t: EvalContext) -> None:
+        await t.send("hello")
+        t.judge.rubric("Is the reply polite?")
+
+    result = run(keyless, model="openai/unpriced-model")
+    assert result.assertions[0].cause == "no_api_key"
+    assert (result.judge_spend.calls, result.judge_spend.cost, result.judge_spend.unpriced) == (0, 0.0, [])

@@ -39,9 +39,9 @@ def test_inconclusive_counts_as_passed() -> None:
     assert fold([a("gate", "inconclusive"), a("soft", "inconclusive")]) == "passed"
 
 
-def test_fail_on_inconclusive_turns_inconclusive_into_misses() -> None:
+def test_fail_on_inconclusive_fails_the_eval_whatever_the_severity() -> None:
     assert fold([a("gate", "inconclusive")], fail_on_inconclusive=True) == "failed"
-    assert fold([a("soft", "inconclusive")], fail_on_inconclusive=True) == "scored"
+    assert fold([a("soft", "inconclusive")], fail_on_inconclusive=True) == "failed"
 
 
 def test_optional_inconclusive_never_counts_against_the_eval() -> None:

@@ -51,6 +51,8 @@ class JudgeCall(BaseModel):
     """True when the verdict came from niceeval's judge cache (no request was made)."""
     fallback: bool = False
     """True when this is the fallback model, asked because the primary gave no verdict."""
+    asked: bool = True
+    """False when no request reached the provider (no API key, `--cache-only` miss): not counted as spend."""
     cause: Cause | None = None
     """Why this call gave no verdict (`rate_limited`, `timeout`, ...); `None` when it gave one."""
 

@@ -28,7 +28,8 @@ def fold(
     """Fold a run into its outcome, in the documented order.
 
     1. an execution error (exception, timeout, author bug) -> `failed`
-    2. any gate not passed -> `failed`
+    2. any gate not passed -> `failed` (with `fail_on_inconclusive`, any non-optional inconclusive too, whatever
+       its severity: the flag exists so that CI never passes on a judge it could not reach)
     3. `t.skip(reason)` -> `skipped`
     4. a soft below its threshold -> `scored`
     5. otherwise -> `passed`
@@ -38,7 +39,7 @@ def fold(
     soft_missed = False
     for result in results:
         if counts_as_failure(result, fail_on_inconclusive=fail_on_inconclusive):
-            if result.severity == "gate":
+            if result.severity == "gate" or result.state == "inconclusive":
                 return "failed"
             soft_missed = True
     if skipped:

@@ -191,7 +191,9 @@ async def consult(env: Env, ref: ModelRef, messages: Messages, family: Family, *
     attempt = _Attempt(messages=messages)
     if env.cache is not None and env.cache_mode == "read_only_strict":
         reason = f"{model}: not in cache (--cache-only); run without --cache-only to ask the judge and store it"
-        return Consultation(call=_record(env, model, attempt, fallback=fallback, reason=reason, cause="provider_error"))
+        return Consultation(
+            call=_record(env, model, attempt, fallback=fallback, reason=reason, cause="provider_error", asked=False)
+        )
     cause: Cause
     try:
         parsed = await _ask_and_parse(env, ref, family, attempt)
@@ -206,7 +208,8 @@ async def consult(env: Env, ref: ModelRef, messages: Messages, family: Family, *
         if env.cache is not None and env.cache_mode != "read_only_strict":
             call = await _store(env.cache, key, call, parsed)
         return Consultation(call=call, parsed=parsed)
-    return Consultation(call=_record(env, model, attempt, fallback=fallback, reason=reason, cause=cause))
+    asked = cause != "no_api_key"  # without a key the request never left
+    return Consultation(call=_record(env, model, attempt, fallback=fallback, reason=reason, cause=cause, asked=asked))
 
 
 async def decide(

@@ -57,14 +57,17 @@ def judge_spend(results: Iterable[AssertionResult]) -> JudgeSpend:
             if call.cached:
                 cached += 1
                 continue
+            if not call.asked:
+                continue
             calls += 1
             tokens_in += call.input_tokens
             tokens_out += call.output_tokens
             tokens_cached += call.cache_read_tokens
-            if call.cost is None:
-                unpriced[call.model] = None
-            else:
+            spent_tokens = call.input_tokens + call.output_tokens + call.cache_read_tokens
+            if call.cost is not None:
                 cost += call.cost
+            elif spent_tokens:  # no tokens spent costs nothing, priced or not
+                unpriced[call.model] = None
     return JudgeSpend(
         calls=calls,
         cached=cached,
