@@ -416,3 +416,15 @@ def test_a_failing_tool_is_reported_and_the_agent_goes_on() -> None:
     result = run(ev, agent)
     assert result.outcome == "passed"
     assert "ConnectionError: db down" in result.events[-1].text  # type: ignore[union-attr]
+
+
+def test_scoped_assertions_are_kept_when_the_eval_crashes() -> None:
+    @define_eval
+    async def ev(t: EvalContext) -> None:
+        t.called_tool("lookup_order")
+        await t.send("x")
+        raise RuntimeError("after the agent answered")
+
+    result = run(ev, support)
+    assert result.outcome == "failed" and result.error is not None
+    assert [(a.name, a.state) for a in result.assertions] == [("called_tool('lookup_order')", "passed")]

@@ -83,6 +83,17 @@ def _unawaited_requires(state: RunState) -> ErrorInfo | None:
     return None
 
 
+def _evaluate_scoped(state: RunState) -> ErrorInfo | None:
+    """Score the scoped assertions over the finished event stream; the first API misuse among them, if any."""
+    misuse: ErrorInfo | None = None
+    for handle in state.scoped:
+        try:
+            state.assertions.append(handle.evaluate(state.log.events))
+        except UsageError as exc:
+            misuse = misuse or error_info(exc)
+    return misuse
+
+
 def judge_settings(spec: EvalSpec, options: ExecOptions) -> JudgeSettings:
     """The eval's judge settings: config, then the eval's `judge=` keys, then `--grader` for the model."""
     merged = options.judge
@@ -183,12 +194,8 @@ async def execute(entry: EvalEntry, run_index: int, options: ExecOptions) -> Run
                 )
         finally:
             WORKSPACE.reset(token)
-        error = error or state.usage_error or _unawaited_requires(state)
-        for handle in state.scoped:
-            try:
-                state.assertions.append(handle.evaluate(state.log.events))
-            except UsageError as exc:
-                error = error or error_info(exc)
+        scoped_misuse = _evaluate_scoped(state)  # always: a crashed run still keeps what its events show
+        error = error or state.usage_error or _unawaited_requires(state) or scoped_misuse
         if sandbox is not None:
             from niceeval._run.sandboxing import score_workspace
 
