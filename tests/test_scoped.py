@@ -428,3 +428,56 @@ def test_scoped_assertions_are_kept_when_the_eval_crashes() -> None:
     result = run(ev, support)
     assert result.outcome == "failed" and result.error is not None
     assert [(a.name, a.state) for a in result.assertions] == [("called_tool('lookup_order')", "passed")]
+
+
+def test_turn_output_equals_and_output_matches_record_checks_at_the_callers_line() -> None:
+    from pydantic import BaseModel
+
+    class Intent(BaseModel):
+        intent: str
+
+    @define_eval(agent=lambda m: {"intent": "refund"})
+    async def ev(t: EvalContext) -> None:
+        turn = await t.send("x")
+        turn.output_equals({"intent": "refund"})
+        turn.output_matches(Intent)
+        turn.output_equals({"intent": "ship"})
+
+    result = run(ev, None)
+    assert [(a.name, a.state) for a in result.assertions] == [
+        ("output_equals", "passed"),
+        ("output_matches", "passed"),
+        ("output_equals", "failed"),
+    ]
+    assert result.assertions[2].location == f"tests/test_scoped.py:{ev.line + 5}"
+    assert "$.intent: expected 'ship', got 'refund'" in result.assertions[2].reason
+
+
+def test_turn_usage_counts_only_that_turns_model_calls() -> None:
+    turns = []
+
+    def agent(message: str, session: FunctionSession) -> str:
+        session.usage("openai/gpt-4o-mini", input_tokens=100 if message == "a" else 7, output_tokens=1)
+        return "ok"
+
+    @define_eval
+    async def ev(t: EvalContext) -> None:
+        turns.append(await t.send("a"))
+        turns.append(await t.send("b"))
+
+    run(ev, agent)
+    assert [turn.usage.total_tokens for turn in turns] == [101, 8]
+
+
+def test_an_agent_raising_mid_turn_leaves_an_error_event_and_fails_the_run() -> None:
+    def broken(message: str) -> str:
+        raise ConnectionError("backend down")
+
+    @define_eval
+    async def ev(t: EvalContext) -> None:
+        await t.send("x")
+
+    result = run(ev, broken)
+    assert result.outcome == "failed" and result.error is not None and result.error.type == "ConnectionError"
+    errors = [e for e in result.events if e.type == "error"]
+    assert len(errors) == 1 and "backend down" in errors[0].message  # type: ignore[union-attr]

@@ -130,7 +130,7 @@ class _ContextBase(Observations):
         self._judge: Judge | None = None
         self._pricing = pricing or {}
         self._followup_model = followup_model
-        self._conversation = Conversation(agent, state.log, eval_id, followup_model)
+        self._conversation = self._make_conversation()
         self._conversations = [self._conversation]
 
     @property
@@ -233,8 +233,21 @@ class _ContextBase(Observations):
             self._state.pending_requires.append(handle)
         return handle
 
+    def _make_conversation(self) -> Conversation:
+        return Conversation(
+            self._agent_spec,
+            self._state.log,
+            self._eval_id,
+            followup_model=self._followup_model,
+            pricing=self._pricing,
+            record=self._check_for_turn,
+        )
+
+    def _check_for_turn(self, value: Any, matcher: Matcher, location: str | None) -> Check:
+        return self._record(value, matcher, location, required=False, verb="check")
+
     def _new_conversation(self) -> Conversation:
-        self._conversation = Conversation(self._agent_spec, self._state.log, self._eval_id, self._followup_model)
+        self._conversation = self._make_conversation()
         self._conversations.append(self._conversation)
         return self._conversation
 

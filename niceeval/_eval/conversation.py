@@ -4,14 +4,25 @@ from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from niceeval._core.errors import UsageError
+from niceeval._core.assertion import Matcher
+from niceeval._core.errors import UsageError, caller_location
 from niceeval._core.events import ErrorEvent, Event, EventLog, MessageEvent
 from niceeval._diff import short
+from niceeval._eval.config import Price
+from niceeval._eval.efficiency import Usage, usage_of
 from niceeval._eval.scoped import waiting_for_input
+from niceeval._matchers import equals, matches
 from niceeval.agents import Agent, AgentSession, FunctionAgent, TurnStatus
+
+if TYPE_CHECKING:
+    from niceeval._eval.context import Check
+
+
+RecordCheck = Callable[[Any, Matcher, str | None], "Check"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -26,6 +37,22 @@ class Turn:
     """The events emitted during this turn, in order."""
     status: TurnStatus = "completed"
     """`completed`, `failed`, or `waiting` (the agent asked for human input: answer with `t.respond`)."""
+    usage: Usage = field(default_factory=Usage)
+    """Tokens and cost of this turn's model calls."""
+    _record: RecordCheck | None = field(default=None, repr=False, compare=False)
+
+    def output_equals(self, expected: object) -> Check:
+        """Check that `turn.data` deeply equals `expected` (a gate, like `t.check(turn.data, equals(...))`)."""
+        return self._check(equals(expected).label("output_equals"))
+
+    def output_matches(self, schema: Any) -> Check:
+        """Check that `turn.data` validates against `schema` (pydantic model or type, or a JSON Schema dict)."""
+        return self._check(matches(schema).label("output_matches"))
+
+    def _check(self, matcher: Matcher) -> Check:
+        if self._record is None:
+            raise UsageError("turn.output_equals/output_matches work on turns returned by t.send() in an eval.")
+        return self._record(self.data, matcher, caller_location(2))
 
 
 def resolve_agent(spec: object) -> Agent:
@@ -45,9 +72,20 @@ def resolve_agent(spec: object) -> Agent:
 class Conversation:
     """One conversation (session) with the agent; `t.send` uses the eval's current one."""
 
-    def __init__(self, agent_spec: object, log: EventLog, eval_id: str, followup_model: str | None = None) -> None:
+    def __init__(
+        self,
+        agent_spec: object,
+        log: EventLog,
+        eval_id: str,
+        *,
+        followup_model: str | None = None,
+        pricing: Mapping[str, Price] | None = None,
+        record: RecordCheck | None = None,
+    ) -> None:
         self._agent_spec = agent_spec
         self._followup_model = followup_model
+        self._pricing = pricing or {}
+        self._record = record
         self._log = log
         self.id = f"{eval_id}#{uuid.uuid4().hex[:12]}"
         self._session: AgentSession | None = None
@@ -66,13 +104,24 @@ class Conversation:
             raise UsageError(f"t.send() takes the message as a string, got {type(text).__name__}.")
         session = await self._open()
         start = len(self._log.events)
-        reply = await session.send(text, output=output)
+        try:
+            reply = await session.send(text, output=output)
+        except Exception as exc:  # the run fails with this exception; the stream shows where it happened
+            self._log.emit(ErrorEvent(message=f"{type(exc).__name__}: {exc}", error_type=type(exc).__name__))
+            raise
         events = tuple(self._log.events[start:])
         status: TurnStatus = reply.status
         if status == "completed" and waiting_for_input(events) is not None:
             status = "waiting"
         self.reply, self.last_status = reply.text, status
-        return Turn(message=reply.text, data=reply.data, events=events, status=status)
+        return Turn(
+            message=reply.text,
+            data=reply.data,
+            events=events,
+            status=status,
+            usage=usage_of(events, self._pricing),
+            _record=self._record,
+        )
 
     async def send_with_followups(self, text: str, output: type[Any] | None, followups: int) -> Turn:
         """Send, then answer up to `followups` clarification questions so the eval judges the final answer."""
