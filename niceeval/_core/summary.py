@@ -38,8 +38,9 @@ class EvalTally:
     counts: dict[Outcome, int] = field(default_factory=lambda: dict.fromkeys(OUTCOMES, 0))
     total_duration_s: float = 0.0
     inconclusive: int = 0
-    agent_spend: Spend = field(default_factory=Spend)
-    judge_spend: Spend = field(default_factory=Spend)
+    agent_spend: Spend | None = None
+    """None until a run of this eval spent something: most evals never call a model, and tallies stay small."""
+    judge_spend: Spend | None = None
 
     @property
     def done(self) -> int:
@@ -49,8 +50,10 @@ class EvalTally:
         self.counts[result.outcome] += 1
         self.total_duration_s += result.duration_s
         self.inconclusive += sum(1 for a in result.assertions if a.state == "inconclusive")
-        self.agent_spend = self.agent_spend + result.agent_spend
-        self.judge_spend = self.judge_spend + result.judge_spend
+        if result.agent_spend.calls:
+            self.agent_spend = result.agent_spend if self.agent_spend is None else self.agent_spend + result.agent_spend
+        if result.judge_spend.calls or result.judge_spend.cached:
+            self.judge_spend = result.judge_spend if self.judge_spend is None else self.judge_spend + result.judge_spend
 
     def pass_rate(self, *, strict: bool) -> float | None:
         """Share of non-skipped runs that passed (`scored` counts unless strict); None if all skipped."""
@@ -109,11 +112,11 @@ class SuiteSummary:
 
     @property
     def agent_spend(self) -> Spend:
-        return sum((t.agent_spend for t in self.tallies), Spend())
+        return sum((t.agent_spend for t in self.tallies if t.agent_spend is not None), Spend())
 
     @property
     def judge_spend(self) -> Spend:
-        return sum((t.judge_spend for t in self.tallies), Spend())
+        return sum((t.judge_spend for t in self.tallies if t.judge_spend is not None), Spend())
 
     @property
     def exit_code(self) -> int:

@@ -128,6 +128,7 @@ class _ContextBase(Observations):
         self._diff_scoped = state.diff_scoped
         self._sandbox: Sandbox | None = None
         self._judge: Judge | None = None
+        self._judge_factory: Callable[[], Judge] | None = None
         self._pricing = pricing or {}
         self._followup_model = followup_model
         self._conversation = self._make_conversation()
@@ -145,7 +146,9 @@ class _ContextBase(Observations):
         Judge calls start at once, run while the eval goes on, and settle before the outcome is folded.
         """
         if self._judge is None:
-            raise UsageError("t.judge is available while an eval runs under `niceeval run`.")
+            if self._judge_factory is None:
+                raise UsageError("t.judge is available while an eval runs under `niceeval run`.")
+            self._judge = self._judge_factory()
         return self._judge
 
     @property

@@ -87,11 +87,19 @@ class Conversation:
         self._pricing = pricing or {}
         self._record = record
         self._log = log
-        self.id = f"{eval_id}#{uuid.uuid4().hex[:12]}"
+        self._eval_id = eval_id
+        self._id: str | None = None
         self._session: AgentSession | None = None
         self._agent: Agent | None = None
         self.reply = ""
         self.last_status: TurnStatus = "completed"
+
+    @property
+    def id(self) -> str:
+        """The session id: unique across processes (checkpoint stores outlive runs), made when first needed."""
+        if self._id is None:
+            self._id = f"{self._eval_id}#{uuid.uuid4().hex[:12]}"
+        return self._id
 
     async def _open(self) -> AgentSession:
         if self._session is None:

@@ -20,12 +20,11 @@ from niceeval._eval.context import EvalContext, RunState, StopEval, SyncEvalCont
 from niceeval._eval.efficiency import usage_of
 from niceeval._eval.spec import EvalSpec
 from niceeval._run.discovery import EvalEntry
-from niceeval._run.judging import JudgeResources, judge_resources, open_session, spend_of
+from niceeval._run.judging import JudgeSlot, SuiteJudges, spend_of
 from niceeval._threads import call_in_thread
 from niceeval.agents._protocol import WORKSPACE
 
 if TYPE_CHECKING:
-    from niceeval.judge import JudgeSession
     from niceeval.sandbox import LocalSandbox
 
 _CLOSE_TIMEOUT_S = 10.0
@@ -51,8 +50,8 @@ class ExecOptions:
     """`--no-cache`: judges always call their model."""
     cache_only: bool = False
     """`--cache-only`: a judge verdict missing from the cache is inconclusive instead of a model call."""
-    judges: JudgeResources | None = None
-    """The suite's judge clients and cache (set by the suite; without it each run opens its own clients)."""
+    judges: SuiteJudges | None = None
+    """The suite's judge clients and cache (set by the suite; without it a run that judges opens its own)."""
 
 
 async def _call(entry: EvalEntry, ctx: _ContextBase) -> None:
@@ -131,7 +130,7 @@ def _timed_out(entry: EvalEntry, timeout: float) -> ErrorInfo:
 class _RunSetup:
     run_index: int
     sandbox: LocalSandbox | None
-    judges: JudgeResources
+    judges: SuiteJudges
 
 
 async def _run_body(entry: EvalEntry, state: RunState, options: ExecOptions, setup: _RunSetup) -> ErrorInfo | None:
@@ -140,7 +139,7 @@ async def _run_body(entry: EvalEntry, state: RunState, options: ExecOptions, set
     timeout = spec.timeout or options.timeout
     settings = judge_settings(spec, options)
     error: ErrorInfo | None = None
-    session: JudgeSession | None = None
+    slot = JudgeSlot(setup.judges, settings=settings, grader=options.grader, pricing=options.pricing)
     try:
         with anyio.fail_after(timeout):
             async with anyio.create_task_group() as tg:
@@ -154,20 +153,11 @@ async def _run_body(entry: EvalEntry, state: RunState, options: ExecOptions, set
                     followup_model=settings.model,
                 )
                 ctx._sandbox = setup.sandbox
-                session = open_session(
-                    resources=setup.judges,
-                    settings=settings,
-                    grader=options.grader,
-                    pricing=options.pricing,
-                    run_index=setup.run_index,
-                    task_group=tg,
-                    ctx=ctx,
-                )
+                slot.attach(ctx, tg, setup.run_index)
                 error = await _body(entry, ctx)
     except TimeoutError:
         error = _timed_out(entry, timeout)
-    if session is not None:
-        state.assertions.extend(session.results())
+    state.assertions.extend(slot.results())
     return error
 
 
@@ -232,12 +222,16 @@ async def execute(entry: EvalEntry, run_index: int, options: ExecOptions) -> Run
 
 
 @asynccontextmanager
-async def _judges(options: ExecOptions) -> AsyncIterator[JudgeResources]:
+async def _judges(options: ExecOptions) -> AsyncIterator[SuiteJudges]:
     if options.judges is not None:
         yield options.judges
         return
-    async with judge_resources(options.root, no_cache=True, cache_only=False) as own:
+    own = SuiteJudges(options.root, no_cache=True)  # outside a suite: this run's own clients, no cache
+    try:
         yield own
+    finally:
+        with anyio.CancelScope(shield=True):
+            await own.aclose()
 
 
 def _agent_spend(state: RunState, options: ExecOptions) -> Spend:

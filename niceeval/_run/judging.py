@@ -1,90 +1,126 @@
-"""The judge around runs: one set of SDK clients and one verdict cache per suite, one `JudgeSession` per run."""
+"""The judge around runs, made only when an eval uses `t.judge`.
+
+A suite shares one set of SDK clients and one verdict cache (`SuiteJudges`); each run gets a `JudgeSlot` whose
+session is created on the first `t.judge` access. Evals that never judge import nothing from `niceeval.judge`,
+open no client and touch no cache file.
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Coroutine
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from anyio.abc import TaskGroup
 
 from niceeval._core.assertion import AssertionResult
 from niceeval._core.results import Spend
-from niceeval._eval.config import JudgeSettings
+from niceeval._eval.config import JudgeSettings, Price
 from niceeval._eval.context import SyncEvalContext, _ContextBase
-from niceeval.judge import JudgeCache, JudgeClients, JudgeRuntime, JudgeSession, default_cache_path, judge_spend
-from niceeval.judge._cache import CacheMode
-from niceeval.providers import RetryPolicy
+
+if TYPE_CHECKING:
+    from niceeval.judge import Judge, JudgeCache, JudgeClients, JudgeSession
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class JudgeResources:
-    """What every run's judge shares within a suite."""
+class SuiteJudges:
+    """The SDK clients and verdict cache every run's judge shares; each made on first use, closed by `aclose`."""
 
-    clients: JudgeClients
-    cache: JudgeCache | None = None
-    cache_only: bool = False
+    def __init__(self, root: Path, *, no_cache: bool = False, cache_only: bool = False) -> None:
+        self.root = root
+        self.no_cache = no_cache
+        self.cache_only = cache_only
+        self._clients: JudgeClients | None = None
+        self._cache: JudgeCache | None = None
+
+    def clients(self) -> JudgeClients:
+        if self._clients is None:
+            from niceeval.judge import JudgeClients
+
+            self._clients = JudgeClients()
+        return self._clients
+
+    def cache(self) -> JudgeCache | None:
+        if self._cache is None and not self.no_cache:
+            from niceeval.judge import JudgeCache, default_cache_path
+
+            self._cache = JudgeCache(default_cache_path(self.root))
+        return self._cache
+
+    async def aclose(self) -> None:
+        if self._clients is not None:
+            await self._clients.aclose()
+        if self._cache is not None:
+            await self._cache.aclose()
 
 
-@asynccontextmanager
-async def judge_resources(root: Path, *, no_cache: bool, cache_only: bool) -> AsyncIterator[JudgeResources]:
-    """Open the suite's judge clients and cache (none with `--no-cache`); close both at the end."""
-    cache = None if no_cache else JudgeCache(default_cache_path(root))
-    try:
-        async with JudgeClients() as clients:
-            yield JudgeResources(clients=clients, cache=cache, cache_only=cache_only)
-    finally:
-        if cache is not None:
-            await cache.aclose()
+class JudgeSlot:
+    """One run's judge: `attach` gives the context a factory; the session exists once the eval uses `t.judge`."""
 
+    def __init__(
+        self, suite: SuiteJudges, *, settings: JudgeSettings, grader: str | None, pricing: Mapping[str, Price]
+    ) -> None:
+        self._suite = suite
+        self._settings = settings
+        self._grader = grader
+        self._pricing = pricing
+        self._session: JudgeSession | None = None
 
-def open_session(
-    *,
-    resources: JudgeResources,
-    settings: JudgeSettings,
-    grader: str | None,
-    pricing: Any,
-    run_index: int,
-    task_group: TaskGroup,
-    ctx: _ContextBase,
-) -> JudgeSession:
-    """The run's judging, exposed to the eval as `t.judge`."""
-    mode: CacheMode = "read_only_strict" if resources.cache_only else "write_only" if run_index else "read_write"
-    start: Callable[[Callable[[], Coroutine[Any, Any, None]]], object]
-    if isinstance(ctx, SyncEvalContext):
-        sync_ctx = ctx
+    def attach(self, ctx: _ContextBase, task_group: TaskGroup, run_index: int) -> None:
+        def make() -> Judge:
+            self._session = self._open(ctx, task_group, run_index)
+            return self._session.judge
 
-        def start(work: Callable[[], Coroutine[Any, Any, None]]) -> object:
-            # A sync eval runs in its own thread: hop into the event loop to start the call.
-            return sync_ctx._call_in_loop(_spawn, task_group, work)
+        ctx._judge_factory = make
 
-    else:
-        start = task_group.start_soon
-    session = JudgeSession(
-        JudgeRuntime(
-            settings=settings,
-            grader=grader,
-            clients=resources.clients,
-            start=start,
-            reply=lambda: ctx.reply,
-            pricing=pricing,
-            cache=resources.cache,
-            cache_mode=mode,
-            retry=RetryPolicy(max_retries=settings.max_retries),
+    def results(self) -> list[AssertionResult]:
+        """The judge verdicts, once the run's task group has finished (none when the eval never judged)."""
+        return self._session.results() if self._session is not None else []
+
+    def _open(self, ctx: _ContextBase, task_group: TaskGroup, run_index: int) -> JudgeSession:
+        from niceeval.judge import JudgeRuntime, JudgeSession
+        from niceeval.judge._cache import CacheMode
+        from niceeval.providers import RetryPolicy
+
+        mode: CacheMode = "read_only_strict" if self._suite.cache_only else "write_only" if run_index else "read_write"
+        return JudgeSession(
+            JudgeRuntime(
+                settings=self._settings,
+                grader=self._grader,
+                clients=self._suite.clients(),
+                start=_starter(ctx, task_group),
+                reply=lambda: ctx.reply,
+                pricing=self._pricing,
+                cache=self._suite.cache(),
+                cache_mode=mode,
+                retry=RetryPolicy(max_retries=self._settings.max_retries),
+            )
         )
-    )
-    ctx._judge = session.judge
-    return session
 
 
-async def _spawn(task_group: TaskGroup, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
-    task_group.start_soon(work)
+Work = Callable[[], Coroutine[Any, Any, None]]
+
+
+def _starter(ctx: _ContextBase, task_group: TaskGroup) -> Callable[[Work], object]:
+    """How judge calls start: on the run's task group (from a sync eval's thread, through its portal)."""
+    if not isinstance(ctx, SyncEvalContext):
+        return task_group.start_soon
+    sync_ctx = ctx
+
+    async def spawn(work: Work) -> None:
+        task_group.start_soon(work)
+
+    def start(work: Work) -> object:
+        return sync_ctx._call_in_loop(spawn, work)
+
+    return start
 
 
 def spend_of(results: list[AssertionResult]) -> Spend:
     """The judges' calls recorded in a run's results as a `Spend` (cost `None` when a judge model has no price)."""
+    if not any(result.judge_calls for result in results):
+        return Spend()
+    from niceeval.judge import judge_spend
+
     spent = judge_spend(results)
     return Spend(
         calls=spent.calls,

@@ -11,7 +11,7 @@ import anyio
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
 from niceeval._run.discovery import EvalEntry, LoadError
 from niceeval._run.execute import ExecOptions, execute
-from niceeval._run.judging import judge_resources
+from niceeval._run.judging import SuiteJudges
 from niceeval.providers import shared_clients
 from niceeval.report import Reporter, ReporterSet
 
@@ -82,14 +82,17 @@ async def run_suite(
                     problems.append(problem)
             sinks.run_finished(result)
 
+    judges = SuiteJudges(options.exec.root, no_cache=options.exec.no_cache, cache_only=options.exec.cache_only)
+    exec_options = replace(options.exec, judges=judges)
     try:
-        resources = judge_resources(
-            options.exec.root, no_cache=options.exec.no_cache, cache_only=options.exec.cache_only
-        )
-        async with shared_clients(), resources as judges, anyio.create_task_group() as tg:
-            exec_options = replace(options.exec, judges=judges)
-            for _ in range(min(options.concurrency, len(plan) * options.runs)):
-                tg.start_soon(worker, exec_options)
+        async with shared_clients():
+            try:
+                async with anyio.create_task_group() as tg:
+                    for _ in range(min(options.concurrency, len(plan) * options.runs)):
+                        tg.start_soon(worker, exec_options)
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await judges.aclose()  # inside the client scope: the judges' clients are the shared ones
         summary.interrupted = False
     finally:
         summary.duration_s = time.perf_counter() - started
