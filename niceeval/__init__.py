@@ -1,13 +1,42 @@
-"""niceeval: test LLM apps and AI agents with named, scored assertions folded into one outcome per eval."""
+"""niceeval: test LLM apps and AI agents with named, scored assertions folded into one outcome per eval.
 
-from niceeval._core.assertion import AssertionResult
-from niceeval._core.errors import ConfigError, NiceevalError, UsageError
-from niceeval._core.outcome import Outcome
-from niceeval._core.results import RunResult
-from niceeval._eval.config import Config, JudgeSettings, Price, define_config
-from niceeval._eval.context import Check, EvalContext, SyncEvalContext
-from niceeval._eval.conversation import Turn
-from niceeval._eval.spec import EvalSpec, define_eval
+Names load on first use, so the `niceeval` command (which lives in this package) starts without importing
+pydantic and the rest until a command needs them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from niceeval._core.assertion import AssertionResult
+    from niceeval._core.errors import ConfigError, NiceevalError, UsageError
+    from niceeval._core.outcome import Outcome
+    from niceeval._core.results import RunResult
+    from niceeval._eval.config import Config, JudgeSettings, Price, define_config
+    from niceeval._eval.context import Check, EvalContext, SyncEvalContext
+    from niceeval._eval.conversation import Turn
+    from niceeval._eval.spec import EvalSpec, define_eval
+
+_HOMES = {
+    "AssertionResult": "niceeval._core.assertion",
+    "ConfigError": "niceeval._core.errors",
+    "NiceevalError": "niceeval._core.errors",
+    "UsageError": "niceeval._core.errors",
+    "Outcome": "niceeval._core.outcome",
+    "RunResult": "niceeval._core.results",
+    "Config": "niceeval._eval.config",
+    "JudgeSettings": "niceeval._eval.config",
+    "Price": "niceeval._eval.config",
+    "define_config": "niceeval._eval.config",
+    "Check": "niceeval._eval.context",
+    "EvalContext": "niceeval._eval.context",
+    "SyncEvalContext": "niceeval._eval.context",
+    "Turn": "niceeval._eval.conversation",
+    "EvalSpec": "niceeval._eval.spec",
+    "define_eval": "niceeval._eval.spec",
+}
 
 __all__ = [
     "AssertionResult",
@@ -27,3 +56,11 @@ __all__ = [
     "define_config",
     "define_eval",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOMES:
+        value = getattr(importlib.import_module(_HOMES[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'niceeval' has no attribute {name!r}")
