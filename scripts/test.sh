@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The project's test command (README, step 2). CI runs exactly this: system packages the tests need, a venv with
+# the test extras, ruff, a strict mypy check of niceeval/, and pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/system-deps.sh
+python3 -m venv .venv
+.venv/bin/pip install -q -e '.[test]'
+.venv/bin/ruff check .
+.venv/bin/mypy
+.venv/bin/python -m pytest
