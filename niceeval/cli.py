@@ -84,6 +84,14 @@ def _parser() -> argparse.ArgumentParser:
     clear.add_argument("--config", type=Path, metavar="PATH")
     clear.set_defaults(handler=_cache_clear)
 
+    view = commands.add_parser("view", help="browse stored results in a web viewer (127.0.0.1 by default)")
+    view.add_argument("--store", metavar="URL", help="results store URL (default: the project's store)")
+    view.add_argument("--host", default="127.0.0.1", help="address to listen on; other than loopback needs a token")
+    view.add_argument("--port", type=int, default=7575, help="port (0 picks a free one)")
+    view.add_argument("--token", help="access token (default: generated when the host is not loopback)")
+    view.add_argument("--open", dest="open_browser", action="store_true", help="open it in the default browser")
+    view.set_defaults(handler=_view)
+
     testing = commands.add_parser("testing", help="tools for testing agents offline")
     testing_commands = testing.add_subparsers(dest="testing_command", metavar="COMMAND", required=True)
     serve = testing_commands.add_parser(
@@ -220,6 +228,28 @@ def _serve(args: argparse.Namespace) -> int:
         where = f"{args.host}:{args.port}"
         raise UsageError(f"cannot listen on {where}: {exc.strerror}; pick another --port (0 = any free)") from None
     return EXIT_OK
+
+
+def _view(args: argparse.Namespace) -> int:
+    from niceeval._core.errors import UsageError
+    from niceeval.web._serve import ServeOptions, serve
+
+    store_url = args.store or _default_store_url(args)
+    options = ServeOptions(
+        store_url=store_url, host=args.host, port=args.port, token=args.token, open_browser=args.open_browser
+    )
+    try:
+        serve(options)
+    except OSError as exc:
+        where = f"{args.host}:{args.port}"
+        raise UsageError(f"cannot listen on {where}: {exc.strerror}; pick another --port (0 = any free)") from None
+    return EXIT_OK
+
+
+def _default_store_url(args: argparse.Namespace) -> str:
+    from niceeval._eval.config import find_root
+
+    return f"sqlite:///{find_root(Path.cwd()) / '.niceeval' / 'results.sqlite'}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
