@@ -47,6 +47,7 @@ def parse_request(body: dict[str, Any], headers: dict[str, str]) -> LLMRequest:
             messages += _messages(raw, f"messages.{i}")
         return LLMRequest(
             provider="anthropic",
+            api="messages",
             model=model,
             messages=messages,
             tools=[_tool(raw, f"tools.{i}") for i, raw in enumerate(_list(body, "tools"))],

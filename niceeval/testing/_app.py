@@ -5,31 +5,36 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from niceeval.testing import _anthropic, _openai
+from niceeval.testing import _anthropic, _openai, _responses, _streams
 from niceeval.testing._replies import Fault, Reply
 from niceeval.testing._request import LLMRequest, RequestShapeError
 from niceeval.testing._script import ScriptExhaustedError, ScriptRunner
 
 log = logging.getLogger("niceeval.testing")
+_SSE = "text/event-stream"
 
-ENDPOINTS = "POST /v1/chat/completions (OpenAI), POST /v1/messages (Anthropic), GET /v1/models"
+ENDPOINTS = (
+    "POST /v1/chat/completions and POST /v1/responses (OpenAI), POST /v1/messages (Anthropic), GET /v1/models; "
+    "each POST also streams (stream: true)"
+)
 
 
 @dataclass(frozen=True)
 class _Dialect:
     parse: Callable[[dict[str, Any], dict[str, str]], LLMRequest]
     render: Callable[[Reply, LLMRequest, str], dict[str, Any]]
+    stream: Callable[[Reply, LLMRequest, str], list[str]]
     error: Callable[[int, str, str], dict[str, Any]]
     call_prefix: str
     response_prefix: str
@@ -39,14 +44,25 @@ class _Dialect:
 _OPENAI = _Dialect(
     parse=_openai.parse_request,
     render=_openai.render,
+    stream=_streams.chat_completions,
     error=lambda status, message, _request_id: _openai.error_body(status, message),
     call_prefix=_openai.CALL_PREFIX,
     response_prefix=_openai.RESPONSE_PREFIX,
     request_id_header="x-request-id",
 )
+_RESPONSES = _Dialect(
+    parse=_responses.parse_request,
+    render=_responses.render,
+    stream=_streams.responses,
+    error=lambda status, message, _request_id: _openai.error_body(status, message),
+    call_prefix=_responses.CALL_PREFIX,
+    response_prefix=_responses.RESPONSE_PREFIX,
+    request_id_header="x-request-id",
+)
 _ANTHROPIC = _Dialect(
     parse=_anthropic.parse_request,
     render=_anthropic.render,
+    stream=_streams.messages,
     error=_anthropic.error_body,
     call_prefix=_anthropic.CALL_PREFIX,
     response_prefix=_anthropic.RESPONSE_PREFIX,
@@ -86,6 +102,7 @@ class LLMApp:
         return Starlette(
             routes=[
                 Route("/v1/chat/completions", self._chat_completions, methods=["POST"]),
+                Route("/v1/responses", self._responses, methods=["POST"]),
                 Route("/v1/messages", self._messages, methods=["POST"]),
                 Route("/v1/models", self._models, methods=["GET"]),
             ],
@@ -94,6 +111,9 @@ class LLMApp:
 
     async def _chat_completions(self, http: Request) -> Response:
         return await self._complete(_OPENAI, http)
+
+    async def _responses(self, http: Request) -> Response:
+        return await self._complete(_RESPONSES, http)
 
     async def _messages(self, http: Request) -> Response:
         return await self._complete(_ANTHROPIC, http)
@@ -120,9 +140,6 @@ class LLMApp:
         except RequestShapeError as exc:
             return self._error(dialect, 400, f"Invalid request: {exc}", request_id)
         self.runner.record(request)
-        if request.body.get("stream"):
-            message = "niceeval LLM server does not stream; call the API without `stream=True`."
-            return self._error(dialect, 400, message, request_id)
         if not await self._pause(self.runner.latency):
             return self._stopped(dialect, request_id)
         try:
@@ -149,12 +166,15 @@ class LLMApp:
         response_class: type[Response],
     ) -> Response:
         resolved = self.runner.resolve(reply, request, call_prefix=dialect.call_prefix)
-        body = dialect.render(resolved, request, self.runner.new_id(dialect.response_prefix))
-        return response_class(
-            json.dumps(body).encode(),
-            media_type="application/json",
-            headers={dialect.request_id_header: request_id},
-        )
+        response_id = self.runner.new_id(dialect.response_prefix)
+        headers = {dialect.request_id_header: request_id}
+        if not request.stream:
+            body = json.dumps(dialect.render(resolved, request, response_id)).encode()
+            return response_class(body, media_type="application/json", headers=headers)
+        frames = dialect.stream(resolved, request, response_id)
+        if response_class is not Response:
+            return response_class("".join(frames).encode(), media_type=_SSE, headers=headers)
+        return StreamingResponse(_each(frames), media_type=_SSE, headers=headers)
 
     async def _fault(self, dialect: _Dialect, fault: Fault, request: LLMRequest, request_id: str) -> Response:
         if fault.kind == "hang":
@@ -200,6 +220,12 @@ class LLMApp:
             status_code=status,
             headers={dialect.request_id_header: request_id, **(headers or {})},
         )
+
+
+async def _each(frames: list[str]) -> AsyncIterator[bytes]:
+    # One chunk per event, so a client reading the stream sees each event as it is sent.
+    for frame in frames:
+        yield frame.encode()
 
 
 def _dialect_of(http: Request) -> _Dialect:

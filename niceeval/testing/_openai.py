@@ -39,9 +39,10 @@ def parse_request(body: dict[str, Any], headers: dict[str, str]) -> LLMRequest:
     try:
         return LLMRequest(
             provider="openai",
+            api="chat.completions",
             model=model,
             messages=[_message(raw, f"messages[{i}]") for i, raw in enumerate(raw_messages)],
-            tools=[_tool(raw, f"tools[{i}]") for i, raw in enumerate(_list(body, "tools"))],
+            tools=[_tool(raw, f"tools[{i}]") for i, raw in enumerate(list_field(body, "tools"))],
             response_format=_response_format(body.get("response_format")),
             body=body,
             headers=headers,
@@ -115,7 +116,7 @@ def _message(raw: object, where: str) -> Message:
     if not isinstance(raw, dict):
         raise RequestShapeError(f"{where} must be an object")
     role = raw.get("role")
-    calls = [_tool_call(c, f"{where}.tool_calls[{j}]") for j, c in enumerate(_list(raw, "tool_calls"))]
+    calls = [_tool_call(c, f"{where}.tool_calls[{j}]") for j, c in enumerate(list_field(raw, "tool_calls"))]
     return Message.model_validate(
         {
             # The deprecated `function` role is a tool result by another name.
@@ -131,15 +132,21 @@ def _tool_call(raw: object, where: str) -> ToolCall:
     function = raw.get("function") if isinstance(raw, dict) else None
     if not isinstance(raw, dict) or not isinstance(function, dict):
         raise RequestShapeError(f"{where} must be an object with a `function`")
-    try:
-        arguments = json.loads(function.get("arguments") or "{}")
-    except (TypeError, json.JSONDecodeError) as exc:
-        raise RequestShapeError(f"{where}.function.arguments is not a JSON string: {exc}") from exc
-    if not isinstance(arguments, dict):
-        raise RequestShapeError(f"{where}.function.arguments must encode a JSON object")
+    arguments = json_arguments(function.get("arguments"), f"{where}.function.arguments")
     return ToolCall.model_validate(
         {"id": raw.get("id"), "name": function.get("name"), "arguments": arguments}
     )
+
+
+def json_arguments(raw: object, where: str) -> dict[str, Any]:
+    """A tool call's arguments, sent as a JSON string encoding an object. Raises `RequestShapeError` if not."""
+    try:
+        arguments = json.loads(raw or "{}") if isinstance(raw, str | None) else None
+    except json.JSONDecodeError as exc:
+        raise RequestShapeError(f"{where} is not a JSON string: {exc}") from exc
+    if not isinstance(arguments, dict):
+        raise RequestShapeError(f"{where} must be a JSON string encoding an object")
+    return arguments
 
 
 def _tool(raw: object, where: str) -> Tool:
@@ -164,7 +171,8 @@ def _response_format(raw: object) -> dict[str, Any] | None:
     return None if raw.get("type") == "text" else raw
 
 
-def _list(holder: dict[str, Any], key: str) -> list[Any]:
+def list_field(holder: dict[str, Any], key: str) -> list[Any]:
+    """`holder[key]` as a list (`[]` when absent). Raises `RequestShapeError` when it is not an array."""
     value = holder.get(key)
     if value is None:
         return []

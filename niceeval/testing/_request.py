@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from niceeval.testing._replies import ToolCall
 
 Provider = Literal["openai", "anthropic", "scripted"]
+Api = Literal["chat.completions", "responses", "messages", "scripted"]
 Role = Literal["system", "developer", "user", "assistant", "tool"]
 
 
@@ -54,13 +55,14 @@ class LLMRequest(BaseModel):
     """A request as a script sees it and as `server.requests` records it.
 
     Attributes:
-        provider: Which API received it: `openai` (`/v1/chat/completions`), `anthropic` (`/v1/messages`),
-            or `scripted` (in process, through `ScriptedModel`).
+        provider: Whose API received it: `openai` (`/v1/chat/completions` or `/v1/responses`), `anthropic`
+            (`/v1/messages`), or `scripted` (in process, through `ScriptedModel`).
+        api: Which endpoint: `chat.completions`, `responses` (OpenAI), `messages` (Anthropic) or `scripted`.
         model: The requested model name.
         messages: The conversation, system prompt first if there is one.
         tools: The tools offered.
         response_format: The structured-output request, if any: OpenAI's `response_format` (unless it is
-            `{"type": "text"}`) or Anthropic's `output_config.format`.
+            `{"type": "text"}`), the Responses API's `text.format`, or Anthropic's `output_config.format`.
         body: The request's JSON body, exactly as received.
         headers: The HTTP headers, names in lower case (e.g. `authorization`, `x-stainless-retry-count`).
     """
@@ -68,6 +70,7 @@ class LLMRequest(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     provider: Provider = "scripted"
+    api: Api = "scripted"
     model: str = "scripted"
     messages: list[Message] = Field(default_factory=list)
     tools: list[Tool] = Field(default_factory=list)
@@ -92,13 +95,20 @@ class LLMRequest(BaseModel):
         return next((m.content for m in reversed(self.messages) if m.role == "user"), "")
 
     @property
+    def stream(self) -> bool:
+        """Whether the client asked for a streamed (server-sent events) answer."""
+        return self.body.get("stream") is True
+
+    @property
     def output_schema(self) -> dict[str, Any] | None:
         """The JSON schema the reply must follow, when structured output was asked for with one."""
         fmt = self.response_format
         if fmt is None or fmt.get("type") != "json_schema":
             return None
-        # OpenAI nests the schema one level deeper: {"type": "json_schema", "json_schema": {"schema": ...}}.
-        holder = fmt if self.provider == "anthropic" else fmt.get("json_schema")
+        # Chat Completions nests the schema one level deeper: {"type": "json_schema", "json_schema": {"schema": ...}};
+        # the Responses API and Anthropic put it beside the type.
+        nested = fmt.get("json_schema")
+        holder = nested if isinstance(nested, dict) else fmt
         schema = holder.get("schema") if isinstance(holder, dict) else None
         return schema if isinstance(schema, dict) else None
 
@@ -107,8 +117,14 @@ class RequestShapeError(ValueError):
     """The request body does not have the shape of the provider's API; answered with a 400."""
 
 
+_TEXT_PARTS = ("text", "input_text", "output_text")
+
+
 def text_of(content: object) -> str:
-    """The text of a message content: a string, or the text parts of a list of parts joined by newlines."""
+    """The text of a message content: a string, or the text parts of a list of parts joined by newlines.
+
+    Text parts are `text` (Chat Completions, Anthropic) and `input_text` / `output_text` (Responses API).
+    """
     if content is None:
         return ""
     if isinstance(content, str):
@@ -117,7 +133,7 @@ def text_of(content: object) -> str:
         return "\n".join(
             part["text"]
             for part in content
-            if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
+            if isinstance(part, dict) and part.get("type") in _TEXT_PARTS and isinstance(part.get("text"), str)
         )
     raise RequestShapeError(
         f"message content must be a string or a list of parts, not {type(content).__name__}"
