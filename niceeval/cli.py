@@ -119,10 +119,14 @@ def _version() -> str:
 def _load(args: argparse.Namespace) -> tuple[object, object]:
     from niceeval._eval.config import find_root, load_config
     from niceeval._run.discovery import discover
+    from niceeval._run.plan import expand
 
     root = find_root(Path.cwd())
     config = load_config(root, args.config.resolve() if args.config else None)
     discovery = discover(config.root, args.paths or config.evals)
+    plan = expand(discovery.evals, root=config.root, suite_variants=config.variants)
+    discovery.evals = plan.evals
+    discovery.errors.extend(plan.errors)
     return config, discovery
 
 
@@ -179,7 +183,7 @@ def _list(args: argparse.Namespace) -> int:
     _, discovery = _load(args)
     assert isinstance(discovery, Discovery)
     for entry in discovery.evals:
-        tags = f"  [{', '.join(entry.spec.tags)}]" if entry.spec.tags else ""
+        tags = f"  [{', '.join(entry.tags)}]" if entry.tags else ""
         print(f"{entry.id}{tags}")
     for error in discovery.errors:
         print(f"ERROR {error.describe()}", file=sys.stderr)

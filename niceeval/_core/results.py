@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, Field
 
 from niceeval._core.assertion import AssertionResult
@@ -54,3 +56,11 @@ class RunResult(BaseModel):
     """The agent's model calls (from `usage` events), priced by the price table."""
     judge_spend: Spend = Field(default_factory=Spend)
     """The judges' model calls, apart from the agent's."""
+    case_id: str | None = None
+    """The dataset case this run used (`define_eval(cases=...)`)."""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    """The case's `metadata`, kept as it was in the dataset."""
+    variant: dict[str, str] | None = None
+    """The variant combination, as dimension -> value name (`{"prompt": "short"}`)."""
+    group: str | None = None
+    """The id the variants of one case share (`file.py::fn[case]`): the runs max-score and select-best compare."""

@@ -61,6 +61,8 @@ class Config(BaseModel):
     """The agent under test: a function `message -> str` (sync or async) or an agent adapter."""
     fail_on_inconclusive: bool = False
     """Count inconclusive assertions (judge unavailable, no price) as misses."""
+    variants: dict[str, Any] | None = None
+    """Variants for every eval of the suite (`{"prompt": [...], "model": [...]}`); an eval's own `variants=` wins."""
     root: Path = Field(default_factory=Path.cwd)
     """The project root: the folder holding `niceeval.config.py` (set by the loader)."""
 
@@ -113,7 +115,7 @@ def _explain(exc: ValidationError, model: type[BaseModel]) -> str:
 def define_config(**settings: Any) -> Config:
     """Build the project configuration in `niceeval.config.py` (assign it to `config`).
 
-    Keys: `evals`, `concurrency`, `timeout`, `judge`, `pricing`, `agent`, `fail_on_inconclusive`.
+    Keys: `evals`, `concurrency`, `timeout`, `judge`, `pricing`, `agent`, `fail_on_inconclusive`, `variants`.
     A wrong key or value raises a `ConfigError` naming the key and what to write instead.
     """
     where = caller_location(1) or CONFIG_FILE

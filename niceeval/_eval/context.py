@@ -19,6 +19,7 @@ from niceeval._eval.config import Price
 from niceeval._eval.conversation import Conversation, Turn
 from niceeval._eval.efficiency import Usage, usage_of
 from niceeval._eval.observe import Observations, Scoped
+from niceeval._eval.variants import Variant
 
 if TYPE_CHECKING:
     from niceeval.judge import Judge
@@ -127,6 +128,8 @@ class _ContextBase(Observations):
         self._scoped = state.scoped
         self._diff_scoped = state.diff_scoped
         self._sandbox: Sandbox | None = None
+        self._case: Any = None
+        self._variant: Variant | None = None
         self._judge: Judge | None = None
         self._judge_factory: Callable[[], Judge] | None = None
         self._pricing = pricing or {}
@@ -150,6 +153,20 @@ class _ContextBase(Observations):
                 raise UsageError("t.judge is available while an eval runs under `niceeval run`.")
             self._judge = self._judge_factory()
         return self._judge
+
+    @property
+    def case(self) -> Any:
+        """The dataset row this run uses (`define_eval(cases=...)`): a dict, or the eval's `case_model`."""
+        if self._case is None:
+            raise UsageError("t.case exists only in evals with cases: @define_eval(cases='data/qa.jsonl').")
+        return self._case
+
+    @property
+    def variant(self) -> Variant:
+        """The variant combination of this run (`variants={...}`): `t.variant["prompt"]`, `t.variant.name`."""
+        if self._variant is None:
+            raise UsageError("t.variant exists only in evals with variants: @define_eval(variants={'prompt': [...]}).")
+        return self._variant
 
     @property
     def sandbox(self) -> Sandbox:

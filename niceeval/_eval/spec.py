@@ -8,8 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Any, Literal, overload
 
+from pydantic import BaseModel
+
 from niceeval._core.errors import UsageError, caller_location, relative
 from niceeval._eval.config import JudgeSettings, parse_judge
+from niceeval._eval.variants import Variant, parse_variants
 
 EvalFunction = Callable[[Any], Any]
 
@@ -34,6 +37,12 @@ class EvalSpec:
     """How the workspace is scored afterwards: the fixture's hidden EVAL.py with pytest, or not at all."""
     scripts: tuple[str, ...] = ()
     """Shell commands run in the workspace afterwards; each must exit 0 (a gate each)."""
+    cases: str | tuple[Any, ...] | None = None
+    """A dataset file (JSONL, JSON, CSV, YAML; relative to the eval file) or rows: one eval per case."""
+    case_model: type[BaseModel] | None = None
+    """A pydantic model every case is validated as; `t.case` is then an instance of it."""
+    variants: tuple[Variant, ...] = ()
+    """Every combination of `variants={...}`: the eval runs once per combination."""
 
     def __call__(self, t: Any) -> Any:
         return self.fn(t)
@@ -65,6 +74,25 @@ def _check_options(options: dict[str, Any], where: str | None) -> None:
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0):
         raise UsageError(f"{where}: define_eval(timeout=...) is seconds, a positive number; got {timeout!r}.")
     _check_sandbox_options(options, where)
+    _check_case_options(options, where)
+
+
+def _check_case_options(options: dict[str, Any], where: str | None) -> None:
+    cases, model = options.get("cases"), options.get("case_model")
+    if cases is not None and not isinstance(cases, str | PurePath | list | tuple):
+        raise UsageError(f"{where}: define_eval(cases=...) is a dataset file ('data/qa.jsonl') or a list of rows.")
+    if model is not None and not (isinstance(model, type) and issubclass(model, BaseModel)):
+        raise UsageError(f"{where}: define_eval(case_model=...) takes a pydantic model class, got {model!r:.60}.")
+    if model is not None and cases is None:
+        raise UsageError(f"{where}: case_model= validates cases; give cases= too.")
+
+
+def _cases(value: Any) -> str | tuple[Any, ...] | None:
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, PurePath):
+        return str(value)
+    return tuple(value)
 
 
 def _check_sandbox_options(options: dict[str, Any], where: str | None) -> None:
@@ -104,6 +132,9 @@ def _make_spec(fn: object, options: dict[str, Any]) -> EvalSpec:
         fixture=str(options["fixture"]) if options.get("fixture") is not None else None,
         validation=options.get("validation"),
         scripts=tuple(options.get("scripts") or ()),
+        cases=_cases(options.get("cases")),
+        case_model=options.get("case_model"),
+        variants=parse_variants(options.get("variants"), f"{where}: define_eval(variants=...)"),
     )
 
 
@@ -123,6 +154,9 @@ def define_eval(
     fixture: str | None = None,
     validation: Literal["pytest", "none"] | None = None,
     scripts: Sequence[str] = (),
+    cases: str | Sequence[Any] | None = None,
+    case_model: type[BaseModel] | None = None,
+    variants: dict[str, Any] | None = None,
 ) -> Callable[[EvalFunction], EvalSpec]: ...
 
 
@@ -142,9 +176,15 @@ def define_eval(
             `description`, `agent` (the agent under test for this eval, overriding the config's),
             `fixture` (a folder copied into a fresh workspace: a sandbox eval), `validation`
             (`"pytest"` runs the fixture's hidden EVAL.py afterwards, the default when it exists; `"none"`),
-            `scripts` (commands run in the workspace afterwards that must exit 0).
+            `scripts` (commands run in the workspace afterwards that must exit 0), `cases` (a dataset file,
+            JSONL/JSON/CSV/YAML, or a list of rows: one eval per case, `t.case`), `case_model` (a pydantic model
+            each case must fit), `variants` (`{"prompt": [...], "model": [...]}`: one eval per combination,
+            `t.variant`).
     """
-    known = {"name", "tags", "timeout", "judge", "description", "agent", "fixture", "validation", "scripts"}
+    known = {
+        *("name", "tags", "timeout", "judge", "description", "agent", "fixture", "validation", "scripts"),
+        *("cases", "case_model", "variants"),
+    }
     unknown = sorted(set(options) - known)
     if unknown:
         raise UsageError(f"define_eval() got unknown option(s) {unknown}; known options: {sorted(known)}.")

@@ -10,7 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from niceeval._core.errors import ConfigError, NiceevalError, relative, user_location
+from niceeval._eval.cases import Case
 from niceeval._eval.spec import EvalSpec
+from niceeval._eval.variants import Variant
 
 _LEADING_LOCATION = re.compile(r"^\S+\.py:\d+: ")
 _SKIP_DIRS = {"fixtures", "__pycache__", "node_modules"}
@@ -18,14 +20,25 @@ _SKIP_DIRS = {"fixtures", "__pycache__", "node_modules"}
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class EvalEntry:
-    """An eval found on disk, with its stable id."""
+    """An eval found on disk, with its stable id (`file.py::fn`, or `file.py::fn[case][variant]` once planned)."""
 
     id: str
     spec: EvalSpec
+    case: Case | None = None
+    variant: Variant | None = None
+    group: str | None = None
+    """The id shared by the variants of one case (`file.py::fn[case]`): runs compared by max-score/select-best."""
+    group_size: int = 1
+    """How many variants share `group`."""
 
     @property
     def file(self) -> str:
         return relative(str(self.spec.file))
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        """The eval's tags, and its case's."""
+        return self.spec.tags + self.case.tags if self.case is not None else self.spec.tags
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -23,6 +23,7 @@ from niceeval._run.discovery import EvalEntry
 from niceeval._run.judging import JudgeSlot, SuiteJudges, spend_of
 from niceeval._threads import call_in_thread
 from niceeval.agents._protocol import WORKSPACE
+from niceeval.agents._variant import PerVariant
 
 if TYPE_CHECKING:
     from niceeval.sandbox import LocalSandbox
@@ -136,6 +137,8 @@ class _RunSetup:
 async def _run_body(entry: EvalEntry, state: RunState, options: ExecOptions, setup: _RunSetup) -> ErrorInfo | None:
     spec = entry.spec
     agent = spec.agent if spec.agent is not None else options.agent
+    if isinstance(agent, PerVariant):
+        agent = agent.build(entry.variant)
     timeout = spec.timeout or options.timeout
     settings = judge_settings(spec, options)
     error: ErrorInfo | None = None
@@ -153,6 +156,8 @@ async def _run_body(entry: EvalEntry, state: RunState, options: ExecOptions, set
                     followup_model=settings.model,
                 )
                 ctx._sandbox = setup.sandbox
+                ctx._case = entry.case.data if entry.case is not None else None
+                ctx._variant = entry.variant
                 slot.attach(ctx, tg, setup.run_index)
                 error = await _body(entry, ctx)
     except TimeoutError:
@@ -218,6 +223,10 @@ async def execute(entry: EvalEntry, run_index: int, options: ExecOptions) -> Run
         sandbox_path=str(kept) if kept else None,
         agent_spend=_agent_spend(state, options),
         judge_spend=spend_of(state.assertions),
+        case_id=entry.case.id if entry.case is not None else None,
+        metadata=entry.case.metadata if entry.case is not None else {},
+        variant=entry.variant.names if entry.variant is not None else None,
+        group=entry.group,
     )
 
 

@@ -35,7 +35,7 @@ def select(entries: Sequence[EvalEntry], *, keyword: str | None = None, tags: Se
         chosen = [e for e in chosen if needle in e.id.lower()]
     if tags:
         wanted = set(tags)
-        chosen = [e for e in chosen if wanted & set(e.spec.tags)]
+        chosen = [e for e in chosen if wanted & set(e.tags)]
     return chosen
 
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from niceeval.agents._function import FunctionAgent, FunctionSession, function_agent
 from niceeval.agents._protocol import Agent, AgentSession, Reply, TurnStatus, current_workspace
+from niceeval.agents._variant import per_variant
 
 if TYPE_CHECKING:
     from niceeval.agents._anthropic import anthropic_agent
@@ -51,6 +52,7 @@ __all__ = [
     "function_agent",
     "http_agent",
     "openai_agent",
+    "per_variant",
 ]
 
 

@@ -17,6 +17,7 @@ from niceeval._core.assertion import AssertionResult
 from niceeval._core.outcome import Outcome, is_success
 from niceeval._core.results import RunResult, Spend
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
+from niceeval.report._variants import VariantTable
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _LABEL: dict[Outcome, tuple[str, str]] = {
@@ -57,6 +58,7 @@ class ConsoleReporter:
         self._tallies: dict[str, EvalTally] = {}
         self._progress: Progress | None = None
         self._task: TaskID | None = None
+        self._variants = VariantTable()
 
     def _print(self, text: Text) -> None:
         # Without a terminal there are no styles to render: plain text is the same output at a fraction of the
@@ -91,6 +93,7 @@ class ConsoleReporter:
         if tally is None:
             return
         tally.add(result)
+        self._variants.add(result)
         runs = self._pending.setdefault(result.eval_id, [])
         runs.append(result)
         if self._progress is not None and self._task is not None:
@@ -182,6 +185,8 @@ class ConsoleReporter:
         for eval_id, runs in self._pending.items():
             self._print_eval(self._tallies[eval_id], runs)
         self._pending.clear()
+        for row in self._variants.lines(strict=self.strict):
+            self._print(Text(clean(row, 2000)))
         for problem in summary.problems:
             text = Text(" ERROR  ", style="bold red")
             text.append(clean(f"{problem.location}: {problem.message}", 2000))

@@ -16,6 +16,7 @@ from typing import IO, Any
 
 from niceeval._core.results import RunResult
 from niceeval._core.summary import PlannedEval, Problem, SuiteSummary
+from niceeval.report._variants import VariantTable
 
 JSON_SCHEMA_VERSION = 1
 _RUN_FIELDS = {"eval_id", "file", "line"}
@@ -32,6 +33,7 @@ class JsonReporter:
         self._plan: list[PlannedEval] = []
         self._problems: list[Problem] = []
         self._started_at = ""
+        self._variants = VariantTable()
 
     def start(self, plan: Sequence[PlannedEval], problems: Sequence[Problem]) -> None:
         self._plan = list(plan)
@@ -41,6 +43,7 @@ class JsonReporter:
 
     def run_finished(self, result: RunResult) -> None:
         assert self._spool is not None
+        self._variants.add(result)
         data = result.model_dump_json(exclude=_RUN_FIELDS).encode()
         position = self._spool.seek(0, os.SEEK_END)
         self._spool.write(data)
@@ -79,6 +82,7 @@ class JsonReporter:
                 "errors": len(summary.problems),
             },
             "errors": [{"location": p.location, "message": p.message} for p in summary.problems],
+            "variants": self._variants.as_list(strict=summary.strict),
         }
         out.write(json.dumps(head)[:-1] + ', "evals": [')
         tallies = {t.eval.id: t for t in summary.tallies}

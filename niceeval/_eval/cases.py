@@ -1,0 +1,227 @@
+"""Cases: the rows of a dataset an eval runs over, from a list or a JSONL, JSON, CSV or YAML file.
+
+Every row becomes one `Case`: its id (the `id` field, else the row's index), its data (`t.case`: the row as a
+dict, or a pydantic model with `case_model=`), its `metadata` and `tags`, and where it came from. A row that is
+not an object, fails `case_model`, or repeats an id is a `CaseError` naming the file and line.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from niceeval._core.errors import UsageError, relative
+
+FORMATS = (".jsonl", ".json", ".csv", ".yaml", ".yml")
+
+
+class CaseError(UsageError):
+    """A dataset row that cannot become a case; `file` and `line` say where it is."""
+
+    def __init__(self, file: str, line: int | None, message: str) -> None:
+        where = f"{file}:{line}" if line else file
+        super().__init__(f"{where}: {message}")
+        self.file = file
+        self.line = line
+        self.detail = message
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Case:
+    """One row of a dataset, as the eval sees it (`t.case`) and the reports record it."""
+
+    id: str
+    data: Any
+    """The row: a dict, or an instance of the eval's `case_model`."""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    tags: tuple[str, ...] = ()
+    source: str = ""
+    """`file:line` of the row (or `define_eval(cases=[...])` and its index)."""
+
+    def label(self, key: str) -> Any:
+        """A labelling field (`expected_label`, `split`): from the row, else from its metadata."""
+        if isinstance(self.data, Mapping) and key in self.data:
+            return self.data[key]
+        if isinstance(self.data, BaseModel) and key in type(self.data).model_fields:
+            return getattr(self.data, key)
+        return self.metadata.get(key)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Row:
+    index: int
+    line: int | None
+    value: Any
+
+
+def _jsonl_rows(path: Path, shown: str) -> Iterator[_Row]:
+    index = 0
+    with path.open(encoding="utf-8") as lines:
+        for number, text in enumerate(lines, start=1):
+            if not text.strip():
+                continue
+            try:
+                value = json.loads(text)
+            except json.JSONDecodeError as exc:
+                problem = f"not valid JSON ({exc.msg}, column {exc.colno}); fix this row"
+                raise CaseError(shown, number, problem) from None
+            yield _Row(index=index, line=number, value=value)
+            index += 1
+
+
+def _json_rows(path: Path, shown: str) -> Iterator[_Row]:
+    text = path.read_text(encoding="utf-8")
+    decoder = json.JSONDecoder()
+    position = _skip_space(text, 0)
+    if not text.startswith("[", position):
+        raise CaseError(shown, _line_of(text, position), "a JSON dataset is a list of objects: [{...}, {...}]")
+    position = _skip_space(text, position + 1)
+    index = 0
+    while not text.startswith("]", position):
+        try:
+            value, end = decoder.raw_decode(text, position)
+        except json.JSONDecodeError as exc:
+            raise CaseError(shown, exc.lineno, f"not valid JSON ({exc.msg}, column {exc.colno})") from None
+        yield _Row(index=index, line=_line_of(text, position), value=value)
+        index += 1
+        position = _skip_space(text, end)
+        if text.startswith(",", position):
+            position = _skip_space(text, position + 1)
+        elif not text.startswith("]", position):
+            raise CaseError(shown, _line_of(text, position), "expected ',' or ']' between rows")
+
+
+def _skip_space(text: str, position: int) -> int:
+    while position < len(text) and text[position] in " \t\r\n":
+        position += 1
+    return position
+
+
+def _line_of(text: str, position: int) -> int:
+    return text.count("\n", 0, position) + 1
+
+
+def _csv_rows(path: Path, shown: str) -> Iterator[_Row]:
+    with path.open(encoding="utf-8", newline="") as handle:
+        reader = csv.DictReader(handle)
+        _ = reader.fieldnames  # reads the header, so line_num counts from there
+        index = 0
+        line = reader.line_num + 1
+        for record in reader:
+            if None in record:
+                columns = len(reader.fieldnames or [])
+                raise CaseError(shown, line, f"this row has more cells than the header's {columns}")
+            yield _Row(index=index, line=line, value=_csv_record(record))
+            index += 1
+            line = reader.line_num + 1
+
+
+def _csv_record(record: dict[str, str | None]) -> dict[str, Any]:
+    row: dict[str, Any] = {key: value for key, value in record.items() if value is not None}
+    for key in ("metadata", "tags"):  # structured columns hold JSON (`{"split": "golden"}`, `["a", "b"]`)
+        text = row.get(key)
+        if isinstance(text, str) and text.strip().startswith(("{", "[")):
+            try:
+                row[key] = json.loads(text)
+            except json.JSONDecodeError:
+                pass
+    return row
+
+
+def _yaml_rows(path: Path, shown: str) -> Iterator[_Row]:
+    import yaml
+
+    text = path.read_text(encoding="utf-8")
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        raise CaseError(shown, line, f"not valid YAML: {getattr(exc, 'problem', None) or exc}") from None
+    if not isinstance(data, list) or not isinstance(node, yaml.SequenceNode):
+        raise CaseError(shown, 1, "a YAML dataset is a list of rows (each starting with `- `)")
+    for index, (value, item) in enumerate(zip(data, node.value, strict=True)):
+        yield _Row(index=index, line=item.start_mark.line + 1, value=value)
+
+
+_READERS = {".jsonl": _jsonl_rows, ".json": _json_rows, ".csv": _csv_rows, ".yaml": _yaml_rows, ".yml": _yaml_rows}
+
+
+def _row_error(shown: str, row: _Row, message: str) -> CaseError:
+    return CaseError(shown, row.line, message if row.line else f"row {row.index}: {message}")
+
+
+def _make_case(row: _Row, shown: str, model: type[BaseModel] | None) -> Case:
+    value = row.value
+    if isinstance(value, BaseModel):
+        value = value.model_dump()
+    if not isinstance(value, Mapping):
+        raise _row_error(shown, row, f"a case is an object of fields, got {type(value).__name__} {value!r:.60}")
+    raw_id = value.get("id", row.index)
+    if not isinstance(raw_id, str | int) or isinstance(raw_id, bool) or not str(raw_id).strip():
+        raise _row_error(shown, row, f"`id` must be a non-empty string or a number, got {raw_id!r}")
+    case_id = str(raw_id)
+    if any(c in case_id for c in "[]\n"):
+        raise _row_error(shown, row, f"`id` {case_id!r} may not contain '[', ']' or a newline")
+    metadata = value.get("metadata") or {}
+    if not isinstance(metadata, Mapping):
+        raise _row_error(shown, row, f"`metadata` must be an object, got {metadata!r:.60}")
+    tags = value.get("tags") or ()
+    if isinstance(tags, str) or not all(isinstance(tag, str) for tag in tags):
+        raise _row_error(shown, row, f"`tags` must be a list of strings, got {tags!r:.60}")
+    data: Any = dict(value)
+    if model is not None:
+        try:
+            data = model.model_validate(value)
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'row'}: {e['msg']}" for e in exc.errors())
+            raise _row_error(shown, row, f"does not fit case_model {model.__name__}: {problems}") from None
+    where = f"{shown}:{row.line}" if row.line else f"{shown}[{row.index}]"
+    return Case(id=case_id, data=data, metadata=dict(metadata), tags=tuple(tags), source=where)
+
+
+def dataset_path(cases: str | Path, eval_file: Path, root: Path) -> Path:
+    """Where a `cases="..."` file is: beside the eval file first, then under the project root."""
+    path = Path(cases)
+    if path.is_absolute():
+        return path
+    for base in (eval_file.parent, root):
+        if (base / path).is_file():
+            return base / path
+    return eval_file.parent / path
+
+
+def iter_cases(
+    source: str | Path | Sequence[Any], *, eval_file: Path, root: Path, model: type[BaseModel] | None = None
+) -> Iterator[Case]:
+    """The cases of a dataset, one at a time (a JSONL file is read row by row).
+
+    Raises:
+        CaseError: A missing or unknown file, or a bad row (naming the file and line).
+    """
+    if isinstance(source, str | Path):
+        path = dataset_path(source, eval_file, root)
+        shown = relative(str(path))
+        reader = _READERS.get(path.suffix.lower())
+        if reader is None:
+            raise CaseError(shown, None, f"unknown dataset format; use one of {', '.join(FORMATS)}")
+        if not path.is_file():
+            raise CaseError(shown, None, "dataset file not found (paths are relative to the eval file or the root)")
+        rows: Iterator[_Row] = reader(path, shown)
+    else:
+        shown = f"{relative(str(eval_file))}: define_eval(cases=[...])"
+        rows = (_Row(index=i, line=None, value=v) for i, v in enumerate(source))
+    seen: dict[str, str] = {}
+    for row in rows:
+        case = _make_case(row, shown, model)
+        if case.id in seen:
+            raise _row_error(shown, row, f"case id {case.id!r} is used twice (first at {seen[case.id]})")
+        seen[case.id] = case.source
+        yield case

@@ -1,0 +1,81 @@
+"""Planning: each discovered eval becomes one eval per case and variant, with an id the runner, store and shards key on.
+
+Ids: `file.py::fn` (plain), `file.py::fn[case_id]` (cases), `file.py::fn[prompt=short]` (variants),
+`file.py::fn[case_id][prompt=short,model=a]` (both). The variants of one case share a *group*, the id without
+the variant part: max-score and select-best compare the runs of a group.
+
+A dataset is read once into its table of cases; the planned evals are small views on it (the case and the
+variant are shared, not copied), so memory grows with the table and one small record per planned eval.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from niceeval._core.errors import UsageError
+from niceeval._eval.cases import Case, CaseError, iter_cases
+from niceeval._eval.variants import Variant, parse_variants
+from niceeval._run.discovery import EvalEntry, LoadError
+
+
+@dataclass(kw_only=True)
+class Plan:
+    """The planned evals, and the datasets or variant settings that could not be used."""
+
+    evals: list[EvalEntry] = field(default_factory=list)
+    errors: list[LoadError] = field(default_factory=list)
+
+
+def _variants_of(entry: EvalEntry, suite_variants: tuple[Variant, ...]) -> tuple[Variant, ...]:
+    return entry.spec.variants or suite_variants
+
+
+def _expand_one(entry: EvalEntry, cases: Sequence[Case] | None, variants: tuple[Variant, ...]) -> Iterator[EvalEntry]:
+    base = entry.id
+    for case in cases if cases is not None else (None,):
+        group = f"{base}[{case.id}]" if case is not None else base
+        if not variants:
+            yield EvalEntry(id=group, spec=entry.spec, case=case)
+            continue
+        for variant in variants:
+            yield EvalEntry(
+                id=f"{group}[{variant.name}]",
+                spec=entry.spec,
+                case=case,
+                variant=variant,
+                group=group,
+                group_size=len(variants),
+            )
+
+
+def expand(entries: Sequence[EvalEntry], *, root: Path, suite_variants: Any = None) -> Plan:
+    """Expand evals over their cases and variants; a bad dataset is an error for that eval only.
+
+    Args:
+        entries: The evals discovery found.
+        root: The project root (datasets resolve beside the eval file first, then here).
+        suite_variants: The config's `variants=` (an eval's own `variants=` wins).
+    """
+    plan = Plan()
+    try:
+        shared = parse_variants(suite_variants, "niceeval.config.py: define_config(variants=...)")
+    except UsageError as exc:
+        plan.errors.append(LoadError(file="niceeval.config.py", line=None, message=str(exc)))
+        shared = ()
+    for entry in entries:
+        cases: list[Case] | None = None
+        if entry.spec.cases is not None:
+            try:
+                cases = list(
+                    iter_cases(entry.spec.cases, eval_file=entry.spec.file, root=root, model=entry.spec.case_model)
+                )
+            except CaseError as exc:
+                plan.errors.append(
+                    LoadError(file=exc.file, line=exc.line, message=f"{exc.detail} (eval {entry.id} did not run)")
+                )
+                continue
+        plan.evals.extend(_expand_one(entry, cases, _variants_of(entry, shared)))
+    return plan

@@ -1,0 +1,189 @@
+"""Cases: datasets from lists and files, ids, `t.case`, selection, and bad rows named by file and line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+from niceeval._eval.cases import CaseError, iter_cases
+
+from ._helpers import run_project, write
+
+ECHO = """\
+from niceeval import define_config
+config = define_config(agent=lambda message: "echo: " + message)
+"""
+
+
+def cases_of(path: Path, **kwargs: object) -> list[object]:
+    return list(iter_cases(path.name, eval_file=path.parent / "x.py", root=path.parent, **kwargs))  # type: ignore[arg-type]
+
+
+def test_jsonl_rows_become_cases_with_ids_from_the_id_field_else_the_row_index(tmp_path: Path) -> None:
+    path = write(tmp_path, "qa.jsonl", '{"id": "capital", "q": "France?"}\n\n{"q": "2+2"}\n')
+    cases = cases_of(path)
+    assert [c.id for c in cases] == ["capital", "1"]  # type: ignore[attr-defined]
+    assert cases[1].data == {"q": "2+2"}  # type: ignore[attr-defined]
+    assert cases[1].source.endswith("qa.jsonl:3")  # type: ignore[attr-defined]
+
+
+def test_json_csv_and_yaml_datasets_read_the_same_rows(tmp_path: Path) -> None:
+    json_path = write(tmp_path, "a.json", '[\n  {"id": "a", "q": "x"},\n  {"id": "b", "q": "y"}\n]\n')
+    csv_path = write(tmp_path, "a.csv", 'id,q,metadata\na,x,"{""split"": ""golden""}"\nb,y,\n')
+    yaml_path = write(tmp_path, "a.yaml", "# rows\n- id: a\n  q: x\n- {id: b, q: y}\n")
+    lines = {json_path: ["2", "3"], csv_path: ["2", "3"], yaml_path: ["2", "4"]}
+    for path, expected_lines in lines.items():
+        cases = cases_of(path)
+        assert [(c.id, c.data["q"]) for c in cases] == [("a", "x"), ("b", "y")], path  # type: ignore[attr-defined]
+        assert [c.source.rsplit(":", 1)[1] for c in cases] == expected_lines, path  # type: ignore[attr-defined]
+    assert cases_of(csv_path)[0].metadata == {"split": "golden"}  # type: ignore[attr-defined]
+
+
+def test_a_bad_jsonl_row_names_the_file_and_line(tmp_path: Path) -> None:
+    path = write(tmp_path, "qa.jsonl", '{"q": 1}\n{"q": 2,}\n')
+    with pytest.raises(CaseError, match=r"qa\.jsonl:2: not valid JSON"):
+        cases_of(path)
+
+
+def test_a_row_that_is_not_an_object_is_an_error_at_its_line(tmp_path: Path) -> None:
+    path = write(tmp_path, "qa.yaml", "- q: 1\n- just text\n")
+    with pytest.raises(CaseError, match=r"qa\.yaml:2: a case is an object"):
+        cases_of(path)
+
+
+def test_a_repeated_case_id_names_both_rows(tmp_path: Path) -> None:
+    path = write(tmp_path, "qa.jsonl", '{"id": "a"}\n{"id": "a"}\n')
+    with pytest.raises(CaseError, match=r"qa\.jsonl:2: case id 'a' is used twice \(first at .*qa\.jsonl:1\)"):
+        cases_of(path)
+
+
+def test_a_row_that_does_not_fit_the_case_model_names_its_line_and_field(tmp_path: Path) -> None:
+    class Row(BaseModel):
+        question: str
+
+    path = write(tmp_path, "qa.jsonl", '{"question": "ok"}\n{"prompt": "no question"}\n')
+    with pytest.raises(CaseError, match=r"qa\.jsonl:2: does not fit case_model Row: question: Field required"):
+        cases_of(path, model=Row)
+
+
+def test_a_csv_row_with_too_many_cells_is_an_error_at_its_line(tmp_path: Path) -> None:
+    path = write(tmp_path, "qa.csv", "q\nfine\nx,extra\n")
+    with pytest.raises(CaseError, match=r"qa\.csv:3: this row has more cells"):
+        cases_of(path)
+
+
+def test_an_unknown_dataset_format_says_which_formats_exist(tmp_path: Path) -> None:
+    path = write(tmp_path, "qa.txt", "q\n")
+    with pytest.raises(CaseError, match=r"unknown dataset format; use one of \.jsonl"):
+        cases_of(path)
+
+
+def test_each_case_runs_as_its_own_eval_with_t_case_and_metadata_in_the_result(tmp_path: Path) -> None:
+    write(tmp_path, "niceeval.config.py", ECHO)
+    rows = '{"id": "fr", "q": "Paris", "metadata": {"split": "golden"}}\n{"q": "Rome"}\n'
+    write(tmp_path, "evals/data/qa.jsonl", rows)
+    write(
+        tmp_path,
+        "evals/cases_each.py",
+        """\
+        from niceeval import define_eval
+        from niceeval.expect import includes
+
+        @define_eval(cases="data/qa.jsonl")
+        async def capital(t):
+            await t.send(t.case["q"])
+            t.check(t.reply, includes(t.case["q"]))
+        """,
+    )
+    kept = run_project(tmp_path)
+    results = kept.by_id()
+    assert sorted(results) == ["evals/cases_each.py::capital[1]", "evals/cases_each.py::capital[fr]"]
+    first = results["evals/cases_each.py::capital[fr]"]
+    assert (first.outcome, first.case_id, first.metadata) == ("passed", "fr", {"split": "golden"})
+
+
+def test_case_model_makes_t_case_a_model_instance(tmp_path: Path) -> None:
+    write(tmp_path, "niceeval.config.py", ECHO)
+    write(
+        tmp_path,
+        "evals/cases_model.py",
+        """\
+        from pydantic import BaseModel
+        from niceeval import define_eval
+        from niceeval.expect import equals
+
+        class Row(BaseModel):
+            n: int
+
+        @define_eval(cases=[{"n": 1}, {"n": "2"}], case_model=Row)
+        def typed(t):
+            t.check(isinstance(t.case, Row) and t.case.n + 1, equals(t.case.n + 1))
+        """,
+    )
+    kept = run_project(tmp_path)
+    assert [r.outcome for r in kept.results] == ["passed", "passed"]
+    ids = sorted(r.eval_id for r in kept.results)
+    assert ids == ["evals/cases_model.py::typed[0]", "evals/cases_model.py::typed[1]"]
+
+
+def test_keyword_and_tags_select_cases(tmp_path: Path) -> None:
+    write(tmp_path, "niceeval.config.py", ECHO)
+    write(
+        tmp_path,
+        "evals/cases_pick.py",
+        """\
+        from niceeval import define_eval
+
+        @define_eval(cases=[{"id": "alpha"}, {"id": "beta", "tags": ["slow"]}, {"id": "gamma"}])
+        def pick(t):
+            pass
+        """,
+    )
+    assert [r.case_id for r in run_project(tmp_path, keyword="[gamma]").results] == ["gamma"]
+    assert [r.case_id for r in run_project(tmp_path, tags=["slow"]).results] == ["beta"]
+
+
+def test_a_bad_dataset_stops_only_its_eval_and_is_a_problem_naming_file_and_line(tmp_path: Path) -> None:
+    write(tmp_path, "niceeval.config.py", ECHO)
+    write(tmp_path, "evals/bad.jsonl", '{"q": 1}\n[1, 2]\n')
+    write(
+        tmp_path,
+        "evals/cases_bad.py",
+        """\
+        from niceeval import define_eval
+
+        @define_eval(cases="bad.jsonl")
+        def broken(t):
+            pass
+
+        @define_eval
+        def fine(t):
+            pass
+        """,
+    )
+    kept = run_project(tmp_path)
+    assert [r.eval_id for r in kept.results] == ["evals/cases_bad.py::fine"]
+    (problem,) = kept.problems
+    assert problem.location.endswith("evals/bad.jsonl:2")
+    assert "a case is an object" in problem.message and "cases_bad.py::broken did not run" in problem.message
+    assert kept.summary is not None and kept.summary.exit_code == 2
+
+
+def test_an_inline_bad_row_names_the_eval_file_and_the_row_index(tmp_path: Path) -> None:
+    write(tmp_path, "niceeval.config.py", ECHO)
+    write(
+        tmp_path,
+        "evals/cases_inline.py",
+        """\
+        from niceeval import define_eval
+
+        @define_eval(cases=[{"id": "a"}, "oops"])
+        def inline(t):
+            pass
+        """,
+    )
+    (problem,) = run_project(tmp_path).problems
+    assert "cases_inline.py: define_eval(cases=[...])" in problem.location
+    assert problem.message.startswith("row 1: a case is an object")
