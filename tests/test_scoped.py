@@ -51,10 +51,24 @@ def test_called_tool_input_values_may_be_regexes_and_predicates() -> None:
     async def ev(t: EvalContext) -> None:
         await t.send("x")
         t.called_tool("lookup_order", input={"order_id": re.compile(r"^\d+$"), "verbose": lambda v: v is True})
-        t.called_tool("lookup_order", input=re.compile(r'"order_id": "12'))
+        t.called_tool("lookup_order", input=re.compile(r'"order_id":"12'))
         t.called_tool("lookup_order", input=lambda i: i["order_id"].startswith("1"))
 
     assert run(ev, support).outcome == "passed"
+
+
+def test_called_tool_regex_sees_compact_json_in_the_agents_key_order() -> None:
+    def agent(message: str, session: FunctionSession) -> str:
+        session.tool("bash", {"command": "pwd", "cwd": "/tmp/café"})
+        return "done"
+
+    @define_eval
+    async def ev(t: EvalContext) -> None:
+        await t.send("x")
+        t.called_tool("bash", input=re.compile(r'^\{"command":"pwd","cwd":"/tmp/café"\}$')).label("compact")
+        t.called_tool("bash", input=re.compile(r'"command": "pwd"')).label("spaced")
+
+    assert states(run(ev, agent)) == {"compact": "passed", "spaced": "failed"}
 
 
 def test_called_tool_miss_lists_the_calls_seen_in_order() -> None:

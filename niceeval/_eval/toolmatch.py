@@ -1,7 +1,11 @@
 """The tool matching mini-language shared by `called_tool`, `not_called_tool` and `event(data=...)`.
 
 `input` may be a dict (deep partial match: every given key must match; values may themselves be compiled
-regexes, predicates or nested dicts), a compiled regex (searched in the JSON-serialised input), or a predicate.
+regexes, predicates or nested dicts), a compiled regex (searched in the serialised input), or a predicate.
+
+A regex is searched in the input serialised as JavaScript's `JSON.stringify` would write it: compact (no spaces
+after `,` and `:`), keys in the order the agent gave them, non-ASCII characters as they are. So
+`re.compile(r'"command":"pwd"')` matches `{"command": "pwd"}` the same way in niceeval and in the TypeScript DSL.
 """
 
 from __future__ import annotations
@@ -28,11 +32,11 @@ def check_spec(spec: object, where: str) -> None:
 
 
 def serialise(value: object) -> str:
-    """The text a regex input spec is searched in."""
+    """The text a regex input spec is searched in: strings as they are, anything else as compact JSON."""
     if isinstance(value, str):
         return value
     try:
-        return json.dumps(value, sort_keys=True, default=str)
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
     except (TypeError, ValueError):
         return str(value)
 
