@@ -154,7 +154,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         reporters.append(JsonReporter(args.json))
     if args.junit:
-        reporters.append(JUnitReporter(args.junit, strict=args.strict))
+        reporters.append(JUnitReporter(args.junit, strict=args.strict, min_pass_rate=args.min_pass_rate))
     options = SuiteOptions(
         runs=args.runs,
         concurrency=args.concurrency or config.concurrency,

@@ -48,7 +48,10 @@ def fold(
 
 
 def is_success(outcome: Outcome, *, strict: bool) -> bool:
-    """Whether an outcome lets CI pass: `scored` passes unless `--strict`."""
+    """Whether one run counts as a pass: `passed`, `skipped`, and `scored` unless `--strict`.
+
+    An eval's verdict over its runs is `EvalTally.status`, which counts runs with this rule.
+    """
     if outcome == "failed":
         return False
     return not (strict and outcome == "scored")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from niceeval._core.outcome import OUTCOMES, Outcome, is_success
+from niceeval._core.outcome import OUTCOMES, Outcome
 from niceeval._core.results import RunResult, Spend
 
 
@@ -55,31 +55,46 @@ class EvalTally:
         if result.judge_spend.calls or result.judge_spend.cached:
             self.judge_spend = result.judge_spend if self.judge_spend is None else self.judge_spend + result.judge_spend
 
+    def passing(self, *, strict: bool) -> int:
+        """Runs that count as passes: `passed`, and `scored` unless strict."""
+        return self.counts["passed"] + (0 if strict else self.counts["scored"])
+
+    @property
+    def counted(self) -> int:
+        """Runs the pass rate is taken over: every run that was not skipped."""
+        return self.done - self.counts["skipped"]
+
     def pass_rate(self, *, strict: bool) -> float | None:
-        """Share of non-skipped runs that passed (`scored` counts unless strict); None if all skipped."""
-        counted = self.done - self.counts["skipped"]
-        if counted == 0:
-            return None
-        ok = self.counts["passed"] + (0 if strict else self.counts["scored"])
-        return ok / counted
+        """Share of non-skipped runs that count as passes (see `passing`); None if every run was skipped."""
+        return self.passing(strict=strict) / self.counted if self.counted else None
 
     @property
     def mean_duration_s(self) -> float:
         return self.total_duration_s / self.done if self.done else 0.0
 
     def status(self, *, strict: bool, min_pass_rate: float) -> Outcome:
-        """The eval's verdict over all its runs."""
-        if self.done and self.counts["skipped"] == self.done:
+        """The eval's verdict over all its runs: one rule, read by every reporter and by the exit code.
+
+        A run counts as a pass when its outcome is `passed`, or `scored` without `--strict`. Then:
+
+        - `skipped`: every run was skipped (or none has finished);
+        - `failed`: the pass rate is under `min_pass_rate` (1.0 unless `--min-pass-rate`: every run must pass);
+        - `scored`: the rate is met, but some run was not a clean `passed` (a soft miss, or a failure the pass
+          rate tolerates);
+        - `passed`: every run that was not skipped passed.
+
+        Only `failed` fails the suite, so the status shown is always the verdict the exit code acts on.
+        """
+        rate = self.pass_rate(strict=strict)
+        if rate is None:
             return "skipped"
-        if self.eval.runs == 1 or self.done == 1:
-            return next(o for o in ("failed", "scored", "passed", "skipped") if self.counts[o])
-        rate = self.pass_rate(strict=strict) or 0.0
         if rate + 1e-9 < min_pass_rate:
             return "failed"
-        return "scored" if self.counts["scored"] or self.counts["failed"] else "passed"
+        return "passed" if self.counts["passed"] == self.counted else "scored"
 
     def succeeded(self, *, strict: bool, min_pass_rate: float) -> bool:
-        return is_success(self.status(strict=strict, min_pass_rate=min_pass_rate), strict=strict)
+        """Whether this eval lets the suite pass (its status is not `failed`)."""
+        return self.status(strict=strict, min_pass_rate=min_pass_rate) != "failed"
 
 
 @dataclass(kw_only=True, slots=True)

@@ -14,7 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.text import Text
 
 from niceeval._core.assertion import AssertionResult
-from niceeval._core.outcome import Outcome, is_success
+from niceeval._core.outcome import Outcome
 from niceeval._core.results import RunResult, Spend
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
 from niceeval.report._variants import VariantTable
@@ -103,23 +103,20 @@ class ConsoleReporter:
 
     def _counts_text(self) -> str:
         done = [t for t in self._tallies.values() if t.done]
-        failed = sum(t.counts["failed"] for t in done)
-        passed = sum(t.counts["passed"] + t.counts["scored"] for t in done)
+        passed = sum(t.passing(strict=self.strict) for t in done)
+        failed = sum(t.counted for t in done) - passed
         return f"✓ {passed}  ✗ {failed}"
 
     def _print_eval(self, tally: EvalTally, runs: list[RunResult]) -> None:
         status = tally.status(strict=self.strict, min_pass_rate=self.min_pass_rate)
         label, style = _LABEL[status]
-        if status == "scored" and self.strict:
-            style = "red"
         line = Text()
         line.append(f" {label:<6} ", style=f"bold {style}")
         line.append(clean(tally.eval.id, 200))
         if tally.eval.runs > 1:
             rate = tally.pass_rate(strict=self.strict)
             shown = "n/a" if rate is None else f"{rate:.0%}"
-            ok = tally.counts["passed"] + (0 if self.strict else tally.counts["scored"])
-            line.append(f"  {ok}/{tally.done} runs ({shown})", style=style)
+            line.append(f"  {tally.passing(strict=self.strict)}/{tally.counted} runs passed ({shown})", style=style)
         line.append(f"  {tally.mean_duration_s:.2f}s", style="dim")
         self._print(line)
         if status in ("failed", "scored"):
@@ -201,12 +198,7 @@ class ConsoleReporter:
             line.append(f" · {len(summary.problems)} errors", style="red")
         if summary.interrupted:
             line.append(" · interrupted", style="red")
-        ok = not summary.problems and not summary.interrupted and all(
-            is_success(t.status(strict=self.strict, min_pass_rate=self.min_pass_rate), strict=self.strict)
-            for t in summary.tallies
-            if t.done
-        )
-        line.stylize("green" if ok else "red", 0, len(", ".join(parts)))
+        line.stylize("green" if summary.exit_code == 0 else "red", 0, len(", ".join(parts)))
         self._print(line)
         spend = [
             _spend_text(side, spent)

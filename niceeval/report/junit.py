@@ -1,7 +1,11 @@
 """The JUnit XML reporter, for CI systems: one testcase per run.
 
-`failed` -> <failure>, `scored` -> <failure> only under --strict, `skipped` -> <skipped>, load and usage
-problems -> a testcase with <error>. Testcases are spooled as they finish; the file is written at the end.
+A run that did not pass (`failed`, or `scored` under --strict) is a <failure> when its eval failed (the eval's
+status, the rule every reporter and the exit code share: see `EvalTally.status`); when the eval still met
+`--min-pass-rate`, the run is written with a <system-out> saying it was tolerated, so the XML never shows a
+failure the exit code ignores. `skipped` -> <skipped>; load problems -> a testcase with <error>. An eval's runs
+are held until its last run finishes (then its status is known), and testcases are spooled; the file is written
+at the end.
 """
 
 from __future__ import annotations
@@ -14,8 +18,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
+from niceeval._core.outcome import is_success
 from niceeval._core.results import RunResult
-from niceeval._core.summary import PlannedEval, Problem, SuiteSummary
+from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
 
 # Characters XML 1.0 forbids even escaped; model output may contain them.
 _ILLEGAL_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
@@ -43,18 +48,36 @@ def _describe_misses(result: RunResult) -> str:
 class JUnitReporter:
     """Writes JUnit XML to `path`."""
 
-    def __init__(self, path: Path, *, strict: bool = False) -> None:
+    def __init__(self, path: Path, *, strict: bool = False, min_pass_rate: float = 1.0) -> None:
         self.path = path
         self.strict = strict
+        self.min_pass_rate = min_pass_rate
         self._spool: IO[str] | None = None
         self._runs_per_eval = 1
         self._counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+        self._tallies: dict[str, EvalTally] = {}
+        self._pending: dict[str, list[RunResult]] = {}
 
     def start(self, plan: Sequence[PlannedEval], problems: Sequence[Problem]) -> None:
         self._spool = tempfile.TemporaryFile("w+", encoding="utf-8")
         self._runs_per_eval = plan[0].runs if plan else 1
+        self._tallies = {p.id: EvalTally(eval=p) for p in plan}
 
     def run_finished(self, result: RunResult) -> None:
+        tally = self._tallies.get(result.eval_id)
+        if tally is None:
+            tally = self._tallies[result.eval_id] = EvalTally(eval=PlannedEval(id=result.eval_id, file="", line=0))
+        tally.add(result)
+        self._pending.setdefault(result.eval_id, []).append(result)
+        if tally.done >= tally.eval.runs:
+            self._write_eval(tally, self._pending.pop(result.eval_id))
+
+    def _write_eval(self, tally: EvalTally, runs: list[RunResult]) -> None:
+        failed = tally.status(strict=self.strict, min_pass_rate=self.min_pass_rate) == "failed"
+        for result in sorted(runs, key=lambda r: r.run_index):
+            self._write_case(result, eval_failed=failed, tally=tally)
+
+    def _write_case(self, result: RunResult, *, eval_failed: bool, tally: EvalTally) -> None:
         assert self._spool is not None
         name = result.eval_id.split("::", 1)[-1]
         if self._runs_per_eval > 1:
@@ -68,7 +91,8 @@ class JUnitReporter:
             time=f"{result.duration_s:.6f}",
         )
         self._counts["tests"] += 1
-        if result.outcome == "failed" or (result.outcome == "scored" and self.strict):
+        missed = not is_success(result.outcome, strict=self.strict)
+        if missed and eval_failed:
             self._counts["failures"] += 1
             first = next((a for a in result.assertions if a.state == "failed"), None)
             message = (
@@ -81,6 +105,13 @@ class JUnitReporter:
         elif result.outcome == "skipped":
             self._counts["skipped"] += 1
             ET.SubElement(case, "skipped", message=_xml_text(result.skip_reason or ""))
+        elif missed:
+            rate = f"{tally.passing(strict=self.strict)}/{tally.counted} runs passed"
+            out = ET.SubElement(case, "system-out")
+            out.text = _xml_text(
+                f"{result.outcome}, tolerated: the eval met --min-pass-rate {self.min_pass_rate:g} ({rate}):\n"
+                + _describe_misses(result)
+            )
         elif result.outcome == "scored":
             out = ET.SubElement(case, "system-out")
             out.text = _xml_text("scored (soft misses):\n" + _describe_misses(result))
@@ -88,6 +119,9 @@ class JUnitReporter:
 
     def finish(self, summary: SuiteSummary) -> None:
         assert self._spool is not None
+        for eval_id, runs in self._pending.items():  # interrupted: the runs that finished, by what they show
+            self._write_eval(self._tallies[eval_id], runs)
+        self._pending.clear()
         for problem in summary.problems:
             if problem.kind != "load":
                 continue  # API misuse inside an eval is already that run's <failure>

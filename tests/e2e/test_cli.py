@@ -76,7 +76,7 @@ def test_scored_eval_exits_1_under_strict(project: Project) -> None:
     _write_mixed(project)
     result = project.run("evals/mixed.py::soft_miss", "--strict")
     assert result.code == 1, result.output
-    assert result.eval("soft_miss")["status"] == "scored"
+    assert result.eval("soft_miss")["status"] == "failed"
     assert result.report()["exit_code"] == 1
 
 
@@ -139,8 +139,8 @@ def test_runs_report_a_pass_rate_and_every_run(project: Project) -> None:
     assert sorted(run["outcome"] for run in flaky["runs"]) == ["failed", "passed", "passed"]
     assert all(run["duration_s"] >= 0 for run in flaky["runs"])
     assert result.report()["summary"]["runs"] == 6
-    assert "2/3 runs (67%)" in result.stdout
-    assert "3/3 runs (100%)" in result.stdout
+    assert "2/3 runs passed (67%)" in result.stdout
+    assert "3/3 runs passed (100%)" in result.stdout
 
 
 def test_an_eval_failing_one_run_in_three_fails_by_default(project: Project) -> None:

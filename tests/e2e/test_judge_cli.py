@@ -197,7 +197,7 @@ def test_a_soft_judge_miss_exits_1_under_strict(project: Project, server: LLMSer
     project.write("evals/judged.py", SOFT_MISS)
     result = project.run("--strict")
     assert result.code == 1, result.output
-    assert result.eval("curt")["status"] == "scored"
+    assert result.eval("curt")["status"] == "failed"
 
 
 def test_a_gate_judge_miss_fails_the_eval(project: Project, server: LLMServer) -> None:

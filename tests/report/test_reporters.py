@@ -77,7 +77,7 @@ def test_console_shows_soft_misses_of_scored_evals() -> None:
 
 def test_console_reports_pass_rate_over_runs() -> None:
     runs = [result("a::flaky", "passed", index=0), result("a::flaky", "failed", index=1)]
-    assert "1/2 runs (50%)" in console_output(runs, n_runs=2)
+    assert "1/2 runs passed (50%)" in console_output(runs, n_runs=2)
 
 
 def test_console_never_interprets_model_output() -> None:
