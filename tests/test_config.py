@@ -13,7 +13,7 @@ from niceeval._eval.config import find_root, load_config
 
 def test_a_project_without_config_gets_defaults(tmp_path: Path) -> None:
     config = load_config(tmp_path)
-    assert (config.evals, config.concurrency, config.judge.default_threshold) == (["evals"], 8, 0.7)
+    assert (config.evals, config.concurrency, config.judge.default_threshold) == (["evals"], 8, None)
 
 
 def test_an_unknown_key_is_named_with_a_fix() -> None:

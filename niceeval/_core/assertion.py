@@ -92,6 +92,18 @@ class AssertionResult(BaseModel):
         """True when the assertion did not pass (inconclusive is not a miss)."""
         return self.state == "failed"
 
+    def shortfall(self) -> str:
+        """Why a miss missed, in a few words: `score 0.62 < 0.70`, or `judge said fail (score 0.90)` when a judge
+        answered pass=false (whatever its score), or both."""
+        if self.score is None:
+            return "no score"
+        score = f"score {self.score:.2f}"
+        under = self.score < self.threshold
+        verdicts = [call for call in self.judge_calls if call.score is not None]
+        if len(verdicts) == 1 and verdicts[0].passed is False:
+            return f"judge said fail, {score} < {self.threshold:.2f}" if under else f"judge said fail ({score})"
+        return f"{score} < {self.threshold:.2f}"
+
 
 class Inconclusive(Exception):
     """Raised by a score function that cannot decide (judge unreachable, no price): the result is inconclusive.

@@ -25,8 +25,10 @@ class JudgeSettings(BaseModel):
     """`provider/model`, e.g. `openai/gpt-5.4-mini`."""
     fallback: str | None = None
     """Used when the primary model is still unavailable after retries."""
-    default_threshold: float = Field(default=0.7, ge=0.0, le=1.0)
-    """Threshold of a judge assertion that does not say `.at_least(x)`."""
+    default_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+    """Threshold of a judge assertion that does not say `.at_least(x)`. Unset: 0.7 for judges that only give a
+    score (`autoevals.*`, `g_eval`), none for `rubric` and `vote` voters (the judge's pass decides). Set: every
+    judge, a rubric then needing both its pass and the score."""
     timeout: float = Field(default=60.0, gt=0)
     """Seconds per judge call."""
     max_retries: int = Field(default=4, ge=0)

@@ -31,11 +31,12 @@ class JudgeHandle:
     __slots__ = ("name", "severity", "threshold", "is_optional", "expected", "actual", "location", "_ruling", "_done")
 
     def __init__(
-        self, *, name: str, threshold: float, expected: str | None, actual: str | None, location: str | None
+        self, *, name: str, threshold: float | None, expected: str | None, actual: str | None, location: str | None
     ) -> None:
         self.name = name
         self.severity: Severity = "soft"
         self.threshold = threshold
+        """None for a judge with a pass flag and no threshold set: its pass decides (recorded as threshold 0)."""
         self.is_optional = False
         self.expected = expected
         self.actual = actual
@@ -100,7 +101,7 @@ class JudgeHandle:
             name=self.name,
             severity=self.severity,
             score=None,
-            threshold=self.threshold,
+            threshold=self.threshold or 0.0,
             state="inconclusive",
             reason="the run ended (timeout or error) before the judge answered",
             expected=self.expected,
@@ -116,7 +117,7 @@ class JudgeHandle:
             name=self.name,
             severity=self.severity,
             score=settled.score,
-            threshold=self.threshold,
+            threshold=self.threshold or 0.0,
             state=settled.state,
             reason=settled.reason,
             expected=self.expected,

@@ -25,6 +25,8 @@ from niceeval.providers import ModelRef, RetryPolicy, parse_model
 if TYPE_CHECKING:
     from niceeval._eval.config import JudgeSettings, Price
 
+SCORE_ONLY_THRESHOLD = 0.7
+"""The threshold of a judge that gives no pass flag (`autoevals.*`, `g_eval`) when `default_threshold` is unset."""
 FAMILIES = ("rubric", "g_eval", "vote", "autoevals.factuality", "autoevals.closed_qa", "autoevals.summarizes")
 _SHOWN = 200
 
@@ -130,10 +132,11 @@ class Judge:
     """`t.judge`: ask a judge model about the reply (or any value with `on=`).
 
     Every method returns a `JudgeHandle` at once; the request runs concurrently with the rest of the eval and
-    its verdict is recorded before the run is folded. Judges are soft, with the threshold from the judge
-    settings (`default_threshold`, 0.7 unless set). The model is, first to last: `--grader`, the call's
-    `model=`, the eval's `judge=`, the config's `judge`; the settings' `fallback` is asked when it gives no
-    verdict.
+    its verdict is recorded before the run is folded. Judges are soft. Without `.at_least(x)` the threshold is
+    the settings' `default_threshold`; when that is unset, judges that only give a score use 0.7 and `rubric` (and
+    each voter of a `vote`) has none: the judge's pass decides, as in promptfoo. The model is, first to last:
+    `--grader`, the call's `model=`, the eval's `judge=`, the config's `judge`; the settings' `fallback` is asked
+    when it gives no verdict.
     """
 
     def __init__(self, session: JudgeSession) -> None:
@@ -147,8 +150,8 @@ class Judge:
             _unknown("t.judge", name)
 
     def rubric(self, criteria: str, *, on: object = REPLY, model: str | None = None) -> JudgeHandle:
-        """Grade against a rubric (scoring anchors welcome): passes when the judge says pass and the score
-        reaches the threshold.
+        """Grade against a rubric (scoring anchors welcome): passes when the judge says pass and, when a threshold
+        is set (`.at_least(x)` or `default_threshold`), the score reaches it.
 
         Args:
             criteria: The rubric.
@@ -182,8 +185,9 @@ class Judge:
     ) -> JudgeHandle:
         """Several rubric judges: every criteria with every model votes; unanimous unless `need=k`.
 
-        A voter passes by the rubric rule at the default threshold. The vote's score is the fraction of voters
-        that passed and its threshold the fraction needed (`need / voters`; `.at_least(x)` sets it directly).
+        A voter passes by the rubric rule (its pass, and the `default_threshold` when set). The vote's score is
+        the fraction of voters that passed and its threshold the fraction needed (`need / voters`; `.at_least(x)`
+        sets it directly).
         Inconclusive voters make the vote inconclusive only when they could change its outcome.
 
         Args:
@@ -276,9 +280,12 @@ class Judge:
             return SingleRuling(await decide(env, messages, family, primary, fallback))
 
         expected = criteria if criteria is not None else context[0][1]
+        threshold = self._session.runtime.settings.default_threshold
+        if threshold is None and family is not RUBRIC:
+            threshold = SCORE_ONLY_THRESHOLD
         handle = JudgeHandle(
             name=name,
-            threshold=self._session.runtime.settings.default_threshold,
+            threshold=threshold,
             expected=_shorten(expected),
             actual=_shorten(text),
             location=caller_location(1),

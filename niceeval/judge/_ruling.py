@@ -34,8 +34,8 @@ class Ruling(Protocol):
         """Every model call behind the ruling, in order."""
         ...
 
-    def settle(self, threshold: float) -> Settled:
-        """The state, score and reason at `threshold`."""
+    def settle(self, threshold: float | None) -> Settled:
+        """The state, score and reason at `threshold` (None: the judge's own pass flag decides)."""
         ...
 
 
@@ -49,17 +49,18 @@ class SingleRuling:
     def calls(self) -> list[JudgeCall]:
         return [c.call for c in self.consultations]
 
-    def settle(self, threshold: float) -> Settled:
+    def settle(self, threshold: float | None) -> Settled:
         primary, last = self.consultations[0], self.consultations[-1]
         if last.parsed is None:
             tried = "; ".join(c.call.reason for c in self.consultations)
             hint = "" if len(self.consultations) > 1 else " (no fallback judge was used)"
             return Settled("inconclusive", None, f"judge unavailable: {tried}{hint}", primary.call.cause)
         parsed = last.parsed
-        passed = parsed.score >= threshold and parsed.passed is not False
+        # promptfoo's rule: without a threshold the judge's pass decides; with one, both must hold. A judge that
+        # gives no pass flag always has a threshold (the handle sees to it).
+        # Reports say which of the two failed (`AssertionResult.shortfall`); the reason stays the judge's own.
+        passed = (threshold is None or parsed.score >= threshold) and parsed.passed is not False
         reason = parsed.reason
-        if parsed.passed is False and parsed.score >= threshold:
-            reason += " (the judge said it does not pass)"
         if last is not primary:
             reason = f"{primary.call.reason}; fallback {last.call.model} answered: {reason}"
         return Settled("passed" if passed else "failed", parsed.score, reason)
@@ -77,18 +78,19 @@ class Voter:
 class VoteRuling:
     """Several judges. The vote's threshold is the fraction of voters that must pass.
 
-    A voter passes by the rubric rule at `voter_threshold`. The vote is decided as soon as the inconclusive
-    voters could not change it either way; otherwise it is inconclusive.
+    A voter passes by the rubric rule at `voter_threshold` (None: by its own pass flag). The vote is decided as
+    soon as the inconclusive voters could not change it either way; otherwise it is inconclusive.
     """
 
     voters: Sequence[Voter]
-    voter_threshold: float
+    voter_threshold: float | None
 
     @property
     def calls(self) -> list[JudgeCall]:
         return [call for voter in self.voters for call in voter.ruling.calls]
 
-    def settle(self, threshold: float) -> Settled:
+    def settle(self, threshold: float | None) -> Settled:
+        threshold = 1.0 if threshold is None else threshold
         votes = [voter.ruling.settle(self.voter_threshold) for voter in self.voters]
         total = len(votes)
         passes = sum(v.state == "passed" for v in votes)
@@ -125,5 +127,5 @@ class CrashedRuling:
     def calls(self) -> list[JudgeCall]:
         return []
 
-    def settle(self, threshold: float) -> Settled:
+    def settle(self, threshold: float | None) -> Settled:
         return Settled("failed", 0.0, f"the judge raised {type(self.error).__name__}: {self.error}", "error")

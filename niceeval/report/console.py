@@ -163,8 +163,7 @@ class ConsoleReporter:
         mark, style = ("✗", "red") if a.severity == "gate" else ("~", "yellow")
         text = Text(prefix)
         text.append(f"{mark} {clean(a.name, 120)}", style=f"bold {style}")
-        score = "n/a" if a.score is None else f"{a.score:.2f}"
-        text.append(f" [{a.severity}] score {score} < {a.threshold:.2f}", style=style)
+        text.append(f" [{a.severity}] {a.shortfall()}", style=style)
         if a.location:
             text.append(f"  {a.location}", style="dim")
         indent = " " * len(prefix) + "    "

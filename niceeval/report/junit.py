@@ -37,8 +37,7 @@ def _describe_misses(result: RunResult) -> str:
         lines.append(f"error {result.error.type}: {result.error.message}{where}\n{result.error.traceback}")
     for a in result.assertions:
         if a.state == "failed":
-            score = "n/a" if a.score is None else f"{a.score:.2f}"
-            lines.append(f"[{a.severity}] {a.name}: score {score} < {a.threshold:.2f} at {a.location}")
+            lines.append(f"[{a.severity}] {a.name}: {a.shortfall()} at {a.location}")
             for label, value in (("expected", a.expected), ("actual", a.actual), ("reason", a.reason)):
                 if value:
                     lines.append(f"    {label}: {value}")

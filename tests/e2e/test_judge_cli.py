@@ -217,7 +217,7 @@ def test_a_gate_judge_miss_fails_the_eval(project: Project, server: LLMServer) -
     result = project.run()
     assert result.code == 1, result.output
     assert result.eval("answers")["status"] == "failed"
-    assert "✗ rubric('Does it answer the question?') [gate] score 0.10 < 0.70" in result.stdout
+    assert "✗ rubric('Does it answer the question?') [gate] judge said fail (score 0.10)" in result.stdout
     assert "reason:   does not answer" in result.stdout
 
 

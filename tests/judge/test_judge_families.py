@@ -103,9 +103,10 @@ def test_rubric_passes_when_the_judge_says_pass_and_the_score_reaches_the_thresh
         {"reason": "too low", "pass": True, "score": 0.5},
     ]
     run.server.set_script(lambda request: answers_by_text(request, answers))
-    results = run(lambda t: [t.rubric(f"rubric {i}", model=model) for i in range(3)])
+    results = run(lambda t: [t.rubric(f"rubric {i}", model=model).at_least(0.7) for i in range(3)])
     assert [(r.state, r.score) for r in results] == [("passed", 0.8), ("failed", 0.95), ("failed", 0.5)]
-    assert results[1].reason == "says fail (the judge said it does not pass)"
+    assert results[1].reason == "says fail"
+    assert [r.shortfall() for r in results[1:]] == ["judge said fail (score 0.95)", "score 0.50 < 0.70"]
     assert [c.passed for r in results for c in r.judge_calls] == [True, False, True]
 
 

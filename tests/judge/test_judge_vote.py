@@ -58,10 +58,17 @@ def test_k_of_n(run: Run) -> None:
     ]
 
 
-def test_a_voter_scoring_below_the_default_threshold_fails_its_vote(run: Run) -> None:
+def test_a_voter_scoring_below_a_set_default_threshold_fails_its_vote(run: Run) -> None:
+    run.settings = {"model": "openai/gpt-4o-mini", "default_threshold": 0.7}
     run.server.set_script(by_criteria({"one": {"reason": "meh", "pass": True, "score": 0.6}}))
     (result,) = run(lambda t: t.vote("one"))
     assert result.state == "failed"
+
+
+def test_a_voter_that_says_pass_passes_with_any_score_when_no_threshold_is_set(run: Run) -> None:
+    run.server.set_script(by_criteria({"one": {"reason": "meh", "pass": True, "score": 0.6}}))
+    (result,) = run(lambda t: t.vote("one"))
+    assert (result.state, result.score) == ("passed", 1.0)
 
 
 @pytest.mark.parametrize(
