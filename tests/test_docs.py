@@ -36,3 +36,22 @@ def test_quickstart_example_passes() -> None:
         [sys.executable, "-m", "niceeval.cli", "run"], cwd=project, capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.slow
+def test_pytest_page_example_passes_under_pytest(tmp_path: Path) -> None:
+    blocks = list(BLOCK.finditer((DOCS / "pytest.md").read_text()))
+    assert len(blocks) == 3
+    for block in blocks:
+        target = tmp_path / block["path"]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(block["body"])
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "evals/", "tests/"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 passed" in done.stdout, done.stdout

@@ -1,0 +1,264 @@
+"""The pytest plugin, run as a user runs it: `python -m pytest` in a sample project, in a fresh interpreter."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+CONFIG = """\
+from niceeval import define_config
+
+
+def echo(message: str) -> str:
+    return "echo: " + message
+
+
+config = define_config(agent=echo)
+"""
+
+EVALS = """\
+from niceeval import define_eval
+from niceeval.expect import includes, similarity
+
+
+@define_eval(tags=["fast"])
+async def passes(t):
+    await t.send("hello")
+    t.check(t.reply, includes("echo: hello"))
+
+
+@define_eval(tags=["soft"])
+async def soft_miss(t):
+    await t.send("hello")
+    t.check(t.reply, similarity("something else entirely").at_least(0.9))
+
+
+@define_eval
+def gate_miss(t):
+    t.send("hello")
+    t.check(t.reply, includes("goodbye"))
+
+
+@define_eval
+async def skips(t):
+    t.skip("not ready yet")
+"""
+
+FIXTURE_TESTS = """\
+from niceeval.expect import includes
+
+
+def test_fixture_passes(niceeval):
+    niceeval.send("hi")
+    niceeval.check(niceeval.reply, includes("echo: hi"))
+
+
+def test_fixture_gate_miss_fails(niceeval):
+    niceeval.send("hi")
+    niceeval.check(niceeval.reply, includes("bye"))
+
+
+def test_fixture_require_stops(niceeval):
+    niceeval.send("hi")
+    niceeval.require(niceeval.reply, includes("nope"))
+    raise AssertionError("never reached")
+
+
+def test_fixture_skip(niceeval):
+    niceeval.skip("later")
+"""
+
+INNER_EVALS = """\
+from niceeval import define_eval
+
+
+def test_defines_an_eval_inside():
+    @define_eval
+    async def inner(t):
+        raise AssertionError("an eval defined inside a test must not be collected")
+
+    assert inner.name == "inner"
+"""
+
+HELPER_WITH_EVAL = """\
+from niceeval import define_eval
+
+
+@define_eval
+async def helper_eval(t):
+    raise AssertionError("a helper outside the eval paths must not be collected")
+"""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    code: int
+    output: str
+    cases: dict[str, str]
+    """Test id (`file::name`) -> `passed` | `failed` | `skipped`."""
+    failures: dict[str, str]
+    """Test id -> failure text."""
+
+
+def _cases(report: Path) -> tuple[dict[str, str], dict[str, str]]:
+    if not report.exists():
+        return {}, {}
+    cases, failures = {}, {}
+    for case in ET.parse(report).getroot().iter("testcase"):
+        path = case.get("classname", "").replace(".", "/") + ".py"
+        test_id = f"{path}::{case.get('name')}"
+        failure = case.find("failure")
+        skipped = case.find("skipped")
+        cases[test_id] = "failed" if failure is not None else "skipped" if skipped is not None else "passed"
+        if failure is not None:
+            failures[test_id] = failure.get("message", "") + "\n" + (failure.text or "")
+    return cases, failures
+
+
+def _pytest(root: Path, *args: str) -> Outcome:
+    report = root / "junit.xml"
+    report.unlink(missing_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "NICEEVAL"))}
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:randomly", f"--junitxml={report}", *args],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    cases, failures = _cases(report)
+    return Outcome(code=proc.returncode, output=proc.stdout + proc.stderr, cases=cases, failures=failures)
+
+
+def _write(root: Path, rel: str, text: str) -> None:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    _write(tmp_path, "niceeval.config.py", CONFIG)
+    _write(tmp_path, "evals/sample.py", EVALS)
+    _write(tmp_path, "evals/_helpers.py", HELPER_WITH_EVAL)
+    _write(tmp_path, "evals/fixtures/ws/thing.py", HELPER_WITH_EVAL)
+    _write(tmp_path, "tests/test_fixture.py", FIXTURE_TESTS)
+    _write(tmp_path, "tests/test_inner.py", INNER_EVALS)
+    _write(tmp_path, "tests/helpers.py", HELPER_WITH_EVAL)
+    return tmp_path
+
+
+def test_evals_are_items_with_outcomes_mapped(project: Path) -> None:
+    result = _pytest(project, "evals")
+    assert result.cases == {
+        "evals/sample.py::passes": "passed",
+        "evals/sample.py::soft_miss": "passed",
+        "evals/sample.py::gate_miss": "failed",
+        "evals/sample.py::skips": "skipped",
+    }, result.output
+    assert result.code == 1
+
+
+def test_failed_eval_shows_the_assertion_table(project: Path) -> None:
+    result = _pytest(project, "evals")
+    text = result.failures["evals/sample.py::gate_miss"]
+    assert "✗ gate 0.00/1.00  includes('goodbye')  evals/sample.py:20" in text
+    assert "actual:   'echo: hello'" in text
+
+
+def test_scored_eval_passes_with_a_warning(project: Path) -> None:
+    result = _pytest(project, "evals", "-k", "soft_miss")
+    assert result.code == 0
+    assert "NiceevalScoredWarning: evals/sample.py::soft_miss scored" in result.output
+
+
+def test_scored_eval_fails_under_niceeval_strict(project: Path) -> None:
+    result = _pytest(project, "evals", "--niceeval-strict")
+    assert result.cases["evals/sample.py::soft_miss"] == "failed"
+    assert "evals/sample.py::soft_miss: scored" in result.failures["evals/sample.py::soft_miss"]
+
+
+def test_skip_is_reported_at_the_eval_line(project: Path) -> None:
+    result = _pytest(project, "evals", "-rs")
+    assert "SKIPPED [1] evals/sample.py:23: not ready yet" in result.output
+
+
+def test_k_selects_evals_by_name(project: Path) -> None:
+    result = _pytest(project, "evals", "-k", "passes or gate")
+    assert set(result.cases) == {"evals/sample.py::passes", "evals/sample.py::gate_miss"}
+
+
+def test_tags_are_markers_even_with_strict_markers(project: Path) -> None:
+    result = _pytest(project, "evals", "-m", "soft", "--strict-markers")
+    assert set(result.cases) == {"evals/sample.py::soft_miss"}, result.output
+    assert result.code == 0
+
+
+def test_x_stops_at_the_first_failure(project: Path) -> None:
+    result = _pytest(project, "evals", "-x", "-p", "no:warnings")
+    assert "stopping after 1 failures" in result.output
+    assert "evals/sample.py::skips" not in result.cases
+
+
+def test_last_failed_reruns_only_failures(project: Path) -> None:
+    _pytest(project, "evals")
+    result = _pytest(project, "evals", "--lf")
+    assert result.cases == {"evals/sample.py::gate_miss": "failed"}, result.output
+
+
+@pytest.mark.slow
+def test_xdist_two_workers_give_the_same_outcomes(project: Path) -> None:
+    serial = _pytest(project, "evals", "tests")
+    parallel = _pytest(project, "evals", "tests", "-n", "2")
+    assert "2 workers" in parallel.output
+    assert parallel.cases == serial.cases
+    assert len(parallel.cases) == 9
+
+
+def test_fixture_gives_t_and_folds_the_test(project: Path) -> None:
+    result = _pytest(project, "tests/test_fixture.py")
+    assert result.cases == {
+        "tests/test_fixture.py::test_fixture_passes": "passed",
+        "tests/test_fixture.py::test_fixture_gate_miss_fails": "failed",
+        "tests/test_fixture.py::test_fixture_require_stops": "failed",
+        "tests/test_fixture.py::test_fixture_skip": "skipped",
+    }, result.output
+    assert "includes('bye')" in result.failures["tests/test_fixture.py::test_fixture_gate_miss_fails"]
+    require_failure = result.failures["tests/test_fixture.py::test_fixture_require_stops"]
+    assert "includes('nope')" in require_failure and "never reached" not in require_failure
+
+
+def test_only_files_under_the_config_eval_paths_are_collected(project: Path) -> None:
+    result = _pytest(project)
+    assert "evals/_helpers.py::helper_eval" not in result.cases
+    assert not any("helper_eval" in case or "inner" in case.split("::")[1] for case in result.cases), result.cases
+    assert result.cases["tests/test_inner.py::test_defines_an_eval_inside"] == "passed"
+    assert len(result.cases) == 9
+
+
+def test_nothing_is_collected_without_a_config_file(project: Path) -> None:
+    (project / "niceeval.config.py").unlink()
+    result = _pytest(project, "evals")
+    assert result.cases == {}
+    assert result.code == 5  # pytest: no tests collected
+
+
+def test_broken_config_is_a_collection_error_naming_it(project: Path) -> None:
+    _write(project, "niceeval.config.py", "from niceeval import define_config\nconfig = define_config(concurency=2)\n")
+    result = _pytest(project, "evals")
+    assert result.code == 2
+    assert "niceeval.config.py" in result.output and "did you mean 'concurrency'" in result.output
+
+
+def test_p_no_niceeval_turns_the_plugin_off(project: Path) -> None:
+    result = _pytest(project, "evals", "-p", "no:niceeval")
+    assert result.cases == {}
