@@ -173,14 +173,17 @@ class EvalFile(pytest.File):
 
     def collect(self) -> Iterator[pytest.Item]:
         from niceeval._run.discovery import discover
+        from niceeval._run.plan import expand
 
         session = _session(self.config)
         config = session.config()
         found = discover(config.root, [str(self.path)])
-        if found.errors:
-            raise self.CollectError("\n".join(error.describe() for error in found.errors))
-        for entry in found.evals:
-            yield EvalItem.from_parent(self, name=entry.spec.name, entry=entry)
+        plan = expand(found.evals, root=config.root, suite_variants=config.variants)
+        errors = found.errors + plan.errors
+        if errors:
+            raise self.CollectError("\n".join(error.describe() for error in errors))
+        for entry in plan.evals:  # one item per case and variant: `file.py::fn[case][variant]`
+            yield EvalItem.from_parent(self, name=entry.id.partition("::")[2], entry=entry)
 
 
 class EvalItem(pytest.Item):
@@ -189,7 +192,7 @@ class EvalItem(pytest.Item):
     def __init__(self, *, entry: EvalEntry, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.entry = entry
-        for tag in entry.spec.tags:
+        for tag in entry.tags:
             self.config.addinivalue_line("markers", f"{tag}: niceeval tag")  # accepted under --strict-markers
             self.add_marker(tag)
 

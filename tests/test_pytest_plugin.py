@@ -262,3 +262,23 @@ def test_broken_config_is_a_collection_error_naming_it(project: Path) -> None:
 def test_p_no_niceeval_turns_the_plugin_off(project: Path) -> None:
     result = _pytest(project, "evals", "-p", "no:niceeval")
     assert result.cases == {}
+
+
+def test_cases_are_one_item_each(project: Path) -> None:
+    _write(
+        project,
+        "evals/cases.py",
+        """\
+        from niceeval import define_eval
+        from niceeval.expect import includes
+
+
+        @define_eval(cases=[{"id": "hi", "input": "hi"}, {"id": "yo", "input": "yo", "tags": ["slang"]}])
+        async def echoes(t):
+            await t.send(t.case["input"])
+            t.check(t.reply, includes("echo: hi"))
+        """,
+    )
+    result = _pytest(project, "evals/cases.py")
+    assert result.cases == {"evals/cases.py::echoes[hi]": "passed", "evals/cases.py::echoes[yo]": "failed"}
+    assert set(_pytest(project, "evals/cases.py", "-m", "slang").cases) == {"evals/cases.py::echoes[yo]"}
