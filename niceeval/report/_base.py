@@ -28,23 +28,35 @@ class Reporter(Protocol):
 
 
 class ReporterSet:
-    """Fans calls out to reporters; a reporter that raises is reported once on stderr and dropped."""
+    """Fans calls out to reporters, so that one failing reporter never ends the suite nor loses the others' output.
+
+    A reporter that raises in `start` is dropped (it has nothing to write). One that raises in `run_finished`
+    misses that run only: it keeps receiving the others and still writes its report in `finish` (one line on
+    stderr names the first failure, `finish` says how many runs it missed). `SystemExit` (rich on a closed
+    stdout, `niceeval run | head`) drops the reporter at once.
+    """
 
     def __init__(self, reporters: Sequence[Reporter]) -> None:
         self._reporters = list(reporters)
+        self._missed: dict[int, int] = {}
 
     def _each(self, method: str, *args: object) -> None:
         for reporter in list(self._reporters):
             try:
                 getattr(reporter, method)(*args)
-            except (Exception, SystemExit) as exc:  # rich exits on a closed stdout (`niceeval run | head`)
-                self._reporters.remove(reporter)
-                with contextlib.suppress(OSError):
-                    print(
-                        f"niceeval: reporter {type(reporter).__name__} failed in {method}() and was disabled: "
-                        f"{type(exc).__name__}: {exc}",
-                        file=sys.stderr,
-                    )
+            except SystemExit as exc:
+                self._drop(reporter, method, exc)
+            except Exception as exc:
+                if method != "run_finished":
+                    self._drop(reporter, method, exc)
+                    continue
+                missed = self._missed[id(reporter)] = self._missed.get(id(reporter), 0) + 1
+                if missed == 1:
+                    _warn(f"reporter {type(reporter).__name__} failed on a run and left it out: {_describe(exc)}")
+
+    def _drop(self, reporter: Reporter, method: str, exc: BaseException) -> None:
+        self._reporters.remove(reporter)
+        _warn(f"reporter {type(reporter).__name__} failed in {method}() and was disabled: {_describe(exc)}")
 
     def start(self, plan: Sequence[PlannedEval], problems: Sequence[Problem]) -> None:
         self._each("start", plan, problems)
@@ -54,3 +66,16 @@ class ReporterSet:
 
     def finish(self, summary: SuiteSummary) -> None:
         self._each("finish", summary)
+        for reporter in self._reporters:
+            missed = self._missed.get(id(reporter), 0)
+            if missed:
+                _warn(f"reporter {type(reporter).__name__} left out {missed} run(s) it failed on (see above)")
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _warn(message: str) -> None:
+    with contextlib.suppress(OSError, ValueError):  # stderr itself may be closed
+        print(f"niceeval: {message}", file=sys.stderr)

@@ -19,7 +19,8 @@ from niceeval._core.results import RunResult, Spend
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
 from niceeval.report._variants import VariantTable
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Control characters (terminal escapes among them) and lone surrogates, which no terminal encoding can write.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 _LABEL: dict[Outcome, tuple[str, str]] = {
     "passed": ("PASS", "green"),
     "scored": ("SCORED", "yellow"),
@@ -28,10 +29,15 @@ _LABEL: dict[Outcome, tuple[str, str]] = {
 }
 
 
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
 def clean(text: str, limit: int = 400) -> str:
-    """Untrusted text made safe for a terminal: control characters escaped, length bounded."""
-    text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
-    return text if len(text) <= limit else text[:limit] + f"... ({len(text) - limit} more chars)"
+    """Untrusted text made safe for a terminal: control characters and lone surrogates escaped, length bounded."""
+    more = f"... ({len(text) - limit} more chars)" if len(text) > limit else ""
+    return _CONTROL.sub(_escape, text[:limit]) + more
 
 
 def clean_lines(text: str, indent: str, limit: int) -> str:
@@ -42,7 +48,7 @@ def clean_lines(text: str, indent: str, limit: int) -> str:
 
 def _spend_text(side: str, spent: Spend) -> str:
     calls = f"{spent.calls} calls" + (f" ({spent.cached} cached)" if spent.cached else "")
-    unknown = f"cost unknown (no price for {', '.join(spent.unpriced)})"
+    unknown = f"cost unknown (no price for {clean(', '.join(spent.unpriced))})"
     cost = f"${spent.cost:.4f}" if spent.cost is not None else unknown
     return f"{side}: {calls}, {spent.tokens:,} tokens, {cost}"
 
@@ -65,8 +71,12 @@ class ConsoleReporter:
         # cost (rich's layout is a quarter of a millisecond per eval line).
         if self.console.is_terminal:
             self.console.print(text)
-        else:
+            return
+        try:
             self.console.file.write(text.plain + "\n")
+        except UnicodeEncodeError:  # a stdout that cannot encode our marks (PYTHONIOENCODING=ascii)
+            encoding = getattr(self.console.file, "encoding", None) or "ascii"
+            self.console.file.write(text.plain.encode(encoding, "backslashreplace").decode(encoding) + "\n")
 
     def start(self, plan: Sequence[PlannedEval], problems: Sequence[Problem]) -> None:
         total = sum(p.runs for p in plan)
@@ -124,6 +134,8 @@ class ConsoleReporter:
         elif status == "skipped" and runs[0].skip_reason:
             self._print(Text(f"   skipped: {clean(runs[0].skip_reason)}", style="dim"))
         self._print_inconclusive(runs)
+        for warning in dict.fromkeys(w for run in runs for w in run.warnings):
+            self._print(Text(f"   warning: {clean(warning, 1000)}", style="yellow"))
         for run in runs:
             if run.sandbox_path:
                 self._print(Text(f"   sandbox kept at {clean(run.sandbox_path)}", style="dim"))
@@ -137,7 +149,7 @@ class ConsoleReporter:
                 text = Text(prefix, style="red")
                 text.append(f"error {clean(run.error.type)}: {clean(run.error.message)}", style="red")
                 if run.error.location:
-                    text.append(f"  at {run.error.location}", style="dim")
+                    text.append(f"  at {clean(run.error.location)}", style="dim")
                 self._print(text)
             for assertion in run.assertions:
                 if assertion.state == "failed":
@@ -155,7 +167,7 @@ class ConsoleReporter:
                 text.append(f"? {clean(a.name, 120)}", style="dim" if a.optional else "yellow")
                 text.append(f" [inconclusive: {a.cause}]", style="dim" if a.optional else "yellow")
                 if a.location:
-                    text.append(f"  {a.location}", style="dim")
+                    text.append(f"  {clean(a.location)}", style="dim")
                 text.append(f"\n       {clean(a.reason, 600)}", style="dim")
                 self._print(text)
 
@@ -165,7 +177,7 @@ class ConsoleReporter:
         text.append(f"{mark} {clean(a.name, 120)}", style=f"bold {style}")
         text.append(f" [{a.severity}] {a.shortfall()}", style=style)
         if a.location:
-            text.append(f"  {a.location}", style="dim")
+            text.append(f"  {clean(a.location)}", style="dim")
         indent = " " * len(prefix) + "    "
         if a.expected is not None:
             text.append(f"\n{indent}expected: {clean(a.expected)}")

@@ -16,6 +16,7 @@ from typing import IO, Any
 
 from niceeval._core.results import RunResult
 from niceeval._core.summary import PlannedEval, Problem, SuiteSummary
+from niceeval.report._text import scrub
 from niceeval.report._variants import VariantTable
 
 JSON_SCHEMA_VERSION = 1
@@ -44,7 +45,7 @@ class JsonReporter:
     def run_finished(self, result: RunResult) -> None:
         assert self._spool is not None
         self._variants.add(result)
-        data = result.model_dump_json(exclude=_RUN_FIELDS).encode()
+        data = run_json(result)
         position = self._spool.seek(0, os.SEEK_END)
         self._spool.write(data)
         self._offsets.setdefault(result.eval_id, []).append((result.run_index, position, len(data)))
@@ -84,7 +85,7 @@ class JsonReporter:
             "errors": [{"location": p.location, "message": p.message} for p in summary.problems],
             "variants": self._variants.as_list(strict=summary.strict),
         }
-        out.write(json.dumps(head)[:-1] + ', "evals": [')
+        out.write(json.dumps(scrub(head))[:-1] + ', "evals": [')
         tallies = {t.eval.id: t for t in summary.tallies}
         for index, planned in enumerate(self._plan):
             tally = tallies[planned.id]
@@ -100,7 +101,7 @@ class JsonReporter:
                 "pass_rate": rate,
                 "mean_duration_s": round(tally.mean_duration_s, 6),
             }
-            out.write(("," if index else "") + json.dumps(item)[:-1] + ', "runs": [')
+            out.write(("," if index else "") + json.dumps(scrub(item))[:-1] + ', "runs": [')
             out.write(",".join(self._read_runs(planned.id)))
             out.write("]}")
         out.write("]}\n")
@@ -113,3 +114,36 @@ class JsonReporter:
             self._spool.seek(position)
             runs.append(self._spool.read(length).decode())
         return runs
+
+
+def _unknown(value: Any) -> str:
+    """How a value JSON cannot hold (an object an agent put in an event's `data`) appears in the report."""
+    try:
+        shown = repr(value)
+    except Exception:
+        shown = f"<{type(value).__name__}>"
+    return shown if len(shown) <= 2000 else shown[:2000] + f"... ({len(shown) - 2000} more chars)"
+
+
+def run_json(result: RunResult) -> bytes:
+    """One run as JSON, whatever text and values it holds: a run is never dropped from the report.
+
+    Lone surrogates become U+FFFD; values JSON cannot hold become their `repr`; if the run still cannot be written,
+    a record with its id, outcome, duration and error stands in, saying why.
+    """
+    try:
+        return result.model_dump_json(exclude=_RUN_FIELDS, fallback=_unknown).encode()
+    except Exception:  # lone surrogates: pydantic's encoder refuses them
+        pass
+    try:
+        data = result.model_dump(mode="json", exclude=_RUN_FIELDS, fallback=_unknown)
+        return json.dumps(scrub(data), ensure_ascii=False).encode()
+    except Exception as exc:
+        stand_in = {
+            "run_index": result.run_index,
+            "outcome": result.outcome,
+            "duration_s": result.duration_s,
+            "error": None if result.error is None else scrub(result.error.model_dump(mode="json")),
+            "report_error": f"this run could not be written in full: {type(exc).__name__}: {exc}",
+        }
+        return json.dumps(scrub(stand_in), ensure_ascii=False).encode()

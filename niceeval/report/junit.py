@@ -22,8 +22,9 @@ from niceeval._core.outcome import is_success
 from niceeval._core.results import RunResult
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
 
-# Characters XML 1.0 forbids even escaped; model output may contain them.
-_ILLEGAL_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+# Characters XML 1.0 forbids even escaped (lone surrogates too: UTF-8 cannot encode them); model output may
+# contain any of them. They become U+FFFD, as in the JSON report (see report/_text.py).
+_ILLEGAL_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
 def _xml_text(text: str) -> str:
@@ -114,6 +115,9 @@ class JUnitReporter:
         elif result.outcome == "scored":
             out = ET.SubElement(case, "system-out")
             out.text = _xml_text("scored (soft misses):\n" + _describe_misses(result))
+        if result.warnings:
+            err = ET.SubElement(case, "system-err")
+            err.text = _xml_text("\n".join(f"warning: {w}" for w in result.warnings))
         self._spool.write(ET.tostring(case, encoding="unicode"))
 
     def finish(self, summary: SuiteSummary) -> None:

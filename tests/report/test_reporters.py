@@ -7,6 +7,7 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from niceeval._core.assertion import AssertionResult
@@ -140,20 +141,48 @@ def test_junit_scored_is_a_failure_under_strict(tmp_path: Path) -> None:
 
 
 class Exploding:
+    """Fails on the run of `a::bad` only (as a full disk would, for a while)."""
+
     def __init__(self) -> None:
+        self.seen: list[str] = []
         self.finished = False
 
     def start(self, plan: object, problems: object) -> None: ...
 
     def run_finished(self, result: RunResult) -> None:
-        raise RuntimeError("disk full")
+        if result.eval_id == "a::bad":
+            raise RuntimeError("disk full")
+        self.seen.append(result.eval_id)
 
     def finish(self, summary: SuiteSummary) -> None:
         self.finished = True
 
 
-def test_a_broken_reporter_is_dropped_and_the_others_go_on(tmp_path: Path, capsys: object) -> None:
+def test_a_reporter_failing_on_one_run_keeps_the_others_and_still_finishes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     broken, path = Exploding(), tmp_path / "r.json"
-    drive(ReporterSet([broken, JsonReporter(path)]), [result("a::ok", "passed"), result("a::two", "passed")])
-    assert not broken.finished
-    assert len(json.loads(path.read_text())["evals"]) == 2
+    runs = [result("a::ok", "passed"), result("a::bad", "passed"), result("a::two", "passed")]
+    drive(ReporterSet([broken, JsonReporter(path)]), runs)
+    assert broken.seen == ["a::ok", "a::two"] and broken.finished
+    assert len(json.loads(path.read_text())["evals"]) == 3
+    err = capsys.readouterr().err
+    assert "reporter Exploding failed on a run and left it out: RuntimeError: disk full" in err
+    assert "reporter Exploding left out 1 run(s)" in err
+
+
+class ExitsOnStart:
+    def start(self, plan: object, problems: object) -> None:
+        raise SystemExit(1)
+
+    def run_finished(self, result: RunResult) -> None:
+        raise AssertionError("a dropped reporter must not be called again")
+
+    def finish(self, summary: SuiteSummary) -> None:
+        raise AssertionError("a dropped reporter must not be called again")
+
+
+def test_a_reporter_that_exits_is_dropped_and_the_others_go_on(tmp_path: Path) -> None:
+    path = tmp_path / "r.json"
+    drive(ReporterSet([ExitsOnStart(), JsonReporter(path)]), [result("a::ok", "passed")])
+    assert len(json.loads(path.read_text())["evals"]) == 1
