@@ -64,3 +64,5 @@ class RunResult(BaseModel):
     """The variant combination, as dimension -> value name (`{"prompt": "short"}`)."""
     group: str | None = None
     """The id the variants of one case share (`file.py::fn[case]`): the runs max-score and select-best compare."""
+    warnings: list[str] = Field(default_factory=list)
+    """What went wrong without changing the outcome, e.g. the run blocked the event loop for over a second."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Generator, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
@@ -12,6 +12,7 @@ from anyio.abc import TaskGroup
 from anyio.from_thread import BlockingPortal
 
 from niceeval._core.assertion import AssertionResult, Matcher, ScoreLike
+from niceeval._core.awaits import AwaitTracker, tracked
 from niceeval._core.errors import ErrorInfo, UsageError, caller_location, error_info
 from niceeval._core.events import Event, EventLog
 from niceeval._diff import short
@@ -106,6 +107,10 @@ class RunState:
     diff_scoped: list[Scoped] = field(default_factory=list)
     usage_error: ErrorInfo | None = None
     """An author bug found inside a background check (it cannot raise into the eval function)."""
+    warnings: list[str] = field(default_factory=list)
+    """Problems that did not change the outcome but deserve attention (the loop watchdog's, for one)."""
+    awaits: AwaitTracker = field(default_factory=AwaitTracker)
+    """Coroutines the API handed to the eval, checked for an `await` once it returns."""
 
 
 class _ContextBase(Observations):
@@ -210,6 +215,8 @@ class _ContextBase(Observations):
         raise Skipped(str(reason))
 
     def _record(self, value: Any, matcher: Matcher | None, location: str | None, *, required: bool, verb: str) -> Check:
+        if inspect.isawaitable(value):
+            _refuse_awaitable(value, location, verb)
         if not isinstance(matcher, Matcher):
             what = "no matcher" if matcher is None else f"{short(matcher)}, which is not a matcher"
             raise UsageError(
@@ -276,11 +283,28 @@ class _ContextBase(Observations):
             await conversation.close()
 
 
-class EvalContext(_ContextBase):
-    """The context `t` given to an `async def` eval."""
+def _refuse_awaitable(value: Any, location: str | None, verb: str) -> NoReturn:
+    if inspect.iscoroutine(value):
+        value.close()  # it will never run: say so here, not in a RuntimeWarning at garbage collection
+        given = f"the coroutine {value.__qualname__}(...)"
+    else:
+        given = f"an awaitable {type(value).__name__}"
+    raise UsageError(
+        f"t.{verb}() at {location} was given {given} instead of its value: add await, "
+        f"e.g. t.{verb}(await t.sandbox.exists('app.py'), equals(True))."
+    )
 
-    async def send(self, text: str, *, output: type[Any] | None = None, followups: int = 0) -> Turn:
+
+class EvalContext(_ContextBase):
+    """The context `t` given to an `async def` eval.
+
+    `send`, `respond` and `revive` return coroutines: a call left without `await` fails the run, naming its line.
+    """
+
+    def send(self, text: str, *, output: type[Any] | None = None, followups: int = 0) -> Coroutine[Any, Any, Turn]:
         """Send `text` to the agent under test (continuing the same conversation) and return its turn.
+
+        Await it: `turn = await t.send("hi")`.
 
         Args:
             text: The user message.
@@ -288,15 +312,15 @@ class EvalContext(_ContextBase):
             followups: Answer up to this many clarification questions from the agent (detected by the judge
                 model) so the turn returned is the final answer.
         """
-        return await self._conversation.send_with_followups(text, output, followups)
+        return tracked(self._conversation.send_with_followups(text, output, followups), "t.send(...)")
 
-    async def respond(self, value: object) -> Turn:
-        """Answer the agent's request for human input (the last turn was `waiting`) and continue."""
-        return await self._conversation.respond(value)
+    def respond(self, value: object) -> Coroutine[Any, Any, Turn]:
+        """Answer the agent's request for human input (the last turn was `waiting`) and continue (await it)."""
+        return tracked(self._conversation.respond(value), "t.respond(...)")
 
-    async def revive(self) -> None:
-        """Close the session and reopen it by the same id: the conversation must continue from storage."""
-        await self._conversation.revive()
+    def revive(self) -> Coroutine[Any, Any, None]:
+        """Close the session and reopen it by the same id: the conversation must continue from storage (await it)."""
+        return tracked(self._conversation.revive(), "t.revive()")
 
     def new_session(self) -> None:
         """Start a separate conversation: later `send` calls and `reply` use it."""

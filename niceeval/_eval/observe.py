@@ -86,7 +86,10 @@ class Observations:
         return self._register_on_diff(workspace.file_deleted(path))
 
     def not_in_diff(self, pattern: str | re.Pattern[str]) -> Scoped:
-        """Sandbox evals: the workspace diff does not match `pattern` (e.g. no secrets)."""
+        """Sandbox evals: the workspace diff has no match of the regular expression `pattern` (e.g. no secrets).
+
+        A string is a regular expression, as in `re.search`; pass `re.escape(text)` to search for text literally.
+        """
         return self._register_on_diff(workspace.not_in_diff(pattern))
 
     def no_failed_shell_commands(self) -> Scoped:

@@ -45,20 +45,37 @@ def file_deleted(path: str) -> Matcher:
     return _path_matcher("file_deleted", path, "deleted")
 
 
+def regex(pattern: str | re.Pattern[str], what: str) -> re.Pattern[str]:
+    """`pattern` as a compiled regular expression: a string is one, as in `re.search` (`re.escape` for literals)."""
+    if isinstance(pattern, re.Pattern):
+        return pattern
+    if not isinstance(pattern, str):
+        raise UsageError(f"{what} takes a regular expression (a string or re.compile(...)), got {short(pattern)}.")
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise UsageError(
+            f"{what}: {pattern!r} is not a valid regular expression ({exc}); "
+            "to search for the text literally, pass re.escape(text)."
+        ) from None
+
+
 def not_in_diff(pattern: str | re.Pattern[str]) -> Matcher:
-    """The unified diff does not match `pattern` (e.g. no secrets written)."""
-    if not isinstance(pattern, str | re.Pattern):
-        raise UsageError(f"not_in_diff() takes a string or a compiled regex, got {short(pattern)}.")
-    regex = pattern if isinstance(pattern, re.Pattern) else re.compile(re.escape(pattern))
+    """The unified diff has no match of the regular expression `pattern` (e.g. no secrets written).
+
+    A string is a regular expression, as in `re.search`: `not_in_diff(r"sk-[A-Za-z0-9]{8,}")`. To look for a
+    text literally, pass `re.escape(text)`.
+    """
+    regex_ = regex(pattern, "not_in_diff()")
 
     def score(diff: Diff) -> ScoreLike:
-        found = regex.search(diff.text)
+        found = regex_.search(diff.text)
         if found is None:
             return True
         line = diff.text[: found.start()].count("\n") + 1
         return Verdict(False, f"found at line {line} of the diff", actual=short(found.group()))
 
-    return Matcher(name=f"not_in_diff(/{regex.pattern}/)", score_fn=score, expected="no match in the diff")
+    return Matcher(name=f"not_in_diff(/{regex_.pattern}/)", score_fn=score, expected="no match in the diff")
 
 
 def no_failed_shell_commands() -> Matcher:

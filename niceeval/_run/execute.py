@@ -12,9 +12,11 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from anyio.from_thread import BlockingPortal
 
+from niceeval._core.awaits import CURRENT_TRACKER
 from niceeval._core.errors import ErrorInfo, UsageError, error_info
 from niceeval._core.outcome import fold
 from niceeval._core.results import RunResult, Spend
+from niceeval._eval.checked_sandbox import CheckedSandbox
 from niceeval._eval.config import JudgeSettings, Price
 from niceeval._eval.context import EvalContext, RunState, StopEval, SyncEvalContext, _ContextBase
 from niceeval._eval.efficiency import usage_of
@@ -71,6 +73,19 @@ async def _call(entry: EvalEntry, ctx: _ContextBase) -> None:
         await returned
 
 
+def _never_awaited(state: RunState, error: ErrorInfo | None) -> ErrorInfo | None:
+    """A usage error for the first coroutine of the API the eval never awaited (the likely cause of `error`)."""
+    forgotten = state.awaits.never_awaited()
+    if not forgotten:
+        return None
+    message = forgotten[0].message()
+    if len(forgotten) > 1:
+        message += f" ({len(forgotten) - 1} more call(s) were not awaited either.)"
+    if error is not None:
+        message += f" The eval then ended with {error.type}: {error.message}"
+    return ErrorInfo(type="UsageError", message=message, location=forgotten[0].location, kind="usage")
+
+
 def _unawaited_requires(state: RunState) -> ErrorInfo | None:
     for handle in state.pending_requires:
         if not handle._awaited:
@@ -117,11 +132,16 @@ async def _body(entry: EvalEntry, ctx: _ContextBase) -> ErrorInfo | None:
     return None
 
 
-def _timed_out(entry: EvalEntry, timeout: float) -> ErrorInfo:
+def _timed_out(entry: EvalEntry, timeout: float, *, ran_s: float | None = None) -> ErrorInfo:
+    message = f"the eval did not finish within its {timeout:g} s timeout"
+    if ran_s is not None:  # the loop never got the chance to stop it: something blocked it
+        message += (
+            f": it ran {ran_s:.1f} s because it blocked the event loop, so it could not be stopped in time "
+            "(a blocking call such as time.sleep() inside `async def`? await anyio.sleep() or use a plain `def` eval)"
+        )
     return ErrorInfo(
         type="TimeoutError",
-        message=f"the eval did not finish within its {timeout:g} s timeout "
-        f"(raise it with @define_eval(timeout=...) or --timeout)",
+        message=f"{message} (raise it with @define_eval(timeout=...) or --timeout)",
         location=f"{entry.file}:{entry.spec.line}",
         kind="timeout",
     )
@@ -143,6 +163,7 @@ async def _run_body(entry: EvalEntry, state: RunState, options: ExecOptions, set
     settings = judge_settings(spec, options)
     error: ErrorInfo | None = None
     slot = JudgeSlot(setup.judges, settings=settings, grader=options.grader, pricing=options.pricing)
+    started = anyio.current_time()
     try:
         with anyio.fail_after(timeout):
             async with anyio.create_task_group() as tg:
@@ -155,13 +176,19 @@ async def _run_body(entry: EvalEntry, state: RunState, options: ExecOptions, set
                     pricing=options.pricing,
                     followup_model=settings.model,
                 )
-                ctx._sandbox = setup.sandbox
                 ctx._case = entry.case.data if entry.case is not None else None
                 ctx._variant = entry.variant
+                ctx._sandbox = CheckedSandbox(setup.sandbox) if setup.sandbox is not None else None
                 slot.attach(ctx, tg, setup.run_index)
                 error = await _body(entry, ctx)
     except TimeoutError:
         error = _timed_out(entry, timeout)
+    else:
+        # A run that blocked the loop past its deadline was never cancelled (the loop could not run the timer):
+        # it still ran out of time, and passing it would be a silent wrong result.
+        ran = anyio.current_time() - started
+        if ran > timeout:
+            error = _timed_out(entry, timeout, ran_s=ran)
     state.assertions.extend(slot.results())
     return error
 
@@ -181,7 +208,7 @@ async def execute(entry: EvalEntry, run_index: int, options: ExecOptions) -> Run
 
             folder = fixture_dir(spec, options.root, location)
             sandbox = await open_workspace(folder, state.log)
-        token = WORKSPACE.set(sandbox.path if sandbox else None)
+        token, tracking = WORKSPACE.set(sandbox.path if sandbox else None), CURRENT_TRACKER.set(state.awaits)
         try:
             async with _judges(options) as judges:
                 error = await _run_body(
@@ -189,8 +216,10 @@ async def execute(entry: EvalEntry, run_index: int, options: ExecOptions) -> Run
                 )
         finally:
             WORKSPACE.reset(token)
+            CURRENT_TRACKER.reset(tracking)
         scoped_misuse = _evaluate_scoped(state)  # always: a crashed run still keeps what its events show
-        error = error or state.usage_error or _unawaited_requires(state) or scoped_misuse
+        forgotten = _never_awaited(state, error)  # first: a missing await explains what went wrong after it
+        error = forgotten or error or state.usage_error or _unawaited_requires(state) or scoped_misuse
         if sandbox is not None:
             from niceeval._run.sandboxing import score_workspace
 
@@ -227,6 +256,7 @@ async def execute(entry: EvalEntry, run_index: int, options: ExecOptions) -> Run
         metadata=entry.case.metadata if entry.case is not None else {},
         variant=entry.variant.names if entry.variant is not None else None,
         group=entry.group,
+        warnings=state.warnings,
     )
 
 

@@ -8,10 +8,12 @@ from dataclasses import dataclass, replace
 
 import anyio
 
+from niceeval._core.redact import Redactor
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
 from niceeval._run.discovery import EvalEntry, LoadError
 from niceeval._run.execute import ExecOptions, execute
 from niceeval._run.judging import SuiteJudges
+from niceeval._run.watchdog import LoopWatchdog
 from niceeval.providers import shared_clients
 from niceeval.report import Reporter, ReporterSet
 
@@ -39,6 +41,25 @@ def select(entries: Sequence[EvalEntry], *, keyword: str | None = None, tags: Se
     return chosen
 
 
+def agent_secrets(agent: object) -> list[str]:
+    """Credentials an agent adapter was given in code (`api_key=`, auth headers), to keep them out of reports."""
+    found = []
+    key = getattr(getattr(agent, "options", None), "api_key", None)
+    if isinstance(key, str):
+        found.append(key)
+    headers = getattr(agent, "headers", None)
+    if isinstance(headers, dict):
+        for name, value in headers.items():
+            if isinstance(value, str) and (name.lower() == "authorization" or "key" in name.lower()):
+                found.extend([value, value.removeprefix("Bearer ").strip()])
+    return found
+
+
+def _redactor(entries: Sequence[EvalEntry], options: SuiteOptions) -> Redactor:
+    agents = [options.exec.agent, *(e.spec.agent for e in entries)]
+    return Redactor.from_environment(extra=[secret for agent in agents for secret in agent_secrets(agent)])
+
+
 def _plan(entries: Sequence[EvalEntry], runs: int) -> list[PlannedEval]:
     return [PlannedEval(id=e.id, file=e.file, line=e.spec.line, tags=e.spec.tags, runs=runs) for e in entries]
 
@@ -56,7 +77,11 @@ async def run_suite(
     """
     plan = _plan(entries, options.runs)
     tallies = {p.id: EvalTally(eval=p) for p in plan}
-    problems = [Problem(location=f"{e.file}:{e.line}" if e.line else e.file, message=e.message) for e in load_errors]
+    redactor = _redactor(entries, options)
+    problems = [
+        Problem(location=f"{e.file}:{e.line}" if e.line else e.file, message=redactor.text(e.message))
+        for e in load_errors
+    ]
     sinks = ReporterSet(reporters)
     sinks.start(plan, problems)
     queue: Iterator[tuple[EvalEntry, int]] = ((e, i) for e in entries for i in range(options.runs))
@@ -72,7 +97,7 @@ async def run_suite(
 
     async def worker(exec_options: ExecOptions) -> None:
         for entry, index in queue:
-            result = await execute(entry, index, exec_options)
+            result = redactor.run(await execute(entry, index, exec_options))
             tallies[entry.id].add(result)
             if result.error is not None and result.error.kind == "usage":
                 problem = Problem(
@@ -84,10 +109,11 @@ async def run_suite(
 
     judges = SuiteJudges(options.exec.root, no_cache=options.exec.no_cache, cache_only=options.exec.cache_only)
     exec_options = replace(options.exec, judges=judges)
+    watchdog = LoopWatchdog(entries)
     try:
         async with shared_clients():
             try:
-                async with anyio.create_task_group() as tg:
+                async with watchdog.watching(), anyio.create_task_group() as tg:
                     for _ in range(min(options.concurrency, len(plan) * options.runs)):
                         tg.start_soon(worker, exec_options)
             finally:

@@ -10,12 +10,13 @@ import inspect
 import json
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, overload
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from niceeval._core.awaits import tracked
 from niceeval._core.errors import UsageError
 from niceeval._core.events import (
     ActionCalledEvent,
@@ -115,17 +116,43 @@ class FunctionSession:
             )
         )
 
-    def call_tool(self, name: str, fn: Callable[..., T], /, **input: Any) -> T | str:
+    @overload
+    def call_tool(
+        self, name: str, fn: Callable[..., Awaitable[T]], /, **input: Any
+    ) -> Coroutine[Any, Any, T | str]: ...
+
+    @overload
+    def call_tool(self, name: str, fn: Callable[..., T], /, **input: Any) -> T | str: ...
+
+    def call_tool(self, name: str, fn: Callable[..., Any], /, **input: Any) -> Any:
         """Run `fn(**input)` as tool `name` and report it; a raising tool is reported failed and its error
-        returned as text, the way model APIs feed tool errors back to the model."""
+        returned as text, the way model APIs feed tool errors back to the model.
+
+        With an async `fn`, await the call (`await session.call_tool(...)`): the tool is reported when it finishes.
+        """
+        if inspect.iscoroutinefunction(fn):  # called when awaited: an unawaited call leaves nothing to clean up
+            return tracked(self._call_async_tool(name, input, lambda: fn(**input)), f"session.call_tool({name!r}, ...)")
         try:
             output = fn(**input)
         except Exception as exc:
-            message = f"{type(exc).__name__}: {exc}"
-            self.tool(name, input, status="failed", error=message)
-            return message
+            return self._tool_failed(name, input, exc)
+        if inspect.isawaitable(output):
+            return tracked(self._call_async_tool(name, input, lambda: output), f"session.call_tool({name!r}, ...)")
         self.tool(name, input, output=output)
         return output
+
+    async def _call_async_tool(self, name: str, input: dict[str, Any], start: Callable[[], Awaitable[T]]) -> T | str:
+        try:
+            output = await start()
+        except Exception as exc:
+            return self._tool_failed(name, input, exc)
+        self.tool(name, input, output=output)
+        return output
+
+    def _tool_failed(self, name: str, input: dict[str, Any], exc: Exception) -> str:
+        message = f"{type(exc).__name__}: {exc}"
+        self.tool(name, input, status="failed", error=message)
+        return message
 
     def subagent(
         self,
