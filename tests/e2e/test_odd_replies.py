@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ._project import Project, Result, make_project
+from ._project import Result, make_project
 
 ODD_EVALS = """\
 from niceeval import define_eval
