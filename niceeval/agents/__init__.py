@@ -1,6 +1,8 @@
-"""Agents under test: the protocol and its adapters (functions, OpenAI and Anthropic tool loops, HTTP services).
+"""Agents under test: the protocol and its adapters (functions, OpenAI and Anthropic tool loops, HTTP services,
+and agent frameworks: the OpenAI Agents SDK, pydantic-ai, LangGraph).
 
-The model and HTTP adapters are imported on first use, so `import niceeval` does not pay for the SDKs.
+The model, HTTP and framework adapters are imported on first use, so `import niceeval` does not pay for the SDKs,
+and the frameworks are needed only by those who use them (each is an extra: `pip install 'niceeval[langgraph]'`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ if TYPE_CHECKING:
     from niceeval.agents._http import AgentError, HTTPAgent, http_agent
     from niceeval.agents._model import ModelAgent
     from niceeval.agents._openai import openai_agent
+    from niceeval.agents._openai_agents import openai_agents_agent
 
 _LAZY = {
     "anthropic_agent": "_anthropic",
@@ -31,6 +34,7 @@ _LAZY = {
     "http_agent": "_http",
     "ModelAgent": "_model",
     "openai_agent": "_openai",
+    "openai_agents_agent": "_openai_agents",
 }
 
 __all__ = [
@@ -52,6 +56,7 @@ __all__ = [
     "function_agent",
     "http_agent",
     "openai_agent",
+    "openai_agents_agent",
     "per_variant",
 ]
 

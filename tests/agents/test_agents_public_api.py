@@ -29,6 +29,7 @@ def test_agents_exports() -> None:
             "function_agent",
             "http_agent",
             "openai_agent",
+            "openai_agents_agent",
             "per_variant",
         ]
     )
