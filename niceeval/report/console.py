@@ -17,6 +17,7 @@ from niceeval._core.assertion import AssertionResult
 from niceeval._core.outcome import Outcome
 from niceeval._core.results import RunResult, Spend
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
+from niceeval.report._grouping import group_misses, runs_text
 from niceeval.report._variants import VariantTable
 
 # Control characters (terminal escapes among them) and lone surrogates, which no terminal encoding can write.
@@ -141,19 +142,17 @@ class ConsoleReporter:
                 self._print(Text(f"   sandbox kept at {clean(run.sandbox_path)}", style="dim"))
 
     def _print_misses(self, runs: list[RunResult]) -> None:
-        for run in runs:
-            if run.outcome in ("passed", "skipped"):
-                continue
-            prefix = f"   run {run.run_index + 1}: " if len(runs) > 1 else "   "
-            if run.error is not None:
+        # With --runs N, a miss repeated across runs is printed once, naming the runs it hit.
+        for miss in group_misses(runs):
+            prefix = f"   {runs_text(miss.runs)}: " if len(runs) > 1 else "   "
+            if miss.error is not None:
                 text = Text(prefix, style="red")
-                text.append(f"error {clean(run.error.type)}: {clean(run.error.message)}", style="red")
-                if run.error.location:
-                    text.append(f"  at {clean(run.error.location)}", style="dim")
+                text.append(f"error {clean(miss.error.type)}: {clean(miss.error.message)}", style="red")
+                if miss.error.location:
+                    text.append(f"  at {clean(miss.error.location)}", style="dim")
                 self._print(text)
-            for assertion in run.assertions:
-                if assertion.state == "failed":
-                    self._print(self._miss(prefix, assertion))
+            elif miss.assertion is not None:
+                self._print(self._miss(prefix, miss.assertion))
 
     def _print_inconclusive(self, runs: list[RunResult]) -> None:
         shown: set[tuple[str, str]] = set()

@@ -1,0 +1,73 @@
+"""Misses repeated across `--runs N`, grouped: the console prints each distinct miss once, with the runs it hit."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, field
+
+from niceeval._core.assertion import AssertionResult
+from niceeval._core.errors import ErrorInfo
+from niceeval._core.results import RunResult
+
+_SHOWN_RUNS = 60
+
+
+@dataclass(kw_only=True, slots=True)
+class Miss:
+    """One distinct miss (an error, or a failed assertion) and the 0-based indices of the runs that had it."""
+
+    error: ErrorInfo | None = None
+    assertion: AssertionResult | None = None
+    runs: list[int] = field(default_factory=list)
+
+
+def _key(item: ErrorInfo | AssertionResult) -> Hashable:
+    if isinstance(item, ErrorInfo):
+        return ("error", item.type, item.message, item.location)
+    # Identical as reported: same check, same verdict, same words (judge reasons that differ stay apart).
+    return (
+        "assertion",
+        item.name,
+        item.severity,
+        item.shortfall(),
+        item.location,
+        item.expected,
+        item.actual,
+        item.reason,
+    )
+
+
+def group_misses(runs: Sequence[RunResult]) -> list[Miss]:
+    """The distinct misses of runs that did not pass, in order of first appearance (runs taken in run order)."""
+    groups: dict[Hashable, Miss] = {}
+    for run in sorted(runs, key=lambda r: r.run_index):
+        if run.outcome in ("passed", "skipped"):
+            continue
+        items: list[ErrorInfo | AssertionResult] = [run.error] if run.error is not None else []
+        items += [a for a in run.assertions if a.state == "failed"]
+        for item in items:
+            key = _key(item)
+            if key not in groups:
+                groups[key] = Miss(error=item) if isinstance(item, ErrorInfo) else Miss(assertion=item)
+            if not groups[key].runs or groups[key].runs[-1] != run.run_index:
+                groups[key].runs.append(run.run_index)
+    return list(groups.values())
+
+
+def runs_text(indices: Sequence[int]) -> str:
+    """1-based run numbers with consecutive ones as ranges: `run 3`, `runs 1-3,5 (4×)`."""
+    if len(indices) == 1:
+        return f"run {indices[0] + 1}"
+    spans: list[str] = []
+    start = prev = indices[0]
+    for index in [*indices[1:], None]:
+        if index is not None and index == prev + 1:
+            prev = index
+            continue
+        spans.append(f"{start + 1}" if start == prev else f"{start + 1}-{prev + 1}")
+        if index is not None:
+            start = prev = index
+    listed = ",".join(spans)
+    if len(listed) > _SHOWN_RUNS:
+        listed = listed[:_SHOWN_RUNS].rsplit(",", 1)[0] + ",..."
+    return f"runs {listed} ({len(indices)}×)"
