@@ -13,7 +13,8 @@ from niceeval._eval.config import JudgeSettings
 from niceeval._eval.spec import EvalSpec
 from niceeval._run.discovery import EvalEntry
 from niceeval._run.execute import ExecOptions, execute
-from niceeval.testing import LLMServer
+from niceeval.agents import FunctionSession
+from niceeval.testing import LLMServer, Reply, TokenUsage
 
 
 def asks_first(message: str) -> str:
@@ -91,3 +92,51 @@ def test_an_unreachable_followup_model_is_an_error_event_not_a_crash(
     assert result.error is None
     assert result.assertions[0].state == "failed"
     assert "OPENAI_API_KEY" in result.assertions[0].reason
+
+
+def asks_first_and_spends(message: str, session: FunctionSession) -> str:
+    session.usage("openai/gpt-4o-mini", input_tokens=100, output_tokens=10)
+    return asks_first(message)
+
+
+def _billing_run(decider: LLMServer, body: Any) -> RunResult:
+    detector = TokenUsage(input_tokens=700, output_tokens=30)
+    decider.push(
+        Reply(data={"asks_user": True, "answer": "Order 1234, please."}, usage=detector),
+        Reply(data={"asks_user": False, "answer": ""}, usage=detector),
+    )
+    spec = define_eval(body)
+    entry = EvalEntry(id=f"x.py::{spec.name}", spec=spec)
+    options = ExecOptions(timeout=30, agent=asks_first_and_spends, judge=JudgeSettings(model="openai/house-judge"))
+    return anyio.run(execute, entry, 0, options)
+
+
+def test_followup_detection_is_judge_spend_not_agent_usage(decider: LLMServer) -> None:
+    seen: list[Any] = []
+
+    async def ev(t: EvalContext) -> None:
+        turn = await t.send("Where is my order?", followups=2)
+        seen.extend([t.usage, turn.usage])
+        t.max_cost(1.0)  # the detector's model has no price: it must not make the agent's cost unknown
+
+    result = _billing_run(decider, ev)
+    run_usage, turn_usage = seen
+    assert (run_usage.input_tokens, run_usage.output_tokens) == (200, 20)  # two agent calls, no detector
+    assert (result.agent_spend.calls, result.agent_spend.tokens, result.agent_spend.unpriced) == (2, 220, [])
+    assert (result.judge_spend.calls, result.judge_spend.tokens) == (2, 1460)
+    assert result.judge_spend.cost is None and result.judge_spend.unpriced == ["openai/house-judge"]
+    assert [a.state for a in result.assertions] == ["passed"]
+
+
+def test_a_turn_with_followups_covers_every_sub_turn(decider: LLMServer) -> None:
+    turns: list[Any] = []
+
+    async def ev(t: EvalContext) -> None:
+        turns.append(await t.send("Where is my order?", followups=2))
+
+    _billing_run(decider, ev)
+    (turn,) = turns
+    assert turn.message == "Order 1234 is on its way."
+    assert (turn.usage.input_tokens, turn.usage.output_tokens) == (200, 20)
+    texts = [e.text for e in turn.events if e.type == "message"]
+    assert texts[0] == "Where is my order?" and texts[-1] == "Order 1234 is on its way." and len(texts) == 4

@@ -84,6 +84,9 @@ class UsageEvent(_Event):
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cost: float | None = None
+    billed_to: Literal["agent", "judge"] = "agent"
+    """`judge`: a call niceeval made for the eval (follow-up detection), counted as judge spend, never in
+    `t.usage`, `turn.usage`, agent spend or `t.max_tokens` / `t.max_cost`."""
 
 
 Event = Annotated[

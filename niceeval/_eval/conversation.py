@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from niceeval._core.assertion import Matcher
@@ -132,9 +132,14 @@ class Conversation:
         )
 
     async def send_with_followups(self, text: str, output: type[Any] | None, followups: int) -> Turn:
-        """Send, then answer up to `followups` clarification questions so the eval judges the final answer."""
+        """Send, then answer up to `followups` clarification questions so the eval judges the final answer.
+
+        The turn returned is the final answer, with the events and usage of the whole exchange (every sub-turn;
+        the detector's own calls are judge spend, not the agent's).
+        """
         if isinstance(followups, bool) or not isinstance(followups, int) or followups < 0:
             raise UsageError(f"t.send(followups=...) is how many clarifications to answer, >= 0; got {followups!r}.")
+        start = len(self._log.events)
         turn = await self.send(text, output)
         if followups and self._followup_model is None:
             raise UsageError(
@@ -158,6 +163,9 @@ class Conversation:
             if answer is None:
                 break
             turn = await self.send(answer, output)
+        if followups:
+            events = tuple(self._log.events[start:])
+            turn = replace(turn, events=events, usage=usage_of(events, self._pricing))
         return turn
 
     async def respond(self, value: object) -> Turn:

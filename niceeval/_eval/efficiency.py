@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from niceeval._core.assertion import Inconclusive, Matcher, ScoreLike, Verdict
 from niceeval._core.errors import UsageError
@@ -33,13 +34,16 @@ class Usage:
         return self.input_tokens + self.cache_read_tokens + self.output_tokens
 
 
-def usage_of(events: Sequence[Event], pricing: Mapping[str, Price]) -> Usage:
-    """Sum the usage events; price each by its own cost, else by the price table."""
+def usage_of(
+    events: Sequence[Event], pricing: Mapping[str, Price], *, billed_to: Literal["agent", "judge"] = "agent"
+) -> Usage:
+    """Sum the usage events billed to `billed_to` (the agent's by default); price each by its own cost, else by
+    the price table."""
     tokens_in = tokens_out = cached = 0
     cost = 0.0
     unpriced: list[str] = []
     for e in events:
-        if not isinstance(e, UsageEvent):
+        if not isinstance(e, UsageEvent) or e.billed_to != billed_to:
             continue
         tokens_in, tokens_out, cached = (
             tokens_in + e.input_tokens,

@@ -7,13 +7,14 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 from anyio.from_thread import BlockingPortal
 
 from niceeval._core.awaits import CURRENT_TRACKER
 from niceeval._core.errors import ErrorInfo, UsageError, error_info
+from niceeval._core.events import UsageEvent
 from niceeval._core.outcome import fold
 from niceeval._core.results import RunResult, Spend
 from niceeval._eval.checked_sandbox import CheckedSandbox
@@ -251,7 +252,7 @@ async def execute(entry: EvalEntry, run_index: int, options: ExecOptions) -> Run
         events=state.log.events,
         sandbox_path=str(kept) if kept else None,
         agent_spend=_agent_spend(state, options),
-        judge_spend=spend_of(state.assertions),
+        judge_spend=_judge_spend(state, options),
         case_id=entry.case.id if entry.case is not None else None,
         metadata=entry.case.metadata if entry.case is not None else {},
         variant=entry.variant.names if entry.variant is not None else None,
@@ -273,11 +274,25 @@ async def _judges(options: ExecOptions) -> AsyncIterator[SuiteJudges]:
             await own.aclose()
 
 
-def _agent_spend(state: RunState, options: ExecOptions) -> Spend:
-    usage = usage_of(state.log.events, options.pricing)
+def _usage_spend(state: RunState, options: ExecOptions, billed_to: Literal["agent", "judge"]) -> Spend:
+    """The run's usage events billed to one side, as a `Spend`."""
+    usage = usage_of(state.log.events, options.pricing, billed_to=billed_to)
     return Spend(
-        calls=sum(1 for e in state.log.events if e.type == "usage"),
+        calls=sum(1 for e in state.log.events if isinstance(e, UsageEvent) and e.billed_to == billed_to),
         tokens=usage.total_tokens,
         cost=usage.cost,
         unpriced=list(usage.unpriced_models),
     )
+
+
+def _agent_spend(state: RunState, options: ExecOptions) -> Spend:
+    """The agent's model calls (usage events billed to the agent)."""
+    return _usage_spend(state, options, "agent")
+
+
+def _judge_spend(state: RunState, options: ExecOptions) -> Spend:
+    """The judges' verdicts plus the calls niceeval made for the eval (follow-up detection)."""
+    verdicts = spend_of(state.assertions)
+    if not any(isinstance(e, UsageEvent) and e.billed_to == "judge" for e in state.log.events):
+        return verdicts
+    return verdicts + _usage_spend(state, options, "judge")

@@ -17,8 +17,15 @@ from niceeval._core.errors import ErrorInfo, error_info
 from niceeval._core.outcome import fold
 from niceeval._core.results import RunResult
 from niceeval._eval.context import RunState, SyncEvalContext
-from niceeval._run.execute import ExecOptions, _agent_spend, _evaluate_scoped, _judges, _unawaited_requires
-from niceeval._run.judging import JudgeSlot, spend_of
+from niceeval._run.execute import (
+    ExecOptions,
+    _agent_spend,
+    _evaluate_scoped,
+    _judge_spend,
+    _judges,
+    _unawaited_requires,
+)
+from niceeval._run.judging import JudgeSlot
 from niceeval._run.loop_host import LoopHost
 
 
@@ -119,7 +126,7 @@ class InlineRun:
             assertions=state.assertions,
             events=state.log.events,
             agent_spend=_agent_spend(state, options),
-            judge_spend=spend_of(state.assertions),
+            judge_spend=_judge_spend(state, options),
         )
 
 

@@ -69,7 +69,8 @@ async def answer_followup(
         history: The conversation before it, oldest first: dicts with `role` and `text` (or `content`).
         model: `provider/model` that decides and answers, e.g. `openai/gpt-5-mini`.
         goal: What the user wants, to answer consistently with it; inferred from the conversation if None.
-        log: Where to record the call's `usage` event, so it counts towards the run's tokens and cost.
+        log: Where to record the call's `usage` event, billed to the judge (`billed_to="judge"`): it is judge
+            spend, never the agent's tokens or cost.
         timeout: Seconds to wait for the model.
         retry: How rate limits and server errors are retried.
 
@@ -87,7 +88,7 @@ async def answer_followup(
     finally:
         await dialect.close()
     if log is not None and step.usage is not None:
-        log.emit(step.usage)
+        log.emit(step.usage.model_copy(update={"billed_to": "judge"}))
     try:
         decision = (
             FollowupDecision.model_validate(step.data)
