@@ -97,6 +97,7 @@ async def run_suite(
 
     async def worker(exec_options: ExecOptions) -> None:
         for entry, index in queue:
+            sinks.run_started(entry.id, index)
             result = redactor.run(await execute(entry, index, exec_options))
             tallies[entry.id].add(result)
             if result.error is not None and result.error.kind == "usage":

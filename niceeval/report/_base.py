@@ -61,6 +61,15 @@ class ReporterSet:
     def start(self, plan: Sequence[PlannedEval], problems: Sequence[Problem]) -> None:
         self._each("start", plan, problems)
 
+    def run_started(self, eval_id: str, run_index: int) -> None:
+        """A run began; only reporters that define `run_started` (live displays) are told."""
+        for reporter in list(self._reporters):
+            if hasattr(reporter, "run_started"):
+                try:
+                    reporter.run_started(eval_id, run_index)
+                except (Exception, SystemExit) as exc:  # a live display that breaks is dropped, the run goes on
+                    self._drop(reporter, "run_started", exc)
+
     def run_finished(self, result: RunResult) -> None:
         self._each("run_finished", result)
 

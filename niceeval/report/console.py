@@ -7,10 +7,10 @@ visible, so model output can neither inject rich markup nor move the terminal's 
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Sequence
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
 from niceeval._core.assertion import AssertionResult
@@ -19,6 +19,7 @@ from niceeval._core.results import RunResult, Spend
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
 from niceeval.report._grouping import group_misses, runs_text
 from niceeval.report._variants import VariantTable
+from niceeval.report.progress import Clock, LiveProgress
 
 # Control characters (terminal escapes among them) and lone surrogates, which no terminal encoding can write.
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
@@ -57,14 +58,23 @@ def _spend_text(side: str, spent: Spend) -> str:
 class ConsoleReporter:
     """Prints to a rich `Console` (injected, so tests render to a string at a fixed width)."""
 
-    def __init__(self, console: Console, *, strict: bool = False, min_pass_rate: float = 1.0) -> None:
+    def __init__(
+        self,
+        console: Console,
+        *,
+        strict: bool = False,
+        min_pass_rate: float = 1.0,
+        clock: Clock = time.monotonic,
+        refresh_per_second: float | None = 4.0,
+    ) -> None:
         self.console = console
         self.strict = strict
         self.min_pass_rate = min_pass_rate
         self._pending: dict[str, list[RunResult]] = {}
         self._tallies: dict[str, EvalTally] = {}
-        self._progress: Progress | None = None
-        self._task: TaskID | None = None
+        self._progress: LiveProgress | None = None
+        if console.is_terminal:
+            self._progress = LiveProgress(console, clock=clock, strict=strict, refresh_per_second=refresh_per_second)
         self._variants = VariantTable()
 
     def _print(self, text: Text) -> None:
@@ -86,18 +96,15 @@ class ConsoleReporter:
             Text(f"niceeval · {len(plan)} evals × {runs} run{'s' if runs != 1 else ''}", style="bold")
         )
         self._tallies = {p.id: EvalTally(eval=p) for p in plan}
-        if self.console.is_terminal and total:
-            self._progress = Progress(
-                TextColumn("running"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("{task.fields[counts]}"),
-                TimeElapsedColumn(),
-                console=self.console,
-                transient=True,
-            )
-            self._task = self._progress.add_task("runs", total=total, counts="")
-            self._progress.start()
+        if self._progress is not None:
+            if total:
+                self._progress.start(total)
+            else:
+                self._progress = None
+
+    def run_started(self, eval_id: str, run_index: int) -> None:
+        if self._progress is not None:
+            self._progress.run_started(eval_id, run_index)
 
     def run_finished(self, result: RunResult) -> None:
         tally = self._tallies.get(result.eval_id)
@@ -107,16 +114,10 @@ class ConsoleReporter:
         self._variants.add(result)
         runs = self._pending.setdefault(result.eval_id, [])
         runs.append(result)
-        if self._progress is not None and self._task is not None:
-            self._progress.update(self._task, advance=1, counts=self._counts_text())
+        if self._progress is not None:
+            self._progress.run_finished(result)
         if tally.done >= tally.eval.runs:
             self._print_eval(tally, self._pending.pop(result.eval_id))
-
-    def _counts_text(self) -> str:
-        done = [t for t in self._tallies.values() if t.done]
-        passed = sum(t.passing(strict=self.strict) for t in done)
-        failed = sum(t.counted for t in done) - passed
-        return f"✓ {passed}  ✗ {failed}"
 
     def _print_eval(self, tally: EvalTally, runs: list[RunResult]) -> None:
         status = tally.status(strict=self.strict, min_pass_rate=self.min_pass_rate)
