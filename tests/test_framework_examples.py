@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-FRAMEWORKS = ["openai_agents_agent"]
+FRAMEWORKS = ["openai_agents_agent", "pydantic_ai_agent"]
 
 
 def run_example(name: str, tmp_path: Path) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:

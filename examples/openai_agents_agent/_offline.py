@@ -22,8 +22,12 @@ def scripted_model(request: LLMRequest) -> ReplyLike:
     numbers = [n for m in request.messages if m.role == "user" for n in re.findall(r"\b\d{4}\b", m.content)]
     if not numbers:
         return "I can look up or cancel orders: which order number?"
-    if request.output_schema is not None:
-        return {"order_id": numbers[-1], "status": ORDERS.get(numbers[-1], "unknown")}
+    data = {"order_id": numbers[-1], "status": ORDERS.get(numbers[-1], "unknown")}
+    if request.output_schema is not None:  # structured output asked for as a response format
+        return data
+    output_tool = next((t.name for t in request.tools if t.name.startswith("final_result")), None)
+    if output_tool is not None:  # ... or as an output tool (pydantic-ai's default)
+        return ToolCall(name=output_tool, arguments=data)
     tool = "cancel_order" if "cancel" in request.last_user_text.lower() else "lookup_order"
     return ToolCall(name=tool, arguments={"order_id": numbers[-1]})
 

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from niceeval.agents._model import ModelAgent
     from niceeval.agents._openai import openai_agent
     from niceeval.agents._openai_agents import openai_agents_agent
+    from niceeval.agents._pydantic_ai import pydantic_ai_agent
 
 _LAZY = {
     "anthropic_agent": "_anthropic",
@@ -35,6 +36,7 @@ _LAZY = {
     "ModelAgent": "_model",
     "openai_agent": "_openai",
     "openai_agents_agent": "_openai_agents",
+    "pydantic_ai_agent": "_pydantic_ai",
 }
 
 __all__ = [
@@ -57,6 +59,7 @@ __all__ = [
     "http_agent",
     "openai_agent",
     "openai_agents_agent",
+    "pydantic_ai_agent",
     "per_variant",
 ]
 

@@ -15,7 +15,8 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
-from niceeval._core.events import ActionCalledEvent, EventLog, UsageEvent
+from niceeval._core.events import ActionCalledEvent, EventLog, MessageEvent, UsageEvent
+from niceeval.agents._function import structure
 from niceeval.agents._protocol import Reply
 
 T = TypeVar("T")
@@ -64,6 +65,13 @@ def parse_arguments(raw: object) -> Any:
         except json.JSONDecodeError:
             return raw
     return raw
+
+
+def final_reply(log: EventLog, value: object, output: type[Any] | None) -> Reply:
+    """The turn's reply from the framework's final output, checked against `output`, recorded as a message."""
+    reply = structure(as_reply(value), output, log)
+    log.emit(MessageEvent(role="assistant", text=reply.text, data=reply.data))
+    return reply
 
 
 def as_reply(value: object) -> Reply:

@@ -13,8 +13,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from niceeval._core.events import ErrorEvent, EventLog, MessageEvent, SubagentCalledEvent
-from niceeval.agents._function import structure
-from niceeval.agents._kit import Histories, ToolCalls, as_reply, priced_model, require, usage_event
+from niceeval.agents._kit import Histories, ToolCalls, final_reply, priced_model, require, usage_event
 from niceeval.agents._protocol import Reply
 from niceeval.providers import openai_client, release
 
@@ -161,9 +160,7 @@ class OpenAIAgentsSession:
             calls.abandon(exc)
             raise
         adapter.histories.put(self.id, result.to_input_list())
-        reply = structure(as_reply(result.final_output), output, self.log)
-        self.log.emit(MessageEvent(role="assistant", text=reply.text, data=reply.data))
-        return reply
+        return final_reply(self.log, result.final_output, output)
 
     async def close(self) -> None:
         """Give the client back; the conversation stays with the adapter so the session can be revived."""

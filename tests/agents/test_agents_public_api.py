@@ -30,6 +30,7 @@ def test_agents_exports() -> None:
             "http_agent",
             "openai_agent",
             "openai_agents_agent",
+            "pydantic_ai_agent",
             "per_variant",
         ]
     )
