@@ -7,6 +7,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from niceeval._cli_store import add_store_commands, add_store_flags
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
@@ -68,12 +70,15 @@ def _parser() -> argparse.ArgumentParser:
     cache.add_argument(
         "--cache-only", action="store_true", help="replay judge verdicts from the cache; a miss is inconclusive"
     )
+    add_store_flags(run)
     run.set_defaults(handler=_run)
 
     listing = commands.add_parser("list", help="list the evals found, with ids and tags")
     listing.add_argument("paths", nargs="*")
     listing.add_argument("--config", type=Path, metavar="PATH")
     listing.set_defaults(handler=_list)
+
+    add_store_commands(commands)
 
     init = commands.add_parser("init", help="write a starter niceeval.config.py and one eval")
     init.set_defaults(handler=_init)
@@ -134,6 +139,7 @@ def _run(args: argparse.Namespace) -> int:
     import anyio
     from rich.console import Console
 
+    from niceeval._cli_store import print_stored, store_sink_for
     from niceeval._eval.config import Config
     from niceeval._run.discovery import Discovery
     from niceeval._run.execute import ExecOptions
@@ -148,11 +154,14 @@ def _run(args: argparse.Namespace) -> int:
         filters = " after -k/--tag filtering" if discovery.evals else ""
         print(f"niceeval: no evals found in {where}{filters}. Write one with `niceeval init`.", file=sys.stderr)
         return EXIT_USAGE
+    sink = store_sink_for(config, args)
     reporters: list[Reporter] = [
         ConsoleReporter(Console(highlight=False, soft_wrap=True), strict=args.strict, min_pass_rate=args.min_pass_rate)
     ]
+    if sink is not None:
+        reporters.insert(0, sink)  # the store first: a run is kept before any reporter can fail on it
     if args.json:
-        reporters.append(JsonReporter(args.json))
+        reporters.append(JsonReporter(args.json, run_id=sink.run_id if sink else None))
     if args.junit:
         reporters.append(JUnitReporter(args.junit, strict=args.strict, min_pass_rate=args.min_pass_rate))
     options = SuiteOptions(
@@ -174,6 +183,9 @@ def _run(args: argparse.Namespace) -> int:
         ),
     )
     summary = anyio.run(run_suite, entries, discovery.errors, options, reporters)
+    if sink is not None:
+        sink.store.close()
+        print_stored(sink)
     return summary.exit_code
 
 

@@ -2,7 +2,8 @@
 # Debian packages the test suite needs, installed only when missing. Each feature that needs a real service
 # (a database server, a browser) adds its package here; the tests start the service themselves.
 set -euo pipefail
-packages=()   # e.g. packages+=(postgresql)
+packages=()
+packages+=(postgresql)   # the results store's tests run against a throwaway cluster (tests/_postgres.py)
 missing=()
 for pkg in "${packages[@]}"; do
     dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")

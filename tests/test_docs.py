@@ -55,3 +55,26 @@ def test_pytest_page_example_passes_under_pytest(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "2 passed" in done.stdout, done.stdout
+
+
+@pytest.mark.slow
+def test_store_read_example_runs_on_a_recorded_suite(tmp_path: Path) -> None:
+    (tmp_path / "niceeval.config.py").write_text(
+        "from niceeval import define_config\n\nconfig = define_config(agent=lambda m: 'echo: ' + m)\n"
+    )
+    (tmp_path / "evals").mkdir()
+    (tmp_path / "evals" / "talk.py").write_text(
+        "from niceeval import define_eval\nfrom niceeval.expect import includes\n\n\n"
+        "@define_eval\nasync def greets(t):\n    await t.send('hi')\n    t.check(t.reply, includes('hi'))\n"
+    )
+    ran = subprocess.run([sys.executable, "-m", "niceeval.cli", "run"], cwd=tmp_path, capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    blocks = {b["path"]: b["body"] for b in BLOCK.finditer((DOCS / "store.md").read_text())}
+    (tmp_path / "look_back.py").write_text(blocks["look_back.py"])
+    done = subprocess.run([sys.executable, "look_back.py"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[1:] == [
+        "evals/talk.py::greets 0 passed",
+        """["includes('hi')"] ['message', 'message']""",
+        f"{done.stdout.split()[0]} passed",
+    ]

@@ -50,3 +50,27 @@ def test_every_exported_name_exists() -> None:
     for module in (niceeval, niceeval.expect, niceeval.agents):
         for name in module.__all__:
             assert hasattr(module, name), f"{module.__name__}.{name}"
+
+
+def test_store_exports() -> None:
+    import niceeval.store
+
+    assert sorted(niceeval.store.__all__) == sorted(
+        [
+            "DEFAULT_PATH",
+            "EvalRunInfo",
+            "OutcomeChange",
+            "PlannedEvalInfo",
+            "RunDiff",
+            "RunNotFound",
+            "ScoreChange",
+            "Store",
+            "StoreError",
+            "StoreSink",
+            "SuiteRunDetail",
+            "SuiteRunInfo",
+            "SuiteRunStart",
+        ]
+    )
+    for name in niceeval.store.__all__:
+        assert hasattr(niceeval.store, name), f"niceeval.store.{name}"

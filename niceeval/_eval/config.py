@@ -65,6 +65,8 @@ class Config(BaseModel):
     """Count inconclusive assertions (judge unavailable, no price) as misses."""
     variants: dict[str, Any] | None = None
     """Variants for every eval of the suite (`{"prompt": [...], "model": [...]}`); an eval's own `variants=` wins."""
+    store: str | bool | None = None
+    """Results store: a SQLite path or `postgresql://...` URL; `False` turns it off (default `.niceeval/results.db`)."""
     root: Path = Field(default_factory=Path.cwd)
     """The project root: the folder holding `niceeval.config.py` (set by the loader)."""
 
@@ -117,7 +119,8 @@ def _explain(exc: ValidationError, model: type[BaseModel]) -> str:
 def define_config(**settings: Any) -> Config:
     """Build the project configuration in `niceeval.config.py` (assign it to `config`).
 
-    Keys: `evals`, `concurrency`, `timeout`, `judge`, `pricing`, `agent`, `fail_on_inconclusive`, `variants`.
+    Keys: `evals`, `concurrency`, `timeout`, `judge`, `pricing`, `agent`, `fail_on_inconclusive`, `variants`,
+    `store`.
     A wrong key or value raises a `ConfigError` naming the key and what to write instead.
     """
     where = caller_location(1) or CONFIG_FILE

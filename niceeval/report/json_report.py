@@ -26,8 +26,10 @@ _RUN_FIELDS = {"eval_id", "file", "line"}
 class JsonReporter:
     """Writes the suite's results to `path` as one JSON document (see docs/json-report.md)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, run_id: str | None = None) -> None:
         self.path = path
+        self.run_id = run_id
+        """The suite run's id in the results store (None: not stored)."""
         self._spool: IO[bytes] | None = None
         self._offsets: dict[str, list[tuple[int, int, int]]] = {}
         """Per eval: (run index, position, length) of each run's JSON in the spool."""
@@ -66,6 +68,7 @@ class JsonReporter:
         counts = summary.eval_counts()
         head: dict[str, Any] = {
             "schema_version": JSON_SCHEMA_VERSION,
+            "run_id": self.run_id,
             "started_at": self._started_at,
             "finished_at": datetime.now(UTC).isoformat(),
             "duration_s": round(summary.duration_s, 6),

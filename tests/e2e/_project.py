@@ -96,13 +96,19 @@ class Project:
         """1-based line of the first line of `rel` containing `needle`."""
         return line_in((self.root / rel).read_text(encoding="utf-8"), needle)
 
-    def cli(self, *args: str, timeout: float = 60.0, cwd: Path | None = None) -> Result:
-        """Run `niceeval ARGS` in the project (a fresh interpreter, as from a shell) and capture everything."""
+    def cli(
+        self, *args: str, timeout: float = 60.0, cwd: Path | None = None, env: dict[str, str] | None = None
+    ) -> Result:
+        """Run `niceeval ARGS` in the project (a fresh interpreter, as from a shell) and capture everything.
+
+        `env` adds environment variables (the caller's `NICEEVAL*` ones are never passed on).
+        """
         json_path, junit_path = self.out / "report.json", self.out / "report.xml"
         json_path.unlink(missing_ok=True)
         junit_path.unlink(missing_ok=True)
+        extra = env or {}
         env = {k: v for k, v in os.environ.items() if k not in _RENDERING_VARS and not k.startswith("NICEEVAL")}
-        env.update(COLUMNS="240", PYTHONIOENCODING="utf-8")
+        env.update(COLUMNS="240", PYTHONIOENCODING="utf-8", **extra)
         start = time.perf_counter()
         proc = subprocess.run(
             [sys.executable, "-W", "error", "-m", "niceeval.cli", *args],
@@ -127,10 +133,10 @@ class Project:
             junit_text=junit_path.read_text(encoding="utf-8") if junit_path.exists() else None,
         )
 
-    def run(self, *args: str, timeout: float = 60.0) -> Result:
+    def run(self, *args: str, timeout: float = 60.0, env: dict[str, str] | None = None) -> Result:
         """`niceeval run ARGS`, writing the JSON and JUnit reports next to the project."""
         reports = ("--json", str(self.out / "report.json"), "--junit", str(self.out / "report.xml"))
-        return self.cli("run", *args, *reports, timeout=timeout)
+        return self.cli("run", *args, *reports, timeout=timeout, env=env)
 
 
 def make_project(base: Path) -> Project:

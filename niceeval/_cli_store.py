@@ -1,0 +1,98 @@
+"""The store's part of the command line: `--store/--no-store` on `run`, and `runs`, `show`.
+
+Only argparse is imported at module level (`niceeval --help` stays fast); commands import the store when run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from niceeval._eval.config import Config
+    from niceeval.store import Store, StoreSink
+
+
+def add_store_flags(parser: argparse.ArgumentParser) -> None:
+    """`--store URL` and `--no-store` (on `run` and on the commands that read the store)."""
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
+        "--store", metavar="URL", help="results store: a SQLite path or postgresql://... (default .niceeval/results.db)"
+    )
+    if parser.prog.endswith(" run"):
+        where.add_argument("--no-store", action="store_true", help="do not record this run in the results store")
+
+
+def add_store_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`niceeval runs` and `niceeval show`."""
+    runs = commands.add_parser("runs", help="list the suite runs in the results store, latest first")
+    runs.add_argument("--limit", type=int, default=20, help="how many (default 20)")
+    runs.add_argument("--config", type=Path, metavar="PATH")
+    add_store_flags(runs)
+    runs.set_defaults(handler=_runs)
+
+    show = commands.add_parser("show", help="the console report of a stored suite run (or of one eval in it)")
+    show.add_argument("run", metavar="RUN", help="suite run id (a unique prefix is enough), or `latest`")
+    show.add_argument("eval_id", metavar="EVAL_ID", nargs="?", help="one eval: every assertion and event of its runs")
+    show.add_argument("--config", type=Path, metavar="PATH")
+    add_store_flags(show)
+    show.set_defaults(handler=_show)
+
+
+def store_sink_for(config: Config, args: argparse.Namespace) -> StoreSink | None:
+    """The sink recording this `niceeval run` (None with `--no-store`); a store that cannot open exits 2."""
+    from niceeval._eval.config import CONFIG_FILE
+    from niceeval._run.storing import StoreRequest, open_store, store_sink, suite_start
+
+    request = StoreRequest(flag=args.store, off=args.no_store, configured=config.store, root=config.root)
+    store = open_store(request)
+    if store is None:
+        return None
+    config_file = args.config.resolve() if args.config else config.root / CONFIG_FILE
+    start = suite_start(config.root, config_file, strict=args.strict, min_pass_rate=args.min_pass_rate)
+    return store_sink(store, start)
+
+
+def print_stored(sink: StoreSink) -> None:
+    """One line after the run: where it was stored and how to look at it again."""
+    if sink.error is None:
+        with contextlib.suppress(OSError):  # `niceeval run | head`: the console is gone, the run is not
+            print(f"stored as run {sink.run_id} in {sink.store.url} (niceeval show {sink.run_id})")
+
+
+def _open_existing(args: argparse.Namespace) -> Store:
+    from niceeval._core.errors import ConfigError
+    from niceeval._eval.config import find_root, load_config
+    from niceeval._run.storing import StoreRequest, store_location
+    from niceeval.store import Store
+
+    config = load_config(find_root(Path.cwd()), args.config.resolve() if args.config else None)
+    location = store_location(StoreRequest(flag=args.store, configured=config.store, root=config.root))
+    if location is None:
+        raise ConfigError("the results store is off in the config (store=False); pass --store URL to read one.")
+    if "://" not in location and not Path(location).exists():
+        raise ConfigError(f"no results store at {location} yet: `niceeval run` creates it (or pass --store URL).")
+    return Store.open(location, root=config.root)
+
+
+def _runs(args: argparse.Namespace) -> int:
+    from niceeval._store_views import runs_table
+
+    with _open_existing(args) as store:
+        for line in runs_table(store.runs(limit=args.limit)):
+            print(line)
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from niceeval._store_views import show_run
+
+    with _open_existing(args) as store:
+        show_run(store, args.run, args.eval_id, Console(highlight=False, soft_wrap=True))
+    sys.stdout.flush()
+    return 0

@@ -1,0 +1,45 @@
+"""The results store: every suite run kept in SQLite (default) or PostgreSQL, read back by id.
+
+The read API (what `niceeval runs/show/diff` and the viewer use):
+
+- `Store.runs(limit=20)`: suite runs, latest first (`SuiteRunInfo`: status, commit, totals, spend).
+- `Store.run(ref)`: one suite run with its plan and a summary line per eval run (`SuiteRunDetail`).
+- `Store.eval_run(ref, eval_id, run_index=0)`: one eval run in full, as the `RunResult` the runner produced.
+- `Store.results(ref, eval_ids=None)`: every eval run of a suite run in full, streamed.
+- `Store.history(eval_id)`: the eval's runs across suite runs, latest first (`EvalRunInfo`).
+- `Store.diff(base, head, threshold=0.1)`: verdicts that changed, new and gone evals, scores that moved (`RunDiff`).
+
+A suite run is named by its id (`ref` may also be a unique prefix of 4+ characters, or `latest`); inside it an
+eval run is keyed by `(eval_id, run_index)`. See docs/store.md.
+"""
+
+from niceeval.store._models import (
+    EvalRunInfo,
+    OutcomeChange,
+    PlannedEvalInfo,
+    RunDiff,
+    ScoreChange,
+    SuiteRunDetail,
+    SuiteRunInfo,
+    SuiteRunStart,
+)
+from niceeval.store._open import DEFAULT_PATH, StoreError
+from niceeval.store._read import RunNotFound
+from niceeval.store._sink import StoreSink
+from niceeval.store._store import Store
+
+__all__ = [
+    "DEFAULT_PATH",
+    "EvalRunInfo",
+    "OutcomeChange",
+    "PlannedEvalInfo",
+    "RunDiff",
+    "RunNotFound",
+    "ScoreChange",
+    "Store",
+    "StoreError",
+    "StoreSink",
+    "SuiteRunDetail",
+    "SuiteRunInfo",
+    "SuiteRunStart",
+]

@@ -1,0 +1,169 @@
+"""What the store takes in about a suite run, and what its read API gives back (pydantic: stored and loaded).
+
+Full eval runs come back as the `RunResult` the runner produced; these models are the lighter rows around them:
+a suite run's header and totals, an eval run's summary line, a diff of two suite runs.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from niceeval._core.outcome import Outcome
+
+SuiteStatus = Literal["running", "finished", "interrupted"]
+"""`running`: being written, or its process was killed (`--resume` finishes it); `interrupted`: Ctrl-C."""
+SuiteKind = Literal["run", "rerun", "rescore"]
+
+
+class SuiteRunStart(BaseModel):
+    """What the runner knows about a suite run before it starts: who ran what, where, on which commit."""
+
+    id: str
+    kind: SuiteKind = "run"
+    parent_id: str | None = None
+    """The suite run this one reruns or rescores."""
+    command: list[str] = Field(default_factory=list)
+    root: str = ""
+    """The project root the suite ran in."""
+    git_commit: str | None = None
+    git_branch: str | None = None
+    git_dirty: bool | None = None
+    config_digest: str | None = None
+    """SHA-256 of the config file, when there is one."""
+    strict: bool = False
+    min_pass_rate: float = 1.0
+
+
+class SuiteRunInfo(BaseModel):
+    """One suite run's header and totals, as `niceeval runs` lists it."""
+
+    id: str
+    started_at: datetime
+    finished_at: datetime | None
+    status: SuiteStatus
+    kind: SuiteKind
+    parent_id: str | None
+    command: list[str]
+    root: str
+    git_commit: str | None
+    git_branch: str | None
+    git_dirty: bool | None
+    config_digest: str | None
+    niceeval_version: str
+    strict: bool
+    min_pass_rate: float
+    evals: int
+    runs_planned: int
+    runs_done: int
+    """Eval runs stored (for a run still `running`, counted when read)."""
+    passed: int
+    """Evals (not runs) whose verdict over their runs is `passed`; likewise `scored`, `failed`, `skipped`."""
+    scored: int
+    failed: int
+    skipped: int
+    errors: list[dict[str, str]] = Field(default_factory=list)
+    """Load and usage problems (`location`, `message`)."""
+    exit_code: int | None
+    duration_s: float | None
+    agent_cost: float | None
+    judge_cost: float | None
+    agent_tokens: int
+    judge_tokens: int
+
+    @property
+    def pass_rate(self) -> float | None:
+        """Share of the evals with a verdict (skipped aside) that passed or scored; None if none has one."""
+        counted = self.passed + self.scored + self.failed
+        return (self.passed + self.scored) / counted if counted else None
+
+    @property
+    def cost(self) -> float | None:
+        """Agent plus judge USD; None when either side had an unpriced model."""
+        if self.agent_cost is None or self.judge_cost is None:
+            return None
+        return self.agent_cost + self.judge_cost
+
+
+class PlannedEvalInfo(BaseModel):
+    """One eval a suite run planned, `runs` times."""
+
+    eval_id: str
+    file: str
+    line: int
+    tags: list[str]
+    runs: int
+
+
+class EvalRunInfo(BaseModel):
+    """One eval run's summary line (the full record: `Store.eval_run`)."""
+
+    suite_run_id: str
+    eval_id: str
+    run_index: int
+    outcome: Outcome
+    finished_at: datetime
+    duration_s: float
+    error: str | None = None
+    """`Type: message` of the error that ended the run, if any."""
+    agent_cost: float | None
+    judge_cost: float | None
+    tokens: int
+    """Agent and judge tokens together."""
+
+
+class SuiteRunDetail(BaseModel):
+    """A suite run with its plan and the summary of every eval run stored in it."""
+
+    run: SuiteRunInfo
+    evals: list[PlannedEvalInfo]
+    eval_runs: list[EvalRunInfo]
+    """In plan order, then run index."""
+
+
+class OutcomeChange(BaseModel):
+    """An eval whose verdict differs between the two suite runs of a diff."""
+
+    eval_id: str
+    base: Outcome
+    head: Outcome
+    regressed: bool
+    """The head verdict is worse: passed or scored -> failed, or passed -> scored."""
+
+
+class ScoreChange(BaseModel):
+    """An assertion whose mean score moved by more than the diff's threshold."""
+
+    eval_id: str
+    assertion: str
+    base: float
+    head: float
+
+    @property
+    def delta(self) -> float:
+        return self.head - self.base
+
+
+class RunDiff(BaseModel):
+    """What changed from suite run `base` to suite run `head`."""
+
+    base: str
+    head: str
+    threshold: float
+    changed: list[OutcomeChange] = Field(default_factory=list)
+    new: list[str] = Field(default_factory=list)
+    """Evals in head only."""
+    gone: list[str] = Field(default_factory=list)
+    """Evals in base only."""
+    scores: list[ScoreChange] = Field(default_factory=list)
+
+    @property
+    def regressed(self) -> bool:
+        """True when an eval got worse or a score dropped by more than the threshold."""
+        return any(c.regressed for c in self.changed) or any(s.delta < 0 for s in self.scores)
+
+    def describe(self) -> dict[str, Any]:
+        """Plain data for JSON output."""
+        return {**self.model_dump(), "regressed": self.regressed}

@@ -1,0 +1,164 @@
+"""Reading the store back: suite runs, their eval runs, full records, an eval's history."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from sqlalchemy import Connection, RowMapping, select
+
+from niceeval._core.results import RunResult
+from niceeval._core.summary import PlannedEval
+from niceeval.store._models import EvalRunInfo, PlannedEvalInfo, SuiteRunDetail, SuiteRunInfo
+from niceeval.store._open import StoreError
+from niceeval.store._rows import from_rows
+from niceeval.store._schema import assertions, eval_runs, events, judge_calls, suite_evals, suite_runs
+from niceeval.store._write import totals
+
+_CHUNK = 200  # eval runs loaded per round trip when streaming full records
+
+
+class RunNotFound(StoreError):
+    """No suite run (or eval run) matches what was asked; the message says what to do."""
+
+
+def _info(row: RowMapping) -> SuiteRunInfo:
+    data = dict(row)
+    data["errors"] = data["errors"] or []
+    return SuiteRunInfo.model_validate(data)
+
+
+def list_runs(conn: Connection, *, limit: int = 20, offset: int = 0) -> list[SuiteRunInfo]:
+    """Suite runs, latest first. Totals of a run still `running` are counted from what it stored so far."""
+    query = select(suite_runs).order_by(suite_runs.c.started_at.desc(), suite_runs.c.id).limit(limit).offset(offset)
+    found = []
+    for row in conn.execute(query).mappings():
+        info = _info(row)
+        if info.status == "running":
+            info = info.model_copy(update=totals(conn, info.id))
+        found.append(info)
+    return found
+
+
+def resolve(conn: Connection, ref: str) -> str:
+    """The id of the suite run `ref` names: an id, a unique prefix of one (4+ characters), or `latest`."""
+    if ref == "latest":
+        found = conn.execute(select(suite_runs.c.id).order_by(suite_runs.c.started_at.desc()).limit(1)).scalar()
+        if found is None:
+            raise RunNotFound("the results store holds no suite run yet; `niceeval run` makes one.")
+        return str(found)
+    if conn.execute(select(suite_runs.c.id).where(suite_runs.c.id == ref)).scalar() is not None:
+        return ref
+    matches = []
+    if len(ref) >= 4:
+        like = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        matches = list(conn.execute(select(suite_runs.c.id).where(suite_runs.c.id.like(like, escape="\\")).limit(3)))
+    if len(matches) == 1:
+        return str(matches[0][0])
+    if matches:
+        raise RunNotFound(f"{ref!r} matches several suite runs; give more of the id (`niceeval runs` lists them).")
+    raise RunNotFound(f"no suite run {ref!r} in the results store; `niceeval runs` lists them.")
+
+
+def get_run(conn: Connection, suite_run_id: str) -> SuiteRunDetail:
+    """A suite run's header, plan and eval run summaries (in plan order, then run index)."""
+    row = conn.execute(select(suite_runs).where(suite_runs.c.id == suite_run_id)).mappings().first()
+    if row is None:
+        raise RunNotFound(f"no suite run {suite_run_id!r} in the results store; `niceeval runs` lists them.")
+    info = _info(row)
+    if info.status == "running":
+        info = info.model_copy(update=totals(conn, suite_run_id))
+    plan = planned(conn, suite_run_id)
+    order = {p.id: i for i, p in enumerate(plan)}
+    summaries = [_summary(r) for r in conn.execute(_run_rows(suite_run_id)).mappings()]
+    summaries.sort(key=lambda s: (order.get(s.eval_id, len(order)), s.run_index))
+    evals = [PlannedEvalInfo(eval_id=p.id, file=p.file, line=p.line, tags=list(p.tags), runs=p.runs) for p in plan]
+    return SuiteRunDetail(run=info, evals=evals, eval_runs=summaries)
+
+
+def planned(conn: Connection, suite_run_id: str) -> list[PlannedEval]:
+    """The evals a suite run planned, in plan order."""
+    query = select(suite_evals).where(suite_evals.c.suite_run_id == suite_run_id).order_by(suite_evals.c.position)
+    return [
+        PlannedEval(id=r.eval_id, file=r.file, line=r.line, tags=tuple(r.tags), runs=r.runs)
+        for r in conn.execute(query)
+    ]
+
+
+def done_keys(conn: Connection, suite_run_id: str) -> set[tuple[str, int]]:
+    """`(eval_id, run_index)` of every eval run stored in a suite run."""
+    query = select(eval_runs.c.eval_id, eval_runs.c.run_index).where(eval_runs.c.suite_run_id == suite_run_id)
+    return {(r.eval_id, r.run_index) for r in conn.execute(query)}
+
+
+def _run_rows(suite_run_id: str) -> Any:
+    return select(eval_runs).where(eval_runs.c.suite_run_id == suite_run_id)
+
+
+def _summary(row: RowMapping) -> EvalRunInfo:
+    error = row["error"]
+    return EvalRunInfo(
+        suite_run_id=row["suite_run_id"],
+        eval_id=row["eval_id"],
+        run_index=row["run_index"],
+        outcome=row["outcome"],
+        finished_at=row["finished_at"],
+        duration_s=row["duration_s"],
+        error=f"{error['type']}: {error['message']}" if error else None,
+        agent_cost=row["agent_cost"],
+        judge_cost=row["judge_cost"],
+        tokens=row["agent_tokens"] + row["judge_tokens"],
+    )
+
+
+def history(conn: Connection, eval_id: str, *, limit: int = 50) -> list[EvalRunInfo]:
+    """The eval's runs across suite runs, latest first."""
+    query = (
+        select(eval_runs)
+        .where(eval_runs.c.eval_id == eval_id)
+        .order_by(eval_runs.c.finished_at.desc(), eval_runs.c.run_index)
+        .limit(limit)
+    )
+    return [_summary(r) for r in conn.execute(query).mappings()]
+
+
+def results(
+    conn: Connection, suite_run_id: str, *, eval_ids: Sequence[str] | None = None, run_index: int | None = None
+) -> Iterator[RunResult]:
+    """Full records of a suite run's eval runs (optionally some evals, one run index), a chunk at a time."""
+    query = _run_rows(suite_run_id).order_by(eval_runs.c.id)
+    if eval_ids is not None:
+        query = query.where(eval_runs.c.eval_id.in_(list(eval_ids)))
+    if run_index is not None:
+        query = query.where(eval_runs.c.run_index == run_index)
+    rows = conn.execute(query).mappings().all()
+    for start in range(0, len(rows), _CHUNK):
+        yield from _load(conn, rows[start : start + _CHUNK])
+
+
+def _load(conn: Connection, rows: Sequence[RowMapping]) -> Iterator[RunResult]:
+    ids = [r["id"] for r in rows]
+    by_run: dict[int, list[RowMapping]] = {i: [] for i in ids}
+    query = select(assertions).where(assertions.c.eval_run_id.in_(ids)).order_by(assertions.c.position)
+    for a in conn.execute(query).mappings():
+        by_run[a["eval_run_id"]].append(a)
+    assertion_ids = [a["id"] for group in by_run.values() for a in group]
+    calls: dict[int, list[RowMapping]] = {}
+    if assertion_ids:
+        query = select(judge_calls).where(judge_calls.c.assertion_id.in_(assertion_ids))
+        for c in conn.execute(query.order_by(judge_calls.c.position)).mappings():
+            calls.setdefault(c["assertion_id"], []).append(c)
+    stream: dict[int, list[RowMapping]] = {i: [] for i in ids}
+    for e in conn.execute(select(events).where(events.c.eval_run_id.in_(ids)).order_by(events.c.seq)).mappings():
+        stream[e["eval_run_id"]].append(e)
+    for row in rows:
+        yield from_rows(row, by_run[row["id"]], calls, stream[row["id"]])
+
+
+def eval_run(conn: Connection, suite_run_id: str, eval_id: str, run_index: int = 0) -> RunResult:
+    """One eval run in full: assertions with judge calls, events, spend."""
+    found = list(results(conn, suite_run_id, eval_ids=[eval_id], run_index=run_index))
+    if not found:
+        raise RunNotFound(f"suite run {suite_run_id} has no run {run_index} of eval {eval_id!r}.")
+    return found[0]
+

@@ -1,0 +1,199 @@
+"""The results store's tables (SQLAlchemy Core), one schema for SQLite and PostgreSQL.
+
+A suite run (`suite_runs`) plans evals (`suite_evals`, one row per eval with its number of runs) and holds eval
+runs (`eval_runs`, keyed by `(suite_run_id, eval_id, run_index)`); each eval run owns its assertions (and their
+judge calls), its events and its turns with the agent. Migrations in `_migrations/` build exactly this schema;
+a test compares the two.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Column,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+SCHEMA_REVISION = "0001"
+"""The Alembic revision this niceeval writes and reads (the head of `_migrations/versions`)."""
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+Json = JSON()
+# SQLite only makes INTEGER PRIMARY KEY an alias of the rowid (auto-incremented); PostgreSQL wants BIGINT.
+RowId = BigInteger().with_variant(Integer(), "sqlite")
+When = DateTime(timezone=True)
+
+store_info = Table(
+    "store_info",
+    metadata,
+    Column("key", String(64), primary_key=True),
+    Column("value", Text, nullable=False),
+)
+"""`niceeval_version`: the niceeval that last migrated the store (named when a newer store is refused)."""
+
+suite_runs = Table(
+    "suite_runs",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("started_at", When, nullable=False),
+    Column("finished_at", When),
+    Column("status", String(16), nullable=False),
+    Column("kind", String(16), nullable=False, server_default="run"),
+    Column("parent_id", String(32), ForeignKey("suite_runs.id", ondelete="SET NULL")),
+    Column("command", Json, nullable=False),
+    Column("root", Text, nullable=False, server_default=""),
+    Column("git_commit", String(64)),
+    Column("git_branch", Text),
+    Column("git_dirty", Boolean),
+    Column("config_digest", String(64)),
+    Column("niceeval_version", String(32), nullable=False),
+    Column("strict", Boolean, nullable=False, server_default="0"),
+    Column("min_pass_rate", Float, nullable=False, server_default="1"),
+    Column("evals", Integer, nullable=False, server_default="0"),
+    Column("runs_planned", Integer, nullable=False, server_default="0"),
+    Column("runs_done", Integer, nullable=False, server_default="0"),
+    Column("passed", Integer, nullable=False, server_default="0"),
+    Column("scored", Integer, nullable=False, server_default="0"),
+    Column("failed", Integer, nullable=False, server_default="0"),
+    Column("skipped", Integer, nullable=False, server_default="0"),
+    Column("errors", Json),
+    Column("exit_code", Integer),
+    Column("duration_s", Float),
+    Column("agent_cost", Float),
+    Column("judge_cost", Float),
+    Column("agent_tokens", BigInteger, nullable=False, server_default="0"),
+    Column("judge_tokens", BigInteger, nullable=False, server_default="0"),
+    Index(None, "started_at"),
+    Index(None, "status", "started_at"),
+)
+"""Statuses: `running` (being written, or killed), `finished`, `interrupted` (Ctrl-C). Kinds: `run`, `rerun`,
+`rescore` (`parent_id` names the suite run it came from)."""
+
+suite_evals = Table(
+    "suite_evals",
+    metadata,
+    Column("suite_run_id", String(32), ForeignKey("suite_runs.id", ondelete="CASCADE"), primary_key=True),
+    Column("eval_id", Text, primary_key=True),
+    Column("position", Integer, nullable=False),
+    Column("file", Text, nullable=False),
+    Column("line", Integer, nullable=False),
+    Column("tags", Json, nullable=False),
+    Column("runs", Integer, nullable=False),
+)
+
+eval_runs = Table(
+    "eval_runs",
+    metadata,
+    Column("id", RowId, primary_key=True, autoincrement=True),
+    Column("suite_run_id", String(32), ForeignKey("suite_runs.id", ondelete="CASCADE"), nullable=False),
+    Column("eval_id", Text, nullable=False),
+    Column("run_index", Integer, nullable=False),
+    Column("file", Text, nullable=False),
+    Column("line", Integer, nullable=False),
+    Column("outcome", String(16), nullable=False),
+    Column("finished_at", When, nullable=False),
+    Column("duration_s", Float, nullable=False),
+    Column("error", Json),
+    Column("skip_reason", Text),
+    Column("sandbox_path", Text),
+    Column("agent_calls", Integer, nullable=False),
+    Column("agent_tokens", BigInteger, nullable=False),
+    Column("agent_cost", Float),
+    Column("judge_calls", Integer, nullable=False),
+    Column("judge_tokens", BigInteger, nullable=False),
+    Column("judge_cost", Float),
+    Column("judge_cached", Integer, nullable=False),
+    Column("unpriced", Json),
+    Column("input_tokens", BigInteger, nullable=False),
+    Column("output_tokens", BigInteger, nullable=False),
+    Column("cache_read_tokens", BigInteger, nullable=False),
+    UniqueConstraint("suite_run_id", "eval_id", "run_index"),
+    Index(None, "eval_id", "finished_at"),
+)
+
+assertions = Table(
+    "assertions",
+    metadata,
+    Column("id", RowId, primary_key=True, autoincrement=True),
+    Column("eval_run_id", BigInteger, ForeignKey("eval_runs.id", ondelete="CASCADE"), nullable=False),
+    Column("position", Integer, nullable=False),
+    Column("name", Text, nullable=False),
+    Column("severity", String(8), nullable=False),
+    Column("score", Float),
+    Column("threshold", Float, nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("expected", Text),
+    Column("actual", Text),
+    Column("location", Text),
+    Column("optional", Boolean, nullable=False),
+    Column("cause", String(32)),
+    Index(None, "eval_run_id", "position"),
+)
+
+judge_calls = Table(
+    "judge_calls",
+    metadata,
+    Column("id", RowId, primary_key=True, autoincrement=True),
+    Column("assertion_id", BigInteger, ForeignKey("assertions.id", ondelete="CASCADE"), nullable=False),
+    Column("position", Integer, nullable=False),
+    Column("model", Text, nullable=False),
+    Column("messages", Json, nullable=False),
+    Column("score", Float),
+    Column("passed", Boolean),
+    Column("reason", Text, nullable=False),
+    Column("input_tokens", Integer, nullable=False),
+    Column("output_tokens", Integer, nullable=False),
+    Column("cache_read_tokens", Integer, nullable=False),
+    Column("cost", Float),
+    Column("latency", Float, nullable=False),
+    Column("cached", Boolean, nullable=False),
+    Column("fallback", Boolean, nullable=False),
+    Column("asked", Boolean, nullable=False),
+    Column("cause", String(32)),
+    Index(None, "assertion_id", "position"),
+)
+
+events = Table(
+    "events",
+    metadata,
+    Column("eval_run_id", BigInteger, ForeignKey("eval_runs.id", ondelete="CASCADE"), primary_key=True),
+    Column("seq", Integer, primary_key=True),
+    Column("type", String(32), nullable=False),
+    Column("at", When, nullable=False),
+    Column("payload", Json, nullable=False),
+)
+"""`payload`: the event's own fields (everything but `seq`, `type` and `at`)."""
+
+turns = Table(
+    "turns",
+    metadata,
+    Column("eval_run_id", BigInteger, ForeignKey("eval_runs.id", ondelete="CASCADE"), primary_key=True),
+    Column("position", Integer, primary_key=True),
+    Column("sent", Text, nullable=False),
+    Column("reply", Text),
+    Column("data", Json),
+    Column("first_seq", Integer, nullable=False),
+    Column("last_seq", Integer, nullable=False),
+)
+"""One exchange with the agent: the user message sent, the assistant's reply (None: no reply came), and the
+span of events it covers (`rescore` replays them)."""

@@ -1,0 +1,148 @@
+"""The store as a sink of finished runs: results are written by a thread, in batches, each batch committed.
+
+The event loop only enqueues a finished `RunResult`; the writer thread takes whatever has queued up (one run, or
+many when the database is slower than the suite), writes it in one transaction and commits. A killed process
+therefore loses at most the runs in flight and the few queued behind an open transaction. A store that fails
+mid-run never stops the suite: the runs it could not take are counted and a warning says so at the end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import sys
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TextIO
+
+from niceeval._core.results import RunResult
+from niceeval._core.summary import PlannedEval, Problem, SuiteSummary
+from niceeval.store._models import SuiteRunStart
+from niceeval.store._store import Store
+
+_BATCH = 256
+_JOIN_TIMEOUT_S = 300.0
+
+
+@dataclass(frozen=True, slots=True)
+class _Finish:
+    summary: SuiteSummary
+
+
+class StoreSink:
+    """A reporter-shaped sink that records a suite run in a `Store`.
+
+    Args:
+        store: Where to write.
+        start: The suite run's identity and context (`start.id` is the run id reports carry).
+        resume: Complete the existing suite run `start.id` instead of creating it.
+        warnings: Where the end-of-run warning goes when some runs could not be stored.
+    """
+
+    def __init__(
+        self, store: Store, start: SuiteRunStart, *, resume: bool = False, warnings: TextIO | None = None
+    ) -> None:
+        self.store = store
+        self.start_info = start
+        self.resume = resume
+        self.unstored = 0
+        """Runs that could not be written."""
+        self.received = 0
+        self.error: str | None = None
+        """The first write error, in words."""
+        self._warnings = warnings
+        self._queue: queue.SimpleQueue[RunResult | _Finish] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._open = False
+
+    @property
+    def run_id(self) -> str:
+        return self.start_info.id
+
+    def start(self, plan: Sequence[PlannedEval], problems: Sequence[Problem]) -> None:
+        try:
+            if self.resume:
+                self.store.extend(self.run_id, plan)
+            else:
+                self.store.begin(self.start_info, plan)
+            self._open = True
+        except Exception as exc:  # the suite runs anyway; the warning at the end counts what was lost
+            self._failed(exc)
+        self._thread = threading.Thread(target=self._write_loop, name="niceeval-store-writer", daemon=True)
+        self._thread.start()
+
+    def run_finished(self, result: RunResult) -> None:
+        self.received += 1
+        self._queue.put(result)
+
+    def finish(self, summary: SuiteSummary) -> None:
+        self._queue.put(_Finish(summary))
+        if self._thread is not None:
+            self._thread.join(_JOIN_TIMEOUT_S)
+            if self._thread.is_alive():
+                self._failed(TimeoutError(f"the store took over {_JOIN_TIMEOUT_S:g} s to take the last runs"))
+                self.unstored = self.received
+        if self.unstored:
+            self._warn()
+
+    def _failed(self, exc: BaseException) -> None:
+        if self.error is None:
+            text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            self.error = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+    def _write_loop(self) -> None:
+        while True:
+            item = self._queue.get()
+            batch: list[RunResult] = []
+            while isinstance(item, RunResult):
+                batch.append(item)
+                if len(batch) >= _BATCH:
+                    break
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+            if batch:
+                self._write(batch)
+            if isinstance(item, _Finish):
+                self._close(item.summary)
+                return
+
+    def _write(self, batch: list[RunResult]) -> None:
+        if not self._open:
+            self.unstored += len(batch)
+            return
+        try:
+            self.store.add(self.run_id, batch)
+        except Exception as exc:
+            self._failed(exc)
+            self.unstored += len(batch)
+
+    def _close(self, summary: SuiteSummary) -> None:
+        if not self._open:
+            return
+        try:
+            self.store.finish(
+                self.run_id,
+                status="interrupted" if summary.interrupted else "finished",
+                exit_code=summary.exit_code,
+                duration_s=summary.duration_s,
+                errors=[{"location": p.location, "message": p.message} for p in summary.problems],
+            )
+        except Exception as exc:
+            self._failed(exc)
+
+    def _warn(self) -> None:
+        out = self._warnings or sys.stderr
+        again = (
+            f"`niceeval run --resume {self.run_id}` runs the missing ones again once the store is back"
+            if self._open
+            else "the suite run itself could not be recorded"
+        )
+        with contextlib.suppress(OSError):
+            print(
+                f"niceeval: warning: {self.unstored} of {self.received} runs were not stored in the results store "
+                f"{self.store.url} ({self.error}). The reports include them; {again}.",
+                file=out,
+            )

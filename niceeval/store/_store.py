@@ -1,0 +1,147 @@
+"""`Store`: one results store (SQLite file or PostgreSQL database) and its read and write API."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from types import TracebackType
+
+from sqlalchemy import Connection, Engine
+
+from niceeval._core.results import RunResult
+from niceeval._core.summary import PlannedEval
+from niceeval.store import _compare, _read, _write
+from niceeval.store._models import EvalRunInfo, RunDiff, SuiteRunDetail, SuiteRunInfo, SuiteRunStart, SuiteStatus
+from niceeval.store._open import create_store_engine, resolve_url
+
+
+class Store:
+    """A results store: every suite run kept, read back for `niceeval runs/show/diff` and the viewer.
+
+    Open one with `Store.open(url)`; it is safe to share between threads (each call takes its own connection).
+    Suite runs are named by id; every read method also takes a unique id prefix or `latest`.
+
+    Example:
+        >>> with Store.open("sqlite:///.niceeval/results.db") as store:  # doctest: +SKIP
+        ...     for run in store.runs(limit=5):
+        ...         print(run.id, run.status, run.pass_rate)
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    @classmethod
+    def open(cls, url: str, *, root: Path | None = None) -> Store:
+        """Open (and create or migrate) the store at `url`: a SQLAlchemy URL, `postgresql://...`, or a file path.
+
+        Raises:
+            StoreError: unreachable, not a database, or written by a newer niceeval (the message says what to do).
+        """
+        return cls(create_store_engine(resolve_url(url, root or Path.cwd())))
+
+    @property
+    def url(self) -> str:
+        """The store's URL with any password masked."""
+        return self.engine.url.render_as_string(hide_password=True)
+
+    def close(self) -> None:
+        """Release the store's connections."""
+        self.engine.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
+        self.close()
+
+    @contextmanager
+    def _reading(self) -> Iterator[Connection]:
+        with self.engine.connect() as conn:
+            yield conn
+
+    @contextmanager
+    def _writing(self) -> Iterator[Connection]:
+        with self.engine.connect().execution_options(niceeval_write=True) as conn, conn.begin():
+            yield conn
+
+    # reading
+
+    def runs(self, *, limit: int = 20, offset: int = 0) -> list[SuiteRunInfo]:
+        """Suite runs, latest first."""
+        with self._reading() as conn:
+            return _read.list_runs(conn, limit=limit, offset=offset)
+
+    def resolve(self, ref: str) -> str:
+        """The full id of the suite run `ref` names (an id, a unique prefix of 4+ characters, or `latest`)."""
+        with self._reading() as conn:
+            return _read.resolve(conn, ref)
+
+    def run(self, ref: str) -> SuiteRunDetail:
+        """A suite run: its header and totals, its plan, and a summary of each eval run."""
+        with self._reading() as conn:
+            return _read.get_run(conn, _read.resolve(conn, ref))
+
+    def planned(self, ref: str) -> list[PlannedEval]:
+        """The evals a suite run planned, in plan order."""
+        with self._reading() as conn:
+            return _read.planned(conn, _read.resolve(conn, ref))
+
+    def done(self, ref: str) -> set[tuple[str, int]]:
+        """`(eval_id, run_index)` of every eval run stored in a suite run."""
+        with self._reading() as conn:
+            return _read.done_keys(conn, _read.resolve(conn, ref))
+
+    def results(self, ref: str, *, eval_ids: Sequence[str] | None = None) -> Iterator[RunResult]:
+        """Full records of a suite run's eval runs (optionally only `eval_ids`), streamed a chunk at a time."""
+        with self._reading() as conn:
+            yield from _read.results(conn, _read.resolve(conn, ref), eval_ids=eval_ids)
+
+    def eval_run(self, ref: str, eval_id: str, run_index: int = 0) -> RunResult:
+        """One eval run in full: assertions (with judge calls), events, spend."""
+        with self._reading() as conn:
+            return _read.eval_run(conn, _read.resolve(conn, ref), eval_id, run_index)
+
+    def history(self, eval_id: str, *, limit: int = 50) -> list[EvalRunInfo]:
+        """The eval's runs across suite runs, latest first."""
+        with self._reading() as conn:
+            return _read.history(conn, eval_id, limit=limit)
+
+    def diff(self, base: str, head: str, *, threshold: float = 0.1) -> RunDiff:
+        """What changed from suite run `base` to `head` (verdicts, new and gone evals, scores beyond `threshold`)."""
+        with self._reading() as conn:
+            return _compare.diff(conn, _read.resolve(conn, base), _read.resolve(conn, head), threshold=threshold)
+
+    # writing (the runner's sink uses these; each call is one committed transaction)
+
+    def begin(self, start: SuiteRunStart, plan: Sequence[PlannedEval]) -> None:
+        """Record a new suite run, status `running`, with the evals it plans."""
+        with self._writing() as conn:
+            _write.insert_suite(conn, start, plan)
+
+    def extend(self, suite_run_id: str, plan: Sequence[PlannedEval]) -> None:
+        """Plan more evals (or more runs of planned ones) in an existing suite run, and mark it `running`."""
+        with self._writing() as conn:
+            first = len(_read.planned(conn, suite_run_id))
+            _write.add_plan(conn, suite_run_id, plan, first_position=first)
+            _write.reopen(conn, suite_run_id)
+
+    def add(self, suite_run_id: str, results: Sequence[RunResult]) -> None:
+        """Record finished eval runs in a suite run."""
+        with self._writing() as conn:
+            _write.insert_runs(conn, suite_run_id, results)
+
+    def finish(
+        self,
+        suite_run_id: str,
+        *,
+        status: SuiteStatus,
+        exit_code: int | None,
+        duration_s: float,
+        errors: Sequence[dict[str, str]] = (),
+    ) -> None:
+        """Close a suite run: status, exit code, and totals counted from what it stored."""
+        with self._writing() as conn:
+            _write.finish_suite(
+                conn, suite_run_id, status=status, exit_code=exit_code, duration_s=duration_s, errors=list(errors)
+            )

@@ -1,0 +1,118 @@
+"""Opening a store: schema made once and equal to the migrations', refusals that say what to do."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, inspect, text
+
+from niceeval.store import Store, StoreError, SuiteRunStart
+from niceeval.store._open import migrate, upgrade_with_alembic
+from niceeval.store._schema import SCHEMA_REVISION, metadata
+
+
+def _schema_diff(url: str) -> list[object]:
+    from alembic.autogenerate import compare_metadata
+    from alembic.migration import MigrationContext
+
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return list(compare_metadata(MigrationContext.configure(conn), metadata))
+    finally:
+        engine.dispose()
+
+
+def test_migrations_build_the_same_schema_as_the_tables(store_url: str) -> None:
+    engine = create_engine(store_url)
+    with engine.begin() as conn:
+        upgrade_with_alembic(conn)
+    engine.dispose()
+    assert _schema_diff(store_url) == []
+
+
+def test_a_fresh_store_gets_the_tables_and_the_current_revision(store_url: str) -> None:
+    Store.open(store_url).close()
+    assert _schema_diff(store_url) == []
+    engine = create_engine(store_url)
+    with engine.connect() as conn:
+        assert conn.execute(text("select version_num from alembic_version")).scalar() == SCHEMA_REVISION
+    engine.dispose()
+
+
+def test_opening_a_current_store_again_keeps_its_runs(store_url: str) -> None:
+    with Store.open(store_url) as store:
+        store.begin(SuiteRunStart(id="kept"), [])
+    with Store.open(store_url) as store:
+        assert [r.id for r in store.runs()] == ["kept"]
+
+
+def test_two_processes_opening_a_fresh_store_at_once_make_it_once(store_url: str) -> None:
+    errors: list[BaseException] = []
+
+    def open_once() -> None:
+        try:
+            Store.open(store_url).close()
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_once) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert _schema_diff(store_url) == []
+
+
+def test_a_store_from_a_newer_niceeval_is_refused_with_its_version(store_url: str) -> None:
+    Store.open(store_url).close()
+    engine = create_engine(store_url)
+    with engine.begin() as conn:
+        conn.execute(text("update alembic_version set version_num = '0099'"))
+        conn.execute(text("update store_info set value = '9.1.0' where key = 'niceeval_version'"))
+    engine.dispose()
+    with pytest.raises(StoreError, match=r"written by niceeval 9\.1\.0 \(schema 0099\).*Upgrade niceeval"):
+        Store.open(store_url)
+
+
+def test_a_corrupted_sqlite_file_is_named_with_what_to_do(tmp_path: Path) -> None:
+    broken = tmp_path / "results.db"
+    broken.write_bytes(b"this is not a database, just some bytes " * 200)
+    with pytest.raises(StoreError, match=r"results\.db is not a SQLite database.*move it away"):
+        Store.open(str(broken))
+    assert broken.read_bytes().startswith(b"this is not a database")  # never overwritten
+
+
+def test_an_unreachable_postgresql_url_is_refused_with_the_password_masked() -> None:
+    with pytest.raises(StoreError) as caught:
+        Store.open("postgresql://evals:s3cret-pw@127.0.0.1:1/results")
+    message = str(caught.value)
+    assert "s3cret-pw" not in message
+    assert "postgresql+psycopg://evals:***@127.0.0.1:1/results" in message
+    assert "--no-store" in message
+
+
+def test_an_unknown_database_kind_is_refused() -> None:
+    with pytest.raises(StoreError, match="unknown database kind 'mysqlx'"):
+        Store.open("mysqlx://u@h/db")
+
+
+def test_a_bare_path_is_a_sqlite_file_below_the_root(tmp_path: Path) -> None:
+    with Store.open("data/results.db", root=tmp_path) as store:
+        assert store.engine.dialect.name == "sqlite"
+    assert (tmp_path / "data" / "results.db").is_file()
+
+
+def test_sqlite_stores_are_in_wal_mode(tmp_path: Path) -> None:
+    with Store.open(str(tmp_path / "r.db")) as store, store.engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+
+
+def test_migrate_is_a_no_op_on_a_current_store(store_url: str) -> None:
+    with Store.open(store_url) as store:
+        before = sorted(inspect(store.engine).get_table_names())
+        migrate(store.engine)
+        assert sorted(inspect(store.engine).get_table_names()) == before

@@ -1,0 +1,100 @@
+"""The store's sink: runs written off the event loop, committed as they finish, losses counted and reported."""
+
+from __future__ import annotations
+
+import io
+import time
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy import create_engine, make_url, text
+
+from niceeval._core.summary import EvalTally, SuiteSummary
+from niceeval.store import Store, StoreSink, SuiteRunStart
+
+from .test_store import planned, result  # the same records as the store tests
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[Store]:
+    with Store.open(store_url) as opened:
+        yield opened
+
+
+def summary_of(plan_ids: list[str], *, interrupted: bool = False) -> SuiteSummary:
+    tallies = [EvalTally(eval=p) for p in planned(*plan_ids)]
+    for tally in tallies:
+        tally.add(result(tally.eval.id))
+    return SuiteSummary(
+        tallies=tallies,
+        problems=[],
+        duration_s=2.0,
+        strict=False,
+        min_pass_rate=1.0,
+        interrupted=interrupted,
+    )
+
+
+def wait_until_stored(store: Store, run_id: str, count: int) -> None:
+    deadline = time.monotonic() + 30
+    while len(store.done(run_id)) < count:
+        assert time.monotonic() < deadline, "the writer never stored the run"
+        time.sleep(0.01)
+
+
+def break_store(store: Store, url: str) -> None:
+    """Make the store unusable under the sink's feet: the database dropped (PostgreSQL), its tables (SQLite)."""
+    if store.engine.dialect.name == "postgresql":
+        admin = create_engine(make_url(url).set(database="postgres"), isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE "{store.engine.url.database}" WITH (FORCE)'))
+        admin.dispose()
+    else:
+        with store.engine.begin() as conn:
+            for table in ("judge_calls", "assertions", "events", "turns", "eval_runs"):
+                conn.execute(text(f"DROP TABLE {table}"))
+
+
+def test_a_finished_run_is_committed_before_the_suite_ends(store: Store) -> None:
+    sink = StoreSink(store, SuiteRunStart(id="s1"))
+    sink.start(planned("a", "b"), [])
+    sink.run_finished(result("a"))
+    wait_until_stored(store, "s1", 1)  # visible to another connection while the suite still runs
+    assert store.run("s1").run.status == "running"
+    sink.run_finished(result("b", "failed", score=0.0))
+    sink.finish(summary_of(["a", "b"]))
+    info = store.run("s1").run
+    assert (info.status, info.runs_done, info.passed, info.failed) == ("finished", 2, 1, 1)
+
+
+def test_an_interrupted_suite_is_stored_as_interrupted(store: Store) -> None:
+    sink = StoreSink(store, SuiteRunStart(id="s1"))
+    sink.start(planned("a", "b"), [])
+    sink.run_finished(result("a"))
+    sink.finish(summary_of(["a", "b"], interrupted=True))
+    assert store.run("s1").run.status == "interrupted"
+
+
+def test_many_runs_arriving_at_once_are_all_stored(store: Store) -> None:
+    ids = [f"e{i}" for i in range(600)]  # more than one batch
+    sink = StoreSink(store, SuiteRunStart(id="s1"))
+    sink.start(planned(*ids), [])
+    for eval_id in ids:
+        sink.run_finished(result(eval_id))
+    sink.finish(summary_of(ids))
+    assert len(store.done("s1")) == 600 and sink.unstored == 0
+
+
+def test_a_store_going_away_mid_run_is_a_warning_counting_the_unstored_runs(store: Store, store_url: str) -> None:
+    warnings = io.StringIO()
+    sink = StoreSink(store, SuiteRunStart(id="s1"), warnings=warnings)
+    sink.start(planned("a", "b", "c"), [])
+    sink.run_finished(result("a"))
+    wait_until_stored(store, "s1", 1)
+    break_store(store, store_url)
+    sink.run_finished(result("b"))
+    sink.run_finished(result("c"))
+    sink.finish(summary_of(["a", "b", "c"]))
+    assert sink.unstored == 2
+    assert "2 of 3 runs were not stored in the results store" in warnings.getvalue()
+    assert "--resume s1" in warnings.getvalue()

@@ -1,0 +1,213 @@
+"""The results store on SQLite and PostgreSQL: records round-trip, suite runs list, resolve, diff and history."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from niceeval import AssertionResult, RunResult
+from niceeval._core.assertion import JudgeCall
+from niceeval._core.errors import ErrorInfo
+from niceeval._core.events import ActionCalledEvent, MessageEvent, UsageEvent
+from niceeval._core.outcome import Outcome
+from niceeval._core.results import Spend
+from niceeval._core.summary import PlannedEval
+from niceeval.store import RunNotFound, Store, SuiteRunStart
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[Store]:
+    with Store.open(store_url) as opened:
+        yield opened
+
+
+def planned(*ids: str, runs: int = 1) -> list[PlannedEval]:
+    return [PlannedEval(id=i, file="evals/a.py", line=n + 1, tags=("t",), runs=runs) for n, i in enumerate(ids)]
+
+
+def result(eval_id: str, outcome: Outcome = "passed", *, run_index: int = 0, score: float = 1.0) -> RunResult:
+    return RunResult(
+        eval_id=eval_id,
+        file="evals/a.py",
+        line=3,
+        run_index=run_index,
+        outcome=outcome,
+        duration_s=0.25,
+        assertions=[
+            AssertionResult(
+                name="includes('x')", severity="gate", score=score, threshold=1.0,
+                state="passed" if score >= 1.0 else "failed", location="evals/a.py:5",
+            )
+        ],
+    )  # fmt: skip
+
+
+def full_result() -> RunResult:
+    """A run with every kind of record: judge calls, events of each shape, an error, spend on both sides."""
+    judged = AssertionResult(
+        name="rubric",
+        severity="soft",
+        score=0.6,
+        threshold=0.7,
+        state="failed",
+        reason="too curt",
+        expected="polite",
+        actual="k.",
+        location="evals/a.py:9",
+        optional=True,
+        judge_calls=[
+            JudgeCall(
+                model="openai/gpt-x",
+                messages=[{"role": "user", "content": "Judge: k."}],
+                score=0.6,
+                passed=False,
+                reason="too curt",
+                input_tokens=120,
+                output_tokens=30,
+                cache_read_tokens=4,
+                cost=0.0012,
+                latency=0.8,
+            ),
+            JudgeCall(model="anthropic/claude", cached=True, fallback=True, asked=False, cause="timeout"),
+        ],
+    )
+    events = [
+        MessageEvent(role="user", text="refund order 12", seq=0),
+        ActionCalledEvent(name="lookup_order", input={"id": 12}, output={"status": "paid"}, seq=1),
+        UsageEvent(model="openai/gpt-x", input_tokens=50, output_tokens=20, cache_read_tokens=3, cost=0.001, seq=2),
+        MessageEvent(role="assistant", text="Refunded.", data={"intent": "refund"}, seq=3),
+        MessageEvent(role="user", text="thanks", seq=4),
+        MessageEvent(role="assistant", text="You're welcome", seq=5),
+    ]
+    return RunResult(
+        eval_id="evals/a.py::refund",
+        file="evals/a.py",
+        line=7,
+        run_index=1,
+        outcome="failed",
+        duration_s=1.5,
+        error=ErrorInfo(type="ValueError", message="boom", location="evals/a.py:12", traceback="tb", kind="exception"),
+        assertions=[judged],
+        events=events,
+        agent_spend=Spend(calls=1, tokens=70, cost=0.001),
+        judge_spend=Spend(calls=1, tokens=150, cost=0.0012, cached=1, unpriced=["anthropic/claude"]),
+    )
+
+
+def record(store: Store, run_id: str, results: list[RunResult], *, plan: list[PlannedEval] | None = None) -> None:
+    ids = list(dict.fromkeys(r.eval_id for r in results))
+    store.begin(SuiteRunStart(id=run_id, command=["niceeval", "run"]), plan or planned(*ids))
+    store.add(run_id, results)
+    store.finish(run_id, status="finished", exit_code=0, duration_s=1.0)
+
+
+def test_a_run_reads_back_equal_to_what_was_written(store: Store) -> None:
+    written = full_result()
+    record(store, "run1", [written], plan=planned("evals/a.py::refund", runs=2))
+    assert store.eval_run("run1", "evals/a.py::refund", 1) == written
+
+
+def test_turns_record_what_was_sent_and_what_came_back(store: Store) -> None:
+    from sqlalchemy import select
+
+    from niceeval.store._schema import turns
+
+    record(store, "run1", [full_result()], plan=planned("evals/a.py::refund", runs=2))
+    with store.engine.connect() as conn:
+        rows = conn.execute(select(turns).order_by(turns.c.position)).mappings().all()
+    assert [(r["sent"], r["reply"], r["data"], r["first_seq"], r["last_seq"]) for r in rows] == [
+        ("refund order 12", "Refunded.", {"intent": "refund"}, 0, 3),
+        ("thanks", "You're welcome", None, 4, 5),
+    ]
+
+
+def test_finished_suite_run_has_totals_counted_from_its_eval_runs(store: Store) -> None:
+    record(store, "run1", [result("a"), result("b", "failed", score=0.0), result("c", "skipped"), full_result()])
+    info = store.run("run1").run
+    assert (info.status, info.passed, info.failed, info.skipped, info.runs_done) == ("finished", 1, 2, 1, 4)
+    assert info.agent_tokens == 70 and info.judge_tokens == 150
+    assert info.agent_cost == pytest.approx(0.001) and info.judge_cost == pytest.approx(0.0012)
+    assert info.pass_rate == pytest.approx(1 / 3)
+
+
+def test_an_unpriced_run_makes_the_suite_cost_unknown(store: Store) -> None:
+    unpriced = result("a").model_copy(update={"agent_spend": Spend(calls=1, tokens=5, cost=None, unpriced=["x/y"])})
+    record(store, "run1", [unpriced, result("b")])
+    info = store.run("run1").run
+    assert info.agent_cost is None and info.cost is None
+
+
+def test_runs_are_listed_latest_first(store: Store) -> None:
+    for run_id in ("first", "second", "third"):
+        record(store, run_id, [result("a")])
+    assert [r.id for r in store.runs()] == ["third", "second", "first"]
+    assert [r.id for r in store.runs(limit=1, offset=1)] == ["second"]
+
+
+def test_a_running_suite_run_counts_what_it_stored_so_far(store: Store) -> None:
+    store.begin(SuiteRunStart(id="live"), planned("a", "b"))
+    store.add("live", [result("a")])
+    info = store.runs()[0]
+    assert (info.status, info.runs_done, info.runs_planned, info.passed) == ("running", 1, 2, 1)
+
+
+def test_a_suite_run_is_found_by_unique_prefix_or_latest(store: Store) -> None:
+    record(store, "abcd1234", [result("a")])
+    record(store, "abce9999", [result("a")])
+    assert store.resolve("abcd") == "abcd1234"
+    assert store.resolve("latest") == "abce9999"
+
+
+def test_an_ambiguous_prefix_asks_for_more_of_the_id(store: Store) -> None:
+    record(store, "abcd1234", [result("a")])
+    record(store, "abcd9999", [result("a")])
+    with pytest.raises(RunNotFound, match="matches several"):
+        store.resolve("abcd")
+
+
+def test_an_unknown_run_says_how_to_list_runs(store: Store) -> None:
+    with pytest.raises(RunNotFound, match="niceeval runs"):
+        store.run("nope")
+
+
+def test_run_detail_lists_eval_runs_in_plan_order(store: Store) -> None:
+    plan = planned("z", "a", runs=2)
+    store.begin(SuiteRunStart(id="r"), plan)
+    store.add("r", [result("a", run_index=1), result("z", run_index=1), result("a"), result("z", "failed")])
+    detail = store.run("r")
+    assert [(s.eval_id, s.run_index, s.outcome) for s in detail.eval_runs] == [
+        ("z", 0, "failed"), ("z", 1, "passed"), ("a", 0, "passed"), ("a", 1, "passed"),
+    ]  # fmt: skip
+    assert [e.eval_id for e in detail.evals] == ["z", "a"]
+
+
+def test_history_shows_an_eval_across_suite_runs_latest_first(store: Store) -> None:
+    record(store, "old", [result("a", "failed", score=0.0)])
+    record(store, "new", [result("a")])
+    assert [(h.suite_run_id, h.outcome) for h in store.history("a")] == [("new", "passed"), ("old", "failed")]
+
+
+def test_diff_finds_flips_new_and_gone_evals_and_moved_scores(store: Store) -> None:
+    record(store, "base", [result("keeps"), result("breaks"), result("gone"), result("drifts", "scored", score=0.9)])
+    record(store, "head", [result("keeps"), result("breaks", "failed", score=0.0), result("new"),
+                           result("drifts", "scored", score=0.5)])  # fmt: skip
+    diff = store.diff("base", "head", threshold=0.1)
+    assert [(c.eval_id, c.base, c.head, c.regressed) for c in diff.changed] == [("breaks", "passed", "failed", True)]
+    assert (diff.new, diff.gone) == (["new"], ["gone"])
+    assert [(s.eval_id, round(s.delta, 2)) for s in diff.scores] == [("breaks", -1.0), ("drifts", -0.4)]
+    assert diff.regressed
+
+
+def test_diff_of_a_run_that_only_improved_is_no_regression(store: Store) -> None:
+    record(store, "base", [result("a", "failed", score=0.0)])
+    record(store, "head", [result("a")])
+    diff = store.diff("base", "head")
+    assert [(c.base, c.head, c.regressed) for c in diff.changed] == [("failed", "passed", False)]
+    assert not diff.regressed
+
+
+def test_results_stream_every_eval_run_of_a_suite_run(store: Store) -> None:
+    written = [result(f"e{i}", run_index=0) for i in range(450)]  # more than one chunk
+    record(store, "big", written)
+    assert sorted(r.eval_id for r in store.results("big")) == sorted(r.eval_id for r in written)
