@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from niceeval._eval.config import Config
+    from niceeval._run.discovery import EvalEntry
+    from niceeval._run.storing import StoredPlan
     from niceeval.store import Store, StoreSink
 
 
@@ -24,6 +26,11 @@ def add_store_flags(parser: argparse.ArgumentParser) -> None:
     )
     if parser.prog.endswith(" run"):
         where.add_argument("--no-store", action="store_true", help="do not record this run in the results store")
+        again = parser.add_mutually_exclusive_group()
+        resume = "finish a suite run in place: only its missing eval runs run (default: the latest unfinished)"
+        again.add_argument("--resume", nargs="?", const="", metavar="RUN", help=resume)
+        rerun = "rerun the failed evals of a suite run into a new one (default: the latest)"
+        again.add_argument("--rerun-failed", nargs="?", const="", metavar="RUN", help=rerun)
 
 
 def add_store_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -42,18 +49,32 @@ def add_store_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
     show.set_defaults(handler=_show)
 
 
-def store_sink_for(config: Config, args: argparse.Namespace) -> StoreSink | None:
-    """The sink recording this `niceeval run` (None with `--no-store`); a store that cannot open exits 2."""
+def store_plan_for(config: Config, args: argparse.Namespace, entries: list[EvalEntry]) -> StoredPlan | None:
+    """How this `niceeval run` is recorded (None with the store off); a store that cannot open exits 2."""
+    from niceeval._core.errors import ConfigError
     from niceeval._eval.config import CONFIG_FILE
-    from niceeval._run.storing import StoreRequest, open_store, store_sink, suite_start
+    from niceeval._run.storing import StoreRequest, open_store, plan_new, plan_rerun, plan_resume, suite_start
 
+    again = args.resume is not None or args.rerun_failed is not None
+    if args.no_store and again:
+        raise ConfigError("--resume and --rerun-failed read the results store; drop --no-store.")
     request = StoreRequest(flag=args.store, off=args.no_store, configured=config.store, root=config.root)
     store = open_store(request)
     if store is None:
+        if again:
+            raise ConfigError("--resume and --rerun-failed need the results store, which the config turns off.")
         return None
     config_file = args.config.resolve() if args.config else config.root / CONFIG_FILE
     start = suite_start(config.root, config_file, strict=args.strict, min_pass_rate=args.min_pass_rate)
-    return store_sink(store, start)
+    try:
+        if args.resume is not None:
+            return plan_resume(store, start, entries, args.runs, args.resume or None)
+        if args.rerun_failed is not None:
+            return plan_rerun(store, start, entries, args.runs, args.rerun_failed or None)
+        return plan_new(store, start, entries, args.runs)
+    except Exception:
+        store.close()
+        raise
 
 
 def print_stored(sink: StoreSink) -> None:

@@ -54,7 +54,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("paths", nargs="*", help="eval files or folders, or file.py::name (default: config `evals`)")
     run.add_argument("-k", dest="keyword", help="only evals whose id contains this text")
     run.add_argument("--tag", action="append", default=[], help="only evals with this tag (repeatable)")
-    run.add_argument("--runs", type=_positive_int("--runs"), default=1, help="run every eval N times")
+    run.add_argument("--runs", type=_positive_int("--runs"), help="run every eval N times (default 1)")
     run.add_argument("--min-pass-rate", type=_rate, default=1.0, help="with --runs: share of runs that must pass")
     run.add_argument("--strict", action="store_true", help="soft misses (`scored`) fail too")
     run.add_argument("--concurrency", type=_positive_int("--concurrency"), help="runs at once (default: config)")
@@ -139,7 +139,7 @@ def _run(args: argparse.Namespace) -> int:
     import anyio
     from rich.console import Console
 
-    from niceeval._cli_store import print_stored, store_sink_for
+    from niceeval._cli_store import print_stored, store_plan_for
     from niceeval._eval.config import Config
     from niceeval._run.discovery import Discovery
     from niceeval._run.execute import ExecOptions
@@ -154,7 +154,12 @@ def _run(args: argparse.Namespace) -> int:
         filters = " after -k/--tag filtering" if discovery.evals else ""
         print(f"niceeval: no evals found in {where}{filters}. Write one with `niceeval init`.", file=sys.stderr)
         return EXIT_USAGE
-    sink = store_sink_for(config, args)
+    stored = store_plan_for(config, args, entries)
+    sink = stored.sink if stored else None
+    if stored is not None:
+        entries = stored.entries
+        for note in stored.notes:
+            print(f"niceeval: {note}", file=sys.stderr)
     reporters: list[Reporter] = [
         ConsoleReporter(Console(highlight=False, soft_wrap=True), strict=args.strict, min_pass_rate=args.min_pass_rate)
     ]
@@ -165,7 +170,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.junit:
         reporters.append(JUnitReporter(args.junit, strict=args.strict, min_pass_rate=args.min_pass_rate))
     options = SuiteOptions(
-        runs=args.runs,
+        runs=stored.runs if stored else args.runs or 1,
         concurrency=args.concurrency or config.concurrency,
         strict=args.strict,
         min_pass_rate=args.min_pass_rate,
@@ -181,6 +186,8 @@ def _run(args: argparse.Namespace) -> int:
             no_cache=args.no_cache,
             cache_only=args.cache_only,
         ),
+        done=stored.done if stored else frozenset(),
+        prior=stored.prior if stored else (),
     )
     summary = anyio.run(run_suite, entries, discovery.errors, options, reporters)
     if sink is not None:

@@ -12,11 +12,14 @@ import os
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from niceeval._core.results import RunResult
+    from niceeval._run.discovery import EvalEntry
     from niceeval.store import Store, StoreSink, SuiteRunStart
 
 ENV_VAR = "NICEEVAL_STORE"
@@ -100,3 +103,83 @@ def store_sink(store: Store, start: SuiteRunStart, *, resume: bool = False) -> S
     from niceeval.store import StoreSink
 
     return StoreSink(store, start, resume=resume)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class StoredPlan:
+    """What a run recorded in the store does: which evals, how many runs, which are done already."""
+
+    entries: list[EvalEntry]
+    runs: int
+    sink: StoreSink
+    done: frozenset[tuple[str, int]] = frozenset()
+    """`(eval_id, run_index)` not to run again."""
+    prior: Iterable[RunResult] = ()
+    """Their results, replayed to the reporters so the suite's report and exit code cover the whole suite run."""
+    notes: tuple[str, ...] = ()
+    """Things the user should know (planned evals that no longer exist)."""
+
+
+def plan_new(store: Store, start: SuiteRunStart, entries: list[EvalEntry], runs: int | None) -> StoredPlan:
+    """A new suite run of `entries`."""
+    return StoredPlan(entries=entries, runs=runs or 1, sink=store_sink(store, start))
+
+
+def plan_resume(
+    store: Store, start: SuiteRunStart, entries: list[EvalEntry], runs: int | None, ref: str | None
+) -> StoredPlan:
+    """Complete suite run `ref` (default: the latest unfinished one) in place: only its missing eval runs run."""
+    from niceeval.store import StoreError
+
+    if ref is None:
+        unfinished = store.runs(limit=1, status=["running", "interrupted"])
+        if not unfinished:
+            raise StoreError(f"no unfinished suite run to resume in {store.url}; `niceeval runs` lists them.")
+        run_id = unfinished[0].id
+    else:
+        run_id = store.resolve(ref)
+        status = store.run(run_id).run.status
+        if status == "finished":
+            raise StoreError(
+                f"suite run {run_id} already finished: nothing to resume. "
+                f"`niceeval run --rerun-failed {run_id}` reruns its failed evals."
+            )
+    planned = store.planned(run_id)
+    by_id = {e.id: e for e in entries}
+    gone = [p.id for p in planned if p.id not in by_id]
+    notes = (f"{len(gone)} evals planned in suite run {run_id} were not found now and do not run: {', '.join(gone)}",)
+    return StoredPlan(
+        entries=[by_id[p.id] for p in planned if p.id in by_id],
+        runs=max([runs or 0, *(p.runs for p in planned)]),
+        sink=store_sink(store, start.model_copy(update={"id": run_id}), resume=True),
+        done=frozenset(store.outcomes(run_id)),
+        prior=store.results(run_id),
+        notes=notes if gone else (),
+    )
+
+
+def plan_rerun(
+    store: Store, start: SuiteRunStart, entries: list[EvalEntry], runs: int | None, ref: str | None
+) -> StoredPlan:
+    """A new suite run (kind `rerun`) of the failed eval runs of suite run `ref` (default: the latest).
+
+    The passing runs of those evals are carried over, so each eval's pass rate covers all its runs; with `--runs N`
+    beyond the original count, the extra run indexes run too.
+    """
+    run_id = store.resolve(ref or "latest")
+    info = store.run(run_id).run
+    bad = {"failed", "scored"} if info.strict else {"failed"}
+    outcomes = store.outcomes(run_id)
+    failed = {eval_id for (eval_id, _), outcome in outcomes.items() if outcome in bad}
+    kept = frozenset(key for key, outcome in outcomes.items() if key[0] in failed and outcome not in bad)
+    previous = max((index + 1 for _, index in outcomes), default=1)
+    carried = (r for r in store.results(run_id, eval_ids=sorted(failed)) if (r.eval_id, r.run_index) in kept)
+    rerun = start.model_copy(update={"kind": "rerun", "parent_id": run_id})
+    return StoredPlan(
+        entries=[e for e in entries if e.id in failed],
+        runs=max(runs or 0, previous),
+        sink=store_sink(store, rerun),
+        done=kept,
+        prior=carried,
+        notes=() if failed else (f"suite run {run_id} has no failed evals: nothing to rerun.",),
+    )

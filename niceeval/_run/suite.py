@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 
 import anyio
 
 from niceeval._core.redact import Redactor
+from niceeval._core.results import RunResult
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
 from niceeval._run.discovery import EvalEntry, LoadError
 from niceeval._run.execute import ExecOptions, execute
@@ -27,6 +28,10 @@ class SuiteOptions:
     strict: bool = False
     min_pass_rate: float = 1.0
     exec: ExecOptions
+    done: frozenset[tuple[str, int]] = frozenset()
+    """`(eval_id, run_index)` already run (`--resume`): not run again."""
+    prior: Iterable[RunResult] = field(default=())
+    """Their results (from the store), counted and shown as if run now; reporters see them first."""
 
 
 def select(entries: Sequence[EvalEntry], *, keyword: str | None = None, tags: Sequence[str] = ()) -> list[EvalEntry]:
@@ -84,7 +89,9 @@ async def run_suite(
     ]
     sinks = ReporterSet(reporters)
     sinks.start(plan, problems)
-    queue: Iterator[tuple[EvalEntry, int]] = ((e, i) for e in entries for i in range(options.runs))
+    queue: Iterator[tuple[EvalEntry, int]] = (
+        (e, i) for e in entries for i in range(options.runs) if (e.id, i) not in options.done
+    )
     started = time.perf_counter()
     summary = SuiteSummary(
         tallies=list(tallies.values()),
@@ -108,6 +115,10 @@ async def run_suite(
                     problems.append(problem)
             sinks.run_finished(result)
 
+    for result in options.prior:
+        if result.eval_id in tallies:
+            tallies[result.eval_id].add(result)
+            sinks.run_finished(result)
     judges = SuiteJudges(options.exec.root, no_cache=options.exec.no_cache, cache_only=options.exec.cache_only)
     exec_options = replace(options.exec, judges=judges)
     watchdog = LoopWatchdog(entries)

@@ -7,6 +7,7 @@ from typing import Any
 
 from sqlalchemy import Connection, RowMapping, select
 
+from niceeval._core.outcome import Outcome
 from niceeval._core.results import RunResult
 from niceeval._core.summary import PlannedEval
 from niceeval.store._models import EvalRunInfo, PlannedEvalInfo, SuiteRunDetail, SuiteRunInfo
@@ -28,9 +29,13 @@ def _info(row: RowMapping) -> SuiteRunInfo:
     return SuiteRunInfo.model_validate(data)
 
 
-def list_runs(conn: Connection, *, limit: int = 20, offset: int = 0) -> list[SuiteRunInfo]:
+def list_runs(
+    conn: Connection, *, limit: int = 20, offset: int = 0, status: Sequence[str] | None = None
+) -> list[SuiteRunInfo]:
     """Suite runs, latest first. Totals of a run still `running` are counted from what it stored so far."""
     query = select(suite_runs).order_by(suite_runs.c.started_at.desc(), suite_runs.c.id).limit(limit).offset(offset)
+    if status is not None:
+        query = query.where(suite_runs.c.status.in_(list(status)))
     found = []
     for row in conn.execute(query).mappings():
         info = _info(row)
@@ -85,10 +90,12 @@ def planned(conn: Connection, suite_run_id: str) -> list[PlannedEval]:
     ]
 
 
-def done_keys(conn: Connection, suite_run_id: str) -> set[tuple[str, int]]:
-    """`(eval_id, run_index)` of every eval run stored in a suite run."""
-    query = select(eval_runs.c.eval_id, eval_runs.c.run_index).where(eval_runs.c.suite_run_id == suite_run_id)
-    return {(r.eval_id, r.run_index) for r in conn.execute(query)}
+def outcomes(conn: Connection, suite_run_id: str) -> dict[tuple[str, int], Outcome]:
+    """The outcome of every eval run stored in a suite run, by `(eval_id, run_index)`."""
+    query = select(eval_runs.c.eval_id, eval_runs.c.run_index, eval_runs.c.outcome).where(
+        eval_runs.c.suite_run_id == suite_run_id
+    )
+    return {(r.eval_id, r.run_index): r.outcome for r in conn.execute(query)}
 
 
 def _run_rows(suite_run_id: str) -> Any:

@@ -55,6 +55,8 @@ class StoreSink:
         self._queue: queue.SimpleQueue[RunResult | _Finish] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._open = False
+        self._stored: set[tuple[str, int]] = set()
+        """On resume: eval runs already in the suite run (the runner replays them to reporters; not written)."""
 
     @property
     def run_id(self) -> str:
@@ -63,6 +65,7 @@ class StoreSink:
     def start(self, plan: Sequence[PlannedEval], problems: Sequence[Problem]) -> None:
         try:
             if self.resume:
+                self._stored = set(self.store.outcomes(self.run_id))
                 self.store.extend(self.run_id, plan)
             else:
                 self.store.begin(self.start_info, plan)
@@ -73,6 +76,8 @@ class StoreSink:
         self._thread.start()
 
     def run_finished(self, result: RunResult) -> None:
+        if (result.eval_id, result.run_index) in self._stored:
+            return
         self.received += 1
         self._queue.put(result)
 

@@ -9,6 +9,7 @@ from types import TracebackType
 
 from sqlalchemy import Connection, Engine
 
+from niceeval._core.outcome import Outcome
 from niceeval._core.results import RunResult
 from niceeval._core.summary import PlannedEval
 from niceeval.store import _compare, _read, _write
@@ -67,10 +68,12 @@ class Store:
 
     # reading
 
-    def runs(self, *, limit: int = 20, offset: int = 0) -> list[SuiteRunInfo]:
-        """Suite runs, latest first."""
+    def runs(
+        self, *, limit: int = 20, offset: int = 0, status: Sequence[SuiteStatus] | None = None
+    ) -> list[SuiteRunInfo]:
+        """Suite runs, latest first (only those in `status`, when given)."""
         with self._reading() as conn:
-            return _read.list_runs(conn, limit=limit, offset=offset)
+            return _read.list_runs(conn, limit=limit, offset=offset, status=status)
 
     def resolve(self, ref: str) -> str:
         """The full id of the suite run `ref` names (an id, a unique prefix of 4+ characters, or `latest`)."""
@@ -87,10 +90,10 @@ class Store:
         with self._reading() as conn:
             return _read.planned(conn, _read.resolve(conn, ref))
 
-    def done(self, ref: str) -> set[tuple[str, int]]:
-        """`(eval_id, run_index)` of every eval run stored in a suite run."""
+    def outcomes(self, ref: str) -> dict[tuple[str, int], Outcome]:
+        """The outcome of every eval run stored in a suite run, by `(eval_id, run_index)`."""
         with self._reading() as conn:
-            return _read.done_keys(conn, _read.resolve(conn, ref))
+            return _read.outcomes(conn, _read.resolve(conn, ref))
 
     def results(self, ref: str, *, eval_ids: Sequence[str] | None = None) -> Iterator[RunResult]:
         """Full records of a suite run's eval runs (optionally only `eval_ids`), streamed a chunk at a time."""

@@ -37,7 +37,7 @@ def summary_of(plan_ids: list[str], *, interrupted: bool = False) -> SuiteSummar
 
 def wait_until_stored(store: Store, run_id: str, count: int) -> None:
     deadline = time.monotonic() + 30
-    while len(store.done(run_id)) < count:
+    while len(store.outcomes(run_id)) < count:
         assert time.monotonic() < deadline, "the writer never stored the run"
         time.sleep(0.01)
 
@@ -82,7 +82,7 @@ def test_many_runs_arriving_at_once_are_all_stored(store: Store) -> None:
     for eval_id in ids:
         sink.run_finished(result(eval_id))
     sink.finish(summary_of(ids))
-    assert len(store.done("s1")) == 600 and sink.unstored == 0
+    assert len(store.outcomes("s1")) == 600 and sink.unstored == 0
 
 
 def test_a_store_going_away_mid_run_is_a_warning_counting_the_unstored_runs(store: Store, store_url: str) -> None:
