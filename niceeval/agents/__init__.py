@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from niceeval.agents._checkpoints import CheckpointStore, MemoryCheckpoints, SQLiteCheckpoints
     from niceeval.agents._followups import answer_followup
     from niceeval.agents._http import AgentError, HTTPAgent, http_agent
+    from niceeval.agents._langgraph import langgraph_agent
     from niceeval.agents._model import ModelAgent
     from niceeval.agents._openai import openai_agent
     from niceeval.agents._openai_agents import openai_agents_agent
@@ -33,6 +34,7 @@ _LAZY = {
     "AgentError": "_http",
     "HTTPAgent": "_http",
     "http_agent": "_http",
+    "langgraph_agent": "_langgraph",
     "ModelAgent": "_model",
     "openai_agent": "_openai",
     "openai_agents_agent": "_openai_agents",
@@ -57,6 +59,7 @@ __all__ = [
     "current_workspace",
     "function_agent",
     "http_agent",
+    "langgraph_agent",
     "openai_agent",
     "openai_agents_agent",
     "pydantic_ai_agent",

@@ -76,6 +76,8 @@ def final_reply(log: EventLog, value: object, output: type[Any] | None) -> Reply
 
 def as_reply(value: object) -> Reply:
     """A framework's final output as a reply: text as is, models and data as JSON text with `data` kept."""
+    if isinstance(value, Reply):
+        return value
     if value is None:
         return Reply(text="")
     if isinstance(value, str):

@@ -28,6 +28,7 @@ def test_agents_exports() -> None:
             "current_workspace",
             "function_agent",
             "http_agent",
+            "langgraph_agent",
             "openai_agent",
             "openai_agents_agent",
             "pydantic_ai_agent",

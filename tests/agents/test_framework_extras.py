@@ -15,7 +15,7 @@ def python(code: str) -> subprocess.CompletedProcess[str]:
 def test_importing_the_agents_package_loads_no_framework() -> None:
     code = (
         "import sys, niceeval.agents\n"
-        "from niceeval.agents import openai_agents_agent, pydantic_ai_agent\n"
+        "from niceeval.agents import langgraph_agent, openai_agents_agent, pydantic_ai_agent\n"
         "print(sorted(m for m in ('agents', 'pydantic_ai', 'langgraph', 'langchain_core') if m in sys.modules))\n"
     )
     done = python(code)
@@ -25,7 +25,11 @@ def test_importing_the_agents_package_loads_no_framework() -> None:
 
 @pytest.mark.parametrize(
     ("module", "factory", "extra"),
-    [("agents", "openai_agents_agent", "openai-agents"), ("pydantic_ai", "pydantic_ai_agent", "pydantic-ai")],
+    [
+        ("agents", "openai_agents_agent", "openai-agents"),
+        ("pydantic_ai", "pydantic_ai_agent", "pydantic-ai"),
+        ("langgraph", "langgraph_agent", "langgraph"),
+    ],
 )
 def test_a_missing_framework_names_the_extra_to_install(module: str, factory: str, extra: str) -> None:
     code = (
