@@ -35,6 +35,17 @@ def _rate(text: str) -> float:
     return value
 
 
+def _pass_at_k(text: str) -> tuple[int, float]:
+    k_text, _, rate_text = text.partition(":")
+    try:
+        k, rate = int(k_text), float(rate_text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--min-pass-at-k takes K:RATE, e.g. 3:0.9, got {text!r}") from None
+    if k < 1 or not 0.0 <= rate <= 1.0:
+        raise argparse.ArgumentTypeError(f"--min-pass-at-k needs K >= 1 and RATE between 0 and 1, got {text!r}")
+    return k, rate
+
+
 def _seconds(text: str) -> float:
     try:
         value = float(text)
@@ -55,7 +66,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("-k", dest="keyword", help="only evals whose id contains this text")
     run.add_argument("--tag", action="append", default=[], help="only evals with this tag (repeatable)")
     run.add_argument("--runs", type=_positive_int("--runs"), help="run every eval N times (default 1)")
-    run.add_argument("--min-pass-rate", type=_rate, default=1.0, help="with --runs: share of runs that must pass")
+    run.add_argument(
+        "--min-pass-rate", type=_rate, help="with --runs: share of runs that must pass (default 1, or 0 with pass@k)"
+    )
+    run.add_argument(
+        "--min-pass-at-k", type=_pass_at_k, metavar="K:RATE", help="with --runs N: pass@K must reach RATE (K <= N)"
+    )
     run.add_argument("--strict", action="store_true", help="soft misses (`scored`) fail too")
     run.add_argument("--concurrency", type=_positive_int("--concurrency"), help="runs at once (default: config)")
     run.add_argument("--timeout", type=_seconds, help="seconds per run (default: config, 300)")
@@ -148,6 +164,11 @@ def _run(args: argparse.Namespace) -> int:
 
     config, discovery = _load(args)
     assert isinstance(config, Config) and isinstance(discovery, Discovery)
+    if args.min_pass_at_k and args.min_pass_at_k[0] > (args.runs or 1):
+        print(f"niceeval: --min-pass-at-k {args.min_pass_at_k[0]}:... needs --runs of at least that.", file=sys.stderr)
+        return EXIT_USAGE
+    if args.min_pass_rate is None:
+        args.min_pass_rate = 0.0 if args.min_pass_at_k else 1.0
     entries = select(discovery.evals, keyword=args.keyword, tags=args.tag)
     if not entries and not discovery.errors:
         where = " ".join(args.paths or config.evals)
@@ -161,7 +182,12 @@ def _run(args: argparse.Namespace) -> int:
         for note in stored.notes:
             print(f"niceeval: {note}", file=sys.stderr)
     reporters: list[Reporter] = [
-        ConsoleReporter(Console(highlight=False, soft_wrap=True), strict=args.strict, min_pass_rate=args.min_pass_rate)
+        ConsoleReporter(
+            Console(highlight=False, soft_wrap=True),
+            strict=args.strict,
+            min_pass_rate=args.min_pass_rate,
+            min_pass_at_k=args.min_pass_at_k,
+        )
     ]
     if sink is not None:
         reporters.insert(0, sink)  # the store first: a run is kept before any reporter can fail on it
@@ -174,6 +200,7 @@ def _run(args: argparse.Namespace) -> int:
         concurrency=args.concurrency or config.concurrency,
         strict=args.strict,
         min_pass_rate=args.min_pass_rate,
+        min_pass_at_k=args.min_pass_at_k,
         exec=ExecOptions(
             timeout=args.timeout or config.timeout,
             agent=config.agent,

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from niceeval._core.outcome import OUTCOMES, Outcome
+from niceeval._core.passk import pass_at_k, pass_hat_k
 from niceeval._core.results import RunResult, Spend
 
 
@@ -68,17 +69,30 @@ class EvalTally:
         """Share of non-skipped runs that count as passes (see `passing`); None if every run was skipped."""
         return self.passing(strict=strict) / self.counted if self.counted else None
 
+    def pass_at_k(self, *, strict: bool) -> dict[int, float]:
+        """pass@k for k from 1 to the number of non-skipped runs (empty when every run was skipped)."""
+        n, c = self.counted, self.passing(strict=strict)
+        return {k: pass_at_k(n, c, k) for k in range(1, n + 1)}
+
+    def pass_hat_k(self, *, strict: bool) -> dict[int, float]:
+        """pass^k (all k sampled runs pass) for k from 1 to the number of non-skipped runs."""
+        n, c = self.counted, self.passing(strict=strict)
+        return {k: pass_hat_k(n, c, k) for k in range(1, n + 1)}
+
     @property
     def mean_duration_s(self) -> float:
         return self.total_duration_s / self.done if self.done else 0.0
 
-    def status(self, *, strict: bool, min_pass_rate: float) -> Outcome:
+    def status(
+        self, *, strict: bool, min_pass_rate: float, min_pass_at_k: tuple[int, float] | None = None
+    ) -> Outcome:
         """The eval's verdict over all its runs: one rule, read by every reporter and by the exit code.
 
         A run counts as a pass when its outcome is `passed`, or `scored` without `--strict`. Then:
 
         - `skipped`: every run was skipped (or none has finished);
-        - `failed`: the pass rate is under `min_pass_rate` (1.0 unless `--min-pass-rate`: every run must pass);
+        - `failed`: the pass rate is under `min_pass_rate` (1.0 unless `--min-pass-rate`: every run must pass),
+          or pass@k is under the rate of `min_pass_at_k` (`(k, rate)`, `--min-pass-at-k K:RATE`);
         - `scored`: the rate is met, but some run was not a clean `passed` (a soft miss, or a failure the pass
           rate tolerates);
         - `passed`: every run that was not skipped passed.
@@ -90,11 +104,15 @@ class EvalTally:
             return "skipped"
         if rate + 1e-9 < min_pass_rate:
             return "failed"
+        if min_pass_at_k is not None:
+            k, wanted = min_pass_at_k
+            if pass_at_k(self.counted, self.passing(strict=strict), min(k, self.counted)) + 1e-9 < wanted:
+                return "failed"
         return "passed" if self.counts["passed"] == self.counted else "scored"
 
-    def succeeded(self, *, strict: bool, min_pass_rate: float) -> bool:
+    def succeeded(self, *, strict: bool, min_pass_rate: float, min_pass_at_k: tuple[int, float] | None = None) -> bool:
         """Whether this eval lets the suite pass (its status is not `failed`)."""
-        return self.status(strict=strict, min_pass_rate=min_pass_rate) != "failed"
+        return self.status(strict=strict, min_pass_rate=min_pass_rate, min_pass_at_k=min_pass_at_k) != "failed"
 
 
 @dataclass(kw_only=True, slots=True)
@@ -109,13 +127,19 @@ class SuiteSummary:
     strict: bool
     min_pass_rate: float
     interrupted: bool = False
+    min_pass_at_k: tuple[int, float] | None = None
+    """`--min-pass-at-k K:RATE`: an eval with `--runs N` fails when its pass@K is under RATE."""
 
     def eval_counts(self) -> dict[Outcome, int]:
         counts: dict[Outcome, int] = dict.fromkeys(OUTCOMES, 0)
         for tally in self.tallies:
             if tally.done:
-                counts[tally.status(strict=self.strict, min_pass_rate=self.min_pass_rate)] += 1
+                counts[self.status_of(tally)] += 1
         return counts
+
+    def status_of(self, tally: EvalTally) -> Outcome:
+        """One eval's verdict under this suite's gates (`--strict`, `--min-pass-rate`, `--min-pass-at-k`)."""
+        return tally.status(strict=self.strict, min_pass_rate=self.min_pass_rate, min_pass_at_k=self.min_pass_at_k)
 
     @property
     def runs_done(self) -> int:
@@ -140,5 +164,5 @@ class SuiteSummary:
             return 130
         if self.problems:
             return 2
-        ok = all(t.succeeded(strict=self.strict, min_pass_rate=self.min_pass_rate) for t in self.tallies)
+        ok = all(self.status_of(t) != "failed" for t in self.tallies)
         return 0 if ok else 1

@@ -27,6 +27,8 @@ class SuiteOptions:
     concurrency: int = 8
     strict: bool = False
     min_pass_rate: float = 1.0
+    min_pass_at_k: tuple[int, float] | None = None
+    """`--min-pass-at-k K:RATE`."""
     exec: ExecOptions
     done: frozenset[tuple[str, int]] = frozenset()
     """`(eval_id, run_index)` already run (`--resume`): not run again."""
@@ -99,6 +101,7 @@ async def run_suite(
         duration_s=0.0,
         strict=options.strict,
         min_pass_rate=options.min_pass_rate,
+        min_pass_at_k=options.min_pass_at_k,
         interrupted=True,
     )
 

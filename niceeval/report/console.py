@@ -55,6 +55,15 @@ def _spend_text(side: str, spent: Spend) -> str:
     return f"{side}: {calls}, {spent.tokens:,} tokens, {cost}"
 
 
+def _pass_k_text(tally: EvalTally, strict: bool, gate: tuple[int, float] | None) -> str:
+    """`pass@k` and `pass^k` at a few k (every k up to 5 runs; else 2, 5, 10, the gate's k and the number of runs)."""
+    at, hat = tally.pass_at_k(strict=strict), tally.pass_hat_k(strict=strict)
+    wanted = {2, 5, 10, len(at), gate[0] if gate else 0}
+    shown = [k for k in at if len(at) <= 5 or k in wanted]
+    parts = [f"pass@{k} {at[k]:.2f}" for k in shown if k > 1] + [f"pass^{k} {hat[k]:.2f}" for k in shown if k > 1]
+    return "  " + " ".join(parts) if parts else ""
+
+
 class ConsoleReporter:
     """Prints to a rich `Console` (injected, so tests render to a string at a fixed width)."""
 
@@ -66,10 +75,12 @@ class ConsoleReporter:
         min_pass_rate: float = 1.0,
         clock: Clock = time.monotonic,
         refresh_per_second: float | None = 4.0,
+        min_pass_at_k: tuple[int, float] | None = None,
     ) -> None:
         self.console = console
         self.strict = strict
         self.min_pass_rate = min_pass_rate
+        self.min_pass_at_k = min_pass_at_k
         self._pending: dict[str, list[RunResult]] = {}
         self._tallies: dict[str, EvalTally] = {}
         self._progress: LiveProgress | None = None
@@ -120,7 +131,7 @@ class ConsoleReporter:
             self._print_eval(tally, self._pending.pop(result.eval_id))
 
     def _print_eval(self, tally: EvalTally, runs: list[RunResult]) -> None:
-        status = tally.status(strict=self.strict, min_pass_rate=self.min_pass_rate)
+        status = tally.status(strict=self.strict, min_pass_rate=self.min_pass_rate, min_pass_at_k=self.min_pass_at_k)
         label, style = _LABEL[status]
         line = Text()
         line.append(f" {label:<6} ", style=f"bold {style}")
@@ -129,6 +140,7 @@ class ConsoleReporter:
             rate = tally.pass_rate(strict=self.strict)
             shown = "n/a" if rate is None else f"{rate:.0%}"
             line.append(f"  {tally.passing(strict=self.strict)}/{tally.counted} runs passed ({shown})", style=style)
+            line.append(_pass_k_text(tally, self.strict, self.min_pass_at_k), style="dim")
         line.append(f"  {tally.mean_duration_s:.2f}s", style="dim")
         self._print(line)
         if status in ("failed", "scored"):

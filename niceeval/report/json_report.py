@@ -74,6 +74,7 @@ class JsonReporter:
             "duration_s": round(summary.duration_s, 6),
             "strict": summary.strict,
             "min_pass_rate": summary.min_pass_rate,
+            "min_pass_at_k": list(summary.min_pass_at_k) if summary.min_pass_at_k else None,
             "interrupted": summary.interrupted,
             "exit_code": summary.exit_code,
             "summary": {
@@ -98,10 +99,10 @@ class JsonReporter:
                 "file": planned.file,
                 "line": planned.line,
                 "tags": list(planned.tags),
-                "status": tally.status(strict=summary.strict, min_pass_rate=summary.min_pass_rate)
-                if tally.done
-                else None,
+                "status": summary.status_of(tally) if tally.done else None,
                 "pass_rate": rate,
+                "pass_at_k": {str(k): round(v, 6) for k, v in tally.pass_at_k(strict=summary.strict).items()},
+                "pass_hat_k": {str(k): round(v, 6) for k, v in tally.pass_hat_k(strict=summary.strict).items()},
                 "mean_duration_s": round(tally.mean_duration_s, 6),
             }
             out.write(("," if index else "") + json.dumps(scrub(item))[:-1] + ', "runs": [')
