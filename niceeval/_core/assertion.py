@@ -223,6 +223,11 @@ class Matcher:
         )
 
 
+def assertion_kind(name: str) -> str:
+    """An assertion's kind: its name up to the first parenthesis (`includes('x')` -> `includes`)."""
+    return name.split("(", 1)[0].strip() or name
+
+
 def _normalise_score(score: object, name: str) -> float:
     if isinstance(score, bool):
         return 1.0 if score else 0.0

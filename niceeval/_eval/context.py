@@ -16,6 +16,7 @@ from niceeval._core.awaits import AwaitTracker, tracked
 from niceeval._core.errors import ErrorInfo, UsageError, caller_location, error_info
 from niceeval._core.events import Event, EventLog
 from niceeval._diff import short
+from niceeval._eval.compare import Comparison, Comparisons
 from niceeval._eval.config import Price
 from niceeval._eval.conversation import Conversation, Turn
 from niceeval._eval.efficiency import Usage, usage_of
@@ -111,9 +112,11 @@ class RunState:
     """Problems that did not change the outcome but deserve attention (the loop watchdog's, for one)."""
     awaits: AwaitTracker = field(default_factory=AwaitTracker)
     """Coroutines the API handed to the eval, checked for an `await` once it returns."""
+    comparisons: list[Comparison] = field(default_factory=list)
+    """`t.max_score` / `t.select_best`: resolved by the runner once every variant of the case has run."""
 
 
-class _ContextBase(Observations):
+class _ContextBase(Observations, Comparisons):
     """What sync and async eval contexts share: checks, skip, the reply, the event stream, scoped assertions."""
 
     def __init__(
@@ -131,6 +134,7 @@ class _ContextBase(Observations):
         self._agent_spec = agent
         self._eval_id = eval_id
         self._scoped = state.scoped
+        self._comparisons = state.comparisons
         self._diff_scoped = state.diff_scoped
         self._sandbox: Sandbox | None = None
         self._case: Any = None
@@ -146,6 +150,9 @@ class _ContextBase(Observations):
     def reply(self) -> str:
         """The agent's last reply text in the current conversation ("" before the first `send`)."""
         return self._conversation.reply
+
+    def _reply_text(self) -> str:
+        return self.reply
 
     @property
     def judge(self) -> Judge:

@@ -30,6 +30,8 @@ class EvalEntry:
     """The id shared by the variants of one case (`file.py::fn[case]`): runs compared by max-score/select-best."""
     group_size: int = 1
     """How many variants share `group`."""
+    group_index: int = 0
+    """This variant's position in `group` (max-score's ties go to the first)."""
 
     @property
     def file(self) -> str:

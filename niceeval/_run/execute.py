@@ -18,6 +18,7 @@ from niceeval._core.events import UsageEvent
 from niceeval._core.outcome import fold
 from niceeval._core.results import RunResult, Spend
 from niceeval._eval.checked_sandbox import CheckedSandbox
+from niceeval._eval.compare import Comparison
 from niceeval._eval.config import JudgeSettings, Price
 from niceeval._eval.context import EvalContext, RunState, StopEval, SyncEvalContext, _ContextBase
 from niceeval._eval.efficiency import usage_of
@@ -196,6 +197,13 @@ async def _run_body(entry: EvalEntry, state: RunState, options: ExecOptions, set
 
 async def execute(entry: EvalEntry, run_index: int, options: ExecOptions) -> RunResult:
     """Run the eval once and return its folded result. Never raises for anything the eval does."""
+    result, _ = await execute_run(entry, run_index, options)
+    return result
+
+
+async def execute_run(entry: EvalEntry, run_index: int, options: ExecOptions) -> tuple[RunResult, list[Comparison]]:
+    """Like `execute`, with the comparisons (`t.max_score`, `t.select_best`) the run registered, for the suite to
+    resolve once the other variants of the case have run."""
     spec = entry.spec
     state = RunState()
     location = f"{entry.file}:{spec.line}"
@@ -239,7 +247,7 @@ async def execute(entry: EvalEntry, run_index: int, options: ExecOptions) -> Run
         skipped=state.skip_reason is not None,
         fail_on_inconclusive=options.fail_on_inconclusive,
     )
-    return RunResult(
+    result = RunResult(
         eval_id=entry.id,
         file=entry.file,
         line=spec.line,
@@ -259,6 +267,7 @@ async def execute(entry: EvalEntry, run_index: int, options: ExecOptions) -> Run
         group=entry.group,
         warnings=state.warnings,
     )
+    return result, state.comparisons
 
 
 @asynccontextmanager

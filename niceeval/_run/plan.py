@@ -40,7 +40,7 @@ def _expand_one(entry: EvalEntry, cases: Sequence[Case] | None, variants: tuple[
         if not variants:
             yield EvalEntry(id=group, spec=entry.spec, case=case)
             continue
-        for variant in variants:
+        for index, variant in enumerate(variants):
             yield EvalEntry(
                 id=f"{group}[{variant.name}]",
                 spec=entry.spec,
@@ -48,6 +48,7 @@ def _expand_one(entry: EvalEntry, cases: Sequence[Case] | None, variants: tuple[
                 variant=variant,
                 group=group,
                 group_size=len(variants),
+                group_index=index,
             )
 
 

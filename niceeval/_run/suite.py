@@ -11,8 +11,9 @@ import anyio
 from niceeval._core.redact import Redactor
 from niceeval._core.results import RunResult
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
+from niceeval._run.compare import CrossRuns
 from niceeval._run.discovery import EvalEntry, LoadError
-from niceeval._run.execute import ExecOptions, execute
+from niceeval._run.execute import ExecOptions, execute_run
 from niceeval._run.judging import SuiteJudges
 from niceeval._run.watchdog import LoopWatchdog
 from niceeval.providers import shared_clients
@@ -68,7 +69,7 @@ def _redactor(entries: Sequence[EvalEntry], options: SuiteOptions) -> Redactor:
 
 
 def _plan(entries: Sequence[EvalEntry], runs: int) -> list[PlannedEval]:
-    return [PlannedEval(id=e.id, file=e.file, line=e.spec.line, tags=e.spec.tags, runs=runs) for e in entries]
+    return [PlannedEval(id=e.id, file=e.file, line=e.spec.line, tags=e.tags, runs=runs) for e in entries]
 
 
 async def run_suite(
@@ -105,18 +106,21 @@ async def run_suite(
         interrupted=True,
     )
 
-    async def worker(exec_options: ExecOptions) -> None:
+    def record(finished: RunResult) -> None:
+        result = redactor.run(finished)
+        tallies[result.eval_id].add(result)
+        if result.error is not None and result.error.kind == "usage":
+            problem = Problem(location=result.error.location or result.file, message=result.error.message, kind="usage")
+            if problem not in problems:  # the same mistake in every one of --runs N is one problem
+                problems.append(problem)
+        sinks.run_finished(result)
+
+    async def worker(exec_options: ExecOptions, cross: CrossRuns) -> None:
         for entry, index in queue:
             sinks.run_started(entry.id, index)
-            result = redactor.run(await execute(entry, index, exec_options))
-            tallies[entry.id].add(result)
-            if result.error is not None and result.error.kind == "usage":
-                problem = Problem(
-                    location=result.error.location or entry.file, message=result.error.message, kind="usage"
-                )
-                if problem not in problems:  # the same mistake in every one of --runs N is one problem
-                    problems.append(problem)
-            sinks.run_finished(result)
+            result, comparisons = await execute_run(entry, index, exec_options)
+            for ready in await cross.finished(entry, result, comparisons):
+                record(ready)
 
     for result in options.prior:
         if result.eval_id in tallies:
@@ -125,12 +129,15 @@ async def run_suite(
     judges = SuiteJudges(options.exec.root, no_cache=options.exec.no_cache, cache_only=options.exec.cache_only)
     exec_options = replace(options.exec, judges=judges)
     watchdog = LoopWatchdog(entries)
+    cross = CrossRuns(entries, exec_options)
     try:
         async with shared_clients():
             try:
                 async with watchdog.watching(), anyio.create_task_group() as tg:
                     for _ in range(min(options.concurrency, len(plan) * options.runs)):
-                        tg.start_soon(worker, exec_options)
+                        tg.start_soon(worker, exec_options, cross)
+                for ready in await cross.flush():
+                    record(ready)
             finally:
                 with anyio.CancelScope(shield=True):
                     await judges.aclose()  # inside the client scope: the judges' clients are the shared ones

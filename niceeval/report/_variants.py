@@ -9,14 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from niceeval._core.assertion import assertion_kind
 from niceeval._core.results import RunResult
 
 _MAX_KINDS = 8
-
-
-def assertion_kind(name: str) -> str:
-    """The kind of an assertion: its name up to the first parenthesis (`rubric(Is it polite?)` -> `rubric`)."""
-    return name.split("(", 1)[0].strip() or name
 
 
 @dataclass(kw_only=True, slots=True)
