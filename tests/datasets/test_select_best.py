@@ -99,7 +99,8 @@ def test_without_an_api_key_select_best_is_inconclusive_and_passes(tmp_path: Pat
 
 
 def test_without_a_judge_model_select_best_is_an_author_error(tmp_path: Path) -> None:
-    write(tmp_path, "niceeval.config.py", "from niceeval import define_config\nconfig = define_config(agent=lambda m: m)\n")
+    no_judge = "from niceeval import define_config\nconfig = define_config(agent=lambda m: m)\n"
+    write(tmp_path, "niceeval.config.py", no_judge)
     write(tmp_path, "evals/select_nomodel.py", EVAL.replace("CASES", "1"))
     kept = run_project(tmp_path)
     assert kept.summary is not None and kept.summary.exit_code == 2
