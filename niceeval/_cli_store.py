@@ -48,6 +48,29 @@ def add_store_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
     add_store_flags(show)
     show.set_defaults(handler=_show)
 
+    diff = commands.add_parser("diff", help="compare two suite runs; exit 1 when something regressed")
+    diff.add_argument("base", metavar="BASE", help="the suite run to compare against (e.g. main's)")
+    diff.add_argument("head", metavar="HEAD", help="the suite run to judge (a unique id prefix, or `latest`)")
+    diff.add_argument("--threshold", type=float, default=0.1, help="score moves up to this are noise (default 0.1)")
+    diff.add_argument("--json", action="store_true", help="print the diff as JSON")
+    diff.add_argument("--config", type=Path, metavar="PATH")
+    add_store_flags(diff)
+    diff.set_defaults(handler=_diff)
+
+    export = commands.add_parser("export", help="write a stored suite run's JSON and/or JUnit report")
+    export.add_argument("run", metavar="RUN", help="suite run id (a unique prefix is enough), or `latest`")
+    export.add_argument("--json", type=Path, metavar="PATH", help="write the JSON report here")
+    export.add_argument("--junit", type=Path, metavar="PATH", help="write JUnit XML here")
+    export.add_argument("--config", type=Path, metavar="PATH")
+    add_store_flags(export)
+    export.set_defaults(handler=_export)
+
+    gc = commands.add_parser("gc", help="delete all but the latest suite runs from the results store")
+    gc.add_argument("--keep", type=int, required=True, metavar="N", help="how many of the latest suite runs to keep")
+    gc.add_argument("--config", type=Path, metavar="PATH")
+    add_store_flags(gc)
+    gc.set_defaults(handler=_gc)
+
 
 def store_plan_for(config: Config, args: argparse.Namespace, entries: list[EvalEntry]) -> StoredPlan | None:
     """How this `niceeval run` is recorded (None with the store off); a store that cannot open exits 2."""
@@ -116,4 +139,42 @@ def _show(args: argparse.Namespace) -> int:
     with _open_existing(args) as store:
         show_run(store, args.run, args.eval_id, Console(highlight=False, soft_wrap=True))
     sys.stdout.flush()
+    return 0
+
+
+def _diff(args: argparse.Namespace) -> int:
+    import json
+
+    from niceeval._store_views import diff_lines
+
+    with _open_existing(args) as store:
+        diff = store.diff(args.base, args.head, threshold=args.threshold)
+    if args.json:
+        print(json.dumps(diff.describe(), indent=2))
+    else:
+        for line in diff_lines(diff):
+            print(line)
+    return 1 if diff.regressed else 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from niceeval._core.errors import ConfigError
+    from niceeval._store_views import export_reports
+
+    if not args.json and not args.junit:
+        raise ConfigError("niceeval export needs --json PATH and/or --junit PATH.")
+    with _open_existing(args) as store:
+        run_id = export_reports(store, args.run, json_path=args.json, junit_path=args.junit)
+    print(f"exported suite run {run_id} to " + " and ".join(str(p) for p in (args.json, args.junit) if p))
+    return 0
+
+
+def _gc(args: argparse.Namespace) -> int:
+    from niceeval._core.errors import ConfigError
+
+    if args.keep < 0:
+        raise ConfigError(f"--keep takes how many suite runs to keep (0 or more), got {args.keep}.")
+    with _open_existing(args) as store:
+        suites, runs = store.gc(keep=args.keep)
+    print(f"deleted {suites} suite runs ({runs} eval runs); kept the latest {args.keep} and any still running")
     return 0

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 from rich.console import Console
 
 from niceeval._core.results import RunResult
-from niceeval._core.summary import EvalTally, Problem, SuiteSummary
-from niceeval.report import ConsoleReporter
+from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
+from niceeval.report import ConsoleReporter, JsonReporter, JUnitReporter, Reporter, ReporterSet
 from niceeval.report.console import clean
-from niceeval.store import Store, SuiteRunInfo
+from niceeval.store import RunDiff, RunNotFound, Store, SuiteRunInfo
 
 
 def _when(info: SuiteRunInfo) -> str:
@@ -38,6 +39,8 @@ def runs_table(runs: Iterable[SuiteRunInfo]) -> list[str]:
         rate = "-" if info.pass_rate is None else f"{info.pass_rate:.0%}"
         took = "-" if info.duration_s is None else f"{info.duration_s:.1f}s"
         status = info.status + (f" ({info.runs_done}/{info.runs_planned} runs)" if info.status != "finished" else "")
+        if info.parent_id:
+            status += f", {info.kind} of {info.parent_id}"
         lines.append(
             f"{info.id:<12}  {_when(info):<16}  {_commit(info):<9}  {counts:<22}  {rate:>5}  {_cost(info):>9}  "
             f"{took:>8}  {status}"
@@ -47,39 +50,97 @@ def runs_table(runs: Iterable[SuiteRunInfo]) -> list[str]:
     return lines
 
 
+def _replay(
+    store: Store, info: SuiteRunInfo, plan: list[PlannedEval], reporters: Sequence[Reporter], *, one: bool = False
+) -> None:
+    """Hand a stored suite run to reporters as if it ran now: plan, every stored eval run, the summary.
+
+    `one`: the plan is one eval picked from the suite run (the suite's load errors are left out).
+    """
+    sinks = ReporterSet(reporters)
+    sinks.start(plan, [])
+    tallies = {p.id: EvalTally(eval=p) for p in plan}
+    only = [p.id for p in plan] if one else None
+    for result in store.results(info.id, eval_ids=only):
+        if result.eval_id in tallies:
+            tallies[result.eval_id].add(result)
+            sinks.run_finished(result)
+    sinks.finish(
+        SuiteSummary(
+            tallies=list(tallies.values()),
+            problems=[Problem(location=e["location"], message=e["message"]) for e in info.errors] if not only else [],
+            duration_s=info.duration_s or 0.0,
+            strict=info.strict,
+            min_pass_rate=info.min_pass_rate,
+            interrupted=info.status == "interrupted",
+        )
+    )
+
+
+class _Keep:
+    """A sink that keeps the runs of one eval, to print them in full after the report."""
+
+    def __init__(self) -> None:
+        self.runs: list[RunResult] = []
+
+    def start(self, plan: Sequence[PlannedEval], problems: Sequence[Problem]) -> None:
+        del plan, problems
+
+    def run_finished(self, result: RunResult) -> None:
+        self.runs.append(result)
+
+    def finish(self, summary: SuiteSummary) -> None:
+        del summary
+
+
 def show_run(store: Store, ref: str, eval_id: str | None, console: Console) -> None:
     """The console report of a stored suite run, as `niceeval run` printed it; with `eval_id`, that eval in full."""
-    detail = store.run(ref)
-    info = detail.run
+    info = store.run(ref).run
     plan = store.planned(info.id)
     if eval_id is not None:
         plan = [p for p in plan if p.id == eval_id]
         if not plan:
-            from niceeval.store import RunNotFound
-
             raise RunNotFound(f"suite run {info.id} has no eval {eval_id!r}; `niceeval show {info.id}` lists them.")
     branch = f" ({info.git_branch})" if info.git_branch else ""
     console.file.write(f"run {info.id} · {_when(info)} · commit {_commit(info)}{branch} · {info.status}\n")
+    kept = _Keep()
     reporter = ConsoleReporter(console, strict=info.strict, min_pass_rate=info.min_pass_rate)
-    reporter.start(plan, [])
-    tallies = {p.id: EvalTally(eval=p) for p in plan}
-    kept: list[RunResult] = []
-    for result in store.results(info.id, eval_ids=[eval_id] if eval_id else None):
-        tallies[result.eval_id].add(result)
-        reporter.run_finished(result)
-        if eval_id is not None:
-            kept.append(result)
-    summary = SuiteSummary(
-        tallies=list(tallies.values()),
-        problems=[Problem(location=e["location"], message=e["message"]) for e in info.errors] if not eval_id else [],
-        duration_s=info.duration_s or 0.0,
-        strict=info.strict,
-        min_pass_rate=info.min_pass_rate,
-        interrupted=info.status == "interrupted",
-    )
-    reporter.finish(summary)
-    for result in sorted(kept, key=lambda r: r.run_index):
+    _replay(store, info, plan, [reporter, kept] if eval_id else [reporter], one=eval_id is not None)
+    for result in sorted(kept.runs, key=lambda r: r.run_index):
         _print_record(result, console)
+
+
+def export_reports(store: Store, ref: str, *, json_path: Path | None, junit_path: Path | None) -> str:
+    """Write a stored suite run's JSON and/or JUnit report (as `niceeval run` would have); returns its id."""
+    info = store.run(ref).run
+    reporters: list[Reporter] = []
+    if json_path is not None:
+        reporters.append(JsonReporter(json_path, run_id=info.id))
+    if junit_path is not None:
+        reporters.append(JUnitReporter(junit_path, strict=info.strict, min_pass_rate=info.min_pass_rate))
+    _replay(store, info, store.planned(info.id), reporters)
+    return info.id
+
+
+def diff_lines(diff: RunDiff) -> list[str]:
+    """`niceeval diff` as text: verdict changes (regressions first), new and gone evals, moved scores."""
+    lines = [f"diff {diff.base} -> {diff.head}"]
+    for change in sorted(diff.changed, key=lambda c: not c.regressed):
+        mark = "REGRESSED" if change.regressed else "changed"
+        lines.append(f"  {mark:<10} {clean(change.eval_id, 200)}  {change.base} -> {change.head}")
+    lines += [f"  {'new':<10} {clean(eval_id, 200)}" for eval_id in diff.new]
+    lines += [f"  {'gone':<10} {clean(eval_id, 200)}" for eval_id in diff.gone]
+    for score in diff.scores:
+        mark = "REGRESSED" if score.delta < 0 else "score"
+        lines.append(
+            f"  {mark:<10} {clean(score.eval_id, 200)}  {clean(score.assertion, 120)}  "
+            f"{score.base:.2f} -> {score.head:.2f} ({score.delta:+.2f})"
+        )
+    regressions = sum(c.regressed for c in diff.changed) + sum(s.delta < 0 for s in diff.scores)
+    if len(lines) == 1:
+        lines.append("  no changes")
+    lines.append(f"{regressions} regressions (score moves of {diff.threshold:g} or less are ignored)")
+    return lines
 
 
 def _print_record(result: RunResult, console: Console) -> None:

@@ -148,3 +148,12 @@ class Store:
             _write.finish_suite(
                 conn, suite_run_id, status=status, exit_code=exit_code, duration_s=duration_s, errors=list(errors)
             )
+
+    def gc(self, *, keep: int) -> tuple[int, int]:
+        """Delete every suite run but the `keep` latest; a suite run still `running` is kept.
+
+        Returns:
+            How many suite runs and eval runs were deleted.
+        """
+        with self._writing() as conn:
+            return _write.delete_old(conn, keep)

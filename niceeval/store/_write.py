@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, func, insert, select, update
+from sqlalchemy import Connection, delete, func, insert, select, update
 
 from niceeval._core.results import RunResult
 from niceeval._core.summary import PlannedEval
@@ -160,3 +160,21 @@ def totals(conn: Connection, suite_run_id: str) -> dict[str, Any]:
         "evals": plan[0],
         "runs_planned": plan[1],
     }
+
+
+def delete_old(conn: Connection, keep: int) -> tuple[int, int]:
+    """Delete every suite run but the `keep` latest (and any still `running`); (suite runs, eval runs) deleted."""
+    kept = select(suite_runs.c.id).order_by(suite_runs.c.started_at.desc(), suite_runs.c.id).limit(keep)
+    doomed = [
+        row.id
+        for row in conn.execute(
+            select(suite_runs.c.id).where(suite_runs.c.id.not_in(kept), suite_runs.c.status != "running")
+        )
+    ]
+    if not doomed:
+        return 0, 0
+    runs = conn.execute(
+        select(func.count()).select_from(eval_runs).where(eval_runs.c.suite_run_id.in_(doomed))
+    ).scalar_one()
+    conn.execute(delete(suite_runs).where(suite_runs.c.id.in_(doomed)))
+    return len(doomed), int(runs)

@@ -1,0 +1,126 @@
+"""`niceeval diff`, `export` and `gc` on a real store, and two `niceeval run` processes writing one store at once."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from niceeval.store import Store
+
+from ._project import Project
+
+VERSIONED = """\
+import os
+
+from niceeval import define_eval
+from niceeval.expect import includes, similarity
+
+BROKEN = os.environ.get("BREAK", "")
+
+
+@define_eval
+async def steady(t):
+    t.check("ok", includes("ok"))
+
+
+@define_eval
+async def fragile(t):
+    t.check("bad" if "fragile" in BROKEN else "ok", includes("ok"))
+
+
+@define_eval
+async def drifting(t):
+    t.check("abcdefghij" if "drifting" not in BROKEN else "abcdexxxxx", similarity("abcdefghij").at_least(0.4))
+"""
+
+
+@pytest.fixture
+def versioned(project: Project) -> Project:
+    project.write("evals/v.py", VERSIONED)
+    return project
+
+
+def run_id(project: Project, store_url: str, *, broken: str = "") -> str:
+    result = project.run("--store", store_url, env={"BREAK": broken})
+    return str(result.report()["run_id"])
+
+
+def test_diff_reports_a_regression_and_exits_1(versioned: Project, store_url: str) -> None:
+    base = run_id(versioned, store_url)
+    head = run_id(versioned, store_url, broken="fragile,drifting")
+    diff = versioned.cli("diff", base, head, "--store", store_url)
+    assert diff.code == 1
+    assert "REGRESSED  evals/v.py::fragile  passed -> failed" in diff.stdout
+    assert "REGRESSED  evals/v.py::drifting  similarity  1.00 -> 0.50 (-0.50)" in diff.stdout
+    assert "3 regressions" in diff.stdout
+
+
+def test_diff_without_regressions_exits_0(versioned: Project, store_url: str) -> None:
+    base = run_id(versioned, store_url, broken="fragile")
+    head = run_id(versioned, store_url)
+    diff = versioned.cli("diff", base, head, "--store", store_url)
+    assert diff.code == 0, diff.output
+    assert "changed    evals/v.py::fragile  failed -> passed" in diff.stdout
+
+
+def test_diff_as_json_names_new_and_gone_evals(versioned: Project, store_url: str) -> None:
+    base = run_id(versioned, store_url)
+    head = versioned.run("--store", store_url, "-k", "steady").report()["run_id"]
+    diff = versioned.cli("diff", base, head, "--json", "--store", store_url)
+    data = json.loads(diff.stdout)
+    gone = ["evals/v.py::drifting", "evals/v.py::fragile"]
+    assert (data["new"], data["gone"], data["regressed"]) == ([], gone, False)
+
+
+def test_export_writes_the_reports_the_run_wrote(versioned: Project, store_url: str) -> None:
+    ran = versioned.run("--store", store_url, env={"BREAK": "fragile"})
+    target_json, target_xml = versioned.out / "exported.json", versioned.out / "exported.xml"
+    exported = versioned.cli(
+        "export", ran.report()["run_id"], "--json", str(target_json), "--junit", str(target_xml), "--store", store_url
+    )
+    assert exported.code == 0, exported.output
+    written = json.loads(target_json.read_text())
+    original = ran.report()
+    assert written["run_id"] == original["run_id"]
+    assert written["summary"] == original["summary"]
+    assert [e["runs"] for e in written["evals"]] == [e["runs"] for e in original["evals"]]
+    assert target_xml.read_text().count("<failure") == ran.junit_text.count("<failure")  # type: ignore[union-attr]
+
+
+def test_export_needs_a_report_to_write(versioned: Project, store_url: str) -> None:
+    run_id(versioned, store_url)
+    exported = versioned.cli("export", "latest", "--store", store_url)
+    assert exported.code == 2 and "--json PATH and/or --junit PATH" in exported.stderr
+
+
+def test_gc_keeps_the_latest_suite_runs(versioned: Project, store_url: str) -> None:
+    ids = [run_id(versioned, store_url) for _ in range(3)]
+    collected = versioned.cli("gc", "--keep", "1", "--store", store_url)
+    assert collected.code == 0
+    assert "deleted 2 suite runs (6 eval runs)" in collected.stdout
+    with Store.open(store_url) as store:
+        assert [r.id for r in store.runs()] == ids[-1:]
+        assert store.history("evals/v.py::steady") == store.history("evals/v.py::steady")[:1]
+
+
+@pytest.mark.slow
+def test_two_runs_writing_one_store_at_once_both_complete(project: Project, store_url: str) -> None:
+    body = "".join(f"\n@define_eval\nasync def e{i}(t):\n    await anyio.sleep(0.01)\n" for i in range(60))
+    project.write("evals/many.py", "import anyio\nfrom niceeval import define_eval\n" + body)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NICEEVAL")}
+    command = [sys.executable, "-m", "niceeval.cli", "run", "--store", store_url, "--concurrency", "4"]
+    processes = [
+        subprocess.Popen(command, cwd=project.root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    outputs = [p.communicate(timeout=120) for p in processes]
+    assert [p.returncode for p in processes] == [0, 0], outputs
+    assert all("not stored" not in err for _, err in outputs)
+    with Store.open(store_url) as store:
+        runs = store.runs()
+        assert len(runs) == 2
+        assert [(r.status, r.runs_done, r.passed) for r in runs] == [("finished", 60, 60)] * 2
