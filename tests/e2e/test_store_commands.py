@@ -124,3 +124,56 @@ def test_two_runs_writing_one_store_at_once_both_complete(project: Project, stor
         runs = store.runs()
         assert len(runs) == 2
         assert [(r.status, r.runs_done, r.passed) for r in runs] == [("finished", 60, 60)] * 2
+
+
+BREAKER = """\
+import os
+import time
+
+from niceeval import define_eval
+from sqlalchemy import create_engine, text
+
+
+@define_eval
+async def a_first(t):
+    pass
+
+
+@define_eval
+def b_breaks_the_store(t):
+    url = os.environ["NICEEVAL_STORE"]
+    engine = create_engine(url)
+    with engine.connect() as conn:  # wait until the first run is in the store, then pull it away
+        while not conn.execute(text("select count(*) from eval_runs")).scalar():
+            conn.rollback()
+            time.sleep(0.01)
+    engine.dispose()
+    if url.startswith("sqlite"):
+        with create_engine(url).begin() as conn:
+            for table in ("judge_calls", "assertions", "events", "turns", "eval_runs"):
+                conn.execute(text("drop table " + table))
+    else:
+        admin = create_engine(engine.url.set(database="postgres"), isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            conn.execute(text(f'drop database "{engine.url.database}" with (force)'))
+        admin.dispose()
+
+
+@define_eval
+async def c_after(t):
+    pass
+
+
+@define_eval
+async def d_after(t):
+    pass
+"""
+
+
+def test_a_store_going_away_mid_run_warns_and_keeps_the_reports(project: Project, store_url: str) -> None:
+    project.write("evals/breaker.py", BREAKER)
+    result = project.run("--concurrency", "1", env={"NICEEVAL_STORE": store_url})
+    assert result.code == 0, result.output
+    assert result.report()["summary"]["passed"] == 4  # every run reported
+    assert "3 of 4 runs were not stored in the results store" in result.stderr
+    assert "stored as run" not in result.stdout
