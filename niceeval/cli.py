@@ -282,11 +282,12 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _view(args: argparse.Namespace) -> int:
     from niceeval._core.errors import UsageError
+    from niceeval.store import Store
     from niceeval.web._serve import ServeOptions, serve
 
-    store_url = args.store or _default_store_url(args)
+    store = Store.open(args.store or _default_store_url(args))
     options = ServeOptions(
-        store_url=store_url, host=args.host, port=args.port, token=args.token, open_browser=args.open_browser
+        store=store, host=args.host, port=args.port, token=args.token, open_browser=args.open_browser
     )
     try:
         serve(options)

@@ -12,7 +12,12 @@ from starlette.responses import Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from niceeval.store import Store
+from niceeval.web._compare import compare_eval_page, compare_page
+from niceeval.web._eval_run import eval_run_page
+from niceeval.web._history import history_page
 from niceeval.web._render import render
+from niceeval.web._runs import run_page, runs_page
 from niceeval.web._security import Access, Guard
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
@@ -23,11 +28,11 @@ class ViewerSettings:
     """What one viewer process serves, and to whom.
 
     Args:
-        store_url: The results store to read (a SQLAlchemy URL).
+        store: The results store to read (and to keep browser-authored cases in).
         access: The token and host rules (see `niceeval.web._security`).
     """
 
-    store_url: str
+    store: Store
     access: Access
 
 
@@ -35,19 +40,19 @@ def create_app(settings: ViewerSettings) -> Starlette:
     """The viewer as an ASGI app: pages over the results store, behind the security guard."""
     app = Starlette(
         routes=[
-            Route("/", _runs, name="runs"),
+            Route("/", runs_page, name="runs"),
+            Route("/runs/{run_id}", run_page, name="run"),
+            Route("/runs/{run_id}/eval", eval_run_page, name="eval_run"),
+            Route("/compare", compare_page, name="compare"),
+            Route("/compare/eval", compare_eval_page, name="compare_eval"),
+            Route("/evals/history", history_page, name="history"),
             Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
         ],
         exception_handlers={HTTPException: _http_error},
     )
-    app.state.settings = settings
+    app.state.store = settings.store
     app.add_middleware(Guard, access=settings.access)
     return app
-
-
-def _runs(request: Request) -> Response:
-    settings: ViewerSettings = request.app.state.settings
-    return render(request, "runs.html", store_url=settings.store_url)
 
 
 def _http_error(request: Request, exc: Exception) -> Response:

@@ -256,7 +256,7 @@ def _legend(series: Sequence[Series], width: int, top: int) -> str:
     for number, line in enumerate(series):
         x = 40 + (number % 4) * column_width
         y = top + (number // 4) * 18 + 4
-        name = line.name if len(line.name) <= 24 else line.name[:23] + "\u2026"
+        name = line.name if len(line.name) <= 20 else line.name[:19] + "\u2026"
         parts.append(
             f'<rect class="swatch series-{number % SERIES_CLASSES}" x="{x:.0f}" y="{y}" width="10" height="10" '
             f'rx="2"/><text class="legend" x="{x + 14:.0f}" y="{y + 9}"><title>{escape(line.name)}</title>'
@@ -284,3 +284,23 @@ def _pct(value: float) -> str:
 
 def _clamp(value: float) -> float:
     return min(1.0, max(0.0, value))
+
+
+def outcome_bar(passed: int, scored: int, failed: int, skipped: int, *, width: int = 120, height: int = 8) -> Markup:
+    """A stacked bar of outcome counts (passed, scored, failed, skipped), drawn to scale."""
+    total = passed + scored + failed + skipped
+    label = f"{passed} passed, {scored} scored, {failed} failed, {skipped} skipped"
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="outcome-bar" viewBox="0 0 {width} {height}" '
+        f'width="{width}" height="{height}" preserveAspectRatio="none" role="img" aria-label="{label}">'
+        f"<title>{label}</title>"
+    ]
+    x = 0.0
+    for css, count in (("passed", passed), ("scored", scored), ("failed", failed), ("skipped", skipped)):
+        if total and count:
+            share = width * count / total
+            parts.append(f'<rect class="{css}" x="{x:.2f}" y="0" width="{share:.2f}" height="{height}"/>')
+            x += share
+    if not total:
+        parts.append(f'<rect class="skipped" x="0" y="0" width="{width}" height="{height}"/>')
+    return Markup("".join(parts) + "</svg>")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,8 +24,8 @@ def environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(pct=pct, duration=duration, usd=usd, when=when, score=score)
-    env.globals.update(trend_line=_charts.trend_line, score_lines=_charts.score_lines, heat_map=_charts.heat_map)
+    env.filters.update(pct=pct, duration=duration, usd=usd, when=when, score=score, pretty=pretty)
+    env.globals.update(outcome_bar=_charts.outcome_bar)
     return env
 
 
@@ -79,3 +80,15 @@ def when(moment: datetime | None) -> str:
     if moment.tzinfo is not None:
         moment = moment.astimezone(UTC)
     return moment.strftime("%Y-%m-%d %H:%M")
+
+
+def pretty(value: Any) -> str:
+    """A tool's input or output as readable text: strings as they are, anything else as indented JSON."""
+    if value is None:
+        return "\u2013"
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return repr(value)

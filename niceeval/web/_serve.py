@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import uvicorn
 
+from niceeval.store import Store
 from niceeval.web._app import ViewerSettings, create_app
 from niceeval.web._security import Access, is_loopback, new_token
 
@@ -21,14 +22,14 @@ class ServeOptions:
     """The command line of `niceeval view`.
 
     Args:
-        store_url: The results store to read.
+        store: The results store to read.
         host: Address to listen on; anything but loopback requires a token.
         port: Port; `0` picks a free one.
         token: The access token; generated when needed and not given.
         open_browser: Open the viewer in the default browser once it listens.
     """
 
-    store_url: str
+    store: Store
     host: str = "127.0.0.1"
     port: int = DEFAULT_PORT
     token: str | None = None
@@ -52,7 +53,7 @@ def serve(options: ServeOptions) -> None:
     access = access_for(options.host, options.token)
     sock = bind(options.host, options.port)
     url = viewer_url(options.host, sock.getsockname()[1], access.token)
-    app = create_app(ViewerSettings(store_url=options.store_url, access=access))
+    app = create_app(ViewerSettings(store=options.store, access=access))
     config = uvicorn.Config(app, http="h11", ws="none", lifespan="off", log_level="warning", access_log=False)
     print(f"niceeval viewer on {url}", flush=True)
     if not access.loopback:

@@ -1,0 +1,137 @@
+"""Comparing two suite runs (flips first, score deltas, new and gone evals), and one eval's two runs side by side."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+
+from niceeval._core.assertion import AssertionResult
+from niceeval._core.results import RunResult
+from niceeval.store import RunNotFound, ScoreChange, Store, SuiteRunDetail
+from niceeval.web import _queries
+from niceeval.web._eval_run import rounds
+from niceeval.web._render import render
+from niceeval.web._requests import required, store_of, suite_run
+from niceeval.web._runs import EvalLine, eval_lines
+
+PICKER_RUNS = 50
+
+
+@dataclass(frozen=True, slots=True)
+class Pair:
+    """One eval in both suite runs (either side may be missing: a new or gone eval)."""
+
+    eval_id: str
+    base: EvalLine | None
+    head: EvalLine | None
+    scores: list[ScoreChange]
+
+    @property
+    def changed(self) -> bool:
+        return self.base is None or self.head is None or self.base.verdict != self.head.verdict or bool(self.scores)
+
+
+@dataclass(frozen=True, slots=True)
+class AssertionPair:
+    """One assertion name in the base run and the head run of an eval."""
+
+    name: str
+    base: AssertionResult | None
+    head: AssertionResult | None
+
+    @property
+    def delta(self) -> float | None:
+        if self.base is None or self.head is None or self.base.score is None or self.head.score is None:
+            return None
+        return self.head.score - self.base.score
+
+
+def compare_page(request: Request) -> Response:
+    """`/compare?base=A&head=B&show=changed|all`: head defaults to the latest run, base to the one before it."""
+    store = store_of(request)
+    recent = store.runs(limit=PICKER_RUNS)
+    if len(recent) < 2:
+        return render(request, "compare.html", ready=False, recent=recent)
+    head = suite_run(store, request.query_params.get("head") or recent[0].id)
+    base_ref = request.query_params.get("base") or _queries.previous_run(store, head.run) or recent[1].id
+    base = suite_run(store, base_ref)
+    threshold = _threshold(request.query_params.get("threshold", "0.1"))
+    diff = store.diff(base.run.id, head.run.id, threshold=threshold)
+    pairs = _pairs(base, head, diff.scores)
+    show_all = request.query_params.get("show") == "all"
+    flips = sorted(diff.changed, key=lambda change: (not change.regressed, change.eval_id))
+    return render(
+        request,
+        "compare.html",
+        ready=True,
+        recent=recent,
+        base=base.run,
+        head=head.run,
+        diff=diff,
+        flips=flips,
+        moved=[p for p in pairs if p.scores],
+        pairs=pairs if show_all else [p for p in pairs if p.changed],
+        show_all=show_all,
+        threshold=threshold,
+    )
+
+
+def compare_eval_page(request: Request) -> Response:
+    """`/compare/eval?base=A&head=B&id=EVAL_ID`: the eval's run in each suite run, replies side by side."""
+    store = store_of(request)
+    base, head = suite_run(store, required(request, "base")), suite_run(store, required(request, "head"))
+    eval_id = required(request, "id")
+    before, after = _first_run(store, base, eval_id), _first_run(store, head, eval_id)
+    if before is None and after is None:
+        raise HTTPException(404, f"eval {eval_id!r} ran in neither suite run.")
+    old, new = (before.assertions if before else []), (after.assertions if after else [])
+    names = list(dict.fromkeys([a.name for a in old] + [a.name for a in new]))
+    by_name = [AssertionPair(n, _named(old, n), _named(new, n)) for n in names]
+    return render(
+        request,
+        "compare_eval.html",
+        base=base.run,
+        head=head.run,
+        eval_id=eval_id,
+        before=before,
+        after=after,
+        before_rounds=rounds(before) if before else [],
+        after_rounds=rounds(after) if after else [],
+        assertions=by_name,
+    )
+
+
+def _pairs(base: SuiteRunDetail, head: SuiteRunDetail, moved: list[ScoreChange]) -> list[Pair]:
+    before = {line.eval_id: line for line in eval_lines(base)}
+    after = {line.eval_id: line for line in eval_lines(head)}
+    scores: dict[str, list[ScoreChange]] = {}
+    for change in moved:
+        scores.setdefault(change.eval_id, []).append(change)
+    ids = list(after) + [eval_id for eval_id in before if eval_id not in after]
+    return [Pair(i, before.get(i), after.get(i), scores.get(i, [])) for i in ids]
+
+
+def _first_run(store: Store, detail: SuiteRunDetail, eval_id: str) -> RunResult | None:
+    runs = [info for info in detail.eval_runs if info.eval_id == eval_id]
+    if not runs:
+        return None
+    focus = next((i for i in runs if i.outcome == "failed"), runs[0])
+    try:
+        return store.eval_run(detail.run.id, eval_id, focus.run_index)
+    except RunNotFound:
+        return None
+
+
+def _named(found: list[AssertionResult], name: str) -> AssertionResult | None:
+    return next((a for a in found if a.name == name), None)
+
+
+def _threshold(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        return 0.1
+    return value if 0.0 <= value <= 1.0 else 0.1

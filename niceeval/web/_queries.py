@@ -1,0 +1,183 @@
+"""Aggregates the viewer shows that the store's record API would have to load whole runs for.
+
+The store's read API returns records (a suite run's header and eval run summaries, one eval run in full); these
+read-only queries sum over its tables instead (judge calls per model, inconclusive causes, assertion scores
+across suite runs), so a page over a 1,000-eval suite run stays one or two round trips.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from sqlalchemy import Integer, case, func, select
+
+from niceeval.store import Store, SuiteRunInfo
+from niceeval.store._schema import assertions, eval_runs, judge_calls, suite_runs
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeModelUse:
+    """The judge calls one model answered in a suite run."""
+
+    model: str
+    calls: int
+    asked: int
+    """Calls that reached the provider (not from the cache, not refused for want of a key)."""
+    cached: int
+    fallback: int
+    failed: int
+    """Calls that gave no verdict (`cause` set)."""
+    tokens: int
+    cost: float | None
+    """USD; `None` when some call had no price."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunJudging:
+    """Judge calls, inconclusive causes and the most missed assertions of one suite run."""
+
+    models: list[JudgeModelUse]
+    inconclusive: dict[str, int]
+    """Inconclusive assertions by cause (`no_api_key`, `timeout`, ...)."""
+    missed: list[tuple[str, int]]
+    """Assertion names that failed most often, with how often (top ten)."""
+
+    @property
+    def judge_calls(self) -> int:
+        return sum(m.calls for m in self.models)
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreCell:
+    """One assertion of one eval in one suite run: mean score over its runs and the worst state."""
+
+    score: float | None
+    state: str
+
+
+@dataclass(slots=True)
+class ScoreHistory:
+    """An eval's assertions across suite runs, oldest suite run first."""
+
+    runs: list[tuple[str, datetime]] = field(default_factory=list)
+    """`(suite_run_id, started_at)` of each suite run the eval ran in."""
+    names: list[str] = field(default_factory=list)
+    """Assertion names, in the order they first appeared."""
+    cells: dict[tuple[str, str], ScoreCell] = field(default_factory=dict)
+    """`(assertion name, suite_run_id)` -> its cell."""
+
+
+_STATE_RANK = {"failed": 2, "inconclusive": 1, "passed": 0}
+
+
+def run_judging(store: Store, suite_run_id: str) -> RunJudging:
+    """Judge use, inconclusive causes and most missed assertions of a suite run."""
+    in_run = eval_runs.c.suite_run_id == suite_run_id
+    by_model = (
+        select(
+            judge_calls.c.model,
+            func.count(),
+            func.sum(judge_calls.c.asked.cast(Integer)),
+            func.sum(judge_calls.c.cached.cast(Integer)),
+            func.sum(judge_calls.c.fallback.cast(Integer)),
+            func.sum(case((judge_calls.c.cause.is_not(None), 1), else_=0)),
+            func.sum(judge_calls.c.input_tokens + judge_calls.c.output_tokens),
+            func.sum(judge_calls.c.cost),
+            func.sum(case((judge_calls.c.cost.is_(None), 1), else_=0)),
+        )
+        .join(assertions, assertions.c.id == judge_calls.c.assertion_id)
+        .join(eval_runs, eval_runs.c.id == assertions.c.eval_run_id)
+        .where(in_run)
+        .group_by(judge_calls.c.model)
+        .order_by(func.count().desc())
+    )
+    causes = (
+        select(assertions.c.cause, func.count())
+        .join(eval_runs, eval_runs.c.id == assertions.c.eval_run_id)
+        .where(in_run, assertions.c.state == "inconclusive")
+        .group_by(assertions.c.cause)
+        .order_by(func.count().desc())
+    )
+    missed = (
+        select(assertions.c.name, func.count())
+        .join(eval_runs, eval_runs.c.id == assertions.c.eval_run_id)
+        .where(in_run, assertions.c.state == "failed")
+        .group_by(assertions.c.name)
+        .order_by(func.count().desc(), assertions.c.name)
+        .limit(10)
+    )
+    with store.engine.connect() as conn:
+        models = [
+            JudgeModelUse(
+                model=model,
+                calls=calls,
+                asked=int(asked or 0),
+                cached=int(cached or 0),
+                fallback=int(fallback or 0),
+                failed=int(failed or 0),
+                tokens=int(tokens or 0),
+                cost=None if unpriced else float(cost or 0.0),
+            )
+            for model, calls, asked, cached, fallback, failed, tokens, cost, unpriced in conn.execute(by_model)
+        ]
+        inconclusive = {str(cause or "unknown"): count for cause, count in conn.execute(causes)}
+        top = [(str(name), int(count)) for name, count in conn.execute(missed)]
+    return RunJudging(models=models, inconclusive=inconclusive, missed=top)
+
+
+def score_history(store: Store, eval_id: str, *, limit: int = 30) -> ScoreHistory:
+    """The eval's assertion scores in the last `limit` suite runs it ran in (oldest first)."""
+    recent = (
+        select(suite_runs.c.id, suite_runs.c.started_at)
+        .where(suite_runs.c.id.in_(select(eval_runs.c.suite_run_id).where(eval_runs.c.eval_id == eval_id)))
+        .order_by(suite_runs.c.started_at.desc(), suite_runs.c.id.desc())
+        .limit(limit)
+    )
+    history = ScoreHistory()
+    with store.engine.connect() as conn:
+        history.runs = [(str(i), at) for i, at in conn.execute(recent)][::-1]
+        if not history.runs:
+            return history
+        rows = conn.execute(
+            select(eval_runs.c.suite_run_id, assertions.c.name, assertions.c.score, assertions.c.state)
+            .join(assertions, assertions.c.eval_run_id == eval_runs.c.id)
+            .where(eval_runs.c.eval_id == eval_id, eval_runs.c.suite_run_id.in_([i for i, _ in history.runs]))
+            .order_by(eval_runs.c.id, assertions.c.position)
+        ).all()
+    _fold_cells(history, rows)
+    return history
+
+
+def _fold_cells(history: ScoreHistory, rows: Sequence[tuple[str, str, float | None, str]]) -> None:
+    sums: dict[tuple[str, str], list[float]] = {}
+    states: dict[tuple[str, str], str] = {}
+    seen: dict[str, None] = {}
+    for suite_run_id, name, score, state in rows:
+        seen.setdefault(name)
+        key = (name, suite_run_id)
+        if score is not None:
+            sums.setdefault(key, []).append(score)
+        if _STATE_RANK.get(state, 0) >= _STATE_RANK.get(states.get(key, "passed"), 0):
+            states[key] = state
+    history.names = list(seen)
+    for key, state in states.items():
+        scores = sums.get(key)
+        history.cells[key] = ScoreCell(score=sum(scores) / len(scores) if scores else None, state=state)
+
+
+def previous_run(store: Store, run: SuiteRunInfo) -> str | None:
+    """The id of the suite run started just before `run` (the natural baseline to compare with)."""
+    query = (
+        select(suite_runs.c.id)
+        .where(
+            (suite_runs.c.started_at < run.started_at)
+            | ((suite_runs.c.started_at == run.started_at) & (suite_runs.c.id > run.id))
+        )
+        .order_by(suite_runs.c.started_at.desc(), suite_runs.c.id)
+        .limit(1)
+    )
+    with store.engine.connect() as conn:
+        found = conn.execute(query).scalar()
+    return None if found is None else str(found)

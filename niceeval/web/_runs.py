@@ -1,0 +1,161 @@
+"""The runs list (with the pass-rate trend) and one suite run's page (evals table, filters, judge summary)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import urlencode
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from niceeval._core.outcome import OUTCOMES, Outcome
+from niceeval._core.summary import EvalTally, PlannedEval
+from niceeval.store import EvalRunInfo, Store, SuiteRunDetail, SuiteRunInfo
+from niceeval.web import _queries
+from niceeval.web._charts import Point, trend_line
+from niceeval.web._render import render, when
+from niceeval.web._requests import page_number, store_of, suite_run
+
+RUNS_PER_PAGE = 25
+EVALS_PER_PAGE = 200
+TREND_RUNS = 30
+_VERDICT_ORDER: dict[str, int] = {"failed": 0, "scored": 1, "passed": 2, "skipped": 3}
+
+
+@dataclass(frozen=True, slots=True)
+class EvalLine:
+    """One eval of a suite run, as its row in the run page."""
+
+    eval_id: str
+    location: str
+    tags: list[str]
+    verdict: Outcome
+    counts: dict[Outcome, int]
+    planned: int
+    pass_rate: float | None
+    mean_duration_s: float
+    cost: float | None
+    error: str | None
+    focus_run: int
+    """The run index to open: the first failed run, else the first scored, else run 0."""
+
+    @property
+    def done(self) -> int:
+        return sum(self.counts.values())
+
+
+def runs_page(request: Request) -> Response:
+    """`/`: suite runs, latest first, paginated; a pass-rate trend over the latest runs."""
+    store = store_of(request)
+    page = page_number(request)
+    found = store.runs(limit=RUNS_PER_PAGE + 1, offset=(page - 1) * RUNS_PER_PAGE)
+    latest = found if page == 1 and len(found) > TREND_RUNS else store.runs(limit=TREND_RUNS)
+    trend = trend_line(
+        [Point(f"{when(r.started_at)} ({r.id[:8]})", r.pass_rate, href=f"/runs/{r.id}") for r in reversed(latest)],
+        width=1200,
+        height=170,
+        title="Pass rate over the latest runs",
+    )
+    return render(
+        request,
+        "runs.html",
+        runs=found[:RUNS_PER_PAGE],
+        page=page,
+        has_next=len(found) > RUNS_PER_PAGE,
+        trend=trend,
+        store_url=store.url,
+    )
+
+
+def run_page(request: Request) -> Response:
+    """`/runs/{run_id}`: the suite run's evals (failures first), filters, judge and spend summary."""
+    store = store_of(request)
+    detail = suite_run(store, request.path_params["run_id"])
+    outcome = request.query_params.get("outcome", "")
+    tag = request.query_params.get("tag", "")
+    text = request.query_params.get("q", "").strip()
+    lines = eval_lines(detail)
+    tags = sorted({t for line in lines for t in line.tags})
+    shown = [
+        line
+        for line in lines
+        if (not outcome or line.verdict == outcome)
+        and (not tag or tag in line.tags)
+        and (not text or text.lower() in line.eval_id.lower())
+    ]
+    page = page_number(request)
+    start = (page - 1) * EVALS_PER_PAGE
+    filters = {k: v for k, v in (("outcome", outcome), ("tag", tag), ("q", text)) if v}
+    return render(
+        request,
+        "run.html",
+        run=detail.run,
+        lines=shown[start : start + EVALS_PER_PAGE],
+        matched=len(shown),
+        total=len(lines),
+        page=page,
+        has_next=start + EVALS_PER_PAGE < len(shown),
+        query=urlencode(filters),
+        outcome=outcome,
+        tag=tag,
+        text=text,
+        outcomes=OUTCOMES,
+        tags=tags,
+        judging=_queries.run_judging(store, detail.run.id),
+        previous=_queries.previous_run(store, detail.run),
+    )
+
+
+def eval_lines(detail: SuiteRunDetail) -> list[EvalLine]:
+    """One line per planned eval (with its runs folded into a verdict), failures first, then plan order."""
+    runs: dict[str, list[EvalRunInfo]] = {}
+    for info in detail.eval_runs:
+        runs.setdefault(info.eval_id, []).append(info)
+    strict, min_rate = detail.run.strict, detail.run.min_pass_rate
+    lines = []
+    for planned in detail.evals:
+        done = runs.get(planned.eval_id, [])
+        if not done:
+            continue
+        tally = EvalTally(eval=PlannedEval(id=planned.eval_id, file=planned.file, line=planned.line, runs=planned.runs))
+        for info in done:
+            tally.counts[info.outcome] += 1
+            tally.total_duration_s += info.duration_s
+        lines.append(
+            EvalLine(
+                eval_id=planned.eval_id,
+                location=f"{planned.file}:{planned.line}",
+                tags=planned.tags,
+                verdict=tally.status(strict=strict, min_pass_rate=min_rate),
+                counts=tally.counts,
+                planned=planned.runs,
+                pass_rate=tally.pass_rate(strict=strict),
+                mean_duration_s=tally.mean_duration_s,
+                cost=_cost(done),
+                error=next((i.error for i in done if i.error), None),
+                focus_run=_focus(done),
+            )
+        )
+    return sorted(lines, key=lambda line: _VERDICT_ORDER[line.verdict])
+
+
+def _cost(runs: list[EvalRunInfo]) -> float | None:
+    total = 0.0
+    for info in runs:
+        if info.agent_cost is None or info.judge_cost is None:
+            return None
+        total += info.agent_cost + info.judge_cost
+    return total
+
+
+def _focus(runs: list[EvalRunInfo]) -> int:
+    for wanted in ("failed", "scored"):
+        for info in runs:
+            if info.outcome == wanted:
+                return info.run_index
+    return runs[0].run_index
+
+
+def recent_runs(store: Store, limit: int = 50) -> list[SuiteRunInfo]:
+    """The latest suite runs, for pickers."""
+    return store.runs(limit=limit)

@@ -1,0 +1,219 @@
+"""The viewer's pages over a real store: what each shows, filters, flips, and 404s for what is not there."""
+
+from __future__ import annotations
+
+import re
+
+from _stored import ActionCalledEvent, ErrorInfo, check, judged, record, result, talk
+from starlette.testclient import TestClient
+
+from niceeval.store import Store
+
+REPLY = "Your refund for order #1234 is on its way."
+
+
+def rows(html: str, table_class: str) -> list[str]:
+    """The text of each body row of the table with this class, tags stripped."""
+    body = html.split(f'<table class="data {table_class}">', 1)[1].split("</table>", 1)[0]
+    return [re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", "<tr" + row)).strip() for row in body.split("<tr")[2:]]
+
+
+def two_runs(store: Store) -> tuple[str, str]:
+    """A baseline where `refund` passes, and a later run where it fails, `greeting` is new and `old` is gone."""
+    base = record(store, [
+        result("evals/a.py::refund", assertions=[judged("polite", 0.9, "polite", reply=REPLY)],
+               events=talk(("refund please", REPLY))),
+        result("evals/a.py::old"),
+        result("evals/a.py::steady"),
+    ])  # fmt: skip
+    head = record(store, [
+        result("evals/a.py::refund", "failed", assertions=[judged("polite", 0.2, "rude reply", reply="Go away.")],
+               events=talk(("refund please", "Go away."))),
+        result("evals/a.py::greeting"),
+        result("evals/a.py::steady"),
+    ])  # fmt: skip
+    return base, head
+
+
+def test_the_runs_list_shows_each_run_with_its_pass_rate_and_a_trend(store: Store, browser: TestClient) -> None:
+    first = record(store, [result("evals/a.py::x"), result("evals/a.py::y", "failed")])
+    second = record(store, [result("evals/a.py::x"), result("evals/a.py::y")])
+    html = browser.get("/").text
+    listed = rows(html, "runs")
+    assert [line.split()[0] for line in listed] == [second, first]
+    assert "100%" in listed[0] and "50%" in listed[1]
+    assert html.count('<circle class="dot series-0"') == 2
+
+
+def test_the_runs_list_is_paginated(store: Store, browser: TestClient) -> None:
+    ids = [record(store, [result("evals/a.py::x")]) for _ in range(27)]
+    first, second = browser.get("/").text, browser.get("/?page=2").text
+    assert len(rows(first, "runs")) == 25 and 'href="/?page=2"' in first
+    assert [line.split()[0] for line in rows(second, "runs")] == ids[1::-1]
+    assert 'href="/?page=1"' in second and "page=3" not in second
+
+
+def test_a_run_lists_failures_first(store: Store, browser: TestClient) -> None:
+    run = record(store, [result("evals/a.py::ok"), result("evals/a.py::soft", "scored"),
+                         result("evals/a.py::bad", "failed")])  # fmt: skip
+    listed = rows(browser.get(f"/runs/{run}").text, "evals")
+    assert [line.split()[:2] for line in listed] == [
+        ["failed", "evals/a.py::bad"], ["scored", "evals/a.py::soft"], ["passed", "evals/a.py::ok"]
+    ]  # fmt: skip
+
+
+def test_a_run_shows_the_pass_rate_over_repeated_runs(store: Store, browser: TestClient) -> None:
+    run = record(store, [result("evals/a.py::flaky", run_index=0), result("evals/a.py::flaky", "failed", run_index=1),
+                         result("evals/a.py::flaky", run_index=2)])  # fmt: skip
+    (line,) = rows(browser.get(f"/runs/{run}").text, "evals")
+    assert "2/3 (67%)" in line and line.startswith("failed")
+
+
+def test_a_run_filters_by_outcome_tag_and_text(store: Store, browser: TestClient) -> None:
+    run = record(
+        store,
+        [result("evals/a.py::refund"), result("evals/a.py::search", "failed"), result("evals/b.py::refund_late")],
+        tags={"evals/a.py::refund": ["billing"], "evals/b.py::refund_late": ["billing", "slow"]},
+    )
+    ids = lambda query: [line.split()[1] for line in rows(browser.get(f"/runs/{run}?{query}").text, "evals")]  # noqa: E731
+    assert ids("outcome=failed") == ["evals/a.py::search"]
+    assert ids("tag=billing") == ["evals/a.py::refund", "evals/b.py::refund_late"]
+    assert ids("q=LATE") == ["evals/b.py::refund_late"]
+    assert "No eval matches these filters." in browser.get(f"/runs/{run}?tag=slow&outcome=failed").text
+
+
+def test_a_run_summarises_judge_calls_inconclusive_causes_and_spend(store: Store, browser: TestClient) -> None:
+    run = record(store, [result("evals/a.py::x", assertions=[
+        judged("polite", 0.9, "fine", reply=REPLY),
+        check("factual", "inconclusive", severity="soft", cause="no_api_key", reason="no key"),
+    ])])  # fmt: skip
+    html = browser.get(f"/runs/{run}").text
+    assert "<code>openai/gpt-judge</code></th><td>1 calls</td>" in html
+    assert '<span class="badge inconclusive">no_api_key</span> 1' in html
+    assert "$0.0005" in html  # agent 0.0001 + judge 0.0004
+
+
+def test_an_unknown_run_is_a_404_page(browser: TestClient) -> None:
+    response = browser.get("/runs/nope")
+    assert response.status_code == 404 and "no suite run &#39;nope&#39;" in response.text
+
+
+def test_an_eval_run_shows_the_conversation_round_by_round(store: Store, browser: TestClient) -> None:
+    lookup = ActionCalledEvent(name="lookup_order", input={"order_id": "1234"}, output={"status": "shipped"})
+    events = talk(("I want a refund", REPLY), ("When?", "Within 5 days."), tools=[lookup])
+    run = record(store, [result("evals/a.py::refund", events=events)])
+    html = browser.get(f"/runs/{run}/eval?id=evals/a.py::refund").text
+    rounds = html.split('<section class="round">')[1:]
+    assert len(rounds) == 2
+    assert "I want a refund" in rounds[0] and REPLY in rounds[0] and "lookup_order" in rounds[0]
+    assert "&#34;order_id&#34;: &#34;1234&#34;" in rounds[0] and "&#34;shipped&#34;" in rounds[0]
+    assert "When?" in rounds[1] and "Within 5 days." in rounds[1] and "lookup_order" not in rounds[1]
+
+
+def test_a_judge_verdict_shows_under_the_round_it_judged(store: Store, browser: TestClient) -> None:
+    events = talk(("hi", "Hello there."), ("refund please", REPLY))
+    verdict = judged("names the order", 0.4, "It names no timeline.", reply=REPLY)
+    run = record(store, [result("evals/a.py::refund", "scored", events=events, assertions=[verdict])])
+    html = browser.get(f"/runs/{run}/eval?id=evals/a.py::refund").text
+    first, second = html.split('<section class="round">')[1:]
+    assert "It names no timeline." not in first
+    assert '<div class="verdict failed">' in second and "It names no timeline." in second
+
+
+def test_an_eval_run_shows_every_assertion_field_and_the_exact_judge_prompt(store: Store, browser: TestClient) -> None:
+    run = record(store, [result("evals/a.py::x", "failed", assertions=[
+        check("equals", "failed", expected="'refund'", actual="'ship'", reason="$.intent differs",
+              location="evals/a.py:7"),
+        judged("polite", 0.3, "Curt.", reply=REPLY),
+    ])])  # fmt: skip
+    html = browser.get(f"/runs/{run}/eval?id=evals/a.py::x").text
+    assertions = html.split("<h2>Assertions")[1]
+    for text in (
+        "equals",
+        "&#39;refund&#39;",
+        "&#39;ship&#39;",
+        "$.intent differs",
+        "evals/a.py:7",
+        "gate",
+        "score 0.00 / threshold 1.00",
+        "Curt.",
+        "openai/gpt-judge",
+        "You are an expert evaluator.",
+    ):
+        assert text in assertions, text  # fmt: skip
+    assert f"&lt;ai_response&gt;\n{REPLY}" in assertions  # the prompt exactly as sent, escaped
+
+
+def test_an_eval_run_shows_the_error_with_its_traceback(store: Store, browser: TestClient) -> None:
+    error = ErrorInfo(type="KeyError", message="'order'", location="evals/a.py:31",
+                      traceback='File "evals/a.py", line 31\nKeyError: \'order\'')  # fmt: skip
+    run = record(store, [result("evals/a.py::x", "failed", error=error)])
+    html = browser.get(f"/runs/{run}/eval?id=evals/a.py::x").text
+    assert "Exception: KeyError" in html and "evals/a.py:31" in html and "line 31\nKeyError" in html
+
+
+def test_an_eval_run_shows_each_sandbox_command_with_its_output(store: Store, browser: TestClient) -> None:
+    command = ActionCalledEvent(name="pytest", kind="shell", input={"command": "pytest -q"}, status="failed",
+                                output={"stdout": "1 failed", "stderr": "boom"}, exit_code=1)  # fmt: skip
+    run = record(store, [result("evals/a.py::x", "failed", events=[command])])
+    sandbox = browser.get(f"/runs/{run}/eval?id=evals/a.py::x").text.split("<h2>Sandbox</h2>")[1]
+    assert "<code>pytest -q</code>" in sandbox and "exit 1" in sandbox and "1 failed" in sandbox and "boom" in sandbox
+
+
+def test_an_eval_run_that_does_not_exist_is_a_404_page(store: Store, browser: TestClient) -> None:
+    run = record(store, [result("evals/a.py::x")])
+    assert browser.get(f"/runs/{run}/eval?id=evals/a.py::nope").status_code == 404
+    assert browser.get(f"/runs/{run}/eval").status_code == 400
+
+
+def test_compare_lists_flips_first_with_new_and_gone_evals(store: Store, browser: TestClient) -> None:
+    base, head = two_runs(store)
+    html = browser.get(f"/compare?base={base}&head={head}").text
+    assert rows(html, "flips") == ["evals/a.py::refund passed → failed side by side"]
+    assert "evals/a.py::greeting" in html.split("New evals")[1].split("</section>")[0]
+    assert "evals/a.py::old" in html.split("Gone evals")[1].split("</section>")[0]
+    assert "0.90" in rows(html, "scores")[0] and "-0.70" in rows(html, "scores")[0]
+
+
+def test_compare_defaults_to_the_latest_run_against_the_one_before(store: Store, browser: TestClient) -> None:
+    base, head = two_runs(store)
+    html = browser.get("/compare").text
+    assert f'<option value="{base}" selected>' in html.split('name="base"')[1].split("</select>")[0]
+    assert f'<option value="{head}" selected>' in html.split('name="head"')[1].split("</select>")[0]
+
+
+def test_compare_shows_changed_evals_only_unless_asked_for_all(store: Store, browser: TestClient) -> None:
+    base, head = two_runs(store)
+    changed = [line.split()[0] for line in rows(browser.get(f"/compare?base={base}&head={head}").text, "pairs")]
+    every = [line.split()[0] for line in rows(browser.get(f"/compare?base={base}&head={head}&show=all").text, "pairs")]
+    assert "evals/a.py::steady" not in changed and "evals/a.py::refund" in changed
+    assert sorted(every) == ["evals/a.py::greeting", "evals/a.py::old", "evals/a.py::refund", "evals/a.py::steady"]
+
+
+def test_compare_needs_two_runs(store: Store, browser: TestClient) -> None:
+    record(store, [result("evals/a.py::x")])
+    assert "Comparing needs two recorded runs; this store has 1." in browser.get("/compare").text
+
+
+def test_compare_shows_an_evals_two_replies_side_by_side(store: Store, browser: TestClient) -> None:
+    base, head = two_runs(store)
+    html = browser.get(f"/compare/eval?base={base}&head={head}&id=evals/a.py::refund").text
+    before, after = html.split('<section class="side">')[1:]
+    assert REPLY in before and "Go away." not in before
+    assert "Go away." in after and REPLY not in after
+    assert "-0.70" in html.split("<h2>Assertions</h2>")[1]
+
+
+def test_history_charts_an_eval_across_suite_runs(store: Store, browser: TestClient) -> None:
+    for outcome, score in (("passed", 0.9), ("failed", 0.2), ("passed", 0.8)):
+        record(store, [result("evals/a.py::x", outcome, assertions=[judged("polite", score, "r", reply=REPLY)])])
+    html = browser.get("/evals/history?id=evals/a.py::x").text
+    trend = html.split("Pass rate</h2>")[1].split("</section>")[0]
+    assert re.findall(r"<title>[^<]*: (\d+%)</title>", trend) == ["100%", "0%", "100%"]
+    heat = html.split("Assertions × runs")[1].split("</section>")[0]
+    assert heat.count('class="cell passed"') == 2 and heat.count('class="cell failed"') == 1
+    assert len(rows(html, "history")) == 3
+
+
+def test_history_of_an_eval_that_never_ran_says_so(browser: TestClient) -> None:
+    assert "This eval has no recorded runs." in browser.get("/evals/history?id=evals/none.py::x").text
