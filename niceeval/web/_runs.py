@@ -32,6 +32,10 @@ class EvalLine:
     verdict: Outcome
     counts: dict[Outcome, int]
     planned: int
+    passing: int
+    """Runs that count as passes (`scored` too, unless the suite ran `--strict`)."""
+    counted: int
+    """Runs that were not skipped."""
     pass_rate: float | None
     mean_duration_s: float
     cost: float | None
@@ -129,6 +133,8 @@ def eval_lines(detail: SuiteRunDetail) -> list[EvalLine]:
                 verdict=tally.status(strict=strict, min_pass_rate=min_rate),
                 counts=tally.counts,
                 planned=planned.runs,
+                passing=tally.passing(strict=strict),
+                counted=tally.counted,
                 pass_rate=tally.pass_rate(strict=strict),
                 mean_duration_s=tally.mean_duration_s,
                 cost=_cost(done),
