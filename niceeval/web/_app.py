@@ -13,6 +13,15 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from niceeval.store import Store
+from niceeval.web._cases import (
+    case_page,
+    cases_page,
+    delete_case,
+    edit_case_form,
+    new_case_form,
+    save_edited_case,
+    save_new_case,
+)
 from niceeval.web._compare import compare_eval_page, compare_page
 from niceeval.web._eval_run import eval_run_page
 from niceeval.web._history import history_page
@@ -46,6 +55,13 @@ def create_app(settings: ViewerSettings) -> Starlette:
             Route("/compare", compare_page, name="compare"),
             Route("/compare/eval", compare_eval_page, name="compare_eval"),
             Route("/evals/history", history_page, name="history"),
+            Route("/cases", cases_page, name="cases"),
+            Route("/cases/new", new_case_form, name="new_case"),
+            Route("/cases/new", save_new_case, methods=["POST"]),
+            Route("/cases/{name}", case_page, name="case"),
+            Route("/cases/{name}/edit", edit_case_form, name="edit_case"),
+            Route("/cases/{name}/edit", save_edited_case, methods=["POST"]),
+            Route("/cases/{name}/delete", delete_case, methods=["POST"]),
             Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
         ],
         exception_handlers={HTTPException: _http_error},
