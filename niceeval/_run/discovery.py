@@ -108,7 +108,8 @@ def _module_name(root: Path, file: Path) -> str:
     return "niceeval_eval_" + "_".join("".join(c if c.isalnum() else "_" for c in p) for p in parts)
 
 
-def _import(root: Path, file: Path) -> list[EvalSpec]:
+def import_eval_file(root: Path, file: Path) -> list[EvalSpec]:
+    """Import one eval module (its folder first on `sys.path`) and return the evals defined in it."""
     # Like pytest's "prepend" import mode: an eval file can import helper modules that sit beside it.
     if str(file.parent) not in sys.path:
         sys.path.insert(0, str(file.parent))
@@ -159,7 +160,7 @@ def discover(root: Path, targets: Sequence[str]) -> Discovery:
                 continue
             seen.add(resolved)
             try:
-                specs = _import(root, resolved)
+                specs = import_eval_file(root, resolved)
             except (Exception, SystemExit) as exc:
                 result.errors.append(_load_error(resolved, exc))
                 continue

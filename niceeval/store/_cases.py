@@ -14,7 +14,20 @@ from datetime import UTC, datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
-from sqlalchemy import JSON, Boolean, Column, Connection, Integer, String, Table, false, insert, select, update
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Column,
+    Connection,
+    Integer,
+    RowMapping,
+    String,
+    Table,
+    false,
+    insert,
+    select,
+    update,
+)
 from sqlalchemy.dialects.postgresql import JSONB
 
 from niceeval.store._open import StoreError
@@ -196,14 +209,13 @@ class CaseBook:
         with self.store._writing() as conn:
             row = conn.execute(select(ui_cases).where(ui_cases.c.name == case.name)).mappings().first()
             now = datetime.now(UTC)
+            fields = {"content": case.model_dump(), "created_at": now, "updated_at": now, "deleted": False}
             if row is None:
-                conn.execute(insert(ui_cases).values(name=case.name, version=1, content=case.model_dump(),
-                                                     created_at=now, updated_at=now, deleted=False))  # fmt: skip
                 version = 1
+                conn.execute(insert(ui_cases).values(name=case.name, version=version, **fields))
             elif row["deleted"]:
                 version = row["version"] + 1
-                conn.execute(update(ui_cases).where(ui_cases.c.name == case.name).values(
-                    version=version, content=case.model_dump(), created_at=now, updated_at=now, deleted=False))  # fmt: skip
+                conn.execute(update(ui_cases).where(ui_cases.c.name == case.name).values(version=version, **fields))
             else:
                 raise CaseError(f"a case named {case.name!r} exists already; pick another name or edit that one.")
             _version(conn, case, version, "created", now)
@@ -233,9 +245,7 @@ class CaseBook:
     def history(self, name: str) -> list[CaseVersion]:
         """Every version of the case `name`, newest first (deleted cases included)."""
         query = (
-            select(ui_case_versions)
-            .where(ui_case_versions.c.name == name)
-            .order_by(ui_case_versions.c.version.desc())
+            select(ui_case_versions).where(ui_case_versions.c.name == name).order_by(ui_case_versions.c.version.desc())
         )
         with self.store.engine.connect() as conn:
             return [
@@ -245,7 +255,7 @@ class CaseBook:
             ]  # fmt: skip
 
     @staticmethod
-    def _current(conn: Connection, name: str, expected_version: int) -> dict[str, object]:
+    def _current(conn: Connection, name: str, expected_version: int) -> RowMapping:
         row = conn.execute(select(ui_cases).where(ui_cases.c.name == name)).mappings().first()
         if row is None or row["deleted"]:
             raise CaseError(f"there is no case named {name!r} (it may have been deleted meanwhile).")
@@ -254,16 +264,15 @@ class CaseBook:
                 f"case {name!r} was changed by someone else meanwhile (now version {row['version']}, you edited "
                 f"version {expected_version}); reload it and make your change again."
             )
-        return dict(row)
+        return row
 
 
-def _stored(row: object) -> StoredCase:
-    data = dict(row)  # type: ignore[call-overload]
+def _stored(row: RowMapping) -> StoredCase:
     return StoredCase(
-        case=UiCase.model_validate(data["content"]),
-        version=data["version"],
-        created_at=data["created_at"],
-        updated_at=data["updated_at"],
+        case=UiCase.model_validate(row["content"]),
+        version=row["version"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
     )
 
 

@@ -180,10 +180,14 @@ def _save(request: Request, form: dict[str, str], editing: str | None) -> Respon
             book.update(case, expected_version=draft.version)
     except ValidationError as exc:
         errors = explain(exc)
-        return render(request, "case_form.html", status_code=422, draft=draft, errors=errors, editing=editing is not None)
+        return render(
+            request, "case_form.html", status_code=422, draft=draft, errors=errors, editing=editing is not None
+        )
     except CaseError as exc:
         errors = {"case": str(exc)}
-        return render(request, "case_form.html", status_code=409, draft=draft, errors=errors, editing=editing is not None)
+        return render(
+            request, "case_form.html", status_code=409, draft=draft, errors=errors, editing=editing is not None
+        )
     return RedirectResponse(f"/cases/{quote(case.name)}", status_code=303)
 
 
@@ -196,5 +200,7 @@ async def _genuine_form(request: Request) -> dict[str, str]:
             raise HTTPException(413, "this form is too large (over 1 MB); shorten the prompts or criteria.")
     form = dict(parse_qsl(body.decode("utf-8", errors="replace"), keep_blank_values=True))
     if not form_is_genuine(form.get("csrf"), request.cookies.get(CSRF_COOKIE, "")):
-        raise HTTPException(403, "this form has expired or did not come from this viewer; reload the page and submit again.")
+        raise HTTPException(
+            403, "this form has expired or did not come from this viewer; reload the page and submit again."
+        )
     return form

@@ -10,7 +10,7 @@ from starlette.responses import Response
 
 from niceeval._core.assertion import AssertionResult
 from niceeval._core.results import RunResult
-from niceeval.store import RunNotFound, ScoreChange, Store, SuiteRunDetail
+from niceeval.store import RunNotFound, Store, SuiteRunDetail
 from niceeval.web import _queries
 from niceeval.web._eval_run import rounds
 from niceeval.web._render import render
@@ -27,11 +27,6 @@ class Pair:
     eval_id: str
     base: EvalLine | None
     head: EvalLine | None
-    scores: list[ScoreChange]
-
-    @property
-    def changed(self) -> bool:
-        return self.base is None or self.head is None or self.base.verdict != self.head.verdict or bool(self.scores)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,25 +50,25 @@ def compare_page(request: Request) -> Response:
     recent = store.runs(limit=PICKER_RUNS)
     if len(recent) < 2:
         return render(request, "compare.html", ready=False, recent=recent)
-    head = suite_run(store, request.query_params.get("head") or recent[0].id)
-    base_ref = request.query_params.get("base") or _queries.previous_run(store, head.run) or recent[1].id
-    base = suite_run(store, base_ref)
+    head = _queries.run_info(store, request.query_params.get("head") or recent[0].id)
+    base = _queries.run_info(
+        store, request.query_params.get("base") or _queries.previous_run(store, head) or recent[1].id
+    )
     threshold = _threshold(request.query_params.get("threshold", "0.1"))
-    diff = store.diff(base.run.id, head.run.id, threshold=threshold)
-    pairs = _pairs(base, head, diff.scores)
+    diff = store.diff(base.id, head.id, threshold=threshold)
     show_all = request.query_params.get("show") == "all"
-    flips = sorted(diff.changed, key=lambda change: (not change.regressed, change.eval_id))
+    pairs = _pairs(suite_run(store, base.id), suite_run(store, head.id)) if show_all else []
     return render(
         request,
         "compare.html",
         ready=True,
         recent=recent,
-        base=base.run,
-        head=head.run,
+        base=base,
+        head=head,
         diff=diff,
-        flips=flips,
-        moved=[p for p in pairs if p.scores],
-        pairs=pairs if show_all else [p for p in pairs if p.changed],
+        flips=sorted(diff.changed, key=lambda change: (not change.regressed, change.eval_id)),
+        changed={c.eval_id for c in diff.changed} | {s.eval_id for s in diff.scores},
+        pairs=pairs,
         show_all=show_all,
         threshold=threshold,
     )
@@ -104,14 +99,11 @@ def compare_eval_page(request: Request) -> Response:
     )
 
 
-def _pairs(base: SuiteRunDetail, head: SuiteRunDetail, moved: list[ScoreChange]) -> list[Pair]:
+def _pairs(base: SuiteRunDetail, head: SuiteRunDetail) -> list[Pair]:
     before = {line.eval_id: line for line in eval_lines(base)}
     after = {line.eval_id: line for line in eval_lines(head)}
-    scores: dict[str, list[ScoreChange]] = {}
-    for change in moved:
-        scores.setdefault(change.eval_id, []).append(change)
     ids = list(after) + [eval_id for eval_id in before if eval_id not in after]
-    return [Pair(i, before.get(i), after.get(i), scores.get(i, [])) for i in ids]
+    return [Pair(i, before.get(i), after.get(i)) for i in ids]
 
 
 def _first_run(store: Store, detail: SuiteRunDetail, eval_id: str) -> RunResult | None:

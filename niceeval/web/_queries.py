@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from sqlalchemy import Integer, case, func, select
+from starlette.exceptions import HTTPException
 
-from niceeval.store import Store, SuiteRunInfo
+from niceeval.store import RunNotFound, Store, SuiteRunInfo
 from niceeval.store._schema import assertions, eval_runs, judge_calls, suite_runs
 
 
@@ -181,3 +182,14 @@ def previous_run(store: Store, run: SuiteRunInfo) -> str | None:
     with store.engine.connect() as conn:
         found = conn.execute(query).scalar()
     return None if found is None else str(found)
+
+
+def run_info(store: Store, ref: str) -> SuiteRunInfo:
+    """A suite run's header and totals alone (no eval runs), or a 404 page when `ref` names none."""
+    try:
+        suite_run_id = store.resolve(ref)
+    except RunNotFound as exc:
+        raise HTTPException(404, str(exc)) from None
+    with store.engine.connect() as conn:
+        row = conn.execute(select(suite_runs).where(suite_runs.c.id == suite_run_id)).mappings().one()
+    return SuiteRunInfo.model_validate({**row, "errors": row["errors"] or []})

@@ -1,0 +1,61 @@
+"""The command line's part for viewer-written cases: `niceeval cases export`, and finding them for run and list.
+
+Only argparse is imported at module level (`niceeval --help` stays fast).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from niceeval._eval.config import Config
+    from niceeval._run.discovery import Discovery
+    from niceeval._run.ui_cases import Targets
+
+DEFAULT_EXPORT = Path("evals") / "ui_cases.py"
+
+
+def add_case_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`niceeval cases export [--to PATH] [--force]`."""
+    cases = commands.add_parser("cases", help="test cases written in the viewer")
+    actions = cases.add_subparsers(dest="cases_command", metavar="COMMAND", required=True)
+    export = actions.add_parser("export", help="write the viewer's cases as define_eval code (for code review)")
+    export.add_argument("--to", type=Path, default=DEFAULT_EXPORT, metavar="PATH", help=f"default {DEFAULT_EXPORT}")
+    export.add_argument("--force", action="store_true", help="overwrite PATH when it holds something else")
+    export.add_argument("--store", metavar="URL", help="results store URL (default: the project's store)")
+    export.add_argument("--config", type=Path, metavar="PATH")
+    export.set_defaults(handler=_export)
+
+
+def load_ui_cases(discovery: Discovery, config: Config, args: argparse.Namespace, targets: Targets) -> None:
+    """Add the store's cases that `targets` asks for to `discovery` (ids `ui::NAME`)."""
+    from niceeval._run.storing import StoreRequest, store_location
+    from niceeval._run.ui_cases import add_ui_cases
+
+    request = StoreRequest(flag=getattr(args, "store", None), configured=config.store, root=config.root)
+    add_ui_cases(discovery, config.root, store_location(request), targets.cases)
+
+
+def _export(args: argparse.Namespace) -> int:
+    from niceeval._cli_store import _open_existing
+    from niceeval._core.errors import ConfigError
+    from niceeval.store import CaseBook
+    from niceeval.store._case_code import cases_module
+
+    with _open_existing(args) as store:
+        cases = [stored.case for stored in CaseBook(store).cases()]
+    if not cases:
+        print("no cases in the results store yet; write them in `niceeval view` (Cases tab).")
+        return 0
+    source = cases_module(cases)
+    target: Path = args.to
+    if target.exists() and target.read_text(encoding="utf-8") != source and not args.force:
+        raise ConfigError(f"{target} exists and holds something else; pass --force to overwrite it, or --to PATH.")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(source, encoding="utf-8")
+    names = ", ".join(case.name for case in cases)
+    print(f"wrote {len(cases)} case{'s' if len(cases) != 1 else ''} to {target}: {names}")
+    print("they still run as ui::NAME from the store too; delete them in the viewer once the file is reviewed.")
+    return 0
