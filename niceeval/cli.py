@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from niceeval._cli_cases import add_case_commands
 from niceeval._cli_store import add_store_commands, add_store_flags
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -95,6 +96,7 @@ def _parser() -> argparse.ArgumentParser:
     listing.set_defaults(handler=_list)
 
     add_store_commands(commands)
+    add_case_commands(commands)
 
     init = commands.add_parser("init", help="write a starter niceeval.config.py and one eval")
     init.set_defaults(handler=_init)
@@ -106,11 +108,12 @@ def _parser() -> argparse.ArgumentParser:
     clear.set_defaults(handler=_cache_clear)
 
     view = commands.add_parser("view", help="browse stored results in a web viewer (127.0.0.1 by default)")
-    view.add_argument("--store", metavar="URL", help="results store URL (default: the project's store)")
     view.add_argument("--host", default="127.0.0.1", help="address to listen on; other than loopback needs a token")
     view.add_argument("--port", type=int, default=7575, help="port (0 picks a free one)")
     view.add_argument("--token", help="access token (default: generated when the host is not loopback)")
     view.add_argument("--open", dest="open_browser", action="store_true", help="open it in the default browser")
+    view.add_argument("--config", type=Path, metavar="PATH")
+    add_store_flags(view)
     view.set_defaults(handler=_view)
 
     testing = commands.add_parser("testing", help="tools for testing agents offline")
@@ -138,13 +141,17 @@ def _version() -> str:
 
 
 def _load(args: argparse.Namespace) -> tuple[object, object]:
+    from niceeval._cli_cases import load_ui_cases
     from niceeval._eval.config import find_root, load_config
     from niceeval._run.discovery import discover
     from niceeval._run.plan import expand
+    from niceeval._run.ui_cases import split_targets
 
     root = find_root(Path.cwd())
     config = load_config(root, args.config.resolve() if args.config else None)
-    discovery = discover(config.root, args.paths or config.evals)
+    targets = split_targets(args.paths, config.evals)
+    discovery = discover(config.root, targets.paths)
+    load_ui_cases(discovery, config, args, targets)
     plan = expand(discovery.evals, root=config.root, suite_variants=config.variants)
     discovery.evals = plan.evals
     discovery.errors.extend(plan.errors)
@@ -281,26 +288,26 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _view(args: argparse.Namespace) -> int:
-    from niceeval._core.errors import UsageError
+    from niceeval._core.errors import ConfigError, UsageError
+    from niceeval._eval.config import find_root, load_config
+    from niceeval._run.storing import StoreRequest, store_location
     from niceeval.store import Store
     from niceeval.web._serve import ServeOptions, serve
 
-    store = Store.open(args.store or _default_store_url(args))
-    options = ServeOptions(
-        store=store, host=args.host, port=args.port, token=args.token, open_browser=args.open_browser
-    )
-    try:
-        serve(options)
-    except OSError as exc:
-        where = f"{args.host}:{args.port}"
-        raise UsageError(f"cannot listen on {where}: {exc.strerror}; pick another --port (0 = any free)") from None
+    config = load_config(find_root(Path.cwd()), args.config.resolve() if args.config else None)
+    location = store_location(StoreRequest(flag=args.store, configured=config.store, root=config.root))
+    if location is None:
+        raise ConfigError("the results store is off in the config (store=False); pass --store URL to view one.")
+    with Store.open(location, root=config.root) as store:  # created when missing: cases can be written first
+        options = ServeOptions(
+            store=store, host=args.host, port=args.port, token=args.token, open_browser=args.open_browser
+        )
+        try:
+            serve(options)
+        except OSError as exc:
+            where = f"{args.host}:{args.port}"
+            raise UsageError(f"cannot listen on {where}: {exc.strerror}; pick another --port (0 = any free)") from None
     return EXIT_OK
-
-
-def _default_store_url(args: argparse.Namespace) -> str:
-    from niceeval._eval.config import find_root
-
-    return f"sqlite:///{find_root(Path.cwd()) / '.niceeval' / 'results.sqlite'}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -9,7 +9,7 @@
 - **CSRF.** Every form carries a per-browser secret that must match its SameSite=Strict cookie
   (double submit), and a request whose `Origin` is another site is refused before any handler runs.
 - **Headers.** A strict Content-Security-Policy (scripts and styles from this server only, nothing inline, no
-  frames, forms post only here), no sniffing, no referrer.
+  frames, forms post only here), no sniffing, no referrer sent to other sites.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ CONTENT_SECURITY_POLICY = (
 SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
     (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
     (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),
+    (b"referrer-policy", b"same-origin"),
     (b"x-frame-options", b"DENY"),
     (b"cross-origin-opener-policy", b"same-origin"),
 )
@@ -163,12 +163,17 @@ def _host_name(host_header: str) -> str:
 
 
 def _same_origin(headers: Headers) -> bool:
-    """False when the browser says the request comes from another site (missing headers: a script, allowed)."""
-    if headers.get("sec-fetch-site") not in (None, "same-origin", "none"):
-        return False
+    """False when the browser says the request comes from another site; a script sending neither header passes.
+
+    Browsers send `Sec-Fetch-Site`, which is decisive when present (`Origin` may be `null` on a same-origin form
+    post under some referrer policies). Without it, an `Origin` must name this host.
+    """
+    fetch_site = headers.get("sec-fetch-site")
+    if fetch_site is not None:
+        return fetch_site in ("same-origin", "none")
     origin = headers.get("origin")
-    if origin is None or origin == "null":
-        return origin is None
+    if origin is None:
+        return True
     host = headers.get("host", "")
     return origin in (f"http://{host}", f"https://{host}")
 

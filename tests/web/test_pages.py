@@ -219,3 +219,9 @@ def test_history_charts_an_eval_across_suite_runs(store: Store, browser: TestCli
 
 def test_history_of_an_eval_that_never_ran_says_so(browser: TestClient) -> None:
     assert "This eval has no recorded runs." in browser.get("/evals/history?id=evals/none.py::x").text
+
+
+def test_compare_of_two_alike_runs_says_nothing_changed(store: Store, browser: TestClient) -> None:
+    base, head = (record(store, [result("evals/a.py::x")]) for _ in range(2))
+    html = browser.get(f"/compare?base={base}&head={head}").text
+    assert "Nothing changed between these runs." in html and "No eval changed its outcome." in html

@@ -145,3 +145,10 @@ def test_a_post_from_another_site_is_refused_before_the_handler() -> None:
 def test_a_malformed_cookie_header_counts_as_no_cookie() -> None:
     browser = client(Access(token=TOKEN, loopback=False), base_url="http://10.0.0.5:7575")
     assert browser.get("/", headers={"cookie": '\x00"bad;;=='}).status_code == 401
+
+
+def test_a_same_origin_form_post_is_accepted_even_with_a_null_origin() -> None:
+    browser = client(Access(token=None, loopback=True))
+    csrf = browser.get("/").text.split("csrf=")[1]
+    headers = {"origin": "null", "sec-fetch-site": "same-origin"}
+    assert browser.post("/save", content=f"csrf={csrf}", headers=headers).status_code == 200
