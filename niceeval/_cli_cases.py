@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from niceeval._eval.config import Config
     from niceeval._run.discovery import Discovery
-    from niceeval._run.ui_cases import Targets
 
 DEFAULT_EXPORT = Path("evals") / "ui_cases.py"
 
@@ -29,13 +28,23 @@ def add_case_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
     export.set_defaults(handler=_export)
 
 
-def load_ui_cases(discovery: Discovery, config: Config, args: argparse.Namespace, targets: Targets) -> None:
-    """Add the store's cases that `targets` asks for to `discovery` (ids `ui::NAME`)."""
+def discover_with_cases(config: Config, args: argparse.Namespace) -> Discovery:
+    """The code evals under the command line's paths, then the store's cases it asks for (ids `ui::NAME`)."""
+    from niceeval._run.discovery import Discovery, discover
     from niceeval._run.storing import StoreRequest, store_location
-    from niceeval._run.ui_cases import add_ui_cases
+    from niceeval._run.ui_cases import add_ui_cases, split_targets
 
+    targets = split_targets(args.paths, config.evals)
+    cases = Discovery()
     request = StoreRequest(flag=getattr(args, "store", None), configured=config.store, root=config.root)
-    add_ui_cases(discovery, config.root, store_location(request), targets.cases)
+    add_ui_cases(cases, config.root, store_location(request), targets.cases)
+    paths = targets.paths
+    if cases.evals and not args.paths:  # a project may hold only viewer-written cases, no evals/ folder yet
+        paths = [p for p in paths if (config.root / p.partition("::")[0]).exists()]
+    found = discover(config.root, paths)
+    found.evals += cases.evals
+    found.errors += cases.errors
+    return found
 
 
 def _export(args: argparse.Namespace) -> int:

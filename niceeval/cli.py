@@ -141,17 +141,13 @@ def _version() -> str:
 
 
 def _load(args: argparse.Namespace) -> tuple[object, object]:
-    from niceeval._cli_cases import load_ui_cases
+    from niceeval._cli_cases import discover_with_cases
     from niceeval._eval.config import find_root, load_config
-    from niceeval._run.discovery import discover
     from niceeval._run.plan import expand
-    from niceeval._run.ui_cases import split_targets
 
     root = find_root(Path.cwd())
     config = load_config(root, args.config.resolve() if args.config else None)
-    targets = split_targets(args.paths, config.evals)
-    discovery = discover(config.root, targets.paths)
-    load_ui_cases(discovery, config, args, targets)
+    discovery = discover_with_cases(config, args)
     plan = expand(discovery.evals, root=config.root, suite_variants=config.variants)
     discovery.evals = plan.evals
     discovery.errors.extend(plan.errors)

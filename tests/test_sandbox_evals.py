@@ -153,3 +153,22 @@ def test_t_sandbox_outside_a_sandbox_eval_says_how_to_get_one(tmp_path: Path) ->
 
     result = run(ev, tmp_path)
     assert result.error is not None and "give the eval a fixture" in result.error.message
+
+
+def test_the_workspace_diff_is_kept_with_the_run(fixture: Path) -> None:
+    @define_eval(fixture="fixtures/app", agent=editor)
+    async def ev(t: EvalContext) -> None:
+        await t.send("edit")
+
+    diff = run(ev, fixture.parent.parent).workspace_diff
+    assert diff is not None
+    assert "diff --git a/app.py b/app.py" in diff and "-VALUE = 1" in diff and "+VALUE = 2" in diff
+    assert "deleted file" in diff and "new.py" in diff
+
+
+def test_an_untouched_workspace_has_no_diff(fixture: Path) -> None:
+    @define_eval(fixture="fixtures/app", agent=lambda message: "nothing to do")
+    async def ev(t: EvalContext) -> None:
+        await t.send("look only")
+
+    assert run(ev, fixture.parent.parent).workspace_diff is None

@@ -52,6 +52,8 @@ class RunResult(BaseModel):
     events: list[Event] = Field(default_factory=list)
     sandbox_path: str | None = None
     """Where the sandbox workspace was kept (`--keep-sandbox`)."""
+    workspace_diff: str | None = None
+    """A sandbox eval's workspace changes as a git-like unified diff (`None`: no sandbox, or nothing changed)."""
     agent_spend: Spend = Field(default_factory=Spend)
     """The agent's model calls (from `usage` events), priced by the price table."""
     judge_spend: Spend = Field(default_factory=Spend)

@@ -108,6 +108,8 @@ class RunState:
     diff_scoped: list[Scoped] = field(default_factory=list)
     usage_error: ErrorInfo | None = None
     """An author bug found inside a background check (it cannot raise into the eval function)."""
+    workspace_diff: str | None = None
+    """A sandbox eval's workspace diff as text, kept for the record."""
     warnings: list[str] = field(default_factory=list)
     """Problems that did not change the outcome but deserve attention (the loop watchdog's, for one)."""
     awaits: AwaitTracker = field(default_factory=AwaitTracker)

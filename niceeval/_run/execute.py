@@ -259,6 +259,7 @@ async def execute_run(entry: EvalEntry, run_index: int, options: ExecOptions) ->
         assertions=state.assertions,
         events=state.log.events,
         sandbox_path=str(kept) if kept else None,
+        workspace_diff=state.workspace_diff,
         agent_spend=_agent_spend(state, options),
         judge_spend=_judge_spend(state, options),
         case_id=entry.case.id if entry.case is not None else None,

@@ -54,6 +54,7 @@ async def score_workspace(
 ) -> None:
     """Evaluate the diff assertions, then (unless the run already errored) scripts and the hidden EVAL.py."""
     diff = await sandbox.diff()
+    state.workspace_diff = diff.text or None
     for handle in state.diff_scoped:
         try:
             state.assertions.append(handle.evaluate(diff))

@@ -15,7 +15,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from sqlalchemy import (
-    JSON,
     Boolean,
     Column,
     Connection,
@@ -28,10 +27,9 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.dialects.postgresql import JSONB
 
 from niceeval.store._open import StoreError
-from niceeval.store._schema import When, metadata
+from niceeval.store._schema import Json, When, metadata
 from niceeval.store._store import Store
 
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
@@ -40,14 +38,12 @@ TOOL_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,99}$")
 MAX_ROUNDS = 20
 DEFAULT_THRESHOLD = 0.7
 
-_Json = JSON().with_variant(JSONB(), "postgresql")
-
 ui_cases = Table(
     "ui_cases",
     metadata,
     Column("name", String(64), primary_key=True),
     Column("version", Integer, nullable=False),
-    Column("content", _Json, nullable=False),
+    Column("content", Json, nullable=False),
     Column("created_at", When, nullable=False),
     Column("updated_at", When, nullable=False),
     Column("deleted", Boolean, nullable=False, server_default="0"),
@@ -60,7 +56,7 @@ ui_case_versions = Table(
     Column("name", String(64), primary_key=True),
     Column("version", Integer, primary_key=True),
     Column("action", String(16), nullable=False),
-    Column("content", _Json, nullable=False),
+    Column("content", Json, nullable=False),
     Column("saved_at", When, nullable=False),
 )
 """Every version of every case, as saved (`created`, `edited`, `deleted`)."""

@@ -57,6 +57,7 @@ def to_rows(suite_run_id: str, result: RunResult) -> RunRows:
             "error": result.error.model_dump() if result.error else None,
             "skip_reason": result.skip_reason,
             "sandbox_path": result.sandbox_path,
+            "workspace_diff": result.workspace_diff,
             "agent_calls": agent.calls,
             "agent_tokens": agent.tokens,
             "agent_cost": agent.cost,
@@ -150,6 +151,7 @@ def from_rows(
         assertions=assertions,
         events=events,
         sandbox_path=row["sandbox_path"],
+        workspace_diff=row["workspace_diff"],
         agent_spend=_spend(row, "agent"),
         judge_spend=_spend(row, "judge"),
     )

@@ -115,6 +115,7 @@ eval_runs = Table(
     Column("error", Json),
     Column("skip_reason", Text),
     Column("sandbox_path", Text),
+    Column("workspace_diff", Text),
     Column("agent_calls", Integer, nullable=False),
     Column("agent_tokens", BigInteger, nullable=False),
     Column("agent_cost", Float),

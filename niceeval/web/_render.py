@@ -24,7 +24,9 @@ def environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(pct=pct, duration=duration, usd=usd, when=when, score=score, pretty=pretty)
+    env.filters.update(
+        pct=pct, duration=duration, usd=usd, when=when, score=score, pretty=pretty, diff_class=diff_class
+    )
     env.globals.update(outcome_bar=_charts.outcome_bar)
     return env
 
@@ -92,3 +94,16 @@ def pretty(value: Any) -> str:
         return json.dumps(value, indent=2, ensure_ascii=False, default=str)
     except (TypeError, ValueError):
         return repr(value)
+
+
+def diff_class(line: str) -> str:
+    """The CSS class of one line of a unified diff: added, removed, a hunk header or a file header."""
+    if line.startswith(("+++", "---", "diff --git", "rename ", "new file", "deleted file", "index ")):
+        return "diff-file"
+    if line.startswith("@@"):
+        return "diff-hunk"
+    if line.startswith("+"):
+        return "diff-add"
+    if line.startswith("-"):
+        return "diff-del"
+    return "diff-ctx"

@@ -1,4 +1,4 @@
-"""Test cases written in the viewer (`ui_cases`, every version in `ui_case_versions`).
+"""Test cases written in the viewer (`ui_cases`, every version in `ui_case_versions`); sandbox workspace diffs.
 
 Revision ID: 0002
 Revises: 0001
@@ -16,6 +16,7 @@ depends_on = None
 
 
 def upgrade() -> None:
+    op.add_column("eval_runs", sa.Column("workspace_diff", sa.Text(), nullable=True))  # ADD COLUMN: no copy
     op.create_table(
         "ui_cases",
         sa.Column("name", sa.String(length=64), nullable=False),
@@ -40,3 +41,5 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_table("ui_case_versions")
     op.drop_table("ui_cases")
+    with op.batch_alter_table("eval_runs") as table:
+        table.drop_column("workspace_diff")
