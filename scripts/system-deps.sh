@@ -4,6 +4,7 @@
 set -euo pipefail
 packages=()
 packages+=(postgresql)   # the results store's tests run against a throwaway cluster (tests/_postgres.py)
+packages+=(chromium)     # the viewer's browser tests: Playwright drives /usr/bin/chromium (tests/web/_viewer.py)
 missing=()
 for pkg in "${packages[@]}"; do
     dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
