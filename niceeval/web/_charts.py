@@ -15,6 +15,7 @@ from markupsafe import Markup, escape
 
 SERIES_CLASSES = 8
 """Line charts cycle through this many CSS classes (`series-0` ... `series-7`)."""
+LEGEND_COLUMNS = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,10 +122,10 @@ def score_lines(
         series: The lines; each has one value per label (`None` for a gap).
         labels: The x positions (runs), oldest first.
         width: SVG width in user units.
-        height: Height of the plotting area plus axes; the legend adds a row per four series.
+        height: Height of the plotting area plus axes; the legend adds a row per two series.
         title: Accessible name of the chart.
     """
-    legend_rows = (len(series) + 3) // 4
+    legend_rows = (len(series) + LEGEND_COLUMNS - 1) // LEGEND_COLUMNS
     frame = _Frame(width, height)
     total_height = height + legend_rows * 18
     parts = [_open(width, total_height, title, "chart scores"), _y_axis(frame)]
@@ -252,11 +253,12 @@ def _polylines(frame: _Frame, values: Sequence[float | None], css: str, *, count
 
 def _legend(series: Sequence[Series], width: int, top: int) -> str:
     parts = []
-    column_width = (width - 40) / 4
+    column_width = (width - 40) / LEGEND_COLUMNS
+    fits = int(column_width / 6.5) - 3  # characters of an 11px label that fit beside the swatch
     for number, line in enumerate(series):
-        x = 40 + (number % 4) * column_width
-        y = top + (number // 4) * 18 + 4
-        name = line.name if len(line.name) <= 20 else line.name[:19] + "\u2026"
+        x = 40 + (number % LEGEND_COLUMNS) * column_width
+        y = top + (number // LEGEND_COLUMNS) * 18 + 4
+        name = line.name if len(line.name) <= fits else line.name[: fits - 1] + "\u2026"
         parts.append(
             f'<rect class="swatch series-{number % SERIES_CLASSES}" x="{x:.0f}" y="{y}" width="10" height="10" '
             f'rx="2"/><text class="legend" x="{x + 14:.0f}" y="{y + 9}"><title>{escape(line.name)}</title>'

@@ -44,7 +44,11 @@ def shop(message: str, session: FunctionSession) -> str:
     return "Hello! How can I help?"
 
 
-config = define_config(agent=shop, judge={{"model": "openai/judge"}})
+config = define_config(
+    agent=shop,
+    judge={{"model": "openai/judge"}},
+    pricing={{"openai/judge": {{"input_per_mtok": 3.0, "output_per_mtok": 15.0}}}},
+)
 """
 EVALS = '''\
 from niceeval import EvalContext, define_eval
