@@ -50,8 +50,8 @@ def discover_with_cases(config: Config, args: argparse.Namespace) -> Discovery:
 def _export(args: argparse.Namespace) -> int:
     from niceeval._cli_store import _open_existing
     from niceeval._core.errors import ConfigError
-    from niceeval.store import CaseBook
     from niceeval.store._case_code import cases_module
+    from niceeval.store._cases import CaseBook
 
     with _open_existing(args) as store:
         cases = [stored.case for stored in CaseBook(store).cases()]

@@ -46,8 +46,9 @@ def add_ui_cases(discovery: Discovery, root: Path, store_location: str | None, w
     if "://" not in store_location and not (root / store_location).exists():
         _missing(discovery, wanted)
         return
-    from niceeval.store import CaseBook, Store
+    from niceeval.store import Store
     from niceeval.store._case_code import cases_module
+    from niceeval.store._cases import CaseBook
 
     with Store.open(store_location, root=root) as store:
         cases = [stored.case for stored in CaseBook(store).cases()]

@@ -13,7 +13,6 @@ A suite run is named by its id (`ref` may also be a unique prefix of 4+ characte
 eval run is keyed by `(eval_id, run_index)`. See docs/store.md.
 """
 
-from niceeval.store._cases import CaseBook, CaseError, CaseRound, CaseVersion, StoredCase, UiCase
 from niceeval.store._models import (
     EvalRunInfo,
     OutcomeChange,
@@ -30,12 +29,6 @@ from niceeval.store._sink import StoreSink
 from niceeval.store._store import Store
 
 __all__ = [
-    "CaseBook",
-    "CaseError",
-    "CaseRound",
-    "CaseVersion",
-    "StoredCase",
-    "UiCase",
     "DEFAULT_PATH",
     "EvalRunInfo",
     "OutcomeChange",

@@ -14,22 +14,10 @@ from datetime import UTC, datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
-from sqlalchemy import (
-    Boolean,
-    Column,
-    Connection,
-    Integer,
-    RowMapping,
-    String,
-    Table,
-    false,
-    insert,
-    select,
-    update,
-)
+from sqlalchemy import Connection, RowMapping, false, insert, select, update
 
 from niceeval.store._open import StoreError
-from niceeval.store._schema import Json, When, metadata
+from niceeval.store._schema import ui_case_versions, ui_cases
 from niceeval.store._store import Store
 
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
@@ -37,29 +25,6 @@ TAG_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$")
 TOOL_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,99}$")
 MAX_ROUNDS = 20
 DEFAULT_THRESHOLD = 0.7
-
-ui_cases = Table(
-    "ui_cases",
-    metadata,
-    Column("name", String(64), primary_key=True),
-    Column("version", Integer, nullable=False),
-    Column("content", Json, nullable=False),
-    Column("created_at", When, nullable=False),
-    Column("updated_at", When, nullable=False),
-    Column("deleted", Boolean, nullable=False, server_default="0"),
-)
-"""The latest version of each case (a deleted one stays, flagged, so its name keeps its history)."""
-
-ui_case_versions = Table(
-    "ui_case_versions",
-    metadata,
-    Column("name", String(64), primary_key=True),
-    Column("version", Integer, primary_key=True),
-    Column("action", String(16), nullable=False),
-    Column("content", Json, nullable=False),
-    Column("saved_at", When, nullable=False),
-)
-"""Every version of every case, as saved (`created`, `edited`, `deleted`)."""
 
 
 class CaseRound(BaseModel):

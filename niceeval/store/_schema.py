@@ -198,3 +198,26 @@ turns = Table(
 )
 """One exchange with the agent: the user message sent, the assistant's reply (None: no reply came), and the
 span of events it covers (`rescore` replays them)."""
+
+ui_cases = Table(
+    "ui_cases",
+    metadata,
+    Column("name", String(64), primary_key=True),
+    Column("version", Integer, nullable=False),
+    Column("content", Json, nullable=False),
+    Column("created_at", When, nullable=False),
+    Column("updated_at", When, nullable=False),
+    Column("deleted", Boolean, nullable=False, server_default="0"),
+)
+"""The latest version of each case (a deleted one stays, flagged, so its name keeps its history)."""
+
+ui_case_versions = Table(
+    "ui_case_versions",
+    metadata,
+    Column("name", String(64), primary_key=True),
+    Column("version", Integer, primary_key=True),
+    Column("action", String(16), nullable=False),
+    Column("content", Json, nullable=False),
+    Column("saved_at", When, nullable=False),
+)
+"""Every version of every case, as saved (`created`, `edited`, `deleted`)."""

@@ -3,7 +3,8 @@ them, and `niceeval cases export` writes them as code that runs the same way."""
 
 from __future__ import annotations
 
-from niceeval.store import CaseBook, CaseRound, Store, UiCase
+from niceeval.store import Store
+from niceeval.store._cases import CaseBook, CaseRound, UiCase
 
 from ._project import Project
 

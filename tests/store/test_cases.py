@@ -7,9 +7,9 @@ from collections.abc import Iterator
 import pytest
 from pydantic import ValidationError
 
-from niceeval.store import CaseBook, CaseError, CaseRound, Store, UiCase
+from niceeval.store import Store
 from niceeval.store._case_code import case_source, cases_module
-from niceeval.store._cases import explain
+from niceeval.store._cases import CaseBook, CaseError, CaseRound, UiCase, explain
 
 
 def case(name: str = "refund", *prompts: str, **fields: object) -> UiCase:

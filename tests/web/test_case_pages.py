@@ -8,7 +8,8 @@ import pytest
 from _stored import record, result
 from starlette.testclient import TestClient
 
-from niceeval.store import CaseBook, CaseRound, Store, UiCase
+from niceeval.store import Store
+from niceeval.store._cases import CaseBook, CaseRound, UiCase
 
 ORIGIN = {"origin": "http://127.0.0.1:7575"}
 

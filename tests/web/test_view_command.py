@@ -5,35 +5,11 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import pytest
-
-
-@contextmanager
-def viewer(tmp_path: Path, *args: str) -> Iterator[str]:
-    """Start `niceeval view --port 0 ARGS` and yield the URL it printed."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "niceeval.cli", "view", "--port", "0", *args],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        found = re.search(r"niceeval viewer on (\S+)", line)
-        assert found, f"no URL printed: {line!r}"
-        yield found.group(1)
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-        if process.stdout:
-            process.stdout.close()
+from _viewer import viewer
 
 
 @pytest.mark.slow
