@@ -17,6 +17,12 @@ class Spend(BaseModel):
 
     calls: int = 0
     tokens: int = 0
+    """All tokens: `input_tokens + output_tokens + cache_read_tokens`."""
+    input_tokens: int = 0
+    """Input tokens not served from the provider's prompt cache."""
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    """Input tokens read from the provider's prompt cache (cheaper)."""
     cost: float | None = 0.0
     """USD; `None` when some model has no price (named in `unpriced`)."""
     cached: int = 0
@@ -28,6 +34,9 @@ class Spend(BaseModel):
         return Spend(
             calls=self.calls + other.calls,
             tokens=self.tokens + other.tokens,
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
             cost=cost,
             cached=self.cached + other.cached,
             unpriced=list(dict.fromkeys(self.unpriced + other.unpriced)),

@@ -290,6 +290,9 @@ def _usage_spend(state: RunState, options: ExecOptions, billed_to: Literal["agen
     return Spend(
         calls=sum(1 for e in state.log.events if isinstance(e, UsageEvent) and e.billed_to == billed_to),
         tokens=usage.total_tokens,
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cache_read_tokens=usage.cache_read_tokens,
         cost=usage.cost,
         unpriced=list(usage.unpriced_models),
     )

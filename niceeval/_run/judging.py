@@ -125,6 +125,9 @@ def spend_of(results: list[AssertionResult]) -> Spend:
     return Spend(
         calls=spent.calls,
         tokens=spent.input_tokens + spent.output_tokens + spent.cache_read_tokens,
+        input_tokens=spent.input_tokens,
+        output_tokens=spent.output_tokens,
+        cache_read_tokens=spent.cache_read_tokens,
         cost=spent.cost if spent.complete else None,
         cached=spent.cached,
         unpriced=list(spent.unpriced_models),

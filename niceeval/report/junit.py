@@ -45,6 +45,27 @@ def _describe_misses(result: RunResult) -> str:
     return "\n".join(lines)
 
 
+def _add_spend_properties(case: ET.Element, result: RunResult) -> None:
+    """`<properties>` with the run's model calls, tokens (input, output, cache-read) and cost, agent and judge apart."""
+    rows = []
+    for side, spent in (("agent", result.agent_spend), ("judge", result.judge_spend)):
+        if not (spent.calls or spent.cached):
+            continue
+        rows += [
+            (f"{side}.calls", str(spent.calls)),
+            (f"{side}.input_tokens", str(spent.input_tokens)),
+            (f"{side}.output_tokens", str(spent.output_tokens)),
+            (f"{side}.cache_read_tokens", str(spent.cache_read_tokens)),
+            (f"{side}.cost_usd", "unknown" if spent.cost is None else f"{spent.cost:.6f}"),
+        ]
+        if side == "judge":
+            rows.append(("judge.cached", str(spent.cached)))
+    if rows:
+        properties = ET.SubElement(case, "properties")
+        for name, value in rows:
+            ET.SubElement(properties, "property", name=name, value=value)
+
+
 class JUnitReporter:
     """Writes JUnit XML to `path`."""
 
@@ -90,6 +111,7 @@ class JUnitReporter:
             line=str(result.line),
             time=f"{result.duration_s:.6f}",
         )
+        _add_spend_properties(case, result)
         self._counts["tests"] += 1
         missed = not is_success(result.outcome, strict=self.strict)
         if missed and eval_failed:
