@@ -14,10 +14,12 @@ if TYPE_CHECKING:
     from niceeval._core.errors import ConfigError, NiceevalError, UsageError
     from niceeval._core.outcome import Outcome
     from niceeval._core.results import RunResult
-    from niceeval._eval.config import Config, JudgeSettings, Price, define_config
-    from niceeval._eval.context import Check, EvalContext, SyncEvalContext
+    from niceeval._eval.checks import Check
+    from niceeval._eval.config import Config, define_config
+    from niceeval._eval.context import EvalContext, SyncEvalContext
     from niceeval._eval.conversation import Turn
     from niceeval._eval.spec import EvalSpec, define_eval
+    from niceeval._settings import JudgeSettings, Price
 
 _HOMES = {
     "AssertionResult": "niceeval._core.assertion",
@@ -27,10 +29,10 @@ _HOMES = {
     "Outcome": "niceeval._core.outcome",
     "RunResult": "niceeval._core.results",
     "Config": "niceeval._eval.config",
-    "JudgeSettings": "niceeval._eval.config",
-    "Price": "niceeval._eval.config",
+    "JudgeSettings": "niceeval._settings",
+    "Price": "niceeval._settings",
     "define_config": "niceeval._eval.config",
-    "Check": "niceeval._eval.context",
+    "Check": "niceeval._eval.checks",
     "EvalContext": "niceeval._eval.context",
     "SyncEvalContext": "niceeval._eval.context",
     "Turn": "niceeval._eval.conversation",

@@ -12,37 +12,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from niceeval._core.errors import ConfigError, caller_location, relative, user_location
+from niceeval._settings import JudgeSettings, Price
+
+__all__ = ["CONFIG_FILE", "Config", "JudgeSettings", "Price", "define_config", "find_root", "load_config"]
 
 CONFIG_FILE = "niceeval.config.py"
-
-
-class JudgeSettings(BaseModel):
-    """Which model judges, and how strictly, by default."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    model: str | None = None
-    """`provider/model`, e.g. `openai/gpt-5.4-mini`."""
-    fallback: str | None = None
-    """Used when the primary model is still unavailable after retries."""
-    default_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
-    """Threshold of a judge assertion that does not say `.at_least(x)`. Unset: 0.7 for judges that only give a
-    score (`autoevals.*`, `g_eval`), none for `rubric` and `vote` voters (the judge's pass decides). Set: every
-    judge, a rubric then needing both its pass and the score."""
-    timeout: float = Field(default=60.0, gt=0)
-    """Seconds per judge call."""
-    max_retries: int = Field(default=4, ge=0)
-    """Retries of a judge request after a 429, a 5xx, a timeout or a connection error (0: ask once)."""
-
-
-class Price(BaseModel):
-    """USD per million tokens for one model."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    input_per_mtok: float = Field(ge=0)
-    output_per_mtok: float = Field(ge=0)
-    cache_read_per_mtok: float | None = Field(default=None, ge=0)
 
 
 class Config(BaseModel):

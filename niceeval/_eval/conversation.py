@@ -6,23 +6,20 @@ import json
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from niceeval._core.assertion import Matcher
 from niceeval._core.errors import UsageError, caller_location
 from niceeval._core.events import ErrorEvent, Event, EventLog, MessageEvent
 from niceeval._diff import short
-from niceeval._eval.config import Price
+from niceeval._eval.checks import Check
 from niceeval._eval.efficiency import Usage, usage_of
 from niceeval._eval.scoped import waiting_for_input
 from niceeval._matchers import equals, matches
+from niceeval._settings import Price
 from niceeval.agents import Agent, AgentSession, FunctionAgent, TurnStatus
 
-if TYPE_CHECKING:
-    from niceeval._eval.context import Check
-
-
-RecordCheck = Callable[[Any, Matcher, str | None], "Check"]
+RecordCheck = Callable[[Any, Matcher, str | None], Check]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

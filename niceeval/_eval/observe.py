@@ -10,8 +10,8 @@ from niceeval._core.assertion import AssertionResult, Matcher
 from niceeval._core.errors import UsageError, caller_location
 from niceeval._core.events import Event, EventType
 from niceeval._eval import efficiency, scoped, workspace
-from niceeval._eval.config import Price
 from niceeval._eval.toolmatch import InputSpec
+from niceeval._settings import Price
 
 
 class Scoped:

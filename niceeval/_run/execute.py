@@ -18,13 +18,14 @@ from niceeval._core.events import UsageEvent
 from niceeval._core.outcome import fold
 from niceeval._core.results import RunResult, Spend
 from niceeval._eval.checked_sandbox import CheckedSandbox
+from niceeval._eval.checks import StopEval
 from niceeval._eval.compare import Comparison
-from niceeval._eval.config import JudgeSettings, Price
-from niceeval._eval.context import EvalContext, RunState, StopEval, SyncEvalContext, _ContextBase
+from niceeval._eval.context import EvalContext, RunState, SyncEvalContext, _ContextBase
 from niceeval._eval.efficiency import usage_of
 from niceeval._eval.spec import EvalSpec
 from niceeval._run.discovery import EvalEntry
 from niceeval._run.judging import JudgeSlot, SuiteJudges, spend_of
+from niceeval._settings import JudgeSettings, Price
 from niceeval._threads import call_in_thread
 from niceeval.agents._protocol import WORKSPACE
 from niceeval.agents._variant import PerVariant

@@ -15,8 +15,8 @@ from anyio.abc import TaskGroup
 
 from niceeval._core.assertion import AssertionResult
 from niceeval._core.results import Spend
-from niceeval._eval.config import JudgeSettings, Price
 from niceeval._eval.context import SyncEvalContext, _ContextBase
+from niceeval._settings import JudgeSettings, Price
 
 if TYPE_CHECKING:
     from niceeval.judge import Judge, JudgeCache, JudgeClients, JudgeSession

@@ -25,7 +25,7 @@ from niceeval.judge._prompts import Messages, repair_messages
 from niceeval.providers import ModelRef, ProviderError, RetryPolicy
 
 if TYPE_CHECKING:
-    from niceeval._eval.config import Price
+    from niceeval._settings import Price
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -23,7 +23,7 @@ from niceeval.judge._ruling import CrashedRuling, Ruling, SingleRuling, Voter, V
 from niceeval.providers import ModelRef, RetryPolicy, parse_model
 
 if TYPE_CHECKING:
-    from niceeval._eval.config import JudgeSettings, Price
+    from niceeval._settings import JudgeSettings, Price
 
 SCORE_ONLY_THRESHOLD = 0.7
 """The threshold of a judge that gives no pass flag (`autoevals.*`, `g_eval`) when `default_threshold` is unset."""
