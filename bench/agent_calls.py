@@ -40,11 +40,11 @@ def _project(folder: Path, url: str, evals: int) -> None:
     (folder / "niceeval.config.py").write_text(
         textwrap.dedent(f"""
         from niceeval import define_config
-        from niceeval.agents import MemoryCheckpoints, openai_agent
+        from niceeval.agents import MemoryCheckpoints, ModelAgentOptions, openai_agent
 
         config = define_config(
             agent=openai_agent(model="openai/scripted", base_url="{url}", api_key="bench",
-                               checkpoints=MemoryCheckpoints()),
+                               options=ModelAgentOptions(checkpoints=MemoryCheckpoints())),
             timeout=60,
         )
         """)

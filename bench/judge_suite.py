@@ -95,10 +95,11 @@ def write_project(folder: Path, url: str, evals: int) -> None:
     (folder / "niceeval.config.py").write_text(
         textwrap.dedent(f"""\
         from niceeval import define_config
-        from niceeval.agents import MemoryCheckpoints, openai_agent
+        from niceeval.agents import MemoryCheckpoints, ModelAgentOptions, openai_agent
 
+        options = ModelAgentOptions(checkpoints=MemoryCheckpoints())
         config = define_config(
-            agent=openai_agent("openai/scripted", base_url="{url}", api_key="bench", checkpoints=MemoryCheckpoints()),
+            agent=openai_agent("openai/scripted", base_url="{url}", api_key="bench", options=options),
             judge={{"model": "openai/gpt-4o-mini"}},
             timeout=120,
         )

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from niceeval.agents._followups import answer_followup
     from niceeval.agents._http import AgentError, HTTPAgent, http_agent
     from niceeval.agents._langgraph import langgraph_agent
-    from niceeval.agents._model import ModelAgent
+    from niceeval.agents._model import ModelAgent, ModelAgentOptions
     from niceeval.agents._openai import openai_agent
     from niceeval.agents._openai_agents import openai_agents_agent
     from niceeval.agents._pydantic_ai import pydantic_ai_agent
@@ -36,6 +36,7 @@ _LAZY = {
     "http_agent": "_http",
     "langgraph_agent": "_langgraph",
     "ModelAgent": "_model",
+    "ModelAgentOptions": "_model",
     "openai_agent": "_openai",
     "openai_agents_agent": "_openai_agents",
     "pydantic_ai_agent": "_pydantic_ai",
@@ -51,6 +52,7 @@ __all__ = [
     "HTTPAgent",
     "MemoryCheckpoints",
     "ModelAgent",
+    "ModelAgentOptions",
     "Reply",
     "SQLiteCheckpoints",
     "TurnStatus",

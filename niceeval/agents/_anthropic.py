@@ -13,11 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 from niceeval._core.errors import UsageError
 from niceeval._core.events import UsageEvent
-from niceeval.agents._checkpoints import CheckpointStore
-from niceeval.agents._model import Messages, ModelAgent, ModelOptions, ModelStep, model_ref
+from niceeval.agents._model import Messages, ModelAgent, ModelAgentOptions, ModelOptions, ModelStep, model_ref
 from niceeval.agents._schema import output_name, output_schema
-from niceeval.agents._tools import ToolRequest, ToolResult, ToolValidator, describe_all
-from niceeval.providers import RetryPolicy, anthropic_client, release
+from niceeval.agents._tools import ToolRequest, ToolResult, describe_all
+from niceeval.providers import anthropic_client, release
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
@@ -32,16 +31,10 @@ def anthropic_agent(
     *,
     system: str | None = None,
     tools: list[Callable[..., Any]] | None = None,
-    max_steps: int = 10,
     output: type[Any] | None = None,
     base_url: str | None = None,
     api_key: str | None = None,
-    temperature: float | None = None,
-    max_tokens: int = 4096,
-    checkpoints: CheckpointStore | None = None,
-    tool_validator: ToolValidator | None = None,
-    timeout: float = 60.0,
-    retry: RetryPolicy | None = None,
+    options: ModelAgentOptions | None = None,
 ) -> ModelAgent:
     """A model with tools, over the Anthropic Messages API, as the agent under test.
 
@@ -52,18 +45,11 @@ def anthropic_agent(
         model: `anthropic/<name>`, e.g. `anthropic/claude-haiku-4-5`.
         system: The system prompt.
         tools: Python functions (sync or async) the model may call.
-        max_steps: Model calls allowed per turn; when spent, the turn fails with an `error` event.
         output: A pydantic model for structured replies; `t.send(..., output=)` overrides it.
         base_url: An Anthropic-compatible endpoint; `ANTHROPIC_BASE_URL` or the SDK's default otherwise.
         api_key: The key; `ANTHROPIC_API_KEY` otherwise.
-        temperature: Sampling temperature; the API's default when None.
-        max_tokens: The most tokens the model may write per response (the API requires a value).
-        checkpoints: Where conversations are kept between turns: a SQLite file
-            (`.niceeval/checkpoints.sqlite`) by default; `MemoryCheckpoints()` keeps them in the process.
-        tool_validator: `(name, arguments) -> reason | None`, called before each tool runs; a reason
-            rejects the call.
-        timeout: Seconds to wait for each model response.
-        retry: How rate limits and server errors are retried; `RetryPolicy()` by default.
+        options: The loop and call settings (`max_steps`, `temperature`, `max_tokens` (4096 by default: the API
+            requires a value), `timeout`, `retry`, `tool_validator`, `checkpoints`): see `ModelAgentOptions`.
 
     Raises:
         UsageError: The model string has no `anthropic/` prefix, a tool or the output type cannot be described,
@@ -72,21 +58,16 @@ def anthropic_agent(
     described = describe_all(tools or [])
     if OUTPUT_TOOL in described:
         raise UsageError(f"the tool name {OUTPUT_TOOL!r} is reserved for structured output; rename the tool.")
-    options = ModelOptions(
+    resolved = ModelOptions(
         model=model_ref("anthropic", model),
         system=system,
         tools=described,
-        max_steps=max_steps,
         output=output,
-        temperature=temperature,
-        max_tokens=max_tokens,
         base_url=base_url,
         api_key=api_key,
-        timeout=timeout,
-        retry=retry,
-        tool_validator=tool_validator,
+        agent=options if options is not None else ModelAgentOptions(),
     )
-    return ModelAgent(options, AnthropicDialect, checkpoints)
+    return ModelAgent(resolved, AnthropicDialect)
 
 
 class AnthropicDialect:

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ValidationError
 
 from niceeval._core.events import EventLog
 from niceeval.agents._anthropic import AnthropicDialect
-from niceeval.agents._model import Connect, Messages, ModelOptions
+from niceeval.agents._model import Connect, Messages, ModelAgentOptions, ModelOptions
 from niceeval.agents._openai import OpenAIDialect
 from niceeval.providers import ProviderError, RetryPolicy, call, parse_model
 
@@ -79,7 +79,9 @@ async def answer_followup(
         ProviderError: The model could not be reached, or did not answer with the decision's JSON.
     """
     ref = parse_model(model)
-    options = ModelOptions(model=ref, system=SYSTEM, max_tokens=512, timeout=timeout, retry=retry)
+    options = ModelOptions(
+        model=ref, system=SYSTEM, agent=ModelAgentOptions(max_tokens=512, timeout=timeout, retry=retry)
+    )
     dialect = _DIALECTS[ref.provider](options)
     messages: Messages = []
     dialect.add_user(messages, prompt(reply_text, history, goal))

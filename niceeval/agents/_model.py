@@ -25,31 +25,86 @@ Messages = list[dict[str, Any]]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class ModelOptions:
-    """How a model-backed agent talks to its model; built by `openai_agent` / `anthropic_agent`."""
+class ModelAgentOptions:
+    """How a model agent runs its tool loop and calls its model: what most agents leave at the defaults.
 
-    model: ModelRef
-    system: str | None = None
-    tools: dict[str, Tool] = field(default_factory=dict)
+    The model, system prompt, tools, output type and endpoint are the factories' own arguments
+    (`openai_agent("openai/gpt-5-mini", system=..., tools=[...])`); the rest goes here:
+    `openai_agent(..., options=ModelAgentOptions(max_steps=4, temperature=0))`.
+
+    Attributes:
+        max_steps: Model calls allowed per turn; when spent, the turn fails with an `error` event.
+        temperature: Sampling temperature; the API's default when None.
+        max_tokens: The most tokens the model may write per response (sent to Anthropic, which requires it).
+        timeout: Seconds to wait for each model response.
+        retry: How rate limits and server errors are retried; `RetryPolicy()` by default.
+        tool_validator: `(name, arguments) -> reason | None`, called before each tool runs; a reason rejects the
+            call, which is recorded as failed and reported to the model.
+        checkpoints: Where conversations are kept between turns: a SQLite file (`.niceeval/checkpoints.sqlite`)
+            by default, so a revived session continues from storage; `MemoryCheckpoints()` keeps them in the process.
+    """
+
     max_steps: int = 10
-    output: type[Any] | None = None
     temperature: float | None = None
     max_tokens: int = 4096
-    base_url: str | None = None
-    api_key: str | None = None
     timeout: float = 60.0
     retry: RetryPolicy | None = None
     tool_validator: ToolValidator | None = None
+    checkpoints: CheckpointStore | None = None
 
     def __post_init__(self) -> None:
         for name in ("max_steps", "max_tokens"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise UsageError(f"{name} must be a positive integer, got {value!r}.")
-        if self.timeout <= 0:
-            raise UsageError(f"timeout must be a positive number of seconds, got {self.timeout!r}.")
+                raise UsageError(f"ModelAgentOptions({name}=...) must be a positive integer, got {value!r}.")
+        if isinstance(self.timeout, bool) or not isinstance(self.timeout, int | float) or self.timeout <= 0:
+            raise UsageError(f"ModelAgentOptions(timeout=...) is seconds, a positive number; got {self.timeout!r}.")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ModelOptions:
+    """Everything a model agent's session needs, resolved by `openai_agent` / `anthropic_agent`."""
+
+    model: ModelRef
+    system: str | None = None
+    tools: dict[str, Tool] = field(default_factory=dict)
+    output: type[Any] | None = None
+    base_url: str | None = None
+    api_key: str | None = None
+    agent: ModelAgentOptions = field(default_factory=ModelAgentOptions)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.agent, ModelAgentOptions):
+            raise UsageError(
+                f"options= takes ModelAgentOptions(...), got {type(self.agent).__name__}; "
+                "e.g. options=ModelAgentOptions(max_steps=4)."
+            )
         if self.output is not None:
             output_schema(self.output)
+
+    @property
+    def max_steps(self) -> int:
+        return self.agent.max_steps
+
+    @property
+    def temperature(self) -> float | None:
+        return self.agent.temperature
+
+    @property
+    def max_tokens(self) -> int:
+        return self.agent.max_tokens
+
+    @property
+    def timeout(self) -> float:
+        return self.agent.timeout
+
+    @property
+    def retry(self) -> RetryPolicy | None:
+        return self.agent.retry
+
+    @property
+    def tool_validator(self) -> ToolValidator | None:
+        return self.agent.tool_validator
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -105,8 +160,9 @@ def model_ref(provider: Provider, model: str) -> ModelRef:
 class ModelAgent:
     """A model with tools as the agent under test; sessions keep their conversation in `checkpoints`."""
 
-    def __init__(self, options: ModelOptions, connect: Connect, checkpoints: CheckpointStore | None) -> None:
+    def __init__(self, options: ModelOptions, connect: Connect) -> None:
         self.options = options
+        checkpoints = options.agent.checkpoints
         self.checkpoints: CheckpointStore = checkpoints if checkpoints is not None else SQLiteCheckpoints()
         self._connect = connect
 

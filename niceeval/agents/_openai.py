@@ -7,11 +7,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from niceeval._core.events import UsageEvent
-from niceeval.agents._checkpoints import CheckpointStore
-from niceeval.agents._model import Messages, ModelAgent, ModelOptions, ModelStep, model_ref
+from niceeval.agents._model import Messages, ModelAgent, ModelAgentOptions, ModelOptions, ModelStep, model_ref
 from niceeval.agents._schema import output_name, output_schema, strict_schema
-from niceeval.agents._tools import ToolRequest, ToolResult, ToolValidator, describe_all
-from niceeval.providers import ProviderError, RetryPolicy, openai_client, release
+from niceeval.agents._tools import ToolRequest, ToolResult, describe_all
+from niceeval.providers import ProviderError, openai_client, release
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -23,20 +22,15 @@ def openai_agent(
     *,
     system: str | None = None,
     tools: list[Callable[..., Any]] | None = None,
-    max_steps: int = 10,
     output: type[Any] | None = None,
     base_url: str | None = None,
     api_key: str | None = None,
-    temperature: float | None = None,
-    checkpoints: CheckpointStore | None = None,
-    tool_validator: ToolValidator | None = None,
-    timeout: float = 60.0,
-    retry: RetryPolicy | None = None,
+    options: ModelAgentOptions | None = None,
 ) -> ModelAgent:
     """A model with tools, over OpenAI Chat Completions, as the agent under test.
 
     Each tool call is recorded as an `action.called` event and each model response as a `usage` event. The
-    conversation is saved to `checkpoints` after each turn, and a session opened with an existing id (as
+    conversation is saved to the checkpoint store after each turn, and a session opened with an existing id (as
     `t.revive()` does) continues it from there.
 
     Args:
@@ -44,36 +38,25 @@ def openai_agent(
         system: The system prompt.
         tools: Python functions (sync or async) the model may call; described from their signatures and
             Google-style docstrings.
-        max_steps: Model calls allowed per turn; when spent, the turn fails with an `error` event.
         output: A pydantic model for structured replies (strict `json_schema`); `t.send(..., output=)` overrides it.
         base_url: An OpenAI-compatible endpoint; `OPENAI_BASE_URL` or the SDK's default otherwise.
         api_key: The key; `OPENAI_API_KEY` otherwise.
-        temperature: Sampling temperature; the API's default when None.
-        checkpoints: Where conversations are kept between turns: a SQLite file
-            (`.niceeval/checkpoints.sqlite`) by default, so a revived session continues from storage.
-            `MemoryCheckpoints()` keeps them in the process instead.
-        tool_validator: `(name, arguments) -> reason | None`, called before each tool runs; a reason
-            rejects the call, which is recorded as failed and reported to the model.
-        timeout: Seconds to wait for each model response.
-        retry: How rate limits and server errors are retried; `RetryPolicy()` by default.
+        options: The loop and call settings (`max_steps`, `temperature`, `timeout`, `retry`, `tool_validator`,
+            `checkpoints`, ...): see `ModelAgentOptions`.
 
     Raises:
         UsageError: The model string has no `openai/` prefix, or a tool or the output type cannot be described.
     """
-    options = ModelOptions(
+    resolved = ModelOptions(
         model=model_ref("openai", model),
         system=system,
         tools=describe_all(tools or []),
-        max_steps=max_steps,
         output=output,
-        temperature=temperature,
         base_url=base_url,
         api_key=api_key,
-        timeout=timeout,
-        retry=retry,
-        tool_validator=tool_validator,
+        agent=options if options is not None else ModelAgentOptions(),
     )
-    return ModelAgent(options, OpenAIDialect, checkpoints)
+    return ModelAgent(resolved, OpenAIDialect)
 
 
 class OpenAIDialect:

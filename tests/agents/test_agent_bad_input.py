@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 
 import pytest
-from agent_helpers import FAST_RETRY, of_type, opened
+from agent_helpers import FAST_RETRY, model_agent, of_type, opened
 
 from niceeval import providers
 from niceeval._core.errors import UsageError
@@ -27,12 +27,12 @@ def fresh_limiters(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def make_openai(server: LLMServer, **options: object) -> ModelAgent:
     options = {"retry": FAST_RETRY, **options}
-    return openai_agent("openai/test-model", base_url=server.base_url, api_key="k", **options)  # type: ignore[arg-type]
+    return model_agent(openai_agent, "openai/test-model", server.base_url, **options)
 
 
 def make_anthropic(server: LLMServer, **options: object) -> ModelAgent:
     options = {"retry": FAST_RETRY, **options}
-    return anthropic_agent("anthropic/claude-haiku-4-5", base_url=server.anthropic_base_url, api_key="k", **options)  # type: ignore[arg-type]
+    return model_agent(anthropic_agent, "anthropic/claude-haiku-4-5", server.anthropic_base_url, **options)
 
 
 BOTH = pytest.mark.parametrize("make", [make_openai, make_anthropic], ids=["openai", "anthropic"])

@@ -20,6 +20,7 @@ def test_agents_exports() -> None:
             "HTTPAgent",
             "MemoryCheckpoints",
             "ModelAgent",
+            "ModelAgentOptions",
             "Reply",
             "SQLiteCheckpoints",
             "TurnStatus",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from agent_helpers import of_type, opened
+from agent_helpers import model_agent, of_type, opened
 from pydantic import BaseModel
 
 from niceeval._core.errors import UsageError
@@ -35,7 +35,7 @@ def book(listing: str) -> str:
 
 
 def agent(server: LLMServer, **options: object) -> ModelAgent:
-    return anthropic_agent(MODEL, base_url=server.anthropic_base_url, api_key="test", **options)  # type: ignore[arg-type]
+    return model_agent(anthropic_agent, MODEL, server.anthropic_base_url, **options)
 
 
 async def test_tool_use_then_tool_result_then_the_answer(llm_server: LLMServer) -> None:

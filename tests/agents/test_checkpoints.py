@@ -13,6 +13,7 @@ from niceeval.agents import (
     CheckpointStore,
     MemoryCheckpoints,
     ModelAgent,
+    ModelAgentOptions,
     SQLiteCheckpoints,
     anthropic_agent,
     openai_agent,
@@ -73,7 +74,10 @@ async def test_revival_from_sqlite_with_a_new_agent_object(llm_server: LLMServer
 
     def make() -> ModelAgent:
         return openai_agent(
-            "openai/test-model", base_url=llm_server.base_url, api_key="k", checkpoints=SQLiteCheckpoints(path)
+            "openai/test-model",
+            base_url=llm_server.base_url,
+            api_key="k",
+            options=ModelAgentOptions(checkpoints=SQLiteCheckpoints(path)),
         )
 
     async with opened(make(), "eval#revive") as (session, _):

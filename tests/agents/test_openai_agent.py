@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from agent_helpers import of_type, opened
+from agent_helpers import model_agent, of_type, opened
 from pydantic import BaseModel
 
 from niceeval._core.errors import UsageError
 from niceeval._core.events import ActionCalledEvent, ErrorEvent, MessageEvent, UsageEvent
-from niceeval.agents import ModelAgent, openai_agent
+from niceeval.agents import ModelAgent, ModelAgentOptions, openai_agent
 from niceeval.testing import LLMServer, Reply, TokenUsage, ToolCall
 
 pytestmark = pytest.mark.anyio
@@ -36,7 +36,7 @@ def cancel_order(order_id: str) -> str:
 
 
 def agent(server: LLMServer, **options: object) -> ModelAgent:
-    return openai_agent("openai/test-model", base_url=server.base_url, api_key="test", **options)  # type: ignore[arg-type]
+    return model_agent(openai_agent, "openai/test-model", server.base_url, **options)
 
 
 async def test_the_model_calls_a_tool_gets_the_result_and_answers(llm_server: LLMServer) -> None:
@@ -182,5 +182,5 @@ async def test_a_wrong_model_string_is_a_usage_error_at_construction(model: str,
 async def test_an_output_type_that_is_not_an_object_is_a_usage_error() -> None:
     with pytest.raises(UsageError, match="must describe a JSON object"):
         openai_agent("openai/m", output=list[int])
-    with pytest.raises(UsageError, match="max_steps must be a positive integer"):
-        openai_agent("openai/m", max_steps=0)
+    with pytest.raises(UsageError, match=r"ModelAgentOptions\(max_steps=...\) must be a positive integer"):
+        openai_agent("openai/m", options=ModelAgentOptions(max_steps=0))
