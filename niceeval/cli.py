@@ -66,7 +66,13 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("paths", nargs="*", help="eval files or folders, or file.py::name (default: config `evals`)")
     run.add_argument("-k", dest="keyword", help="only evals whose id contains this text")
     run.add_argument("--tag", action="append", default=[], help="only evals with this tag (repeatable)")
-    run.add_argument("--runs", type=_positive_int("--runs"), help="run every eval N times (default 1)")
+    run.add_argument(
+        "--runs",
+        type=_positive_int("--runs"),
+        metavar="N",
+        help="run every eval N times (default 1); the repeats run at the same time (within --concurrency), except "
+        "for evals with @define_eval(sequential_runs=True), whose repeats run one after another",
+    )
     run.add_argument(
         "--min-pass-rate", type=_rate, help="with --runs: share of runs that must pass (default 1, or 0 with pass@k)"
     )

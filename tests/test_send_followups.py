@@ -12,13 +12,9 @@ from niceeval._core.results import RunResult
 from niceeval._eval.spec import EvalSpec
 from niceeval._run.discovery import EvalEntry
 from niceeval._run.execute import ExecOptions, execute
-<<<<<<< HEAD
+from niceeval._settings import JudgeSettings
 from niceeval.agents import FunctionSession
 from niceeval.testing import LLMServer, Reply, TokenUsage
-=======
-from niceeval._settings import JudgeSettings
-from niceeval.testing import LLMServer
->>>>>>> f2960f3 (Layers: Price and JudgeSettings in niceeval/_settings.py below every feature; Check and the stop exceptions in _eval/checks.py (context and conversation no longer import each other); a test pins the layering)
 
 
 def asks_first(message: str) -> str:

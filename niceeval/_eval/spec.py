@@ -44,6 +44,8 @@ class EvalSpec:
     """A pydantic model every case is validated as; `t.case` is then an instance of it."""
     variants: tuple[Variant, ...] = ()
     """Every combination of `variants={...}`: the eval runs once per combination."""
+    sequential_runs: bool = False
+    """Run the `--runs N` repeats of this eval one after another instead of at the same time."""
 
     def __call__(self, t: Any) -> Any:
         return self.fn(t)
@@ -74,6 +76,8 @@ def _check_options(options: dict[str, Any], where: str | None) -> None:
         raise UsageError(f"{where}: define_eval(tags=...) takes a list of strings, e.g. tags=['support'].")
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0):
         raise UsageError(f"{where}: define_eval(timeout=...) is seconds, a positive number; got {timeout!r}.")
+    if not isinstance(options.get("sequential_runs", False), bool):
+        raise UsageError(f"{where}: define_eval(sequential_runs=...) is True or False.")
     _check_sandbox_options(options, where)
     _check_case_options(options, where)
 
@@ -136,6 +140,7 @@ def _make_spec(fn: object, options: dict[str, Any]) -> EvalSpec:
         cases=_cases(options.get("cases")),
         case_model=options.get("case_model"),
         variants=parse_variants(options.get("variants"), f"{where}: define_eval(variants=...)"),
+        sequential_runs=bool(options.get("sequential_runs", False)),
     )
 
 
@@ -158,6 +163,7 @@ def define_eval(
     cases: str | Sequence[Any] | None = None,
     case_model: type[BaseModel] | None = None,
     variants: dict[str, Any] | None = None,
+    sequential_runs: bool = False,
 ) -> Callable[[EvalFunction], EvalSpec]: ...
 
 
@@ -180,11 +186,12 @@ def define_eval(
             `scripts` (commands run in the workspace afterwards that must exit 0), `cases` (a dataset file,
             JSONL/JSON/CSV/YAML, or a list of rows: one eval per case, `t.case`), `case_model` (a pydantic model
             each case must fit), `variants` (`{"prompt": [...], "model": [...]}`: one eval per combination,
-            `t.variant`).
+            `t.variant`), `sequential_runs` (True: the `--runs N` repeats run one after another, for evals
+            that touch shared state; by default they run at the same time).
     """
     known = {
         *("name", "tags", "timeout", "judge", "description", "agent", "fixture", "validation", "scripts"),
-        *("cases", "case_model", "variants"),
+        *("cases", "case_model", "variants", "sequential_runs"),
     }
     unknown = sorted(set(options) - known)
     if unknown:

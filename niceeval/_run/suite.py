@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 import anyio
@@ -68,6 +68,22 @@ def _redactor(entries: Sequence[EvalEntry], options: SuiteOptions) -> Redactor:
     return Redactor.from_environment(extra=[secret for agent in agents for secret in agent_secrets(agent)])
 
 
+def _queue(
+    entries: Sequence[EvalEntry], runs: int, done: Container[tuple[str, int]]
+) -> Iterator[tuple[EvalEntry, list[int]]]:
+    """The work items workers pull: one per run, or one per eval (its runs, in order) for `sequential_runs`.
+
+    The repeats of an eval sit next to each other, so with free workers they run at the same time. Runs in `done`
+    (kept from a resumed suite run) are left out.
+    """
+    for entry in entries:
+        todo = [index for index in range(runs) if (entry.id, index) not in done]
+        if entry.spec.sequential_runs and todo:
+            yield entry, todo
+        else:
+            yield from ((entry, [index]) for index in todo)
+
+
 def _plan(entries: Sequence[EvalEntry], runs: int) -> list[PlannedEval]:
     return [PlannedEval(id=e.id, file=e.file, line=e.spec.line, tags=e.tags, runs=runs) for e in entries]
 
@@ -92,9 +108,7 @@ async def run_suite(
     ]
     sinks = ReporterSet(reporters)
     sinks.start(plan, problems)
-    queue: Iterator[tuple[EvalEntry, int]] = (
-        (e, i) for e in entries for i in range(options.runs) if (e.id, i) not in options.done
-    )
+    queue = _queue(entries, options.runs, options.done)
     started = time.perf_counter()
     summary = SuiteSummary(
         tallies=list(tallies.values()),
@@ -116,11 +130,12 @@ async def run_suite(
         sinks.run_finished(result)
 
     async def worker(exec_options: ExecOptions, cross: CrossRuns) -> None:
-        for entry, index in queue:
-            sinks.run_started(entry.id, index)
-            result, comparisons = await execute_run(entry, index, exec_options)
-            for ready in await cross.finished(entry, result, comparisons):
-                record(ready)
+        for entry, indices in queue:
+            for index in indices:
+                sinks.run_started(entry.id, index)
+                result, comparisons = await execute_run(entry, index, exec_options)
+                for ready in await cross.finished(entry, result, comparisons):
+                    record(ready)
 
     for result in options.prior:
         if result.eval_id in tallies:
