@@ -55,6 +55,12 @@ def _line(needle: str) -> int:
     return line_in(OUTCOMES, needle)
 
 
+NOTHING_SPENT = {
+    **{"calls": 0, "tokens": 0, "input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0},
+    **{"cost": 0.0, "cached": 0, "unpriced": []},
+}
+
+
 def test_json_report_has_a_schema_version_and_counts_per_outcome(outcomes: Result) -> None:
     report = outcomes.report()
     assert report["schema_version"] == 1
@@ -69,8 +75,8 @@ def test_json_report_has_a_schema_version_and_counts_per_outcome(outcomes: Resul
         "skipped": 1,
         "inconclusive_assertions": 0,
         "errors": 0,
-        "agent_spend": {"calls": 0, "tokens": 0, "cost": 0.0, "cached": 0, "unpriced": []},
-        "judge_spend": {"calls": 0, "tokens": 0, "cost": 0.0, "cached": 0, "unpriced": []},
+        "agent_spend": NOTHING_SPENT,
+        "judge_spend": NOTHING_SPENT,
     }
     assert report["errors"] == []
 
