@@ -65,6 +65,24 @@ def add_store_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
     add_store_flags(export)
     export.set_defaults(handler=_export)
 
+    rescore = commands.add_parser(
+        "rescore", help="score a stored suite run again without calling the agent (turns replayed from the record)"
+    )
+    rescore.add_argument("rescore", metavar="RUN", help="suite run id (a unique prefix is enough), or `latest`")
+    rescore.add_argument("-k", dest="keyword", help="only evals whose id contains this text")
+    rescore.add_argument("--tag", action="append", default=[], help="only evals with this tag (repeatable)")
+    rescore.add_argument("--concurrency", type=int, help="runs at once (default: config)")
+    rescore.add_argument("--strict", action="store_true", help="soft misses (`scored`) fail too")
+    rescore.add_argument("--grader", metavar="MODEL", help="judge model for every judge call (provider/model)")
+    cache = rescore.add_mutually_exclusive_group()
+    cache.add_argument("--no-cache", action="store_true", help="always call judge models (no verdict cache)")
+    cache.add_argument("--cache-only", action="store_true", help="judge verdicts from the cache only")
+    rescore.add_argument("--json", type=Path, metavar="PATH", help="write the JSON report here")
+    rescore.add_argument("--junit", type=Path, metavar="PATH", help="write JUnit XML here")
+    rescore.add_argument("--config", type=Path, metavar="PATH")
+    add_store_flags(rescore)
+    rescore.set_defaults(handler=_rescore)
+
     gc = commands.add_parser("gc", help="delete all but the latest suite runs from the results store")
     gc.add_argument("--keep", type=int, required=True, metavar="N", help="how many of the latest suite runs to keep")
     gc.add_argument("--config", type=Path, metavar="PATH")
@@ -90,6 +108,10 @@ def store_plan_for(config: Config, args: argparse.Namespace, entries: list[EvalE
     config_file = args.config.resolve() if args.config else config.root / CONFIG_FILE
     start = suite_start(config.root, config_file, strict=args.strict, min_pass_rate=args.min_pass_rate)
     try:
+        if getattr(args, "rescore", None) is not None:
+            from niceeval._run.rescore import plan_rescore
+
+            return plan_rescore(store, start, entries, args.rescore)
         if args.resume is not None:
             return plan_resume(store, start, entries, args.runs, args.resume or None)
         if args.rerun_failed is not None:
@@ -178,3 +200,13 @@ def _gc(args: argparse.Namespace) -> int:
         suites, runs = store.gc(keep=args.keep)
     print(f"deleted {suites} suite runs ({runs} eval runs); kept the latest {args.keep} and any still running")
     return 0
+
+
+def _rescore(args: argparse.Namespace) -> int:
+    from niceeval import cli
+
+    defaults = vars(cli._parser().parse_args(["run"]))  # every `run` option this command does not take
+    for name, value in defaults.items():
+        if not hasattr(args, name):
+            setattr(args, name, value)
+    return cli._run(args)

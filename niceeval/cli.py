@@ -221,6 +221,7 @@ def _run(args: argparse.Namespace) -> int:
             grader=args.grader,
             no_cache=args.no_cache,
             cache_only=args.cache_only,
+            agent_for_run=stored.agent_for_run if stored else None,
         ),
         done=stored.done if stored else frozenset(),
         prior=stored.prior if stored else (),

@@ -70,6 +70,7 @@ def test_store_exports() -> None:
             "SuiteRunDetail",
             "SuiteRunInfo",
             "SuiteRunStart",
+            "TurnRecord",
         ]
     )
     for name in niceeval.store.__all__:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +57,8 @@ class ExecOptions:
     cache_only: bool = False
     """`--cache-only`: a judge verdict missing from the cache is inconclusive instead of a model call."""
     judges: SuiteJudges | None = None
+    agent_for_run: Callable[[str, int], Any] | None = None
+    """`rescore`: the agent of each `(eval_id, run_index)`, replacing the eval's and the config's."""
     """The suite's judge clients and cache (set by the suite; without it a run that judges opens its own)."""
 
 
@@ -162,6 +164,8 @@ async def _run_body(entry: EvalEntry, state: RunState, options: ExecOptions, set
     agent = spec.agent if spec.agent is not None else options.agent
     if isinstance(agent, PerVariant):
         agent = agent.build(entry.variant)
+    if options.agent_for_run is not None:  # `rescore`: the recorded conversation stands in for every agent
+        agent = options.agent_for_run(entry.id, setup.run_index)
     timeout = spec.timeout or options.timeout
     settings = judge_settings(spec, options)
     error: ErrorInfo | None = None

@@ -12,10 +12,10 @@ import os
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from niceeval._core.results import RunResult
@@ -118,6 +118,8 @@ class StoredPlan:
     """Their results, replayed to the reporters so the suite's report and exit code cover the whole suite run."""
     notes: tuple[str, ...] = ()
     """Things the user should know (planned evals that no longer exist)."""
+    agent_for_run: Callable[[str, int], Any] | None = None
+    """`rescore`: the replaying agent of each `(eval_id, run_index)`."""
 
 
 def plan_new(store: Store, start: SuiteRunStart, entries: list[EvalEntry], runs: int | None) -> StoredPlan:

@@ -6,6 +6,7 @@ The read API (what `niceeval runs/show/diff` and the viewer use):
 - `Store.run(ref)`: one suite run with its plan and a summary line per eval run (`SuiteRunDetail`).
 - `Store.eval_run(ref, eval_id, run_index=0)`: one eval run in full, as the `RunResult` the runner produced.
 - `Store.results(ref, eval_ids=None)`: every eval run of a suite run in full, streamed.
+- `Store.turns(ref, eval_id, run_index=0)`: one eval run's exchanges with the agent (`TurnRecord`).
 - `Store.history(eval_id)`: the eval's runs across suite runs, latest first (`EvalRunInfo`).
 - `Store.diff(base, head, threshold=0.1)`: verdicts that changed, new and gone evals, scores that moved (`RunDiff`).
 
@@ -22,6 +23,7 @@ from niceeval.store._models import (
     SuiteRunDetail,
     SuiteRunInfo,
     SuiteRunStart,
+    TurnRecord,
 )
 from niceeval.store._open import DEFAULT_PATH, StoreError
 from niceeval.store._read import RunNotFound
@@ -42,4 +44,5 @@ __all__ = [
     "SuiteRunDetail",
     "SuiteRunInfo",
     "SuiteRunStart",
+    "TurnRecord",
 ]

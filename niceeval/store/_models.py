@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from niceeval._core.events import Event
 from niceeval._core.outcome import Outcome
 
 SuiteStatus = Literal["running", "finished", "interrupted"]
@@ -167,3 +168,13 @@ class RunDiff(BaseModel):
     def describe(self) -> dict[str, Any]:
         """Plain data for JSON output."""
         return {**self.model_dump(), "regressed": self.regressed}
+
+
+class TurnRecord(BaseModel):
+    """One recorded exchange with the agent, with the events it spans (for `niceeval rescore`)."""
+
+    sent: str
+    reply: str | None
+    """None when the agent gave no reply (it raised)."""
+    data: Any = None
+    events: list[Event] = Field(default_factory=list)

@@ -10,10 +10,10 @@ from sqlalchemy import Connection, RowMapping, select
 from niceeval._core.outcome import Outcome
 from niceeval._core.results import RunResult
 from niceeval._core.summary import PlannedEval
-from niceeval.store._models import EvalRunInfo, PlannedEvalInfo, SuiteRunDetail, SuiteRunInfo
+from niceeval.store._models import EvalRunInfo, PlannedEvalInfo, SuiteRunDetail, SuiteRunInfo, TurnRecord
 from niceeval.store._open import StoreError
-from niceeval.store._rows import from_rows
-from niceeval.store._schema import assertions, eval_runs, events, judge_calls, suite_evals, suite_runs
+from niceeval.store._rows import from_event_rows, from_rows
+from niceeval.store._schema import assertions, eval_runs, events, judge_calls, suite_evals, suite_runs, turns
 from niceeval.store._write import totals
 
 _CHUNK = 200  # eval runs loaded per round trip when streaming full records
@@ -169,3 +169,25 @@ def eval_run(conn: Connection, suite_run_id: str, eval_id: str, run_index: int =
         raise RunNotFound(f"suite run {suite_run_id} has no run {run_index} of eval {eval_id!r}.")
     return found[0]
 
+
+def recorded_turns(conn: Connection, suite_run_id: str, eval_id: str, run_index: int) -> list[TurnRecord]:
+    """The turns of one eval run, each with the events it spans (what `rescore` replays)."""
+    run = conn.execute(
+        select(eval_runs.c.id).where(
+            eval_runs.c.suite_run_id == suite_run_id, eval_runs.c.eval_id == eval_id, eval_runs.c.run_index == run_index
+        )
+    ).scalar()
+    if run is None:
+        raise RunNotFound(f"suite run {suite_run_id} has no run {run_index} of eval {eval_id!r}.")
+    rows = conn.execute(select(turns).where(turns.c.eval_run_id == run).order_by(turns.c.position)).mappings().all()
+    stream = list(conn.execute(select(events).where(events.c.eval_run_id == run).order_by(events.c.seq)).mappings())
+    recorded = from_event_rows(stream)
+    return [
+        TurnRecord(
+            sent=t["sent"],
+            reply=t["reply"],
+            data=t["data"],
+            events=[e for e in recorded if t["first_seq"] <= e.seq <= t["last_seq"]],
+        )
+        for t in rows
+    ]

@@ -13,6 +13,7 @@ from niceeval._core.assertion import AssertionResult, JudgeCall
 from niceeval._core.errors import ErrorInfo
 from niceeval._core.events import EVENTS, Event, MessageEvent
 from niceeval._core.results import RunResult, Spend
+from niceeval.store._scrub import scrub_run
 
 _EVENT_HEAD = {"seq", "type", "at"}
 _JUDGE_FIELDS = [name for name in JudgeCall.model_fields]
@@ -41,7 +42,8 @@ def _tokens(events: Sequence[Event]) -> tuple[int, int, int]:
 
 
 def to_rows(suite_run_id: str, result: RunResult) -> RunRows:
-    """The rows that record `result` in suite run `suite_run_id`."""
+    """The rows that record `result` in suite run `suite_run_id` (secrets scrubbed first)."""
+    result = scrub_run(result)
     input_tokens, output_tokens, cache_read = _tokens(result.events)
     agent, judge = result.agent_spend, result.judge_spend
     rows = RunRows(
@@ -122,6 +124,13 @@ def _aware(when: datetime) -> datetime:
     return when if when.tzinfo is not None else when.replace(tzinfo=UTC)  # SQLite keeps no zone
 
 
+def from_event_rows(rows: Iterable[RowMapping]) -> list[Event]:
+    """Events back from their rows (in the rows' order)."""
+    return EVENTS.validate_python(
+        [{**e["payload"], "seq": e["seq"], "type": e["type"], "at": _aware(e["at"])} for e in rows]
+    )
+
+
 def from_rows(
     row: RowMapping,
     assertion_rows: Iterable[RowMapping],
@@ -136,9 +145,7 @@ def from_rows(
         )
         for a in assertion_rows
     ]
-    events = EVENTS.validate_python(
-        [{**e["payload"], "seq": e["seq"], "type": e["type"], "at": _aware(e["at"])} for e in event_rows]
-    )
+    events = from_event_rows(event_rows)
     return RunResult(
         eval_id=row["eval_id"],
         file=row["file"],

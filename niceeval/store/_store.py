@@ -13,7 +13,15 @@ from niceeval._core.outcome import Outcome
 from niceeval._core.results import RunResult
 from niceeval._core.summary import PlannedEval
 from niceeval.store import _compare, _read, _write
-from niceeval.store._models import EvalRunInfo, RunDiff, SuiteRunDetail, SuiteRunInfo, SuiteRunStart, SuiteStatus
+from niceeval.store._models import (
+    EvalRunInfo,
+    RunDiff,
+    SuiteRunDetail,
+    SuiteRunInfo,
+    SuiteRunStart,
+    SuiteStatus,
+    TurnRecord,
+)
 from niceeval.store._open import create_store_engine, resolve_url
 
 
@@ -104,6 +112,11 @@ class Store:
         """One eval run in full: assertions (with judge calls), events, spend."""
         with self._reading() as conn:
             return _read.eval_run(conn, _read.resolve(conn, ref), eval_id, run_index)
+
+    def turns(self, ref: str, eval_id: str, run_index: int = 0) -> list[TurnRecord]:
+        """One eval run's exchanges with the agent, each with the events it spans (what `rescore` replays)."""
+        with self._reading() as conn:
+            return _read.recorded_turns(conn, _read.resolve(conn, ref), eval_id, run_index)
 
     def history(self, eval_id: str, *, limit: int = 50) -> list[EvalRunInfo]:
         """The eval's runs across suite runs, latest first."""
