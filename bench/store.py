@@ -1,0 +1,217 @@
+"""What the results store costs, on SQLite and PostgreSQL.
+
+Run by hand (pytest does not collect it); PostgreSQL comes from a throwaway cluster (tests/_postgres.py):
+
+    python bench/store.py [--evals 1000] [--latency 0.05] [--concurrency 64] [--repeat 3]
+                          [--suites 100] [--skip-suite] [--skip-big]
+
+1. The judged suite of `bench/judge_suite.py` (`--evals` evals, each one agent call and one rubric judge call
+   against `niceeval testing serve --latency L`), run by the real `niceeval run --no-cache` with the store off
+   (`--no-store`), on SQLite and on PostgreSQL; `--repeat` rounds, configurations interleaved, the median
+   shown. Columns: wall time and peak RSS (VmHWM) of the measured process, and the change against store off.
+2. Store size per eval run after those runs: the SQLite file (+ WAL) and the PostgreSQL database (less the size
+   of an empty one) divided by the eval runs stored.
+3. `niceeval runs` and `niceeval diff` on a store of `--suites` suite runs x `--evals` eval runs (synthetic records
+   shaped like the judged suite's: one judge assertion with its call, five events, two turns), as commands (wall,
+   start-up included) and as `Store.runs()` / `Store.diff()` calls.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from judge_suite import Measured, niceeval, start_server, write_project
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+
+from _postgres import Cluster  # noqa: E402
+
+from niceeval import AssertionResult, RunResult  # noqa: E402
+from niceeval._core.assertion import JudgeCall  # noqa: E402
+from niceeval._core.events import MessageEvent, UsageEvent  # noqa: E402
+from niceeval._core.results import Spend  # noqa: E402
+from niceeval._core.summary import PlannedEval  # noqa: E402
+from niceeval.store import Store, SuiteRunStart  # noqa: E402
+
+
+def sqlite_size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
+
+
+def pg_size(url: str) -> int:
+    with Store.open(url) as store, store.engine.connect() as conn:
+        return int(conn.exec_driver_sql("select pg_database_size(current_database())").scalar_one())
+
+
+def suite_overhead(args: argparse.Namespace, cluster: Cluster, folder: Path) -> None:
+    server = start_server(args.latency, folder / "server.log")
+    try:
+        project = folder / "project"
+        write_project(project, server.url, args.evals)
+        env = {**os.environ, "OPENAI_API_KEY": "bench", "OPENAI_BASE_URL": server.url}
+        sqlite_path = folder / "results.db"
+        pg_url = cluster.database()
+        empty_pg = pg_size(pg_url)
+        configs: dict[str, tuple[str, ...]] = {
+            "store off": ("--no-store",),
+            "SQLite": ("--store", str(sqlite_path)),
+            "PostgreSQL": ("--store", pg_url),
+        }
+        measured: dict[str, list[Measured]] = {name: [] for name in configs}
+        for _ in range(args.repeat):
+            for name, flags in configs.items():
+                measured[name].append(niceeval(project, env, args.concurrency, "--no-cache", *flags))
+    finally:
+        server.process.terminate()
+        server.process.wait(timeout=10)
+    print(
+        f"\n1. {args.evals} judged evals, --no-cache, concurrency {args.concurrency}, latency {args.latency}s, "
+        f"median of {args.repeat} ({os.cpu_count()} CPUs, shared)"
+    )
+    base_wall = statistics.median(m.wall_s for m in measured["store off"])
+    base_rss = statistics.median(m.peak_rss_mb for m in measured["store off"])
+    print(f"{'configuration':12} {'wall s':>8} {'vs off':>8} {'RSS MB':>8} {'vs off':>8}   all walls")
+    for name, runs in measured.items():
+        wall = statistics.median(m.wall_s for m in runs)
+        rss = statistics.median(m.peak_rss_mb for m in runs)
+        walls = " ".join(f"{m.wall_s:.2f}" for m in runs)
+        print(
+            f"{name:12} {wall:8.2f} {100 * (wall / base_wall - 1):+7.1f}% {rss:8.1f} {rss - base_rss:+7.1f}MB   {walls}"
+        )
+    stored = args.evals * args.repeat
+    print(f"\n2. store size per eval run ({stored} judged eval runs stored per backend)")
+    print(f"SQLite      {sqlite_size(sqlite_path) / stored / 1024:6.2f} KB")
+    print(f"PostgreSQL  {(pg_size(pg_url) - empty_pg) / stored / 1024:6.2f} KB")
+
+
+def synthetic(index: int, *, flip: bool) -> RunResult:
+    """A record shaped like a judged eval run: one rubric assertion with its judge call, five events."""
+    score = 0.4 if flip and index % 10 == 0 else 0.9
+    prompt = "You are a strict grader. " * 12 + f"Reply to grade: Happy to help with order {index}."
+    return RunResult(
+        eval_id=f"evals/judged.py::judged_{index}",
+        file="evals/judged.py",
+        line=3 + 4 * index,
+        outcome="scored" if score < 0.7 else "passed",
+        duration_s=0.12,
+        assertions=[
+            AssertionResult(
+                name="rubric",
+                severity="soft",
+                score=score,
+                threshold=0.7,
+                state="passed" if score >= 0.7 else "failed",
+                reason="polite and on topic",
+                location=f"evals/judged.py:{6 + 4 * index}",
+                judge_calls=[
+                    JudgeCall(
+                        model="openai/gpt-4o-mini",
+                        messages=[{"role": "user", "content": prompt}],
+                        score=score,
+                        reason="polite and on topic",
+                        input_tokens=180,
+                        output_tokens=25,
+                        cost=0.00004,
+                        latency=0.05,
+                    )
+                ],
+            )
+        ],
+        events=[
+            MessageEvent(role="user", text=f"Where is my order {index}?", seq=0),
+            UsageEvent(model="openai/scripted", input_tokens=40, output_tokens=12, seq=1),
+            MessageEvent(role="assistant", text=f"Happy to help with: Where is my order {index}?", seq=2),
+            MessageEvent(role="user", text="thanks", seq=3),
+            MessageEvent(role="assistant", text="You're welcome", seq=4),
+        ],
+        agent_spend=Spend(calls=1, tokens=52, cost=None, unpriced=["openai/scripted"]),
+        judge_spend=Spend(calls=1, tokens=205, cost=0.00004),
+    )
+
+
+def fill(url: str, suites: int, evals: int) -> list[str]:
+    plan = [
+        PlannedEval(id=f"evals/judged.py::judged_{i}", file="evals/judged.py", line=3 + 4 * i) for i in range(evals)
+    ]
+    ids = []
+    with Store.open(url) as store:
+        for n in range(suites):
+            run_id = f"bench{n:07d}"
+            store.begin(SuiteRunStart(id=run_id, command=["niceeval", "run"]), plan)
+            records = [synthetic(i, flip=n == suites - 1) for i in range(evals)]
+            for start in range(0, evals, 250):
+                store.add(run_id, records[start : start + 250])
+            store.finish(run_id, status="finished", exit_code=0, duration_s=10.0)
+            ids.append(run_id)
+    return ids
+
+
+def timed(call: Callable[[], object], repeat: int = 5) -> float:
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def command_wall(*argv: str) -> float:
+    def run() -> None:
+        subprocess.run([sys.executable, "-m", "niceeval.cli", *argv], check=False, capture_output=True)
+
+    return timed(run, repeat=3)
+
+
+def big_store(args: argparse.Namespace, cluster: Cluster, folder: Path) -> None:
+    print(f"\n3. a store of {args.suites} suite runs x {args.evals} eval runs")
+    print(f"{'backend':12} {'fill s':>8} {'size MB':>8} {'runs cmd':>9} {'diff cmd':>9} {'runs()':>8} {'diff()':>8}")
+    for name, url in (("SQLite", f"sqlite:///{folder / 'big.db'}"), ("PostgreSQL", cluster.database())):
+        started = time.perf_counter()
+        ids = fill(url, args.suites, args.evals)
+        filled = time.perf_counter() - started
+        size = sqlite_size(folder / "big.db") if name == "SQLite" else pg_size(url)
+        runs_cmd = command_wall("runs", "--store", url)
+        diff_cmd = command_wall("diff", ids[-2], ids[-1], "--store", url)
+        with Store.open(url) as store:
+            runs_call = timed(lambda: store.runs(limit=20))  # noqa: B023
+            diff_call = timed(lambda: store.diff(ids[-2], ids[-1]))  # noqa: B023
+            assert store.diff(ids[-2], ids[-1]).changed, "the last suite run's flips were not found"
+        print(
+            f"{name:12} {filled:8.1f} {size / 2**20:8.1f} {runs_cmd:8.2f}s {diff_cmd:8.2f}s "
+            f"{runs_call * 1000:6.1f}ms {diff_call * 1000:6.1f}ms"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--evals", type=int, default=1000)
+    parser.add_argument("--latency", type=float, default=0.05)
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--suites", type=int, default=100)
+    parser.add_argument("--skip-suite", action="store_true", help="skip the judged suite (parts 1 and 2)")
+    parser.add_argument("--skip-big", action="store_true", help="skip the big store (part 3)")
+    args = parser.parse_args()
+    cluster = Cluster()
+    cluster.start()
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            if not args.skip_suite:
+                suite_overhead(args, cluster, Path(tmp))
+            if not args.skip_big:
+                big_store(args, cluster, Path(tmp))
+    finally:
+        cluster.stop()
+
+
+if __name__ == "__main__":
+    main()
