@@ -13,7 +13,7 @@ from typing import Any
 
 from niceeval._core.results import RunResult
 
-_KEY_NAMES = r"authorization|proxy-authorization|x-api-key|api[-_]?key|access[-_]?token|secret|password|passwd"
+_KEY_NAMES = r"authorization|proxy-authorization|x-api-key|api[-_]?key|(?:access[-_]?)?token|secret|password|passwd"
 _SECRET_KEY = re.compile(rf"^(?:{_KEY_NAMES})$", re.IGNORECASE)
 """A field whose value is a credential, whatever the value looks like."""
 _SECRET_TEXT = re.compile(
