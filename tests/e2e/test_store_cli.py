@@ -136,3 +136,28 @@ def test_an_unreachable_store_exits_2_before_running_with_the_password_masked(ev
     assert "hunter2" not in result.output
     assert "ci:***@127.0.0.1:1/evals" in result.stderr
     assert result.json_text is None  # nothing ran: no money spent on a run that could not be kept
+
+
+def test_a_corrupted_store_file_exits_2_before_running(evals: Project) -> None:
+    broken = evals.root / ".niceeval" / "results.db"
+    broken.parent.mkdir()
+    broken.write_bytes(b"\x00garbage, not SQLite\x00" * 300)
+    result = evals.run()
+    assert result.code == 2
+    assert "results.db is not a SQLite database" in result.stderr and "--no-store" in result.stderr
+    assert result.json_text is None
+    assert broken.read_bytes().startswith(b"\x00garbage")
+
+
+def test_a_store_from_a_newer_niceeval_exits_2_naming_its_version(evals: Project, store_url: str) -> None:
+    from sqlalchemy import create_engine, text
+
+    evals.run("--store", store_url)
+    engine = create_engine(store_url)
+    with engine.begin() as conn:
+        conn.execute(text("update alembic_version set version_num = '0042'"))
+        conn.execute(text("update store_info set value = '3.0.0' where key = 'niceeval_version'"))
+    engine.dispose()
+    result = evals.run("--store", store_url)
+    assert result.code == 2
+    assert "written by niceeval 3.0.0 (schema 0042)" in result.stderr and "Upgrade niceeval" in result.stderr
