@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from niceeval._cli_calibrate import add_calibrate_command
 from niceeval._cli_cases import add_case_commands
 from niceeval._cli_store import add_store_commands, add_store_flags
 
@@ -103,6 +104,7 @@ def _parser() -> argparse.ArgumentParser:
 
     add_store_commands(commands)
     add_case_commands(commands)
+    add_calibrate_command(commands)
 
     init = commands.add_parser("init", help="write a starter niceeval.config.py and one eval")
     init.set_defaults(handler=_init)

@@ -176,7 +176,7 @@ def _make_case(row: _Row, shown: str, model: type[BaseModel] | None) -> Case:
     tags = value.get("tags") or ()
     if isinstance(tags, str) or not all(isinstance(tag, str) for tag in tags):
         raise _row_error(shown, row, f"`tags` must be a list of strings, got {tags!r:.60}")
-    data: Any = dict(value)
+    data: Any = value if type(value) is dict else dict(value)  # a parsed row is already ours: no copy
     if model is not None:
         try:
             data = model.model_validate(value)
@@ -184,7 +184,8 @@ def _make_case(row: _Row, shown: str, model: type[BaseModel] | None) -> Case:
             problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'row'}: {e['msg']}" for e in exc.errors())
             raise _row_error(shown, row, f"does not fit case_model {model.__name__}: {problems}") from None
     where = f"{shown}:{row.line}" if row.line else f"{shown}[{row.index}]"
-    return Case(id=case_id, data=data, metadata=dict(metadata), tags=tuple(tags), source=where)
+    kept = metadata if type(metadata) is dict else dict(metadata)
+    return Case(id=case_id, data=data, metadata=kept, tags=tuple(tags), source=where)
 
 
 def dataset_path(cases: str | Path, eval_file: Path, root: Path) -> Path:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from anyio.abc import TaskGroup
+from pydantic import BaseModel
 
 from niceeval._core.assertion import AssertionResult
 from niceeval._core.results import Spend
@@ -89,6 +90,7 @@ class JudgeSlot:
                 clients=self._suite.clients(),
                 start=_starter(ctx, task_group),
                 reply=lambda: ctx.reply,
+                variables=lambda: template_variables(ctx),
                 pricing=self._pricing,
                 cache=self._suite.cache(),
                 cache_mode=mode,
@@ -113,6 +115,14 @@ def _starter(ctx: _ContextBase, task_group: TaskGroup) -> Callable[[Work], objec
         return sync_ctx._call_in_loop(spawn, work)
 
     return start
+
+
+def template_variables(ctx: _ContextBase) -> dict[str, object]:
+    """What a rubric template can name: the case's fields, and `input` (the last message sent to the agent)."""
+    case = ctx._case
+    fields = case.model_dump() if isinstance(case, BaseModel) else dict(case) if isinstance(case, Mapping) else {}
+    sent = [e for e in ctx.events if e.type == "message" and e.role == "user"]
+    return {**fields, "input": sent[-1].text if sent else ""}
 
 
 def spend_of(results: list[AssertionResult]) -> Spend:

@@ -20,6 +20,7 @@ from niceeval.judge._families import CLOSED_QA, FACTUALITY, G_EVAL, RUBRIC, SUMM
 from niceeval.judge._handle import JudgeHandle
 from niceeval.judge._prompts import as_text, build_messages
 from niceeval.judge._ruling import CrashedRuling, Ruling, SingleRuling, Voter, VoteRuling
+from niceeval.judge._templates import fill_criteria, load_template, templated_messages
 from niceeval.providers import ModelRef, RetryPolicy, parse_model
 
 if TYPE_CHECKING:
@@ -67,6 +68,8 @@ class JudgeRuntime:
     clients: JudgeClients
     start: Callable[[Callable[[], Coroutine[Any, Any, None]]], object]
     reply: Callable[[], str] = _no_reply
+    variables: Callable[[], Mapping[str, object]] = dict
+    """Values for rubric templates: the case's fields and `input` (the last message sent to the agent)."""
     grader: str | None = None
     pricing: Mapping[str, Price] = field(default_factory=dict)
     cache: JudgeCache | None = None
@@ -149,7 +152,9 @@ class Judge:
         def __getattr__(self, name: str) -> NoReturn:
             _unknown("t.judge", name)
 
-    def rubric(self, criteria: str, *, on: object = REPLY, model: str | None = None) -> JudgeHandle:
+    def rubric(
+        self, criteria: str, *, on: object = REPLY, model: str | None = None, rubric_prompt: str | None = None
+    ) -> JudgeHandle:
         """Grade against a rubric (scoring anchors welcome): passes when the judge says pass and, when a threshold
         is set (`.at_least(x)` or `default_threshold`), the score reaches it.
 
@@ -157,10 +162,16 @@ class Judge:
             criteria: The rubric.
             on: The value judged; the agent's reply by default. Non-text values are sent as JSON.
             model: The judge model for this call (`provider/model`).
+            rubric_prompt: The whole judge prompt as a template (text, or a file beside the eval), with
+                `{output}`, `{rubric}`, `{input}` and the case's fields; the criteria may use them too.
         """
-        where = "t.judge.rubric"
+        where, location = "t.judge.rubric", caller_location(1)
+        variables = self._session.runtime.variables()
+        criteria = fill_criteria(_criteria(criteria, where), variables, location)
+        template = load_template(rubric_prompt, location) if rubric_prompt is not None else None
         name = f"rubric({short(criteria)})"
-        return self._ask(RUBRIC, _criteria(criteria, where), (), on, model, name=name, where=where)
+        prompt = Prompt(template, variables, location) if template is not None else None
+        return self._ask(RUBRIC, criteria, (), on, model, name=name, where=where, prompt=prompt)
 
     def g_eval(self, criteria: str, *, on: object = REPLY, model: str | None = None) -> JudgeHandle:
         """Chain-of-thought grading: the judge writes evaluation steps, applies them, then scores 1-5 (to [0, 1]).
@@ -270,10 +281,14 @@ class Judge:
         *,
         name: str,
         where: str,
+        prompt: Prompt | None = None,
     ) -> JudgeHandle:
         primary, fallback = self._model(model, where), self._fallback(where)
         text = self._on(on)
-        messages = build_messages(family, criteria, [*context, ("output", text)])
+        if prompt is not None and criteria is not None:
+            messages = templated_messages(family, prompt.template, criteria, text, prompt.variables, prompt.where)
+        else:
+            messages = build_messages(family, criteria, [*context, ("output", text)])
         env = self._session.env
 
         async def work() -> Ruling:
@@ -291,6 +306,15 @@ class Judge:
             location=caller_location(1),
         )
         return self._session.launch(handle, work)
+
+
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    """A `rubric_prompt=` template with the values it is filled from."""
+
+    template: str
+    variables: Mapping[str, object]
+    where: str | None
 
 
 def _shorten(text: str) -> str:

@@ -16,7 +16,7 @@ from niceeval._core.outcome import Outcome
 
 SuiteStatus = Literal["running", "finished", "interrupted"]
 """`running`: being written, or its process was killed (`--resume` finishes it); `interrupted`: Ctrl-C."""
-SuiteKind = Literal["run", "rerun", "rescore"]
+SuiteKind = Literal["run", "rerun", "rescore", "calibrate"]
 
 
 class SuiteRunStart(BaseModel):

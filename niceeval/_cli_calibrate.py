@@ -1,0 +1,128 @@
+"""`niceeval calibrate`: run the judges on labelled cases and measure how often they agree with the labels.
+
+Only argparse is imported at module level (`niceeval --help` stays fast).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from niceeval._eval.config import Config
+    from niceeval._run.discovery import EvalEntry
+    from niceeval.report.calibration import Label
+    from niceeval.store import StoreSink
+
+
+def add_calibrate_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`niceeval calibrate [PATHS] [--split S]`."""
+    calibrate = commands.add_parser(
+        "calibrate", help="run the judges on labelled cases (expected_label, split) and report their agreement"
+    )
+    calibrate.add_argument("paths", nargs="*", help="eval files or folders (default: config `evals`)")
+    calibrate.add_argument("--split", help="only cases of this split (golden, holdout, ...)")
+    calibrate.add_argument("-k", dest="keyword", help="only evals whose id contains this text")
+    calibrate.add_argument("--grader", metavar="MODEL", help="judge model for every judge call (provider/model)")
+    calibrate.add_argument("--no-cache", action="store_true", help="always call judge models (no verdict cache)")
+    calibrate.add_argument("--json", type=Path, metavar="PATH", help="write the calibration report as JSON here")
+    calibrate.add_argument("--config", type=Path, metavar="PATH", help="config file (default: niceeval.config.py)")
+    where = calibrate.add_mutually_exclusive_group()
+    where.add_argument("--store", metavar="URL", help="results store (default .niceeval/results.db)")
+    where.add_argument("--no-store", action="store_true", help="do not record this calibration in the store")
+    calibrate.set_defaults(handler=calibrate_command)
+
+
+def _labels(entries: list[EvalEntry], split: str | None) -> tuple[list[EvalEntry], dict[str, Label]]:
+    from niceeval._core.errors import UsageError
+    from niceeval.report.calibration import Label
+
+    chosen, labels = [], {}
+    for entry in entries:
+        if entry.case is None:
+            continue
+        expected = entry.case.label("expected_label")
+        if expected is None:
+            continue
+        if expected not in ("pass", "fail"):
+            raise UsageError(f"{entry.case.source}: expected_label is 'pass' or 'fail', got {expected!r}.")
+        case_split = str(entry.case.label("split") or "unsplit")
+        if split is not None and case_split != split:
+            continue
+        chosen.append(entry)
+        labels[entry.id] = Label(expected=expected, split=case_split)
+    return chosen, labels
+
+
+def _store_sink(config: Config, args: argparse.Namespace) -> StoreSink | None:
+    from niceeval._eval.config import CONFIG_FILE
+    from niceeval._run.storing import StoreRequest, open_store, store_sink, suite_start
+
+    store = open_store(StoreRequest(flag=args.store, off=args.no_store, configured=config.store, root=config.root))
+    if store is None:
+        return None
+    config_file = args.config.resolve() if args.config else config.root / CONFIG_FILE
+    start = suite_start(config.root, config_file, strict=False, min_pass_rate=1.0)
+    return store_sink(store, start.model_copy(update={"kind": "calibrate"}))
+
+
+def calibrate_command(args: argparse.Namespace) -> int:
+    """Run the labelled cases' evals, print agreement per split and judge model; exit 2 on problems."""
+    import anyio
+
+    from niceeval._eval.config import find_root, load_config
+    from niceeval._run.discovery import discover
+    from niceeval._run.execute import ExecOptions
+    from niceeval._run.plan import expand
+    from niceeval._run.suite import SuiteOptions, run_suite, select
+    from niceeval.report import Reporter
+    from niceeval.report.calibration import CalibrationReporter, overfit_warnings, render
+    from niceeval.report.console import clean
+
+    config = load_config(find_root(Path.cwd()), args.config.resolve() if args.config else None)
+    found = discover(config.root, args.paths or config.evals)
+    plan = expand(found.evals, root=config.root, suite_variants=config.variants)
+    entries, labels = _labels(select(plan.evals, keyword=args.keyword), args.split)
+    errors = [*found.errors, *plan.errors]
+    if not entries:
+        where = " ".join(args.paths or config.evals)
+        print(f"niceeval: no labelled cases in {where}: give cases expected_label: pass|fail.", file=sys.stderr)
+        return 2
+    calibration = CalibrationReporter(labels)
+    reporters: list[Reporter] = [calibration]
+    sink = _store_sink(config, args)
+    if sink is not None:
+        reporters.insert(0, sink)
+    options = SuiteOptions(
+        concurrency=config.concurrency,
+        exec=ExecOptions(
+            timeout=config.timeout,
+            agent=config.agent,
+            pricing=config.pricing,
+            root=config.root,
+            judge=config.judge,
+            grader=args.grader,
+            no_cache=args.no_cache,
+        ),
+    )
+    try:
+        summary = anyio.run(run_suite, entries, errors, options, reporters)
+    finally:
+        if sink is not None:
+            sink.store.close()
+    rows = calibration.rows()
+    for line in render(rows):
+        print(clean(line, 2000))
+    for warning in overfit_warnings(rows):
+        print(f"WARNING {clean(warning, 2000)}")
+    for problem in summary.problems:
+        print(clean(f"ERROR {problem.location}: {problem.message}", 2000), file=sys.stderr)
+    if sink is not None:
+        print(f"calibration stored as suite run {sink.run_id} (niceeval show {sink.run_id})")
+    if args.json:
+        report = {"rows": [row.as_dict() for row in rows], "warnings": overfit_warnings(rows)}
+        args.json.write_text(json.dumps(report, indent=2), encoding="utf-8")
+    return 2 if summary.problems else 0
