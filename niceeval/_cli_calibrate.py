@@ -70,7 +70,10 @@ def _store_sink(config: Config, args: argparse.Namespace) -> StoreSink | None:
 
 
 def calibrate_command(args: argparse.Namespace) -> int:
-    """Run the labelled cases' evals, print agreement per split and judge model; exit 2 on problems."""
+    """Run the labelled cases' evals, print agreement per split and judge model.
+
+    Exit 0, or 1 when a labelled run crashed (its verdicts are missing), or 2 for a usage or load problem.
+    """
     import anyio
 
     from niceeval._eval.config import find_root, load_config
@@ -120,9 +123,11 @@ def calibrate_command(args: argparse.Namespace) -> int:
         print(f"WARNING {clean(warning, 2000)}")
     for problem in summary.problems:
         print(clean(f"ERROR {problem.location}: {problem.message}", 2000), file=sys.stderr)
+    for eval_id, error in calibration.errors:
+        print(clean(f"ERROR {eval_id}: {error}", 2000), file=sys.stderr)
     if sink is not None:
         print(f"calibration stored as suite run {sink.run_id} (niceeval show {sink.run_id})")
     if args.json:
         report = {"rows": [row.as_dict() for row in rows], "warnings": overfit_warnings(rows)}
         args.json.write_text(json.dumps(report, indent=2), encoding="utf-8")
-    return 2 if summary.problems else 0
+    return 2 if summary.problems else 1 if calibration.errors else 0

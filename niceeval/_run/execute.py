@@ -163,7 +163,7 @@ async def _run_body(entry: EvalEntry, state: RunState, options: ExecOptions, set
     spec = entry.spec
     agent = spec.agent if spec.agent is not None else options.agent
     if isinstance(agent, PerVariant):
-        agent = agent.build(entry.variant)
+        agent = agent.bind(entry.variant)
     if options.agent_for_run is not None:  # `rescore`: the recorded conversation stands in for every agent
         agent = options.agent_for_run(entry.id, setup.run_index)
     timeout = spec.timeout or options.timeout

@@ -5,6 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from niceeval._core.errors import UsageError
+from niceeval._core.events import EventLog
+from niceeval.agents._function import FunctionAgent
+from niceeval.agents._protocol import Agent, AgentSession
 
 
 class PerVariant:
@@ -18,6 +21,10 @@ class PerVariant:
             raise UsageError(f"per_variant() takes a function of the variant, got {factory!r:.60}.")
         self.factory = factory
         self._built: dict[str, Any] = {}
+
+    def bind(self, variant: Any) -> VariantAgent:
+        """The agent for `variant`, built when a session is first opened (evals that never send build nothing)."""
+        return VariantAgent(self, variant)
 
     def build(self, variant: Any) -> Any:
         """The agent for `variant` (a `t.variant`; `None` when the eval has no variants)."""
@@ -34,3 +41,19 @@ def per_variant(factory: Any) -> PerVariant:
         factory: A function `variant -> agent` (any agent `define_eval(agent=...)` accepts).
     """
     return PerVariant(factory)
+
+
+class VariantAgent:
+    """An agent adapter that builds the variant's agent on first use and delegates to it."""
+
+    def __init__(self, source: PerVariant, variant: Any) -> None:
+        self._source = source
+        self._variant = variant
+
+    async def open(self, session_id: str, log: EventLog) -> AgentSession:
+        built = self._source.build(self._variant)
+        if isinstance(built, Agent):
+            return await built.open(session_id, log)
+        if not callable(built):
+            raise UsageError(f"per_variant's factory must return an agent or a function, got {built!r:.60}.")
+        return await FunctionAgent(built).open(session_id, log)

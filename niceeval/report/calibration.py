@@ -116,6 +116,8 @@ class CalibrationReporter:
     def __init__(self, labels: Mapping[str, Label]) -> None:
         self.labels = labels
         self.table: dict[tuple[str, str], Agreement] = {}
+        self.errors: list[tuple[str, str]] = []
+        """(eval id, error) of labelled runs that crashed: their judges may never have been asked."""
 
     def start(self, plan: Sequence[PlannedEval], problems: Sequence[Problem]) -> None:
         pass
@@ -124,6 +126,8 @@ class CalibrationReporter:
         label = self.labels.get(result.eval_id)
         if label is None:
             return
+        if result.error is not None:
+            self.errors.append((result.eval_id, f"{result.error.type}: {result.error.message}"))
         for assertion in result.assertions:
             if not assertion.judge_calls or assertion.name.startswith("select_best"):
                 continue
