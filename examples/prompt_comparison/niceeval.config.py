@@ -3,14 +3,15 @@
 from _offline import start_offline
 
 from niceeval import define_config
-from niceeval.agents import MemoryCheckpoints, openai_agent, per_variant
+from niceeval.agents import MemoryCheckpoints, ModelAgentOptions, openai_agent, per_variant
 
 start_offline()
 
 
 def agent_for(variant):
     """One agent per prompt variant: same model, the variant's system prompt."""
-    return openai_agent("openai/gpt-5-mini", system=variant["prompt"], checkpoints=MemoryCheckpoints())
+    options = ModelAgentOptions(checkpoints=MemoryCheckpoints())
+    return openai_agent("openai/gpt-5-mini", system=variant["prompt"], options=options)
 
 
 config = define_config(
