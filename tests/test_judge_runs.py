@@ -153,3 +153,33 @@ def test_a_judge_that_never_reached_the_provider_costs_nothing(monkeypatch: pyte
     result = run(keyless, model="openai/unpriced-model")
     assert result.assertions[0].cause == "no_api_key"
     assert (result.judge_spend.calls, result.judge_spend.cost, result.judge_spend.unpriced) == (0, 0.0, [])
+
+
+def test_the_judge_is_shown_what_the_eval_sent_and_a_new_session_starts_over(server: LLMServer) -> None:
+    @define_eval
+    async def asks(t: EvalContext) -> None:
+        await t.send("Where is order 1234?")
+        t.judge.rubric("Does it answer the question?")
+        t.new_session()
+        await t.send("Cancel order 99")
+        t.judge.rubric("Does it answer the question?")
+
+    result = run(asks)
+    assert (result.outcome, result.error) == ("passed", None)
+    assert [a.judge_calls[0].input for a in result.assertions] == ["Where is order 1234?", "Cancel order 99"]
+    assert "Where is order 1234?" in server.requests[0].last_user_text
+
+
+def test_a_judge_of_the_reply_before_the_first_send_fails_the_run_at_its_line(server: LLMServer) -> None:
+    @define_eval
+    async def too_early(t: EvalContext) -> None:
+        t.judge.rubric("Is the reply polite?")
+        await t.send("hello")
+
+    result = run(too_early)
+    assert result.outcome == "failed" and result.error is not None
+    assert result.error.kind == "usage" and "nothing was sent in this conversation yet" in result.error.message
+    assert result.error.location is not None and result.error.location.endswith(
+        f":{too_early.fn.__code__.co_firstlineno + 2}"
+    )
+    assert server.requests == []

@@ -33,6 +33,9 @@ class JudgeCall(BaseModel):
     """`provider/model` that was asked (or whose cached verdict was used)."""
     messages: list[dict[str, str]] = Field(default_factory=list)
     """The exact prompt sent, as `{"role", "content"}` messages (a repair turn included, when one was needed)."""
+    input: str | None = None
+    """The user's input the judge was shown beside the output (by default the message last sent with `t.send`);
+    `None` when it was shown none."""
     score: float | None = None
     """The verdict's score in [0, 1]; `None` when this call gave none."""
     passed: bool | None = None

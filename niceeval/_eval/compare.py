@@ -75,6 +75,8 @@ class SelectBest:
     criteria: str
     output: str
     model: str | None = None
+    input: str | None = None
+    """The message last sent with `t.send`, shown to the judge as the input the candidates answer."""
 
 
 class Comparison:
@@ -153,6 +155,9 @@ class Comparisons:
     def _reply_text(self) -> str:
         raise NotImplementedError
 
+    def _asked_text(self) -> str | None:
+        raise NotImplementedError
+
     def max_score(
         self, *, method: Method = "average", weights: Mapping[str, float] | None = None, threshold: float | None = None
     ) -> Comparison:
@@ -188,7 +193,7 @@ class Comparisons:
         from niceeval.judge._prompts import as_text
 
         output = self._reply_text() if on is None else as_text(on)
-        settings = SelectBest(criteria=criteria, output=output, model=model)
+        settings = SelectBest(criteria=criteria, output=output, model=model, input=self._asked_text())
         return self._add_comparison(Comparison(settings, f"select_best({criteria[:60]})", "soft", location))
 
     def _add_comparison(self, comparison: Comparison) -> Comparison:

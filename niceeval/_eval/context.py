@@ -93,6 +93,9 @@ class _ContextBase(Observations, Comparisons):
     def _reply_text(self) -> str:
         return self.reply
 
+    def _asked_text(self) -> str | None:
+        return self._conversation.asked
+
     @property
     def judge(self) -> Judge:
         """LLM-as-judge: `t.judge.rubric(...)`, `t.judge.autoevals.closed_qa(...)`, `g_eval`, `vote`, ...

@@ -89,6 +89,8 @@ class Conversation:
         self._session: AgentSession | None = None
         self._agent: Agent | None = None
         self.reply = ""
+        self.asked: str | None = None
+        """What the eval last sent with `t.send` (follow-up answers and `t.respond` values are not); None before."""
         self.last_status: TurnStatus = "completed"
 
     @property
@@ -136,6 +138,8 @@ class Conversation:
         """
         if isinstance(followups, bool) or not isinstance(followups, int) or followups < 0:
             raise UsageError(f"t.send(followups=...) is how many clarifications to answer, >= 0; got {followups!r}.")
+        if isinstance(text, str):
+            self.asked = text
         start = len(self._log.events)
         turn = await self.send(text, output)
         if followups and self._followup_model is None:

@@ -90,6 +90,7 @@ class JudgeSlot:
                 clients=self._suite.clients(),
                 start=_starter(ctx, task_group),
                 reply=lambda: ctx.reply,
+                asked=lambda: ctx._conversation.asked,
                 variables=lambda: template_variables(ctx),
                 pricing=self._pricing,
                 cache=self._suite.cache(),
@@ -118,11 +119,12 @@ def _starter(ctx: _ContextBase, task_group: TaskGroup) -> Callable[[Work], objec
 
 
 def template_variables(ctx: _ContextBase) -> dict[str, object]:
-    """What a rubric template can name: the case's fields, and `input` (the last message sent to the agent)."""
+    """What a rubric template can name: the case's fields, and `input`: the message last sent with `t.send`, or
+    before any, the case's own `input` field (a labelled dataset judged with `on=`)."""
     case = ctx._case
     fields = case.model_dump() if isinstance(case, BaseModel) else dict(case) if isinstance(case, Mapping) else {}
-    sent = [e for e in ctx.events if e.type == "message" and e.role == "user"]
-    return {**fields, "input": sent[-1].text if sent else ""}
+    asked = ctx._conversation.asked
+    return {**fields, "input": asked if asked is not None else fields.get("input", "")}
 
 
 def spend_of(results: list[AssertionResult]) -> Spend:

@@ -82,7 +82,8 @@ async def resolve_select_best(taking: list[tuple[Member, Comparison]], options: 
     own = options.judges is None
     judges = options.judges or SuiteJudges(options.root, no_cache=True)
     try:
-        choice = await select_best(_env(first_member, options, judges), settings.criteria, outputs, models, seed)
+        env = _env(first_member, options, judges)
+        choice = await select_best(env, settings.criteria, outputs, models, seed, asked=settings.input)
     finally:
         if own:
             await judges.aclose()

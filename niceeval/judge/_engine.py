@@ -58,6 +58,7 @@ class _Attempt:
     """What one consultation has sent and spent so far, kept when a later step fails."""
 
     messages: Messages
+    judged_input: str | None = None
     input_tokens: int = 0
     output_tokens: int = 0
     cache_read_tokens: int = 0
@@ -96,6 +97,7 @@ def _record(env: Env, model: str, attempt: _Attempt, *, fallback: bool, **fields
     return JudgeCall(
         model=model,
         messages=attempt.messages,
+        input=attempt.judged_input,
         input_tokens=attempt.input_tokens,
         output_tokens=attempt.output_tokens,
         cache_read_tokens=attempt.cache_read_tokens,
@@ -107,7 +109,7 @@ def _record(env: Env, model: str, attempt: _Attempt, *, fallback: bool, **fields
 
 
 async def _from_cache(
-    env: Env, key: str, model: str, messages: Messages, family: Family, fallback: bool
+    env: Env, key: str, model: str, messages: Messages, family: Family, fallback: bool, judged_input: str | None
 ) -> Consultation | None:
     assert env.cache is not None
     started = time.monotonic()
@@ -124,6 +126,7 @@ async def _from_cache(
     call = JudgeCall(
         model=model,
         messages=messages,
+        input=judged_input,
         score=parsed.score,
         passed=parsed.passed,
         reason=parsed.reason,
@@ -180,15 +183,20 @@ async def _store(cache: JudgeCache, key: str, call: JudgeCall, parsed: Parsed) -
     return call
 
 
-async def consult(env: Env, ref: ModelRef, messages: Messages, family: Family, *, fallback: bool) -> Consultation:
-    """Ask one model (or the cache) for a verdict; every failure becomes a failed consultation with a cause."""
+async def consult(
+    env: Env, ref: ModelRef, messages: Messages, family: Family, *, fallback: bool, judged_input: str | None = None
+) -> Consultation:
+    """Ask one model (or the cache) for a verdict; every failure becomes a failed consultation with a cause.
+
+    `judged_input` is the user's input shown in `messages`, kept on the call's record.
+    """
     model = str(ref)
     key = cache_key(model, messages, family.schema, _params(ref))
     if env.cache is not None and env.cache_mode != "write_only":
-        hit = await _from_cache(env, key, model, messages, family, fallback)
+        hit = await _from_cache(env, key, model, messages, family, fallback, judged_input)
         if hit is not None:
             return hit
-    attempt = _Attempt(messages=messages)
+    attempt = _Attempt(messages=messages, judged_input=judged_input)
     if env.cache is not None and env.cache_mode == "read_only_strict":
         reason = f"{model}: not in cache (--cache-only); run without --cache-only to ask the judge and store it"
         return Consultation(
@@ -213,21 +221,29 @@ async def consult(env: Env, ref: ModelRef, messages: Messages, family: Family, *
 
 
 async def decide(
-    env: Env, messages: Messages, family: Family, primary: ModelRef, fallback: ModelRef | None
+    env: Env,
+    messages: Messages,
+    family: Family,
+    primary: ModelRef,
+    fallback: ModelRef | None,
+    *,
+    judged_input: str | None = None,
 ) -> list[Consultation]:
     """Ask the primary model; when it gives no verdict and a different fallback is set, ask the fallback too."""
-    first = await consult(env, primary, messages, family, fallback=False)
+    first = await consult(env, primary, messages, family, fallback=False, judged_input=judged_input)
     if not first.failed or fallback is None or fallback == primary:
         return [first]
-    return [first, await consult(env, fallback, messages, family, fallback=True)]
+    return [first, await consult(env, fallback, messages, family, fallback=True, judged_input=judged_input)]
 
 
-async def poll(env: Env, ballots: Sequence[tuple[ModelRef, Messages]], family: Family) -> list[Consultation]:
+async def poll(
+    env: Env, ballots: Sequence[tuple[ModelRef, Messages]], family: Family, *, judged_input: str | None = None
+) -> list[Consultation]:
     """Ask several models (or one model several questions) at once; the answers come back in ballot order."""
     answers: dict[int, Consultation] = {}
 
     async def one(index: int, ref: ModelRef, messages: Messages) -> None:
-        answers[index] = await consult(env, ref, messages, family, fallback=False)
+        answers[index] = await consult(env, ref, messages, family, fallback=False, judged_input=judged_input)
 
     async with anyio.create_task_group() as tg:
         for index, (ref, messages) in enumerate(ballots):

@@ -138,6 +138,16 @@ FACTUALITY = _choice_family(
     },
 )
 
+SUMMARY = _choice_family(
+    "summary",
+    "Compare two summaries of the source text: the reference summary, which an expert wrote, and the output. "
+    "Differences in style, grammar or punctuation do not matter. Decide which one describes the source better.",
+    {
+        "reference": (0.0, "the reference summary describes the source better than the output."),
+        "output": (1.0, "the output describes the source better than the reference, or equally well."),
+    },
+)
+
 SUMMARIZES = _choice_family(
     "summarizes",
     "Judge the output as a summary of the source document.",

@@ -16,19 +16,28 @@ from niceeval._diff import short
 from niceeval.judge._cache import CacheMode, JudgeCache
 from niceeval.judge._client import JudgeClients
 from niceeval.judge._engine import Env, decide, poll
-from niceeval.judge._families import CLOSED_QA, FACTUALITY, G_EVAL, RUBRIC, SUMMARIZES, Family
+from niceeval.judge._families import CLOSED_QA, FACTUALITY, G_EVAL, RUBRIC, SUMMARIZES, SUMMARY, Family
 from niceeval.judge._handle import JudgeHandle
 from niceeval.judge._prompts import as_text, build_messages
 from niceeval.judge._ruling import CrashedRuling, Ruling, SingleRuling, Voter, VoteRuling
-from niceeval.judge._templates import fill_criteria, load_template, templated_messages
+from niceeval.judge._templates import fill_criteria, load_template, placeholders, templated_messages
 from niceeval.providers import ModelRef, RetryPolicy, parse_model
 
 if TYPE_CHECKING:
     from niceeval._settings import JudgeSettings, Price
 
 SCORE_ONLY_THRESHOLD = 0.7
-"""The threshold of a judge that gives no pass flag (`autoevals.*`, `g_eval`) when `default_threshold` is unset."""
-FAMILIES = ("rubric", "g_eval", "vote", "autoevals.factuality", "autoevals.closed_qa", "autoevals.summarizes")
+"""The threshold of a judge with no pass flag (`autoevals.*`, `g_eval`, `summarizes`) when `default_threshold` is
+unset."""
+FAMILIES = (
+    "rubric",
+    "g_eval",
+    "vote",
+    "summarizes",
+    "autoevals.factuality",
+    "autoevals.closed_qa",
+    "autoevals.summary",
+)
 _SHOWN = 200
 
 
@@ -42,8 +51,22 @@ class _Reply:
 REPLY = _Reply()
 
 
+class _Asked:
+    """The default of `input=`: the message last sent with `t.send` in the current conversation."""
+
+    def __repr__(self) -> str:
+        return "the message last sent with t.send"
+
+
+ASKED = _Asked()
+
+
 def _no_reply() -> str:
     return ""
+
+
+def _nothing_asked() -> str | None:
+    return None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,6 +79,8 @@ class JudgeRuntime:
         start: Spawns a coroutine function on the run's task group (`task_group.start_soon`); called from the
             eval's own thread, so for a sync eval it must hop into the event loop.
         reply: Returns the agent's current reply; read when a judge method is called.
+        asked: Returns what the eval last sent the agent (`t.send`'s text, not follow-up answers), or None when
+            nothing was sent yet; the judges' default `input=`, and how a judge of an unsent reply is caught.
         grader: `--grader MODEL`: judges with this model whatever the eval or the call says.
         pricing: The config's price overrides, for the cost of each call.
         cache: The judge cache, or None (`--no-cache`).
@@ -68,6 +93,8 @@ class JudgeRuntime:
     clients: JudgeClients
     start: Callable[[Callable[[], Coroutine[Any, Any, None]]], object]
     reply: Callable[[], str] = _no_reply
+    asked: Callable[[], str | None] = _nothing_asked
+    """Returns the message last sent with `t.send` in the current conversation (None before the first)."""
     variables: Callable[[], Mapping[str, object]] = dict
     """Values for rubric templates: the case's fields and `input` (the last message sent to the agent)."""
     grader: str | None = None
@@ -153,7 +180,13 @@ class Judge:
             _unknown("t.judge", name)
 
     def rubric(
-        self, criteria: str, *, on: object = REPLY, model: str | None = None, rubric_prompt: str | None = None
+        self,
+        criteria: str,
+        *,
+        on: object = REPLY,
+        input: object = ASKED,
+        model: str | None = None,
+        rubric_prompt: str | None = None,
     ) -> JudgeHandle:
         """Grade against a rubric (scoring anchors welcome): passes when the judge says pass and, when a threshold
         is set (`.at_least(x)` or `default_threshold`), the score reaches it.
@@ -161,6 +194,8 @@ class Judge:
         Args:
             criteria: The rubric.
             on: The value judged; the agent's reply by default. Non-text values are sent as JSON.
+            input: What the user asked, shown to the judge as context: the message last sent with `t.send` by
+                default; `None` shows none.
             model: The judge model for this call (`provider/model`).
             rubric_prompt: The whole judge prompt as a template (text, or a file beside the eval), with
                 `{output}`, `{rubric}`, `{input}` and the case's fields; the criteria may use them too.
@@ -171,19 +206,22 @@ class Judge:
         template = load_template(rubric_prompt, location) if rubric_prompt is not None else None
         name = f"rubric({short(criteria)})"
         prompt = Prompt(template, variables, location) if template is not None else None
-        return self._ask(RUBRIC, criteria, (), on, model, name=name, where=where, prompt=prompt)
+        return self._ask(RUBRIC, criteria, (), on, input, model, name=name, where=where, prompt=prompt)
 
-    def g_eval(self, criteria: str, *, on: object = REPLY, model: str | None = None) -> JudgeHandle:
+    def g_eval(
+        self, criteria: str, *, on: object = REPLY, input: object = ASKED, model: str | None = None
+    ) -> JudgeHandle:
         """Chain-of-thought grading: the judge writes evaluation steps, applies them, then scores 1-5 (to [0, 1]).
 
         Args:
             criteria: What a good output does.
             on: The value judged; the agent's reply by default.
+            input: What the user asked (context for the judge); the message last sent by default, `None` for none.
             model: The judge model for this call.
         """
         where = "t.judge.g_eval"
         name = f"g_eval({short(criteria)})"
-        return self._ask(G_EVAL, _criteria(criteria, where), (), on, model, name=name, where=where)
+        return self._ask(G_EVAL, _criteria(criteria, where), (), on, input, model, name=name, where=where)
 
     def vote(
         self,
@@ -192,6 +230,7 @@ class Judge:
         models: Sequence[str] | None = None,
         need: int | None = None,
         on: object = REPLY,
+        input: object = ASKED,
         model: str | None = None,
     ) -> JudgeHandle:
         """Several rubric judges: every criteria with every model votes; unanimous unless `need=k`.
@@ -206,6 +245,7 @@ class Judge:
             models: The voting models; the resolved judge model by default. `--grader` replaces each of them.
             need: How many voters must pass; all of them by default.
             on: The value judged; the agent's reply by default.
+            input: What the user asked (context for the judges); the message last sent by default, `None` for none.
             model: One voting model, when `models=` is not given.
         """
         where = "t.judge.vote"
@@ -218,12 +258,13 @@ class Judge:
         need = total if need is None else need
         if isinstance(need, bool) or not isinstance(need, int) or not 1 <= need <= total:
             raise UsageError(f"{where}(need=...) must be a whole number from 1 to {total} (the voters), got {need!r}.")
-        text = self._on(on)
+        text, asked = self._on(on, where), self._input(input)
+        data = [*_input_block(asked), ("output", text)]
         env, threshold = self._session.env, self._session.runtime.settings.default_threshold
-        ballots = [(c, ref, build_messages(RUBRIC, c, [("output", text)])) for c in rubrics for ref in refs]
+        ballots = [(c, ref, build_messages(RUBRIC, c, data)) for c in rubrics for ref in refs]
 
         async def work() -> Ruling:
-            answers = await poll(env, [(ref, messages) for _, ref, messages in ballots], RUBRIC)
+            answers = await poll(env, [(ref, messages) for _, ref, messages in ballots], RUBRIC, judged_input=asked)
             voters = [Voter(c, SingleRuling([a])) for (c, _, _), a in zip(ballots, answers, strict=True)]
             return VoteRuling(voters, threshold)
 
@@ -235,6 +276,25 @@ class Judge:
             location=caller_location(1),
         )
         return self._session.launch(handle, work)
+
+    def summarizes(
+        self, source: object, *, on: object = REPLY, input: object = ASKED, model: str | None = None
+    ) -> JudgeHandle:
+        """Is the output a faithful summary of `source`? Faithful and complete 1.0, faithful but incomplete 0.5,
+        unfaithful or not a summary 0.0. (niceeval's own grader; `autoevals.summary` is autoevals' Summary, which
+        compares with a reference summary instead.)
+
+        Args:
+            source: The document summarised; non-text values are sent as JSON.
+            on: The value judged; the agent's reply by default.
+            input: What the user asked; the message last sent with `t.send` by default, `None` for none (saves
+                tokens when that message holds the whole source again).
+            model: The judge model for this call.
+        """
+        where = "t.judge.summarizes"
+        document = _data(source, where, "the source document")
+        context = [("source", document)]
+        return self._ask(SUMMARIZES, None, context, on, input, model, name="summarizes", where=where)
 
     @staticmethod
     def _vote_models(models: Sequence[str] | None, model: str | None, where: str) -> list[str | None]:
@@ -268,8 +328,26 @@ class Judge:
         except UsageError as exc:
             raise UsageError(f"{where}(): judge fallback: {exc}") from None
 
-    def _on(self, on: object) -> str:
-        return self._session.runtime.reply() if on is REPLY else as_text(on)
+    def _on(self, on: object, where: str) -> str:
+        runtime = self._session.runtime
+        if on is not REPLY:
+            return as_text(on)
+        if runtime.asked() is None:
+            raise UsageError(
+                f"{where}() judges the agent's reply, but nothing was sent in this conversation yet: "
+                "`await t.send(...)` first, or pass on=VALUE to judge a value of your own."
+            )
+        return runtime.reply()
+
+    def _input(self, value: object) -> str | None:
+        if value is not ASKED:
+            return None if value is None else as_text(value)
+        runtime = self._session.runtime
+        asked = runtime.asked()
+        if asked is None:  # nothing sent: a dataset row's own `input` (a labelled output judged with on=)
+            field = runtime.variables().get("input")
+            return as_text(field) if field not in (None, "") else None
+        return asked
 
     def _ask(
         self,
@@ -277,22 +355,28 @@ class Judge:
         criteria: str | None,
         context: Sequence[tuple[str, str]],
         on: object,
+        input: object,
         model: str | None,
         *,
         name: str,
         where: str,
         prompt: Prompt | None = None,
+        judged_input: str | None = None,
     ) -> JudgeHandle:
         primary, fallback = self._model(model, where), self._fallback(where)
-        text = self._on(on)
+        text, asked = self._on(on, where), self._input(input)
         if prompt is not None and criteria is not None:
             messages = templated_messages(family, prompt.template, criteria, text, prompt.variables, prompt.where)
+            if "input" not in placeholders(prompt.template):
+                asked = None  # the template decides where (and whether) `{input}` appears
         else:
-            messages = build_messages(family, criteria, [*context, ("output", text)])
+            messages = build_messages(family, criteria, [*_input_block(asked), *context, ("output", text)])
         env = self._session.env
 
         async def work() -> Ruling:
-            return SingleRuling(await decide(env, messages, family, primary, fallback))
+            # `judged_input`: an input shown in `context` instead (autoevals.summary's source), recorded all the same
+            shown = judged_input if judged_input is not None else asked
+            return SingleRuling(await decide(env, messages, family, primary, fallback, judged_input=shown))
 
         expected = criteria if criteria is not None else context[0][1]
         threshold = self._session.runtime.settings.default_threshold
@@ -317,6 +401,10 @@ class Prompt:
     where: str | None
 
 
+def _input_block(asked: str | None) -> list[tuple[str, str]]:
+    return [] if asked is None or not asked.strip() else [("input", asked)]
+
+
 def _shorten(text: str) -> str:
     return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
 
@@ -330,10 +418,19 @@ class Autoevals:
     if not TYPE_CHECKING:
 
         def __getattr__(self, name: str) -> NoReturn:
+            if name == "summarizes":
+                raise AttributeError(
+                    "t.judge.autoevals has no 'summarizes': niceeval's faithfulness grader is "
+                    "t.judge.summarizes(source), and autoevals' Summary (compared with a reference summary) is "
+                    "t.judge.autoevals.summary(expected)."
+                )
             _unknown("t.judge.autoevals", name)
 
-    def factuality(self, expected: object, *, on: object = REPLY, model: str | None = None) -> JudgeHandle:
-        """Is the output factually consistent with `expected` (a reference answer)?
+    def factuality(
+        self, expected: object, *, on: object = REPLY, input: object = ASKED, model: str | None = None
+    ) -> JudgeHandle:
+        """Is the output factually consistent with `expected` (a reference answer to the input)? As autoevals'
+        Factuality: the question, the expert answer and the submission are shown.
 
         Scores: same facts or harmless differences 1.0, a consistent superset 0.6, a consistent subset 0.4,
         a contradiction 0.0.
@@ -341,35 +438,52 @@ class Autoevals:
         Args:
             expected: The reference answer; non-text values are sent as JSON.
             on: The value judged; the agent's reply by default.
+            input: The question; the message last sent with `t.send` by default, `None` for none.
             model: The judge model for this call.
         """
         where = "t.judge.autoevals.factuality"
         reference = _data(expected, where, "the expected answer")
-        return self._judge._ask(FACTUALITY, None, [("reference", reference)], on, model, name="factuality", where=where)
+        context = [("reference", reference)]
+        return self._judge._ask(FACTUALITY, None, context, on, input, model, name="factuality", where=where)
 
-    def closed_qa(self, criteria: str, *, on: object = REPLY, model: str | None = None) -> JudgeHandle:
-        """Does the output meet `criteria`? Yes 1.0, no 0.0.
+    def closed_qa(
+        self, criteria: str, *, on: object = REPLY, input: object = ASKED, model: str | None = None
+    ) -> JudgeHandle:
+        """Does the output meet `criteria`, as an answer to the input? Yes 1.0, no 0.0 (autoevals' ClosedQA: the
+        task, the submission and the criterion are shown).
 
         Args:
             criteria: The question the judge answers yes or no, e.g. "Is the reply polite?".
             on: The value judged; the agent's reply by default.
+            input: The task; the message last sent with `t.send` by default, `None` for none.
             model: The judge model for this call.
         """
         where, name = "t.judge.autoevals.closed_qa", f"closed_qa({short(criteria)})"
-        return self._judge._ask(CLOSED_QA, _criteria(criteria, where), (), on, model, name=name, where=where)
+        return self._judge._ask(CLOSED_QA, _criteria(criteria, where), (), on, input, model, name=name, where=where)
 
-    def summarizes(self, source: object, *, on: object = REPLY, model: str | None = None) -> JudgeHandle:
-        """Is the output a faithful summary of `source`? Faithful and complete 1.0, faithful but incomplete 0.5,
-        unfaithful or not a summary 0.0.
+    def summary(
+        self, expected: object, *, on: object = REPLY, input: object = ASKED, model: str | None = None
+    ) -> JudgeHandle:
+        """autoevals' Summary: is the output a better summary of the source text (`input`) than `expected`, a
+        reference summary? The output better or as good 1.0, the reference better 0.0.
 
         Args:
-            source: The document summarised; non-text values are sent as JSON.
-            on: The value judged; the agent's reply by default.
+            expected: The reference summary.
+            on: The summary judged; the agent's reply by default.
+            input: The source text; the message last sent with `t.send` by default (which holds the text when
+                the eval asked the agent to summarise it).
             model: The judge model for this call.
         """
-        where = "t.judge.autoevals.summarizes"
-        document = _data(source, where, "the source document")
-        return self._judge._ask(SUMMARIZES, None, [("source", document)], on, model, name="summarizes", where=where)
+        where = "t.judge.autoevals.summary"
+        reference = _data(expected, where, "the reference summary")
+        source = self._judge._input(input)
+        if source is None or not source.strip():
+            raise UsageError(
+                f"{where}() needs the source text: pass input=TEXT, or `await t.send(...)` the text to summarise first."
+            )
+        judge = self._judge
+        context = [("source", source), ("reference", reference)]
+        return judge._ask(SUMMARY, None, context, on, None, model, name="summary", where=where, judged_input=source)
 
 
 def _data(value: object, where: str, what: str) -> str:

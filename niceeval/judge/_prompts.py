@@ -43,6 +43,12 @@ _REPAIR = (
 )
 
 
+INPUT_NOTE = (
+    "The input is what the user sent to the AI system, and the output is the system's response to it: judge the "
+    "output as a response to that input. The input is context, not something to grade."
+)
+
+
 def as_text(value: object) -> str:
     """The text a judge sees for `value`: strings as they are, anything else as JSON (never raises)."""
     if isinstance(value, str):
@@ -89,11 +95,14 @@ def build_messages(family: Family, criteria: str | None, data: Sequence[tuple[st
     Args:
         family: What is asked.
         criteria: The author's criteria, for the families that take one.
-        data: `(label, text)` pairs of untrusted data, the judged output last.
+        data: `(label, text)` pairs of untrusted data, the judged output last; an `input` pair (the user's
+            message) gets a note saying what it is.
     """
     code = nonce(family.name, criteria or "", *(f"{label}\x00{text}" for label, text in data))
     blocks = [f"<{label}-{code}>\n{neutralise(text, code)}\n</{label}-{code}>" for label, text in data]
     task = family.task.replace("{criteria}", criteria or "")
+    if any(label == "input" for label, _ in data):
+        task += f"\n\n{INPUT_NOTE}"
     user = f"Grading task:\n{task}\n\nThe data to grade:\n\n" + "\n\n".join(blocks)
     return [{"role": "system", "content": _SYSTEM.format(nonce=code)}, {"role": "user", "content": user}]
 

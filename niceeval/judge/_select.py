@@ -88,14 +88,21 @@ async def select_best(
     outputs: Sequence[str],
     models: tuple[ModelRef, ModelRef | None],
     seed: str,
+    *,
+    asked: str | None = None,
 ) -> Choice:
-    """Ask the judge (then its fallback) which of `outputs` best meets `criteria`."""
+    """Ask the judge (then its fallback) which of `outputs` best meets `criteria`, as answers to `asked` (the
+    message the first variant's eval last sent, shown as the input when there is one)."""
     order = shuffled(len(outputs), seed)
     labels = _labels(len(outputs))
     family = select_family(len(outputs))
     data = [(f"candidate-{labels[pos]}", outputs[index]) for pos, index in enumerate(order)]
+    if asked is not None and asked.strip():
+        data.insert(0, ("input", asked))
+    else:
+        asked = None
     messages = build_messages(family, criteria, data)
-    consultations = await decide(env, messages, family, models[0], models[1])
+    consultations = await decide(env, messages, family, models[0], models[1], judged_input=asked)
     parsed = consultations[-1].parsed
     picked = None if parsed is None else order[labels.index(_answer(parsed.answer))]
     return Choice(picked=picked, shown=order, labels=labels, consultations=consultations)

@@ -25,7 +25,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_REVISION = "0002"
+SCHEMA_REVISION = "0003"
 """The Alembic revision this niceeval writes and reads (the head of `_migrations/versions`)."""
 
 metadata = MetaData(
@@ -159,6 +159,7 @@ judge_calls = Table(
     Column("position", Integer, nullable=False),
     Column("model", Text, nullable=False),
     Column("messages", Json, nullable=False),
+    Column("input", Text),
     Column("score", Float),
     Column("passed", Boolean),
     Column("reason", Text, nullable=False),

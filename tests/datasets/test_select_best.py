@@ -77,6 +77,15 @@ def test_one_judge_call_sees_every_output_and_its_reasoning_is_kept(tmp_path: Pa
     assert sum(r.judge_spend.calls for r in results) == 1  # spent once, recorded on the first variant's run
 
 
+def test_the_judge_is_shown_the_input_the_candidates_answer(tmp_path: Path, judge_server: LLMServer) -> None:
+    results = project(tmp_path, 1)
+    (request,) = judge_server.requests
+    first = next(r for r in results if r.judge_spend.calls)  # the call is recorded on the first variant's run
+    sent = next(e.text for e in first.events if e.type == "message" and e.role == "user")
+    assert re.search(rf"<input-\w+>\n{re.escape(sent)}\n</input-", request.last_user_text)
+    assert select_result(first).judge_calls[0].input == sent  # type: ignore[attr-defined]
+
+
 def test_the_order_shown_is_shuffled_per_case(tmp_path: Path, judge_server: LLMServer) -> None:
     project(tmp_path, 8)
     orders = {tuple(text for _, text in shown_order(request)) for request in judge_server.requests}

@@ -44,6 +44,8 @@ class Run:
     server: LLMServer
     settings: Mapping[str, Any] = field(default_factory=lambda: {"model": OPENAI})
     reply: str = "Your refund is on its way."
+    asked: str | None = "Where is my refund?"
+    """What the eval last sent (`None`: nothing sent yet)."""
     grader: str | None = None
     pricing: Mapping[str, Price] = field(default_factory=dict)
     cache: JudgeCache | None = None
@@ -82,6 +84,7 @@ class Run:
             clients=clients,
             start=start,
             reply=lambda: self.reply,
+            asked=lambda: self.asked,
             grader=self.grader,
             pricing=self.pricing,
             cache=self.cache,

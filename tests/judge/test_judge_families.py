@@ -14,6 +14,7 @@ CHOICES = {
     "factuality": {"same": 1.0, "differs_harmlessly": 1.0, "superset": 0.6, "subset": 0.4, "conflicts": 0.0},
     "closed_qa": {"yes": 1.0, "no": 0.0},
     "summarizes": {"faithful_and_complete": 1.0, "faithful_but_incomplete": 0.5, "unfaithful": 0.0},
+    "summary": {"reference": 0.0, "output": 1.0},
 }
 
 
@@ -22,8 +23,10 @@ def call_family(judge: Judge, family: str, model: str) -> None:
         judge.autoevals.factuality("Paris is the capital of France.", model=model)
     elif family == "closed_qa":
         judge.autoevals.closed_qa("Does it name a city?", model=model)
+    elif family == "summary":
+        judge.autoevals.summary("Paris is the capital of France.", model=model)
     else:
-        judge.autoevals.summarizes("Paris, on the Seine, is the capital of France.", model=model)
+        judge.summarizes("Paris, on the Seine, is the capital of France.", model=model)
 
 
 @pytest.mark.parametrize("model", PROVIDER_MODELS)
@@ -52,7 +55,7 @@ def test_factuality_sends_the_reference_and_the_reply_as_tagged_data(run: Run, m
 @pytest.mark.parametrize("model", PROVIDER_MODELS)
 def test_summarizes_sends_the_source(run: Run, model: str) -> None:
     run.server.set_script(always({"reason": "faithful", "choice": "faithful_and_complete"}))
-    (result,) = run(lambda t: t.autoevals.summarizes({"doc": "Paris is in France."}, model=model))
+    (result,) = run(lambda t: t.summarizes({"doc": "Paris is in France."}, model=model))
     user = run.server.requests[0].last_user_text
     assert "<source-" in user and '"doc": "Paris is in France."' in user
     assert result.name == "summarizes" and result.score == 1.0
