@@ -127,8 +127,15 @@ def _shared(provider: str, key: str, url: str | None, timeout: float, make: Call
     return client
 
 
+def shared_resource(kind: str, make: Callable[[], T]) -> T:
+    """`make()` once per client scope, closed (`await value.close()`) at its end; outside a scope, a new one each
+    call. Give it back with `release()`. The agents' recording bridge is one: one local server per suite."""
+    return _shared(kind, "", None, 0.0, make)
+
+
 async def release(client: Any) -> None:
-    """Done with a client from `openai_client` / `anthropic_client`: close it unless a scope shares it."""
+    """Done with a client from `openai_client` / `anthropic_client` / `shared_resource`: close it unless a scope
+    shares it."""
     clients = _SCOPE.get()
     if clients is None or all(client is not shared for shared in clients.values()):
         await client.close()

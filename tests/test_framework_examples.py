@@ -1,4 +1,5 @@
-"""The framework examples are real projects: each runs offline (`niceeval run` against the local scripted server)."""
+"""The framework examples (and the bridge example) are real projects: each runs offline (`niceeval run` against the
+local scripted server)."""
 
 from __future__ import annotations
 
@@ -49,5 +50,22 @@ def test_framework_example_passes_offline_with_live_events(name: str, tmp_path: 
     # (The LangGraph example makes one more model call at the end, for its structured response.)
     kinds = [e["type"] for e in looked_up]
     assert kinds[:4] == ["message", "usage", "action.called", "usage"] and kinds[-1] == "message"
+    assert {e["model"] for e in looked_up if e["type"] == "usage"} == {"openai/gpt-5-mini"}
+    assert report["summary"]["agent_spend"]["cost"] > 0
+
+
+@pytest.mark.slow
+def test_bridge_example_passes_offline_recorded_through_the_bridge(tmp_path: Path) -> None:
+    done, report = run_example("bridge_agent", tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "4 passed" in done.stdout, done.stdout
+    unknown = events_of(report, "an_unknown_order_is_a_failed_tool_call")
+    (call,) = [e for e in unknown if e["type"] == "action.called"]
+    assert (call["name"], call["status"], call["input"]) == ("lookup_order", "failed", {"order_id": "9999"})
+    assert call["error"] == "no order 9999"  # the agent's {"error": ...} result, read by the bridge
+    looked_up = events_of(report, "looks_up_an_order")
+    assert [e["type"] for e in looked_up] == ["message", "usage", "action.called", "usage", "message"]
+    (lookup,) = [e for e in looked_up if e["type"] == "action.called"]
+    assert lookup["output"] == {"order_id": "1234", "status": "shipped"}
     assert {e["model"] for e in looked_up if e["type"] == "usage"} == {"openai/gpt-5-mini"}
     assert report["summary"]["agent_spend"]["cost"] > 0

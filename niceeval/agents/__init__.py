@@ -1,5 +1,5 @@
 """Agents under test: the protocol and its adapters (functions, OpenAI and Anthropic tool loops, HTTP services,
-and agent frameworks: the OpenAI Agents SDK, pydantic-ai, LangGraph).
+agent frameworks: the OpenAI Agents SDK, pydantic-ai, LangGraph; and any other agent through the OpenAI bridge).
 
 The model, HTTP and framework adapters are imported on first use, so `import niceeval` does not pay for the SDKs,
 and the frameworks are needed only by those who use them (each is an extra: `pip install 'niceeval[langgraph]'`).
@@ -16,6 +16,7 @@ from niceeval.agents._variant import per_variant
 
 if TYPE_CHECKING:
     from niceeval.agents._anthropic import anthropic_agent
+    from niceeval.agents._bridge import BridgeAgent, BridgeSession, bridge_agent
     from niceeval.agents._checkpoints import CheckpointStore, MemoryCheckpoints, SQLiteCheckpoints
     from niceeval.agents._followups import answer_followup
     from niceeval.agents._http import AgentError, HTTPAgent, http_agent
@@ -27,6 +28,9 @@ if TYPE_CHECKING:
 
 _LAZY = {
     "anthropic_agent": "_anthropic",
+    "BridgeAgent": "_bridge",
+    "BridgeSession": "_bridge",
+    "bridge_agent": "_bridge",
     "CheckpointStore": "_checkpoints",
     "MemoryCheckpoints": "_checkpoints",
     "SQLiteCheckpoints": "_checkpoints",
@@ -46,6 +50,8 @@ __all__ = [
     "Agent",
     "AgentError",
     "AgentSession",
+    "BridgeAgent",
+    "BridgeSession",
     "CheckpointStore",
     "FunctionAgent",
     "FunctionSession",
@@ -58,6 +64,7 @@ __all__ = [
     "TurnStatus",
     "answer_followup",
     "anthropic_agent",
+    "bridge_agent",
     "current_workspace",
     "function_agent",
     "http_agent",

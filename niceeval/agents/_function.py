@@ -78,6 +78,14 @@ class FunctionSession:
         user = MessageEvent(role="user", text=message)
         self.log.emit(user)
         self.history.append(user)
+        reply = structure(_as_reply(await self._answer(message)), output, self.log)
+        answer = MessageEvent(role="assistant", text=reply.text, data=reply.data)
+        self.log.emit(answer)
+        self.history.append(answer)
+        return reply
+
+    async def _answer(self, message: str) -> Any:
+        """What the function returns for `message` (awaited; a sync function runs in a thread)."""
         args: tuple[Any, ...] = (message, self) if self._takes_session else (message,)
         if inspect.iscoroutinefunction(self._fn):
             raw = await self._fn(*args)
@@ -85,11 +93,7 @@ class FunctionSession:
             raw = await call_in_thread(lambda _portal: self._fn(*args))
         if inspect.isawaitable(raw):
             raw = await raw
-        reply = structure(_as_reply(raw), output, self.log)
-        answer = MessageEvent(role="assistant", text=reply.text, data=reply.data)
-        self.log.emit(answer)
-        self.history.append(answer)
-        return reply
+        return raw
 
     async def close(self) -> None:
         """Nothing to free: the history stays with the agent so the session can be revived."""

@@ -14,6 +14,8 @@ def test_agents_exports() -> None:
             "Agent",
             "AgentError",
             "AgentSession",
+            "BridgeAgent",
+            "BridgeSession",
             "CheckpointStore",
             "FunctionAgent",
             "FunctionSession",
@@ -26,6 +28,7 @@ def test_agents_exports() -> None:
             "TurnStatus",
             "answer_followup",
             "anthropic_agent",
+            "bridge_agent",
             "current_workspace",
             "function_agent",
             "http_agent",
@@ -41,9 +44,10 @@ def test_agents_exports() -> None:
 def test_importing_niceeval_and_building_agents_loads_no_sdk() -> None:
     code = (
         "import sys, niceeval\n"
-        "from niceeval.agents import anthropic_agent, http_agent, openai_agent\n"
+        "from niceeval.agents import anthropic_agent, bridge_agent, http_agent, openai_agent\n"
         "openai_agent('openai/gpt-5-mini'); anthropic_agent('anthropic/claude-haiku-4-5'); http_agent('http://x')\n"
-        "print(sorted(m for m in ('openai', 'anthropic', 'httpx', 'httpx2') if m in sys.modules))\n"
+        "bridge_agent(lambda message, session: message)\n"
+        "print(sorted(m for m in ('openai', 'anthropic', 'httpx', 'httpx2', 'uvicorn') if m in sys.modules))\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"

@@ -19,8 +19,8 @@ from starlette.routing import Route
 
 from niceeval._core.errors import UsageError
 from niceeval._core.events import ActionCalledEvent, MessageEvent, SubagentCalledEvent, UsageEvent
+from niceeval._loopback import Uvicorn, bind_loopback, uvicorn_config
 from niceeval.agents import AgentError, http_agent
-from niceeval.testing._server import _config, _Uvicorn, bind_loopback
 
 pytestmark = pytest.mark.anyio
 
@@ -94,7 +94,7 @@ class Service:
 def service() -> Iterator[tuple[Service, str]]:
     service = Service()
     sock = bind_loopback("127.0.0.1", 0)
-    server = _Uvicorn(_config(service.app(), quiet=True), asyncio.Event())
+    server = Uvicorn(uvicorn_config(service.app(), quiet=True), asyncio.Event())
     thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])), daemon=True)
     thread.start()
     while not server.started:
