@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from niceeval._cli_github import add_github_flags
 
 if TYPE_CHECKING:
     from niceeval._eval.config import Config
@@ -31,6 +34,20 @@ def add_store_flags(parser: argparse.ArgumentParser) -> None:
         again.add_argument("--resume", nargs="?", const="", metavar="RUN", help=resume)
         rerun = "rerun the failed evals of a suite run into a new one (default: the latest)"
         again.add_argument("--rerun-failed", nargs="?", const="", metavar="RUN", help=rerun)
+        shared = (
+            "name the suite run (e.g. gh-$GITHUB_RUN_ID): every --shard I/N given the same ID writes into one suite "
+            "run; running a shard again after a crash completes its missing eval runs"
+        )
+        parser.add_argument("--run-id", type=_run_id, metavar="ID", help=shared)
+
+
+def _run_id(text: str) -> str:
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,31}", text) or text == "latest":
+        raise argparse.ArgumentTypeError(
+            f"--run-id takes 1 to 32 letters, digits, '.', '_' or '-', starting with a letter or digit "
+            f"(e.g. gh-$GITHUB_RUN_ID), and not 'latest'; got {text!r}"
+        )
+    return text
 
 
 def add_store_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -57,13 +74,28 @@ def add_store_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
     add_store_flags(diff)
     diff.set_defaults(handler=_diff)
 
-    export = commands.add_parser("export", help="write a stored suite run's JSON and/or JUnit report")
+    export = commands.add_parser("export", help="write a stored suite run's JSON, JUnit and/or HTML report")
     export.add_argument("run", metavar="RUN", help="suite run id (a unique prefix is enough), or `latest`")
     export.add_argument("--json", type=Path, metavar="PATH", help="write the JSON report here")
     export.add_argument("--junit", type=Path, metavar="PATH", help="write JUnit XML here")
+    export.add_argument("--html", type=Path, metavar="PATH", help="write a self-contained HTML report here")
     export.add_argument("--config", type=Path, metavar="PATH")
     add_store_flags(export)
     export.set_defaults(handler=_export)
+
+    report = commands.add_parser(
+        "report",
+        help="a whole suite run (every shard's runs) from the store: console report, files when asked, the exit code "
+        "the run earns (1 when an eval failed or a shard is missing)",
+    )
+    report.add_argument("run", metavar="RUN", help="suite run id (e.g. the --run-id of its shards), or `latest`")
+    report.add_argument("--json", type=Path, metavar="PATH", help="write the JSON report here")
+    report.add_argument("--junit", type=Path, metavar="PATH", help="write JUnit XML here")
+    report.add_argument("--html", type=Path, metavar="PATH", help="write a self-contained HTML report here")
+    report.add_argument("--config", type=Path, metavar="PATH")
+    add_store_flags(report)
+    add_github_flags(report)
+    report.set_defaults(handler=_report)
 
     rescore = commands.add_parser(
         "rescore", help="score a stored suite run again without calling the agent (turns replayed from the record)"
@@ -79,6 +111,7 @@ def add_store_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
     cache.add_argument("--cache-only", action="store_true", help="judge verdicts from the cache only")
     rescore.add_argument("--json", type=Path, metavar="PATH", help="write the JSON report here")
     rescore.add_argument("--junit", type=Path, metavar="PATH", help="write JUnit XML here")
+    rescore.add_argument("--html", type=Path, metavar="PATH", help="write a self-contained HTML report here")
     rescore.add_argument("--config", type=Path, metavar="PATH")
     add_store_flags(rescore)
     rescore.set_defaults(handler=_rescore)
@@ -94,16 +127,29 @@ def store_plan_for(config: Config, args: argparse.Namespace, entries: list[EvalE
     """How this `niceeval run` is recorded (None with the store off); a store that cannot open exits 2."""
     from niceeval._core.errors import ConfigError
     from niceeval._eval.config import CONFIG_FILE
-    from niceeval._run.storing import StoreRequest, open_store, plan_new, plan_rerun, plan_resume, suite_start
+    from niceeval._run.shard import Shard
+    from niceeval._run.storing import (
+        StoreRequest,
+        open_store,
+        plan_new,
+        plan_rerun,
+        plan_resume,
+        plan_shard,
+        suite_start,
+    )
 
     again = args.resume is not None or args.rerun_failed is not None
-    if args.no_store and again:
-        raise ConfigError("--resume and --rerun-failed read the results store; drop --no-store.")
+    shard, run_id = getattr(args, "shard", None), getattr(args, "run_id", None)
+    _refuse_mixed(again=again, shard=shard is not None, run_id=run_id)
+    if args.no_store and (again or run_id):
+        raise ConfigError("--resume, --rerun-failed and --run-id use the results store; drop --no-store.")
     request = StoreRequest(flag=args.store, off=args.no_store, configured=config.store, root=config.root)
     store = open_store(request)
     if store is None:
-        if again:
-            raise ConfigError("--resume and --rerun-failed need the results store, which the config turns off.")
+        if again or run_id:
+            raise ConfigError(
+                "--resume, --rerun-failed and --run-id need the results store, which the config turns off."
+            )
         return None
     config_file = args.config.resolve() if args.config else config.root / CONFIG_FILE
     start = suite_start(config.root, config_file, strict=args.strict, min_pass_rate=args.min_pass_rate)
@@ -116,10 +162,28 @@ def store_plan_for(config: Config, args: argparse.Namespace, entries: list[EvalE
             return plan_resume(store, start, entries, args.runs, args.resume or None)
         if args.rerun_failed is not None:
             return plan_rerun(store, start, entries, args.runs, args.rerun_failed or None)
+        if run_id is not None:
+            return plan_shard(store, start.model_copy(update={"id": run_id}), entries, args.runs, shard or Shard(1, 1))
+        if shard is not None:  # without --run-id, a shard is a suite run of its own
+            return plan_new(store, start, shard.select(entries, args.runs or 1), args.runs)
         return plan_new(store, start, entries, args.runs)
     except Exception:
         store.close()
         raise
+
+
+def _refuse_mixed(*, again: bool, shard: bool, run_id: str | None) -> None:
+    from niceeval._core.errors import ConfigError
+
+    if shard and again:
+        raise ConfigError(
+            "--shard does not combine with --resume or --rerun-failed. To complete a shard that did not finish, run "
+            "its command again with the same --run-id: only its missing eval runs run."
+        )
+    if run_id is not None and again:
+        raise ConfigError(
+            f"--run-id {run_id} names the suite run to write, and --resume/--rerun-failed name their own: drop one."
+        )
 
 
 def print_stored(sink: StoreSink) -> None:
@@ -183,12 +247,32 @@ def _export(args: argparse.Namespace) -> int:
     from niceeval._core.errors import ConfigError
     from niceeval._store_views import export_reports
 
-    if not args.json and not args.junit:
-        raise ConfigError("niceeval export needs --json PATH and/or --junit PATH.")
+    if not args.json and not args.junit and not args.html:
+        raise ConfigError("niceeval export needs --json PATH, --junit PATH and/or --html PATH.")
     with _open_existing(args) as store:
-        run_id = export_reports(store, args.run, json_path=args.json, junit_path=args.junit)
-    print(f"exported suite run {run_id} to " + " and ".join(str(p) for p in (args.json, args.junit) if p))
+        run_id = export_reports(store, args.run, json_path=args.json, junit_path=args.junit, html_path=args.html)
+    print(f"exported suite run {run_id} to " + " and ".join(str(p) for p in (args.json, args.junit, args.html) if p))
     return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from niceeval._cli_github import report_github_reporters
+    from niceeval._store_views import report_run
+
+    with _open_existing(args) as store:
+        code = report_run(
+            store,
+            args.run,
+            Console(highlight=False, soft_wrap=True),
+            json_path=args.json,
+            junit_path=args.junit,
+            html_path=args.html,
+            more=lambda info: report_github_reporters(args, store, info),
+        )
+    sys.stdout.flush()
+    return code
 
 
 def _gc(args: argparse.Namespace) -> int:

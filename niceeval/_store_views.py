@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from rich.console import Console
@@ -11,7 +11,7 @@ from niceeval._core.results import RunResult
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
 from niceeval.report import ConsoleReporter, JsonReporter, JUnitReporter, Reporter, ReporterSet
 from niceeval.report.console import clean
-from niceeval.store import RunDiff, RunNotFound, Store, SuiteRunInfo
+from niceeval.store import RunDiff, RunNotFound, Store, SuiteRunDetail, SuiteRunInfo
 
 
 def _when(info: SuiteRunInfo) -> str:
@@ -28,6 +28,19 @@ def _cost(info: SuiteRunInfo) -> str:
     return "?" if info.cost is None else f"${info.cost:.4f}"
 
 
+def _shards_in(info: SuiteRunInfo) -> str:
+    return f"{info.shards_done} of {info.shard_count} shards in"
+
+
+def _header(info: SuiteRunInfo) -> str:
+    """The line above a stored suite run's report: id, when, commit and branch, status, shards."""
+    branch = f" ({info.git_branch})" if info.git_branch else ""
+    shards = ""
+    if info.shard_count is not None and info.shard_count > 1:
+        shards = f" · {_shards_in(info)}" if info.shards_pending else f" · {info.shard_count} shards"
+    return f"run {info.id} · {_when(info)} · commit {_commit(info)}{branch} · {info.status}{shards}"
+
+
 def runs_table(runs: Iterable[SuiteRunInfo]) -> list[str]:
     """One line per suite run: id, when, commit, passed/scored/failed/skipped, pass rate, cost, duration."""
     lines = [
@@ -39,6 +52,8 @@ def runs_table(runs: Iterable[SuiteRunInfo]) -> list[str]:
         rate = "-" if info.pass_rate is None else f"{info.pass_rate:.0%}"
         took = "-" if info.duration_s is None else f"{info.duration_s:.1f}s"
         status = info.status + (f" ({info.runs_done}/{info.runs_planned} runs)" if info.status != "finished" else "")
+        if info.shards_pending:
+            status += f", {_shards_in(info)}"
         if info.parent_id:
             status += f", {info.kind} of {info.parent_id}"
         lines.append(
@@ -52,10 +67,11 @@ def runs_table(runs: Iterable[SuiteRunInfo]) -> list[str]:
 
 def _replay(
     store: Store, info: SuiteRunInfo, plan: list[PlannedEval], reporters: Sequence[Reporter], *, one: bool = False
-) -> None:
+) -> SuiteSummary:
     """Hand a stored suite run to reporters as if it ran now: plan, every stored eval run, the summary.
 
-    `one`: the plan is one eval picked from the suite run (the suite's load errors are left out).
+    `one`: the plan is one eval picked from the suite run (the suite's load errors are left out). Returns the
+    summary the reporters were given (its exit code is the one `niceeval run` would have had).
     """
     sinks = ReporterSet(reporters)
     sinks.start(plan, [])
@@ -65,16 +81,16 @@ def _replay(
         if result.eval_id in tallies:
             tallies[result.eval_id].add(result)
             sinks.run_finished(result)
-    sinks.finish(
-        SuiteSummary(
-            tallies=list(tallies.values()),
-            problems=[Problem(location=e["location"], message=e["message"]) for e in info.errors] if not only else [],
-            duration_s=info.duration_s or 0.0,
-            strict=info.strict,
-            min_pass_rate=info.min_pass_rate,
-            interrupted=info.status == "interrupted",
-        )
+    summary = SuiteSummary(
+        tallies=list(tallies.values()),
+        problems=[Problem(location=e["location"], message=e["message"]) for e in info.errors] if not only else [],
+        duration_s=info.duration_s or 0.0,
+        strict=info.strict,
+        min_pass_rate=info.min_pass_rate,
+        interrupted=info.status == "interrupted",
     )
+    sinks.finish(summary)
+    return summary
 
 
 class _Keep:
@@ -101,8 +117,7 @@ def show_run(store: Store, ref: str, eval_id: str | None, console: Console) -> N
         plan = [p for p in plan if p.id == eval_id]
         if not plan:
             raise RunNotFound(f"suite run {info.id} has no eval {eval_id!r}; `niceeval show {info.id}` lists them.")
-    branch = f" ({info.git_branch})" if info.git_branch else ""
-    console.file.write(f"run {info.id} · {_when(info)} · commit {_commit(info)}{branch} · {info.status}\n")
+    console.file.write(_header(info) + "\n")
     kept = _Keep()
     reporter = ConsoleReporter(console, strict=info.strict, min_pass_rate=info.min_pass_rate)
     _replay(store, info, plan, [reporter, kept] if eval_id else [reporter], one=eval_id is not None)
@@ -110,16 +125,78 @@ def show_run(store: Store, ref: str, eval_id: str | None, console: Console) -> N
         _print_record(result, console)
 
 
-def export_reports(store: Store, ref: str, *, json_path: Path | None, junit_path: Path | None) -> str:
-    """Write a stored suite run's JSON and/or JUnit report (as `niceeval run` would have); returns its id."""
+def export_reports(
+    store: Store, ref: str, *, json_path: Path | None, junit_path: Path | None, html_path: Path | None = None
+) -> str:
+    """Write a stored suite run's JSON, JUnit and/or HTML report (as `niceeval run` would have); returns its id."""
     info = store.run(ref).run
+    _replay(store, info, store.planned(info.id), file_reporters(info, json_path, junit_path, html_path))
+    return info.id
+
+
+def file_reporters(
+    info: SuiteRunInfo, json_path: Path | None, junit_path: Path | None, html_path: Path | None
+) -> list[Reporter]:
+    """The JSON, JUnit and HTML reporters asked for (a path each), set up for the stored suite run `info`."""
     reporters: list[Reporter] = []
     if json_path is not None:
         reporters.append(JsonReporter(json_path, run_id=info.id))
     if junit_path is not None:
         reporters.append(JUnitReporter(junit_path, strict=info.strict, min_pass_rate=info.min_pass_rate))
-    _replay(store, info, store.planned(info.id), reporters)
-    return info.id
+    if html_path is not None:
+        reporters.append(html_reporter(info, html_path))
+    return reporters
+
+
+def html_reporter(info: SuiteRunInfo, path: Path) -> Reporter:
+    """The HTML reporter for a stored suite run: its id and start time in the page (feed it with `_replay`)."""
+    from niceeval.report.html import HtmlReporter  # Jinja2 and the templates only when a page is written
+
+    return HtmlReporter(path, run_id=info.id, started_at=info.started_at)
+
+
+def report_run(
+    store: Store,
+    ref: str,
+    console: Console,
+    *,
+    json_path: Path | None = None,
+    junit_path: Path | None = None,
+    html_path: Path | None = None,
+    more: Callable[[SuiteRunInfo], Sequence[Reporter]] | None = None,
+) -> int:
+    """`niceeval report`: a whole suite run (every shard's runs) on the console, and to the report files asked for.
+
+    `more` gives further reporters for the run (GitHub output), built once the run is known.
+
+    Returns the exit code `niceeval run` would have had over the whole suite run. One that has not finished (a
+    shard missing, or a process killed) says what is missing and returns 1 at least: a CI job gating on it never
+    passes on part of the results.
+    """
+    detail = store.run(ref)
+    info = detail.run
+    extra = list(more(info)) if more is not None else []
+    console.file.write(_header(info) + "\n")
+    console_report = ConsoleReporter(console, strict=info.strict, min_pass_rate=info.min_pass_rate)
+    reporters = [console_report, *file_reporters(info, json_path, junit_path, html_path), *extra]
+    summary = _replay(store, info, store.planned(info.id), reporters)
+    if info.status == "finished":
+        return summary.exit_code
+    console.file.write(_incomplete(detail) + "\n")
+    return summary.exit_code or 1
+
+
+def _incomplete(detail: SuiteRunDetail) -> str:
+    info = detail.run
+    stored = f"{info.runs_done} of {info.runs_planned} eval runs stored"
+    if info.shards_pending:
+        missing = ", ".join(f"shard {shard}" for shard in detail.missing_shards)
+        return (
+            f"incomplete: {_shards_in(info)} (missing: {missing}); {stored}. Run a missing shard's command "
+            f"(--run-id {info.id}) to add it; a shard that did not finish completes its missing eval runs."
+        )
+    resume = f"`niceeval run --resume {info.id}` completes it"
+    return f"incomplete: suite run {info.id} is {info.status}; {stored} ({resume})."
 
 
 def diff_lines(diff: RunDiff) -> list[str]:

@@ -6,10 +6,18 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from niceeval._cli_calibrate import add_calibrate_command
 from niceeval._cli_cases import add_case_commands
+from niceeval._cli_github import add_github_flags
 from niceeval._cli_store import add_store_commands, add_store_flags
+
+if TYPE_CHECKING:
+    from niceeval._eval.config import Config
+    from niceeval._run.discovery import EvalEntry
+    from niceeval._run.shard import Shard
+    from niceeval._run.storing import StoredPlan
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -48,6 +56,12 @@ def _pass_at_k(text: str) -> tuple[int, float]:
     return k, rate
 
 
+def _shard(text: str) -> Shard:
+    from niceeval._run.shard import parse_shard
+
+    return parse_shard(text)
+
+
 def _seconds(text: str) -> float:
     try:
         value = float(text)
@@ -82,10 +96,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--strict", action="store_true", help="soft misses (`scored`) fail too")
     run.add_argument("--concurrency", type=_positive_int("--concurrency"), help="runs at once (default: config)")
+    run.add_argument(
+        "--shard",
+        type=_shard,
+        metavar="I/N",
+        help="run shard I of N: a stable part of the eval runs (shards 1/N..N/N run each exactly once); with "
+        "--run-id ID, the shards write one suite run",
+    )
     run.add_argument("--timeout", type=_seconds, help="seconds per run (default: config, 300)")
     run.add_argument("--fail-on-inconclusive", action="store_true", help="inconclusive assertions count as misses")
     run.add_argument("--json", type=Path, metavar="PATH", help="write the JSON report here")
     run.add_argument("--junit", type=Path, metavar="PATH", help="write JUnit XML here")
+    run.add_argument("--html", type=Path, metavar="PATH", help="write a self-contained HTML report here")
     run.add_argument("--config", type=Path, metavar="PATH", help="config file (default: niceeval.config.py)")
     run.add_argument("--keep-sandbox", action="store_true", help="keep sandbox workspaces and print their paths")
     run.add_argument("--grader", metavar="MODEL", help="judge model for every judge call (provider/model)")
@@ -95,6 +117,7 @@ def _parser() -> argparse.ArgumentParser:
         "--cache-only", action="store_true", help="replay judge verdicts from the cache; a miss is inconclusive"
     )
     add_store_flags(run)
+    add_github_flags(run)
     run.set_defaults(handler=_run)
 
     listing = commands.add_parser("list", help="list the evals found, with ids and tags")
@@ -166,7 +189,8 @@ def _run(args: argparse.Namespace) -> int:
     import anyio
     from rich.console import Console
 
-    from niceeval._cli_store import print_stored, store_plan_for
+    from niceeval._cli_github import github_reporters
+    from niceeval._cli_store import print_stored
     from niceeval._eval.config import Config
     from niceeval._run.discovery import Discovery
     from niceeval._run.execute import ExecOptions
@@ -186,12 +210,8 @@ def _run(args: argparse.Namespace) -> int:
         filters = " after -k/--tag filtering" if discovery.evals else ""
         print(f"niceeval: no evals found in {where}{filters}. Write one with `niceeval init`.", file=sys.stderr)
         return EXIT_USAGE
-    stored = store_plan_for(config, args, entries)
+    stored, entries = _plan_runs(config, args, entries)
     sink = stored.sink if stored else None
-    if stored is not None:
-        entries = stored.entries
-        for note in stored.notes:
-            print(f"niceeval: {note}", file=sys.stderr)
     reporters: list[Reporter] = [
         ConsoleReporter(
             Console(highlight=False, soft_wrap=True),
@@ -206,6 +226,11 @@ def _run(args: argparse.Namespace) -> int:
         reporters.append(JsonReporter(args.json, run_id=sink.run_id if sink else None))
     if args.junit:
         reporters.append(JUnitReporter(args.junit, strict=args.strict, min_pass_rate=args.min_pass_rate))
+    if args.html:
+        from niceeval.report.html import HtmlReporter
+
+        reporters.append(HtmlReporter(args.html, run_id=sink.run_id if sink else None))
+    reporters += github_reporters(args, sink)  # last: they turn GitHub workflow commands back on at the end
     options = SuiteOptions(
         runs=stored.runs if stored else args.runs or 1,
         concurrency=args.concurrency or config.concurrency,
@@ -227,12 +252,29 @@ def _run(args: argparse.Namespace) -> int:
         ),
         done=stored.done if stored else frozenset(),
         prior=stored.prior if stored else (),
+        shard=args.shard,
     )
     summary = anyio.run(run_suite, entries, discovery.errors, options, reporters)
     if sink is not None:
         sink.store.close()
         print_stored(sink)
     return summary.exit_code
+
+
+def _plan_runs(
+    config: Config, args: argparse.Namespace, entries: list[EvalEntry]
+) -> tuple[StoredPlan | None, list[EvalEntry]]:
+    """How `run` is recorded (None: the store is off), and the evals it runs (with --shard, the shard's)."""
+    from niceeval._cli_store import store_plan_for
+
+    stored = store_plan_for(config, args, entries)
+    if args.shard is not None:
+        print(f"niceeval: {args.shard.describe(entries, args.runs or 1)}", file=sys.stderr)
+    if stored is None:
+        return None, entries if args.shard is None else args.shard.select(entries, args.runs or 1)
+    for note in stored.notes:
+        print(f"niceeval: {note}", file=sys.stderr)
+    return stored, stored.entries
 
 
 def _list(args: argparse.Namespace) -> int:

@@ -10,6 +10,19 @@ from _postgres import Cluster, unavailable_reason
 pytest_plugins = ["niceeval.testing.pytest_plugin"]
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _no_github_actions() -> Iterator[None]:
+    """GitHub output stays off in every test and in the commands tests start, unless a test turns it on.
+
+    On a GitHub runner `niceeval run` would otherwise annotate, append to the job's step summary and print
+    `::stop-commands::` into outputs that tests compare line by line.
+    """
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "GITHUB_WORKSPACE"):
+            patch.delenv(name, raising=False)
+        yield
+
+
 def _unavailable(reason: str) -> None:
     """Skip a test that needs a service, except in CI, where the service must be there."""
     if os.environ.get("CI") == "true":

@@ -27,6 +27,7 @@ FEATURES = [
     "niceeval._matchers",
     "niceeval._diff",
     "niceeval._threads",
+    "niceeval._loopback",
 ]
 
 RULES: list[tuple[str, tuple[str, ...]]] = [
@@ -115,3 +116,25 @@ def test_no_two_modules_of_the_eval_layer_import_each_other() -> None:
     }
     cycles = sorted({tuple(sorted((a, b))) for a, deps in graph.items() for b in deps if a in graph.get(b, set())})
     assert cycles == []
+
+
+SERVERLESS_WEB = ("niceeval.web._templates", "niceeval.web._rounds", "niceeval.web._charts")
+"""The viewer's parts the HTML report renders with: templates, filters and rounds, without the web server."""
+
+
+def _server_side(name: str) -> bool:
+    if within(name, "starlette") or within(name, "uvicorn"):
+        return True
+    web_part = within(name, "niceeval.web") and name != "niceeval.web"  # the package itself loads lazily
+    return web_part and not any(within(name, serverless) for serverless in SERVERLESS_WEB)
+
+
+def test_reports_use_the_viewers_templates_never_its_server() -> None:
+    wrong = [
+        f"{module_name(path)} imports {name}"
+        for layer in ("niceeval.report", *SERVERLESS_WEB)
+        for path in modules(layer)
+        for name in imports(path)
+        if _server_side(name)
+    ]
+    assert wrong == []

@@ -64,6 +64,7 @@ def test_store_exports() -> None:
             "RunDiff",
             "RunNotFound",
             "ScoreChange",
+            "ShardInfo",
             "Store",
             "StoreError",
             "StoreSink",

@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from niceeval._core.results import RunResult
+    from niceeval._core.summary import PlannedEval
     from niceeval._run.discovery import EvalEntry
+    from niceeval._run.shard import Shard
     from niceeval.store import Store, StoreSink, SuiteRunStart
 
 ENV_VAR = "NICEEVAL_STORE"
@@ -127,6 +129,49 @@ def plan_new(store: Store, start: SuiteRunStart, entries: list[EvalEntry], runs:
     return StoredPlan(entries=entries, runs=runs or 1, sink=store_sink(store, start))
 
 
+def plan_digest(plan: Iterable[PlannedEval], *, strict: bool, min_pass_rate: float) -> str:
+    """A digest of what a suite run plans (eval ids and runs, the verdict rule): every shard of one must agree."""
+    digest = hashlib.sha256(f"strict={strict} min_pass_rate={min_pass_rate!r}\n".encode())
+    for line in sorted(f"{p.id}\t{p.runs}" for p in plan):
+        digest.update(line.encode() + b"\n")
+    return digest.hexdigest()
+
+
+def plan_shard(
+    store: Store, start: SuiteRunStart, entries: list[EvalEntry], runs: int | None, shard: Shard
+) -> StoredPlan:
+    """Create suite run `start.id` (`--run-id`) or join it, as shard `shard`; the shard runs only its eval runs.
+
+    The suite run records the whole plan (every shard computes the same one), so it knows what is missing while
+    shards are out. A shard that started before and did not finish (killed, cancelled, a store outage) runs only
+    its eval runs not yet stored, as `--resume` would; the stored ones are replayed to its reporters.
+    """
+    from niceeval._core.summary import PlannedEval
+    from niceeval.store import StoreSink
+
+    count = runs or 1
+    plan = [PlannedEval(id=e.id, file=e.file, line=e.spec.line, tags=e.tags, runs=count) for e in entries]
+    digest = plan_digest(plan, strict=start.strict, min_pass_rate=start.min_pass_rate)
+    joined = store.join_shard(start, plan, shard=shard.index, count=shard.count, digest=digest)
+    mine = shard.select(entries, count)
+    sink = StoreSink(store, start, shard=shard.index)
+    if joined.attempt == 1:
+        return StoredPlan(entries=mine, runs=count, sink=sink)
+    by_id = {e.id: e for e in mine}
+    done = frozenset(key for key in store.outcomes(start.id) if key[0] in by_id and shard.holds(by_id[key[0]], key[1]))
+    prior = (
+        result
+        for result in store.results(start.id, eval_ids=sorted({eval_id for eval_id, _ in done}))
+        if (result.eval_id, result.run_index) in done
+    )
+    note = (
+        f"shard {shard} of suite run {start.id} started before and did not finish (this is attempt {joined.attempt}):"
+        f" its {len(done)} eval runs already stored are not run again. If that attempt is still running somewhere,"
+        " stop one of the two."
+    )
+    return StoredPlan(entries=mine, runs=count, sink=sink, done=done, prior=prior if done else (), notes=(note,))
+
+
 def plan_resume(
     store: Store, start: SuiteRunStart, entries: list[EvalEntry], runs: int | None, ref: str | None
 ) -> StoredPlan:
@@ -137,15 +182,22 @@ def plan_resume(
         unfinished = store.runs(limit=1, status=["running", "interrupted"])
         if not unfinished:
             raise StoreError(f"no unfinished suite run to resume in {store.url}; `niceeval runs` lists them.")
-        run_id = unfinished[0].id
+        info = unfinished[0]
     else:
-        run_id = store.resolve(ref)
-        status = store.run(run_id).run.status
-        if status == "finished":
+        info = store.run(ref).run
+        if info.status == "finished":
             raise StoreError(
-                f"suite run {run_id} already finished: nothing to resume. "
-                f"`niceeval run --rerun-failed {run_id}` reruns its failed evals."
+                f"suite run {info.id} already finished: nothing to resume. "
+                f"`niceeval run --rerun-failed {info.id}` reruns its failed evals."
             )
+    run_id = info.id
+    if info.shard_count is not None:
+        shard = f" --shard I/{info.shard_count}" if info.shard_count > 1 else ""
+        raise StoreError(
+            f"suite run {run_id} is written with --run-id ({info.shards_done} of {info.shard_count} shards finished), "
+            f"so it is completed the same way: `niceeval run --run-id {run_id}{shard}` again runs only the missing "
+            "eval runs of that shard (`niceeval report` lists the missing shards)."
+        )
     planned = store.planned(run_id)
     by_id = {e.id: e for e in entries}
     gone = [p.id for p in planned if p.id not in by_id]

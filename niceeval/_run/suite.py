@@ -15,6 +15,7 @@ from niceeval._run.compare import CrossRuns
 from niceeval._run.discovery import EvalEntry, LoadError
 from niceeval._run.execute import ExecOptions, execute_run
 from niceeval._run.judging import SuiteJudges
+from niceeval._run.shard import Shard
 from niceeval._run.watchdog import LoopWatchdog
 from niceeval.providers import shared_clients
 from niceeval.report import Reporter, ReporterSet
@@ -35,6 +36,8 @@ class SuiteOptions:
     """`(eval_id, run_index)` already run (`--resume`): not run again."""
     prior: Iterable[RunResult] = field(default=())
     """Their results (from the store), counted and shown as if run now; reporters see them first."""
+    shard: Shard | None = None
+    """`--shard I/N`: only the runs of this shard run (the entries are the evals with a run in it)."""
 
 
 def select(entries: Sequence[EvalEntry], *, keyword: str | None = None, tags: Sequence[str] = ()) -> list[EvalEntry]:
@@ -69,15 +72,16 @@ def _redactor(entries: Sequence[EvalEntry], options: SuiteOptions) -> Redactor:
 
 
 def _queue(
-    entries: Sequence[EvalEntry], runs: int, done: Container[tuple[str, int]]
+    entries: Sequence[EvalEntry], runs: int, done: Container[tuple[str, int]], shard: Shard | None = None
 ) -> Iterator[tuple[EvalEntry, list[int]]]:
     """The work items workers pull: one per run, or one per eval (its runs, in order) for `sequential_runs`.
 
     The repeats of an eval sit next to each other, so with free workers they run at the same time. Runs in `done`
-    (kept from a resumed suite run) are left out.
+    (kept from a resumed suite run) and runs of other shards are left out.
     """
     for entry in entries:
-        todo = [index for index in range(runs) if (entry.id, index) not in done]
+        indexes = range(runs) if shard is None else shard.run_indexes(entry, runs)
+        todo = [index for index in indexes if (entry.id, index) not in done]
         if entry.spec.sequential_runs and todo:
             yield entry, todo
         else:
@@ -108,7 +112,7 @@ async def run_suite(
     ]
     sinks = ReporterSet(reporters)
     sinks.start(plan, problems)
-    queue = _queue(entries, options.runs, options.done)
+    queue = _queue(entries, options.runs, options.done, options.shard)
     started = time.perf_counter()
     summary = SuiteSummary(
         tallies=list(tallies.values()),

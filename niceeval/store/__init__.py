@@ -8,6 +8,7 @@ The read API (what `niceeval runs/show/diff` and the viewer use):
 - `Store.results(ref, eval_ids=None)`: every eval run of a suite run in full, streamed.
 - `Store.turns(ref, eval_id, run_index=0)`: one eval run's exchanges with the agent (`TurnRecord`).
 - `Store.history(eval_id)`: the eval's runs across suite runs, latest first (`EvalRunInfo`).
+- `Store.shards(ref)`: the shards of a suite run written with `--run-id` that have reported (`ShardInfo`).
 - `Store.diff(base, head, threshold=0.1)`: verdicts that changed, new and gone evals, scores that moved (`RunDiff`).
 
 A suite run is named by its id (`ref` may also be a unique prefix of 4+ characters, or `latest`); inside it an
@@ -20,6 +21,7 @@ from niceeval.store._models import (
     PlannedEvalInfo,
     RunDiff,
     ScoreChange,
+    ShardInfo,
     SuiteRunDetail,
     SuiteRunInfo,
     SuiteRunStart,
@@ -38,6 +40,7 @@ __all__ = [
     "RunDiff",
     "RunNotFound",
     "ScoreChange",
+    "ShardInfo",
     "Store",
     "StoreError",
     "StoreSink",

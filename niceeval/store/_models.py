@@ -17,6 +17,8 @@ from niceeval._core.outcome import Outcome
 SuiteStatus = Literal["running", "finished", "interrupted"]
 """`running`: being written, or its process was killed (`--resume` finishes it); `interrupted`: Ctrl-C."""
 SuiteKind = Literal["run", "rerun", "rescore", "calibrate"]
+ShardStatus = Literal["running", "finished", "interrupted"]
+"""`running`: being written, or its process was killed (running the shard again completes it)."""
 
 
 class SuiteRunStart(BaseModel):
@@ -73,6 +75,15 @@ class SuiteRunInfo(BaseModel):
     judge_cost: float | None
     agent_tokens: int
     judge_tokens: int
+    shard_count: int | None = None
+    """Shards writing this suite run (`--run-id`, with `--shard I/N`: N; without: 1); None without `--run-id`."""
+    shards_done: int = 0
+    """Shards that finished; the suite run is `finished` when all `shard_count` have."""
+
+    @property
+    def shards_pending(self) -> bool:
+        """Some shard of this suite run has not finished (never started, still running, killed or interrupted)."""
+        return self.shard_count is not None and self.shards_done < self.shard_count
 
     @property
     def pass_rate(self) -> float | None:
@@ -115,6 +126,21 @@ class EvalRunInfo(BaseModel):
     """Agent and judge tokens together."""
 
 
+class ShardInfo(BaseModel):
+    """One shard of a suite run that has reported (started at least once)."""
+
+    shard: int
+    """From 1 to the suite run's `shard_count`."""
+    status: ShardStatus
+    started_at: datetime
+    finished_at: datetime | None
+    attempts: int
+    """How many times it started (a retry after a crash or cancel is the second)."""
+    exit_code: int | None
+    duration_s: float | None
+    """Summed over its attempts."""
+
+
 class SuiteRunDetail(BaseModel):
     """A suite run with its plan and the summary of every eval run stored in it."""
 
@@ -122,6 +148,18 @@ class SuiteRunDetail(BaseModel):
     evals: list[PlannedEvalInfo]
     eval_runs: list[EvalRunInfo]
     """In plan order, then run index."""
+    shards: list[ShardInfo] = Field(default_factory=list)
+    """The shards that have reported (`--run-id` suite runs only), by number."""
+
+    @property
+    def missing_shards(self) -> list[str]:
+        """The shards that have not finished, in words: `2 (running)`, `3 (not started)`."""
+        seen = {s.shard: s for s in self.shards}
+        return [
+            f"{n} ({seen[n].status})" if n in seen else f"{n} (not started)"
+            for n in range(1, (self.run.shard_count or 0) + 1)
+            if n not in seen or seen[n].status != "finished"
+        ]
 
 
 class OutcomeChange(BaseModel):

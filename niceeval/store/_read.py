@@ -14,6 +14,7 @@ from niceeval.store._models import EvalRunInfo, PlannedEvalInfo, SuiteRunDetail,
 from niceeval.store._open import StoreError
 from niceeval.store._rows import from_event_rows, from_rows
 from niceeval.store._schema import assertions, eval_runs, events, judge_calls, suite_evals, suite_runs, turns
+from niceeval.store._shards import list_shards
 from niceeval.store._write import totals
 
 _CHUNK = 200  # eval runs loaded per round trip when streaming full records
@@ -78,7 +79,8 @@ def get_run(conn: Connection, suite_run_id: str) -> SuiteRunDetail:
     summaries = [_summary(r) for r in conn.execute(_run_rows(suite_run_id)).mappings()]
     summaries.sort(key=lambda s: (order.get(s.eval_id, len(order)), s.run_index))
     evals = [PlannedEvalInfo(eval_id=p.id, file=p.file, line=p.line, tags=list(p.tags), runs=p.runs) for p in plan]
-    return SuiteRunDetail(run=info, evals=evals, eval_runs=summaries)
+    shards = list_shards(conn, suite_run_id) if info.shard_count is not None else []
+    return SuiteRunDetail(run=info, evals=evals, eval_runs=summaries, shards=shards)
 
 
 def planned(conn: Connection, suite_run_id: str) -> list[PlannedEval]:

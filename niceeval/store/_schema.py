@@ -25,7 +25,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_REVISION = "0003"
+SCHEMA_REVISION = "0004"
 """The Alembic revision this niceeval writes and reads (the head of `_migrations/versions`)."""
 
 metadata = MetaData(
@@ -82,11 +82,31 @@ suite_runs = Table(
     Column("judge_cost", Float),
     Column("agent_tokens", BigInteger, nullable=False, server_default="0"),
     Column("judge_tokens", BigInteger, nullable=False, server_default="0"),
+    Column("shard_count", Integer),
+    Column("shards_done", Integer, nullable=False, server_default="0"),
+    Column("plan_digest", String(64)),
     Index(None, "started_at"),
     Index(None, "status", "started_at"),
 )
 """Statuses: `running` (being written, or killed), `finished`, `interrupted` (Ctrl-C). Kinds: `run`, `rerun`,
-`rescore` (`parent_id` names the suite run it came from)."""
+`rescore` (`parent_id` names the suite run it came from). A suite run named with `--run-id` is written by one or
+more shards (`shard_count`, each in `suite_shards`; `shards_done` of them finished); `plan_digest` is the digest
+of the plan every shard must share."""
+
+suite_shards = Table(
+    "suite_shards",
+    metadata,
+    Column("suite_run_id", String(32), ForeignKey("suite_runs.id", ondelete="CASCADE"), primary_key=True),
+    Column("shard", Integer, primary_key=True),
+    Column("status", String(16), nullable=False),
+    Column("started_at", When, nullable=False),
+    Column("finished_at", When),
+    Column("attempts", Integer, nullable=False),
+    Column("exit_code", Integer),
+    Column("duration_s", Float),
+)
+"""One shard (1 to `shard_count`) of a suite run that has reported: `running` (or killed), `finished`,
+`interrupted`. `attempts` counts its starts (a CI retry of a crashed shard is the second)."""
 
 suite_evals = Table(
     "suite_evals",

@@ -18,7 +18,7 @@ from typing import TextIO
 
 from niceeval._core.results import RunResult
 from niceeval._core.summary import PlannedEval, Problem, SuiteSummary
-from niceeval.store._models import SuiteRunStart
+from niceeval.store._models import SuiteRunStart, SuiteStatus
 from niceeval.store._store import Store
 
 _BATCH = 256
@@ -37,15 +37,24 @@ class StoreSink:
         store: Where to write.
         start: The suite run's identity and context (`start.id` is the run id reports carry).
         resume: Complete the existing suite run `start.id` instead of creating it.
+        shard: Write as this shard of suite run `start.id`, which `Store.join_shard` made or joined already;
+            finishing closes the shard (and the suite run, when it is the last shard to finish).
         warnings: Where the end-of-run warning goes when some runs could not be stored.
     """
 
     def __init__(
-        self, store: Store, start: SuiteRunStart, *, resume: bool = False, warnings: TextIO | None = None
+        self,
+        store: Store,
+        start: SuiteRunStart,
+        *,
+        resume: bool = False,
+        shard: int | None = None,
+        warnings: TextIO | None = None,
     ) -> None:
         self.store = store
         self.start_info = start
         self.resume = resume
+        self.shard = shard
         self.unstored = 0
         """Runs that could not be written."""
         self.received = 0
@@ -56,7 +65,7 @@ class StoreSink:
         self._thread: threading.Thread | None = None
         self._open = False
         self._stored: set[tuple[str, int]] = set()
-        """On resume: eval runs already in the suite run (the runner replays them to reporters; not written)."""
+        """On resume or a shard's retry: eval runs already in the suite run (replayed to reporters; not written)."""
 
     @property
     def run_id(self) -> str:
@@ -64,10 +73,11 @@ class StoreSink:
 
     def start(self, plan: Sequence[PlannedEval], problems: Sequence[Problem]) -> None:
         try:
-            if self.resume:
+            if self.resume or self.shard is not None:
                 self._stored = set(self.store.outcomes(self.run_id))
+            if self.resume:
                 self.store.extend(self.run_id, plan)
-            else:
+            elif self.shard is None:  # a shard's suite run and plan were recorded when it joined
                 self.store.begin(self.start_info, plan)
             self._open = True
         except Exception as exc:  # the suite runs anyway; the warning at the end counts what was lost
@@ -127,24 +137,37 @@ class StoreSink:
     def _close(self, summary: SuiteSummary) -> None:
         if not self._open:
             return
+        status: SuiteStatus = "interrupted" if summary.interrupted else "finished"
+        errors = [{"location": p.location, "message": p.message} for p in summary.problems]
         try:
-            self.store.finish(
-                self.run_id,
-                status="interrupted" if summary.interrupted else "finished",
-                exit_code=summary.exit_code,
-                duration_s=summary.duration_s,
-                errors=[{"location": p.location, "message": p.message} for p in summary.problems],
-            )
+            if self.shard is not None:
+                self.store.finish_shard(
+                    self.run_id,
+                    self.shard,
+                    status=status,
+                    exit_code=summary.exit_code,
+                    duration_s=summary.duration_s,
+                    errors=errors,
+                )
+            else:
+                self.store.finish(
+                    self.run_id,
+                    status=status,
+                    exit_code=summary.exit_code,
+                    duration_s=summary.duration_s,
+                    errors=errors,
+                )
         except Exception as exc:
             self._failed(exc)
 
     def _warn(self) -> None:
         out = self._warnings or sys.stderr
-        again = (
-            f"`niceeval run --resume {self.run_id}` runs the missing ones again once the store is back"
-            if self._open
-            else "the suite run itself could not be recorded"
-        )
+        if not self._open:
+            again = "the suite run itself could not be recorded"
+        elif self.shard is not None:
+            again = "running this shard's command again runs the missing ones once the store is back"
+        else:
+            again = f"`niceeval run --resume {self.run_id}` runs the missing ones again once the store is back"
         with contextlib.suppress(OSError):
             print(
                 f"niceeval: warning: {self.unstored} of {self.received} runs were not stored in the results store "

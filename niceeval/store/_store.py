@@ -12,10 +12,12 @@ from sqlalchemy import Connection, Engine
 from niceeval._core.outcome import Outcome
 from niceeval._core.results import RunResult
 from niceeval._core.summary import PlannedEval
-from niceeval.store import _compare, _read, _write
+from niceeval.store import _compare, _read, _shards, _write
 from niceeval.store._models import (
     EvalRunInfo,
     RunDiff,
+    ShardInfo,
+    ShardStatus,
     SuiteRunDetail,
     SuiteRunInfo,
     SuiteRunStart,
@@ -118,6 +120,11 @@ class Store:
         with self._reading() as conn:
             return _read.recorded_turns(conn, _read.resolve(conn, ref), eval_id, run_index)
 
+    def shards(self, ref: str) -> list[ShardInfo]:
+        """The shards of a suite run (named with `--run-id`) that have reported, by number."""
+        with self._reading() as conn:
+            return _shards.list_shards(conn, _read.resolve(conn, ref))
+
     def history(self, eval_id: str, *, limit: int = 50) -> list[EvalRunInfo]:
         """The eval's runs across suite runs, latest first."""
         with self._reading() as conn:
@@ -160,6 +167,36 @@ class Store:
         with self._writing() as conn:
             _write.finish_suite(
                 conn, suite_run_id, status=status, exit_code=exit_code, duration_s=duration_s, errors=list(errors)
+            )
+
+    def join_shard(
+        self, start: SuiteRunStart, plan: Sequence[PlannedEval], *, shard: int, count: int, digest: str
+    ) -> _shards.ShardJoin:
+        """Create suite run `start.id` with the whole `plan`, or join it, as shard `shard` of `count`.
+
+        Safe when every shard starts at once: one creates the suite run, the others join it. `digest` stands for
+        the plan (every shard must plan the same eval runs).
+
+        Raises:
+            StoreError: the suite run exists without shards, with another count or plan, or this shard finished.
+        """
+        with self._writing() as conn:
+            return _shards.join_shard(conn, start, plan, shard=shard, count=count, digest=digest)
+
+    def finish_shard(
+        self,
+        suite_run_id: str,
+        shard: int,
+        *,
+        status: ShardStatus,
+        exit_code: int | None,
+        duration_s: float,
+        errors: Sequence[dict[str, str]] = (),
+    ) -> None:
+        """Close one shard of a suite run; when every shard has finished, the suite run is `finished`."""
+        with self._writing() as conn:
+            _shards.finish_shard(
+                conn, suite_run_id, shard, status=status, exit_code=exit_code, duration_s=duration_s, errors=errors
             )
 
     def gc(self, *, keep: int) -> tuple[int, int]:

@@ -17,11 +17,20 @@ from niceeval.store._rows import RunRows, to_rows
 from niceeval.store._schema import assertions, eval_runs, events, judge_calls, suite_evals, suite_runs, turns
 
 
-def insert_suite(conn: Connection, start: SuiteRunStart, plan: Sequence[PlannedEval]) -> None:
-    """Record a new suite run (status `running`) and the evals it plans."""
+def insert_suite(
+    conn: Connection,
+    start: SuiteRunStart,
+    plan: Sequence[PlannedEval],
+    *,
+    shard_count: int | None = None,
+    plan_digest: str | None = None,
+) -> None:
+    """Record a new suite run (status `running`) and the evals it plans (`shard_count`: written by shards)."""
     conn.execute(
         insert(suite_runs).values(
             **start.model_dump(),
+            shard_count=shard_count,
+            plan_digest=plan_digest,
             started_at=datetime.now(UTC),
             status="running",
             niceeval_version=niceeval_version(),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -28,8 +27,7 @@ from niceeval.web._history import history_page
 from niceeval.web._render import render
 from niceeval.web._runs import run_page, runs_page
 from niceeval.web._security import Access, Guard
-
-STATIC_DIR = Path(__file__).resolve().parent / "static"
+from niceeval.web._templates import STATIC_DIR
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,9 +12,9 @@ from niceeval._core.assertion import AssertionResult
 from niceeval._core.results import RunResult
 from niceeval.store import RunNotFound, Store, SuiteRunDetail
 from niceeval.web import _queries
-from niceeval.web._eval_run import rounds
 from niceeval.web._render import render
 from niceeval.web._requests import required, store_of, suite_run
+from niceeval.web._rounds import rounds
 from niceeval.web._runs import EvalLine, eval_lines
 
 PICKER_RUNS = 50

@@ -10,8 +10,9 @@ from starlette.responses import Response
 from niceeval.store import EvalRunInfo
 from niceeval.web import _queries
 from niceeval.web._charts import Cell, Point, Series, heat_map, score_lines, trend_line
-from niceeval.web._render import render, when
+from niceeval.web._render import render
 from niceeval.web._requests import required, store_of
+from niceeval.web._templates import when
 
 HISTORY_RUNS = 30
 """Suite runs shown in the charts."""

@@ -13,8 +13,9 @@ from niceeval._core.summary import EvalTally, PlannedEval
 from niceeval.store import EvalRunInfo, Store, SuiteRunDetail, SuiteRunInfo
 from niceeval.web import _queries
 from niceeval.web._charts import Point, trend_line
-from niceeval.web._render import render, when
+from niceeval.web._render import render
 from niceeval.web._requests import page_number, store_of, suite_run
+from niceeval.web._templates import when
 
 RUNS_PER_PAGE = 25
 EVALS_PER_PAGE = 200
@@ -107,6 +108,7 @@ def run_page(request: Request) -> Response:
         tags=tags,
         judging=_queries.run_judging(store, detail.run.id),
         previous=_queries.previous_run(store, detail.run),
+        missing_shards=detail.missing_shards,
     )
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 from ._project import REPO_ROOT, Project
 
 TAGGED = """\
@@ -41,12 +44,44 @@ def test_list_reports_a_broken_module_and_exits_2(project: Project) -> None:
 
 def test_init_in_an_empty_folder_writes_a_project_that_passes(project: Project) -> None:
     (project.root / "niceeval.config.py").unlink()
-    result = project.cli("init")
+    result = project.cli("init", env={"OPENAI_API_KEY": "", "ANTHROPIC_API_KEY": ""})
     assert result.code == 0, result.output
-    assert result.stdout.splitlines() == ["wrote niceeval.config.py", "wrote evals/first.py", "next: niceeval run"]
-    run = project.run()
+    assert result.stdout.splitlines()[:2] == ["wrote niceeval.config.py", "wrote evals/first.py"]
+    run = project.run(env={"OPENAI_API_KEY": "", "ANTHROPIC_API_KEY": ""})
     assert run.code == 0, run.output
     assert run.report()["summary"]["passed"] == 1
+
+
+def test_init_prints_the_next_steps_naming_the_line_of_the_agent(project: Project) -> None:
+    (project.root / "niceeval.config.py").unlink()
+    result = project.cli("init")
+    agent_line = project.line_of("niceeval.config.py", "def agent")
+    assert result.stdout.splitlines()[2:] == [
+        "",
+        "The starter eval passes now, offline: niceeval run (or pytest evals/).",
+        "Next:",
+        "  1. Set a key for model agents and judges: OPENAI_API_KEY (or ANTHROPIC_API_KEY) in the environment,",
+        "     or in a .env file beside niceeval.config.py (keep it out of git).",
+        f"  2. Point the agent at your app: edit `def agent` at niceeval.config.py:{agent_line}, "
+        "or use an adapter from",
+        "     niceeval.agents (openai_agent, anthropic_agent, http_agent).",
+        "  3. Browse the results: niceeval view",
+    ]
+
+
+def test_pytest_runs_the_evals_of_a_fresh_init_through_the_plugin(project: Project) -> None:
+    (project.root / "niceeval.config.py").unlink()
+    assert project.cli("init").code == 0
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-v"],
+        cwd=project.root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "evals/first.py::greets_back PASSED" in done.stdout
+    assert "1 passed" in done.stdout
 
 
 def test_a_second_init_keeps_the_existing_files(project: Project) -> None:

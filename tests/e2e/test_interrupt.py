@@ -37,10 +37,11 @@ def test_sigint_mid_run_writes_every_finished_run_and_exits_130(project: Project
     project.write("niceeval.config.py", "from niceeval import define_config\n\n"
                   "config = define_config(agent=lambda m: 'echo: ' + m, concurrency=1)\n")
     project.write("evals/waiting.py", WAITING)
-    report, junit = project.out / "report.json", project.out / "report.xml"
+    report, junit, html = project.out / "report.json", project.out / "report.xml", project.out / "report.html"
     env = {k: v for k, v in os.environ.items() if not k.startswith("NICEEVAL")}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "niceeval.cli", "run", "--json", str(report), "--junit", str(junit)],
+        [sys.executable, "-m", "niceeval.cli", "run", "--json", str(report), "--junit", str(junit)]
+        + ["--html", str(html)],
         cwd=project.root,
         env=env,
         stdout=subprocess.PIPE,
@@ -65,3 +66,5 @@ def test_sigint_mid_run_writes_every_finished_run_and_exits_130(project: Project
     assert evals["is_interrupted"]["runs"] == [] and evals["is_interrupted"]["status"] is None
     names = [c.get("name") for c in ET.parse(junit).getroot().iter("testcase")]
     assert names == ["finishes_first"]
+    page = html.read_text(encoding="utf-8")
+    assert "Interrupted after 1 of 2 runs" in page and '<span class="badge skipped">not run</span>' in page

@@ -94,7 +94,7 @@ def test_export_writes_the_reports_the_run_wrote(versioned: Project, store_url: 
 def test_export_needs_a_report_to_write(versioned: Project, store_url: str) -> None:
     run_id(versioned, store_url)
     exported = versioned.cli("export", "latest", "--store", store_url)
-    assert exported.code == 2 and "--json PATH and/or --junit PATH" in exported.stderr
+    assert exported.code == 2 and "--json PATH, --junit PATH and/or --html PATH" in exported.stderr
 
 
 def test_gc_keeps_the_latest_suite_runs(versioned: Project, store_url: str) -> None:

@@ -1,0 +1,137 @@
+"""GitHub Actions on the command line: `--github/--no-github` and `--baseline RUN` on `niceeval run` and
+`niceeval report`.
+
+Only argparse is imported at module level (`niceeval --help` stays fast).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from niceeval.report.github import GitHubReporter
+    from niceeval.store import RunDiff, Store, StoreSink, SuiteRunInfo
+
+
+def add_github_flags(run: argparse.ArgumentParser) -> None:
+    """`--github/--no-github` and `--baseline RUN`."""
+    run.add_argument(
+        "--github",
+        action=argparse.BooleanOptionalAction,
+        help="GitHub Actions annotations and step summary (default: on when GITHUB_ACTIONS=true)",
+    )
+    run.add_argument(
+        "--baseline",
+        metavar="RUN",
+        help="add `niceeval diff RUN <this run>` to the GitHub step summary: a stored suite run id (a unique prefix "
+        "is enough), or `latest` for the latest suite run other than this one; empty for none",
+    )
+
+
+def github_reporters(args: argparse.Namespace, sink: StoreSink | None) -> list[GitHubReporter]:
+    """The GitHub reporter when `--github` or `GITHUB_ACTIONS=true` (and not `--no-github`), else none.
+
+    `--baseline` is resolved here, before anything runs: a wrong id exits 2 at once, and `latest` is the latest
+    suite run other than this one (`latest` as `niceeval diff` reads it would be this run, once it started).
+    """
+    from niceeval.report.github import GitHubOptions, GitHubReporter
+
+    on = _github_on(args)
+    baseline = _resolve_baseline(args.baseline, sink) if args.baseline else None
+    if not on:
+        if baseline is not None:
+            print(
+                "niceeval: --baseline only adds to the GitHub step summary (GitHub output is off); "
+                f"`niceeval diff {baseline} {sink.run_id if sink else 'RUN'}` compares the runs anywhere.",
+                file=sys.stderr,
+            )
+        return []
+    options = GitHubOptions(
+        summary_path=_summary_path(),
+        workspace=_workspace(),
+        strict=args.strict,
+        min_pass_rate=args.min_pass_rate,
+        min_pass_at_k=args.min_pass_at_k,
+        run_id=sink.run_id if sink else None,
+    )
+    if baseline is not None and sink is not None:
+        options.baseline = lambda: _diff(sink, baseline)
+    return [GitHubReporter(options)]
+
+
+def report_github_reporters(args: argparse.Namespace, store: Store, info: SuiteRunInfo) -> list[GitHubReporter]:
+    """`niceeval report`'s GitHub reporter: the annotations and step summary of a whole stored suite run (the job
+    that gathers a sharded run), with `--baseline` compared against it; none when GitHub output is off."""
+    from niceeval._core.errors import ConfigError
+    from niceeval.report.github import GitHubOptions, GitHubReporter
+
+    baseline: str | None = None
+    if args.baseline:
+        if args.baseline == "latest":
+            baseline = next((r.id for r in store.runs(limit=2) if r.id != info.id), None)
+            if baseline is None:
+                raise ConfigError("--baseline latest: the results store holds no other suite run to compare with.")
+        else:
+            baseline = store.resolve(args.baseline)
+            if baseline == info.id:
+                raise ConfigError(f"--baseline {args.baseline} names the reported suite run itself.")
+    if not _github_on(args):
+        return []
+    options = GitHubOptions(
+        summary_path=_summary_path(),
+        workspace=_workspace(),
+        strict=info.strict,
+        min_pass_rate=info.min_pass_rate,
+        min_pass_at_k=None,
+        run_id=info.id,
+    )
+    if baseline is not None:
+        chosen = baseline
+        options.baseline = lambda: store.diff(chosen, info.id)
+    return [GitHubReporter(options)]
+
+
+def _github_on(args: argparse.Namespace) -> bool:
+    return bool(args.github) if args.github is not None else os.environ.get("GITHUB_ACTIONS") == "true"
+
+
+def _summary_path() -> Path | None:
+    summary = os.environ.get("GITHUB_STEP_SUMMARY") or None
+    return Path(summary) if summary else None
+
+
+def _workspace() -> Path:
+    workspace = os.environ.get("GITHUB_WORKSPACE") or None
+    return Path(workspace) if workspace else Path.cwd()
+
+
+def _resolve_baseline(ref: str, sink: StoreSink | None) -> str:
+    from niceeval._core.errors import ConfigError
+
+    if sink is None:
+        raise ConfigError("--baseline reads the results store; drop --no-store (or turn the store on in the config).")
+    try:
+        if ref == "latest":  # the latest other than this one (a resumed run, or a shard joining the suite run)
+            found = next((r.id for r in sink.store.runs(limit=2) if r.id != sink.run_id), None)
+            if found is None:
+                raise ConfigError("--baseline latest: the results store holds no earlier suite run to compare with.")
+            return found
+        found = sink.store.resolve(ref)
+        if found == sink.run_id:
+            raise ConfigError(f"--baseline {ref} names this suite run itself; give the run to compare against.")
+        return found
+    except Exception:
+        sink.store.close()
+        raise
+
+
+def _diff(sink: StoreSink, baseline: str) -> RunDiff:
+    from niceeval._core.errors import NiceevalError
+
+    if sink.error is not None:
+        raise NiceevalError(f"this run was not fully stored ({sink.error}), so it cannot be compared")
+    return sink.store.diff(baseline, sink.run_id)

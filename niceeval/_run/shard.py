@@ -1,0 +1,78 @@
+"""Sharding: `--shard I/N` runs a stable part of the planned `(eval, run index)` work, the same on every machine.
+
+Each run is given to a shard by a hash of its *shard key*, so shards 1/N .. N/N together run every eval run exactly
+once, whichever machine computes it and in whatever order evals were found. The key keeps together what one
+process must run:
+
+- the variants of one case at one run index (max-score and select-best compare them): the key is the group id
+  (the eval id without its variant part) and the run index;
+- the runs of a `sequential_runs=True` eval (one work item, run in order): the key is the id without a run index.
+
+The hash is BLAKE2b of the key's UTF-8 bytes, never Python's `hash()`, which is salted per process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the command line parses --shard before anything else is imported
+    from niceeval._run.discovery import EvalEntry
+
+FORM = "I/N with 1 <= I <= N, e.g. --shard 2/4"
+
+
+def shard_key(entry: EvalEntry, run_index: int) -> str:
+    """What decides the shard of `entry`'s run `run_index`: runs with one key always share a shard."""
+    base = entry.group or entry.id
+    return base if entry.spec.sequential_runs else f"{base}#{run_index}"
+
+
+def shard_of(key: str, count: int) -> int:
+    """The shard (1 to `count`) that runs the work with this key."""
+    digest = hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % count + 1
+
+
+@dataclass(frozen=True, slots=True)
+class Shard:
+    """Shard `index` of `count` (both from 1): `--shard 2/4`."""
+
+    index: int
+    count: int
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+    def holds(self, entry: EvalEntry, run_index: int) -> bool:
+        """Whether this shard runs `entry`'s run `run_index`."""
+        return self.count == 1 or shard_of(shard_key(entry, run_index), self.count) == self.index
+
+    def run_indexes(self, entry: EvalEntry, runs: int) -> list[int]:
+        """The run indexes of `entry` (out of `runs`) this shard runs."""
+        return [index for index in range(runs) if self.holds(entry, index)]
+
+    def select(self, entries: Sequence[EvalEntry], runs: int) -> list[EvalEntry]:
+        """The evals with at least one run in this shard, in plan order."""
+        return [e for e in entries if any(self.holds(e, index) for index in range(runs))]
+
+    def describe(self, entries: Sequence[EvalEntry], runs: int) -> str:
+        """One line for the log: how much of the suite this shard runs."""
+        mine = sum(len(self.run_indexes(e, runs)) for e in entries)
+        evals = len(self.select(entries, runs))
+        return f"shard {self}: {mine} of the {len(entries) * runs} planned eval runs ({evals} of {len(entries)} evals)"
+
+
+def parse_shard(text: str) -> Shard:
+    """`--shard I/N` (argparse type): a usage error saying the form when it is not one."""
+    index_text, slash, count_text = text.partition("/")
+    try:
+        index, count = int(index_text), int(count_text)
+    except ValueError:
+        index = count = 0
+    if not slash or not 1 <= index <= count:
+        raise argparse.ArgumentTypeError(f"--shard takes {FORM}; got {text!r}")
+    return Shard(index, count)

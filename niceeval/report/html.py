@@ -1,0 +1,297 @@
+"""The HTML reporter: one self-contained page to read a suite's results in, offline, from CI artifacts or email.
+
+The page looks like the viewer (the same stylesheet, inlined, and the same templates for a run) and needs nothing
+else: no network, no script. A Content-Security-Policy in the page forbids scripts and every fetch, so even a
+template mistake could not make model output run or call home. Every string is escaped by Jinja2; control
+characters and lone surrogates become visible escapes (`\\x1b`, `\\ud800`), as on the console; texts over
+`TEXT_LIMIT` characters are cut with a note.
+
+Runs arrive in completion order; each is rendered when it finishes and spooled to a temporary file, so memory stays
+flat. At the end the page is assembled: the summary, then every eval, failures first, its runs in order, written
+atomically (`.partial` then rename), also when the suite was interrupted.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import hashlib
+import os
+import re
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+from urllib.parse import quote
+
+from markupsafe import Markup
+
+from niceeval._core.results import RunResult, Spend
+from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
+from niceeval.report._variants import VariantTable
+from niceeval.web._rounds import commands, rounds
+from niceeval.web._templates import STATIC_DIR, environment
+
+_ORDER: dict[str, int] = {"failed": 0, "scored": 1, "passed": 2, "skipped": 3, "not run": 4}
+_VERDICTS = {0: "passed", 1: "failed", 2: "errors", 130: "interrupted"}
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
+_MISS_LIMIT = 300
+_COPY_CHUNK = 1 << 16
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def visible(html: str) -> str:
+    """`html` with control characters (tab and line ends aside) and lone surrogates as visible escapes.
+
+    Applied to rendered markup, which holds none of them itself: only text from evals and models can.
+    """
+    return _CONTROL.sub(_escape, html)
+
+
+@functools.cache
+def _page_assets() -> tuple[Markup, str, str]:
+    """The inlined stylesheet, its CSP hash, and the favicon as a data URL."""
+    css = (STATIC_DIR / "viewer.css").read_text(encoding="utf-8") + (STATIC_DIR / "report.css").read_text(
+        encoding="utf-8"
+    )
+    digest = base64.b64encode(hashlib.sha256(css.encode()).digest()).decode()
+    icon = "data:image/svg+xml," + quote((STATIC_DIR / "favicon.svg").read_text(encoding="utf-8").strip())
+    return Markup(css), f"sha256-{digest}", icon
+
+
+@dataclass(kw_only=True, slots=True)
+class EvalRow:
+    """One eval as the report shows it: its line in the index and the head of its section."""
+
+    anchor: str
+    planned: PlannedEval
+    status: str
+    """The eval's verdict (`EvalTally.status`), or `not run` when no run finished (an interrupted suite)."""
+    done: int
+    passing: int
+    counted: int
+    pass_rate: float | None
+    mean_duration_s: float
+    cost: float | None
+    spent: bool
+    first_miss: str | None
+
+
+@dataclass(kw_only=True, slots=True)
+class JudgeUse:
+    """The judge calls one model answered in the suite (as the viewer's run page counts them)."""
+
+    model: str
+    calls: int = 0
+    asked: int = 0
+    """Calls that reached the provider (not from the cache, not refused for want of a key)."""
+    cached: int = 0
+    fallback: int = 0
+    failed: int = 0
+    """Calls that gave no verdict (`cause` set)."""
+    cost: float | None = 0.0
+    """USD; `None` when some call had no price."""
+
+
+class _Judging:
+    """Judge calls per model and inconclusive assertions per cause, counted as runs finish (small and bounded)."""
+
+    def __init__(self) -> None:
+        self.models: dict[str, JudgeUse] = {}
+        self.inconclusive: dict[str, int] = {}
+
+    def add(self, result: RunResult) -> None:
+        for assertion in result.assertions:
+            if assertion.state == "inconclusive":
+                cause = assertion.cause or "unknown"
+                self.inconclusive[cause] = self.inconclusive.get(cause, 0) + 1
+            for call in assertion.judge_calls:
+                use = self.models.get(call.model)
+                if use is None:
+                    use = self.models[call.model] = JudgeUse(model=call.model)
+                use.calls += 1
+                use.asked += call.asked
+                use.cached += call.cached
+                use.fallback += call.fallback
+                use.failed += call.cause is not None
+                use.cost = None if use.cost is None or call.cost is None else use.cost + call.cost
+
+
+@dataclass(kw_only=True, slots=True)
+class _EvalRecord:
+    """What the reporter keeps per eval while the suite runs: where its runs are in the spool, its first miss."""
+
+    planned: PlannedEval
+    position: int
+    runs: list[tuple[int, int, int]] = field(default_factory=list)
+    """(run index, position, length) of each rendered run in the spool."""
+    miss: tuple[int, str] | None = None
+    """(run index, words) of the first thing that went wrong, from the lowest run index that had one."""
+
+    def note_miss(self, result: RunResult) -> None:
+        if result.outcome in ("passed", "skipped") or (self.miss and self.miss[0] <= result.run_index):
+            return
+        first = next((a for a in result.assertions if a.state == "failed"), None)
+        if result.error is not None:
+            words = f"{result.error.type}: {result.error.message}"
+        elif first is not None:
+            words = f"{first.name}: {first.shortfall()}"
+        else:
+            return
+        words = " ".join(words[: _MISS_LIMIT * 2].split())
+        self.miss = (result.run_index, words if len(words) <= _MISS_LIMIT else words[:_MISS_LIMIT] + "…")
+
+
+class HtmlReporter:
+    """Writes the suite's results to `path` as one self-contained HTML page (see docs/guide.md, "HTML report").
+
+    Args:
+        path: Where to write the page (its folder is created).
+        run_id: The suite run's id in the results store, shown in the page (None: not stored).
+        started_at: When the suite started (default: when `start` is called; `niceeval export` passes the stored
+            time).
+    """
+
+    def __init__(self, path: Path, *, run_id: str | None = None, started_at: datetime | None = None) -> None:
+        self.path = path
+        self.run_id = run_id
+        self.started_at = started_at
+        self._spool: IO[bytes] | None = None
+        self._evals: dict[str, _EvalRecord] = {}
+        self._variants = VariantTable()
+        self._judging = _Judging()
+        self._parts: Any = None
+
+    def start(self, plan: Sequence[PlannedEval], problems: Sequence[Problem]) -> None:
+        del problems  # the summary carries them, with any found while running
+        self._evals = {p.id: _EvalRecord(planned=p, position=i) for i, p in enumerate(plan)}
+        self.started_at = self.started_at or datetime.now(UTC)
+        self._parts = environment().get_template("report.html").module
+        self._spool = tempfile.TemporaryFile()
+
+    def run_finished(self, result: RunResult) -> None:
+        assert self._spool is not None
+        record = self._evals.get(result.eval_id)
+        if record is None:  # a run the plan did not name: shown after the planned evals
+            planned = PlannedEval(id=result.eval_id, file=result.file, line=result.line)
+            record = self._evals[result.eval_id] = _EvalRecord(planned=planned, position=len(self._evals))
+        self._variants.add(result)
+        self._judging.add(result)
+        data = visible(self._render_run(result, record.planned.runs)).encode()
+        position = self._spool.seek(0, os.SEEK_END)
+        self._spool.write(data)
+        record.runs.append((result.run_index, position, len(data)))
+        record.note_miss(result)
+
+    def _render_run(self, result: RunResult, planned_runs: int) -> str:
+        try:
+            return str(self._parts.run(result, rounds(result), commands(result), planned_runs))
+        except Exception as exc:  # one odd run never costs the report: its outcome and error still show
+            why = f"this run could not be shown in full: {type(exc).__name__}: {exc}"
+            return str(self._parts.stand_in(result, why, planned_runs))
+
+    def finish(self, summary: SuiteSummary) -> None:
+        assert self._spool is not None
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        partial = self.path.with_name(self.path.name + ".partial")
+        try:
+            with partial.open("wb") as out:
+                self._write(out, summary)
+            os.replace(partial, self.path)
+        finally:
+            partial.unlink(missing_ok=True)
+            self._spool.close()
+
+    def _write(self, out: IO[bytes], summary: SuiteSummary) -> None:
+        rows = self._rows(summary)
+        css, style_hash, icon = _page_assets()
+        counts = summary.eval_counts()
+        counted = counts["passed"] + counts["scored"] + counts["failed"]
+        page = {
+            "run_id": self.run_id,
+            "started_at": self.started_at,
+            "generated_at": datetime.now(UTC),
+            "summary": summary,
+            "counts": counts,
+            "pass_rate": (counts["passed"] + counts["scored"]) / counted if counted else None,
+            "verdict": _VERDICTS.get(summary.exit_code, "failed"),
+            "rows": rows,
+            "runs_planned": sum(record.planned.runs for record in self._evals.values()),
+            "variants": _variant_rows(self._variants, strict=summary.strict),
+            "judges": sorted(self._judging.models.values(), key=lambda use: -use.calls),
+            "inconclusive": sorted(self._judging.inconclusive.items(), key=lambda item: -item[1]),
+            "css": css,
+            "style_hash": style_hash,
+            "icon": icon,
+        }
+        out.write(visible(str(self._parts.head(page))).encode())
+        for row in rows:
+            out.write(visible(str(self._parts.eval_open(row))).encode())
+            for _, position, length in sorted(self._evals[row.planned.id].runs):
+                self._copy(out, position, length)
+            out.write(str(self._parts.eval_close()).encode())
+        out.write(str(self._parts.foot(page)).encode())
+
+    def _copy(self, out: IO[bytes], position: int, length: int) -> None:
+        assert self._spool is not None
+        self._spool.seek(position)
+        while length > 0:
+            chunk = self._spool.read(min(length, _COPY_CHUNK))
+            if not chunk:
+                break
+            out.write(chunk)
+            length -= len(chunk)
+
+    def _rows(self, summary: SuiteSummary) -> list[EvalRow]:
+        tallies = {t.eval.id: t for t in summary.tallies}
+        rows = [
+            _row(record, tallies.get(record.planned.id), summary)
+            for record in sorted(self._evals.values(), key=lambda r: r.position)
+        ]
+        return sorted(rows, key=lambda row: _ORDER[row.status])  # stable: plan order within a status
+
+
+def _row(record: _EvalRecord, tally: EvalTally | None, summary: SuiteSummary) -> EvalRow:
+    if tally is None:  # a run the plan did not name: tallied from what the report was given
+        tally = EvalTally(eval=record.planned)
+    done = tally.done
+    spend = (tally.agent_spend or Spend()) + (tally.judge_spend or Spend())
+    return EvalRow(
+        anchor=f"eval-{record.position + 1}",
+        planned=record.planned,
+        status=summary.status_of(tally) if done else "not run",
+        done=done,
+        passing=tally.passing(strict=summary.strict),
+        counted=tally.counted,
+        pass_rate=tally.pass_rate(strict=summary.strict),
+        mean_duration_s=tally.mean_duration_s,
+        cost=spend.cost,
+        spent=bool(spend.calls or spend.cached),
+        first_miss=record.miss[1] if record.miss else None,
+    )
+
+
+def _variant_rows(table: VariantTable, *, strict: bool) -> dict[str, Any]:
+    """The per-variant comparison (empty without variants): up to eight assertion kinds as columns."""
+    rows = list(table.rows.values())
+    kinds = list(dict.fromkeys(kind for row in rows for kind in row.scores))[:8]
+    return {
+        "kinds": kinds,
+        "rows": [
+            {
+                "name": row.name,
+                "runs": row.runs,
+                "pass_rate": row.pass_rate(strict=strict),
+                "scores": [row.mean_scores().get(kind) for kind in kinds],
+                "cost": row.cost,
+                "mean_duration_s": row.duration_s / row.runs if row.runs else 0.0,
+            }
+            for row in rows
+        ],
+    }

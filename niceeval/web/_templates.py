@@ -1,0 +1,118 @@
+"""The viewer's templates and display filters, without the web server: the HTML report renders with them too.
+
+Nothing here imports Starlette; `_render.py` turns a rendered page into a response.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from markupsafe import Markup, escape
+
+from niceeval.web import _charts
+
+STATIC_DIR = Path(__file__).resolve().parent / "static"
+TEXT_LIMIT = 100_000
+"""Characters of one text (a reply, a tool's output, a prompt) shown before the rest is cut with a note: a 10 MB
+reply would make a page or a report file too heavy to open. The results store and the JSON report keep it all."""
+
+
+@functools.cache
+def environment() -> jinja2.Environment:
+    """The template environment: every `{{ }}` is HTML-escaped, an unknown name is an error, not a blank."""
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("niceeval.web", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(
+        pct=pct, duration=duration, usd=usd, when=when, score=score, pretty=pretty, diff_class=diff_class, clip=clip
+    )
+    env.globals.update(outcome_bar=_charts.outcome_bar, TEXT_LIMIT=TEXT_LIMIT)
+    return env
+
+
+def pct(value: float | None) -> str:
+    """`0.833` -> `83%`; `None` -> an en dash."""
+    return "\u2013" if value is None else f"{value * 100:.0f}%"
+
+
+def score(value: float | None) -> str:
+    """A score to two decimals; `None` (inconclusive) -> an en dash."""
+    return "\u2013" if value is None else f"{value:.2f}"
+
+
+def duration(seconds: float | None) -> str:
+    """Seconds as people read them: `420 ms`, `3.2 s`, `4 m 05 s`, `1 h 02 m`."""
+    if seconds is None:
+        return "\u2013"
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, secs = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} m {secs:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} m"
+
+
+def usd(cost: float | None) -> str:
+    """USD with precision that suits the amount; `None` (a model without a price) -> `unpriced`."""
+    if cost is None:
+        return "unpriced"
+    if cost == 0:
+        return "$0"
+    if cost < 0.01:
+        return f"${cost:.4f}"
+    return f"${cost:.2f}"
+
+
+def when(moment: datetime | None) -> str:
+    """A timestamp in UTC, to the minute."""
+    if moment is None:
+        return "\u2013"
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC)
+    return moment.strftime("%Y-%m-%d %H:%M")
+
+
+def pretty(value: Any) -> str:
+    """A tool's input or output as readable text: strings as they are, anything else as indented JSON."""
+    if value is None:
+        return "\u2013"
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def clip(text: Any, limit: int = TEXT_LIMIT) -> Markup:
+    """`text` escaped, cut after `limit` characters with a note saying how many were left out."""
+    value = text if isinstance(text, str) else str(text)
+    if len(value) <= limit:
+        return escape(value)
+    left_out = len(value) - limit
+    return escape(value[:limit]) + Markup(f'<span class="clipped">… {left_out:,} more characters not shown</span>')
+
+
+def diff_class(line: str) -> str:
+    """The CSS class of one line of a unified diff: added, removed, a hunk header or a file header."""
+    if line.startswith(("+++", "---", "diff --git", "rename ", "new file", "deleted file", "index ")):
+        return "diff-file"
+    if line.startswith("@@"):
+        return "diff-hunk"
+    if line.startswith("+"):
+        return "diff-add"
+    if line.startswith("-"):
+        return "diff-del"
+    return "diff-ctx"
