@@ -56,6 +56,8 @@ def runs_table(runs: Iterable[SuiteRunInfo]) -> list[str]:
             status += f", {_shards_in(info)}"
         if info.parent_id:
             status += f", {info.kind} of {info.parent_id}"
+        elif info.kind != "run":
+            status += f", {info.kind}"  # `pytest`, `calibrate`: recorded by another command than `niceeval run`
         lines.append(
             f"{info.id:<12}  {_when(info):<16}  {_commit(info):<9}  {counts:<22}  {rate:>5}  {_cost(info):>9}  "
             f"{took:>8}  {status}"

@@ -9,6 +9,10 @@
 Outcomes: `passed` passes; `failed` fails with the assertion table as the failure text; `skipped` skips; `scored`
 passes with a `NiceevalScoredWarning` and fails under `--niceeval-strict`.
 
+A session that runs evals is recorded in the results store as one suite run (kind `pytest`; see
+`_run/pytest_store.py`), opened on the first eval or fixture run; under pytest-xdist the workers write one suite
+run together. A store that cannot be used is a warning at the end of the report, never a failed test.
+
 This module is imported by every pytest run on the machine, so it imports nothing heavy at the top.
 """
 
@@ -24,12 +28,14 @@ import pytest
 
 if TYPE_CHECKING:
     from niceeval._core.results import RunResult
+    from niceeval._core.summary import PlannedEval
     from niceeval._eval.config import Config
     from niceeval._eval.context import SyncEvalContext
     from niceeval._run.discovery import EvalEntry
     from niceeval._run.execute import ExecOptions
-    from niceeval._run.inline import InlineRun
+    from niceeval._run.inline import InlineRun, InlineTarget
     from niceeval._run.loop_host import LoopHost
+    from niceeval._run.pytest_store import SessionRecording, StoreNote, XdistWorker
 
 _CONFIG_FILE = "niceeval.config.py"
 
@@ -47,11 +53,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--niceeval-fail-on-inconclusive", action="store_true", help="inconclusive assertions count as misses"
     )
+    group.addoption(
+        "--niceeval-store",
+        metavar="URL",
+        help="results store: a SQLite path or postgresql://... (default: as `niceeval run`, .niceeval/results.db)",
+    )
+    group.addoption("--niceeval-no-store", action="store_true", help="do not record this session in the results store")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("niceeval_no_cache") and config.getoption("niceeval_cache_only"):
         raise pytest.UsageError("--niceeval-no-cache and --niceeval-cache-only exclude each other; pass one.")
+    if config.getoption("niceeval_store") and config.getoption("niceeval_no_store"):
+        raise pytest.UsageError("--niceeval-store and --niceeval-no-store exclude each other; pass one.")
     config.pluginmanager.register(_Session(config), "niceeval-session")
 
 
@@ -67,12 +81,18 @@ class _Project:
 
 
 class _Session:
-    """Per pytest session: the project, and one event loop shared by every eval and fixture run."""
+    """Per pytest session: the project, one event loop shared by every eval and fixture run, the store recording."""
 
     def __init__(self, config: pytest.Config) -> None:
         self.pytest_config = config
         self._project: _Project | None = None
         self._host: LoopHost | None = None
+        self._recording: SessionRecording | None = None
+        self._store_off = False
+        self._load_problems: list[tuple[str, str]] = []
+        """Eval files that did not collect: `(node id, error)`, recorded as the suite run's problems."""
+        self._notes: list[StoreNote] = []
+        """What became of the recording: this process's, or each xdist worker's on the controller."""
 
     def project(self) -> _Project:
         if self._project is None:
@@ -155,11 +175,132 @@ class _Session:
             return collector
         return None
 
+    def recording(self) -> SessionRecording | None:
+        """The session's store recording (None when the store is off), set up on first need."""
+        if self._recording is None and not self._store_off:
+            from niceeval._eval.config import CONFIG_FILE
+            from niceeval._run.pytest_store import RecordingOptions, SessionRecording
+            from niceeval._run.storing import StoreRequest, store_location
+
+            config, option = self.config(), self.pytest_config.getoption
+            request = StoreRequest(
+                flag=option("niceeval_store"),
+                off=option("niceeval_no_store"),
+                configured=config.store,
+                root=config.root,
+            )
+            location = store_location(request)
+            if location is None:
+                self._store_off = True
+                return None
+            self._recording = SessionRecording(
+                RecordingOptions(
+                    location=location,
+                    root=config.root,
+                    config_file=config.root / CONFIG_FILE if self.project().has_config else None,
+                    command=["pytest", *_session_args(self.pytest_config)],
+                    strict=option("niceeval_strict"),
+                    worker=_xdist_worker(self.pytest_config),
+                )
+            )
+        return self._recording
+
+    def record(self, item: pytest.Item, result: RunResult) -> None:
+        """Hand a finished eval or fixture run to the store; the first one opens the recording."""
+        recording = self.recording()
+        if recording is None:
+            return
+        if not recording.attempted:
+            self._open(recording, item.session.items)
+        recording.record(result)
+
+    def _open(self, recording: SessionRecording, items: list[pytest.Item]) -> None:
+        agents = [self.config().agent, *(item.entry.spec.agent for item in items if isinstance(item, EvalItem))]
+        recording.open(_planned(items), agents=agents)
+        for location, message in self._load_problems:
+            recording.problem(location, message)
+
+    @pytest.hookimpl
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed and self.is_eval_file(self.pytest_config.rootpath / report.fspath):
+            self._load_problems.append((report.nodeid, str(report.longrepr)))
+
+    @pytest.hookimpl
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int | pytest.ExitCode) -> None:
+        worker = _xdist_worker(self.pytest_config)
+        recording = self._recording
+        if recording is None and worker is not None and _planned(session.items):
+            try:  # a worker that ran no eval still reports its shard, or the suite run would never finish
+                recording = self.recording()
+            except Exception:
+                return  # a broken config: every eval and fixture run of the session already failed naming it
+        if recording is None:
+            return
+        if not recording.attempted:  # an xdist worker's (a single process opens on its first run)
+            self._open(recording, session.items)
+        note = recording.finish(interrupted=exitstatus == pytest.ExitCode.INTERRUPTED)
+        if worker is not None:
+            workeroutput: dict[str, Any] = self.pytest_config.workeroutput  # type: ignore[attr-defined]
+            workeroutput["niceeval_store"] = note.as_data()
+        else:
+            self._notes.append(note)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        """pytest-xdist, on the controller: a worker finished; keep what it says about the recording."""
+        from niceeval._run.pytest_store import StoreNote
+
+        data = getattr(node, "workeroutput", {}).get("niceeval_store")
+        if data is not None:
+            self._notes.append(StoreNote.from_data(data))
+
+    @pytest.hookimpl
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if not self._notes:
+            return
+        from niceeval._run.pytest_store import StoreNote
+
+        for line in StoreNote.combine(self._notes).lines():
+            terminalreporter.write_line(line, yellow=line.startswith("niceeval: warning"))
+
     @pytest.hookimpl
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self._host is not None:
             self._host.close()
             self._host = None
+
+
+def _xdist_worker(config: pytest.Config) -> XdistWorker | None:
+    """This process as a pytest-xdist worker (None outside xdist, and on xdist's controller)."""
+    workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
+    if workerinput is None:
+        return None
+    from niceeval._run.pytest_store import XdistWorker
+
+    return XdistWorker(
+        testrunuid=workerinput["testrunuid"], workerid=workerinput["workerid"], count=workerinput["workercount"]
+    )
+
+
+def _session_args(config: pytest.Config) -> list[str]:
+    """The arguments pytest was started with (on an xdist worker: the controller's, not xdist's own)."""
+    workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
+    return list(workerinput["mainargv"][1:] if workerinput is not None else config.invocation_params.args)
+
+
+def _planned(items: list[pytest.Item]) -> list[PlannedEval]:
+    """What the session runs through niceeval: every eval item, and every test that uses the fixture."""
+    from niceeval._core.summary import PlannedEval
+
+    plan: dict[str, PlannedEval] = {}
+    for item in items:
+        if isinstance(item, EvalItem):
+            entry = item.entry
+            plan.setdefault(entry.id, PlannedEval(id=entry.id, file=entry.file, line=entry.spec.line, tags=entry.tags))
+        elif "niceeval" in getattr(item, "fixturenames", ()):
+            target = _inline_target(item)
+            plan.setdefault(target.eval_id, PlannedEval(id=target.eval_id, file=target.file, line=target.line))
+    return list(plan.values())
 
 
 def _session(config: pytest.Config) -> _Session:
@@ -203,6 +344,7 @@ class EvalItem(pytest.Item):
         options = session.exec_options()
         result = session.host().run(lambda: execute(self.entry, 0, options))
         self.user_properties.append(("niceeval_outcome", result.outcome))
+        session.record(self, result)
         _settle(self, result)
 
     def reportinfo(self) -> tuple[Path, int, str]:
@@ -238,19 +380,27 @@ def niceeval(request: pytest.FixtureRequest) -> Iterator[SyncEvalContext]:
     After the test returns, its assertions are folded as an eval's: the test fails when the outcome does
     (a gate missed, an error), is skipped on `t.skip(...)`, and warns on a soft miss (`scored`).
     """
-    from niceeval._run.inline import InlineRun, InlineTarget
+    from niceeval._run.inline import InlineRun
 
     session = _session(request.config)
     node = request.node
-    path, line, _ = node.reportinfo()
-    target = InlineTarget(eval_id=node.nodeid, file=str(path), line=(line or 0) + 1)
-    run = InlineRun(target, session.exec_options(), session.host())
+    run = InlineRun(_inline_target(node), session.exec_options(), session.host())
     context = run.start()
     node.stash[_INLINE] = run
     try:
         yield context
     finally:
-        run.finish()  # a no-op when the test's call phase already finished it
+        result = run.finish()  # the result the test's call phase folded, when it got that far
+        session.record(node, result)
+
+
+def _inline_target(item: pytest.Item) -> InlineTarget:
+    """What a test using the fixture is reported and stored as: its node id, file and line."""
+    from niceeval._core.errors import relative
+    from niceeval._run.inline import InlineTarget
+
+    path, line, _ = item.reportinfo()
+    return InlineTarget(eval_id=item.nodeid, file=relative(str(path)), line=(line or 0) + 1)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from niceeval.store import Store, SuiteRunDetail
+
 CONFIG = """\
 from niceeval import define_config
 
@@ -282,3 +284,147 @@ def test_cases_are_one_item_each(project: Path) -> None:
     result = _pytest(project, "evals/cases.py")
     assert result.cases == {"evals/cases.py::echoes[hi]": "passed", "evals/cases.py::echoes[yo]": "failed"}
     assert set(_pytest(project, "evals/cases.py", "-m", "slang").cases) == {"evals/cases.py::echoes[yo]"}
+
+
+# The results store: a session that runs evals is one suite run.
+
+EVAL_OUTCOMES = {
+    "evals/sample.py::passes": "passed",
+    "evals/sample.py::soft_miss": "scored",
+    "evals/sample.py::gate_miss": "failed",
+    "evals/sample.py::skips": "skipped",
+}
+FIXTURE_OUTCOMES = {
+    "tests/test_fixture.py::test_fixture_passes": "passed",
+    "tests/test_fixture.py::test_fixture_gate_miss_fails": "failed",
+    "tests/test_fixture.py::test_fixture_require_stops": "failed",
+    "tests/test_fixture.py::test_fixture_skip": "skipped",
+}
+
+
+def _stored_runs(url: str) -> list[SuiteRunDetail]:
+    with Store.open(url) as store:
+        return [store.run(info.id) for info in store.runs()]
+
+
+def _niceeval(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NICEEVAL")}
+    command = [sys.executable, "-m", "niceeval.cli", *args]
+    return subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_a_session_is_one_suite_run_of_its_evals_and_fixture_runs(project: Path, store_url: str) -> None:
+    result = _pytest(project, "evals", "tests/test_fixture.py", f"--niceeval-store={store_url}")
+    [detail] = _stored_runs(store_url)
+    assert {r.eval_id: r.outcome for r in detail.eval_runs} == EVAL_OUTCOMES | FIXTURE_OUTCOMES
+    run = detail.run
+    assert (run.kind, run.status, run.exit_code, run.shard_count) == ("pytest", "finished", 1, None)
+    assert (run.passed, run.scored, run.failed, run.skipped) == (2, 1, 3, 2)
+    assert run.command[:3] == ["pytest", "-p", "no:randomly"] and run.command[-1] == f"--niceeval-store={store_url}"
+    assert f"niceeval: stored as run {run.id} in " in result.output
+
+
+def test_the_default_store_is_read_back_by_niceeval_runs_and_show(project: Path) -> None:
+    _pytest(project, "evals")
+    listing = _niceeval(project, "runs")
+    assert listing.stdout.splitlines()[1].endswith("finished, pytest"), listing.stdout + listing.stderr
+    shown = _niceeval(project, "show", "latest")
+    assert "FAIL   evals/sample.py::gate_miss" in shown.stdout, shown.stdout + shown.stderr
+    assert "1 passed, 1 scored, 1 failed, 1 skipped (4 evals, 4 runs)" in shown.stdout
+
+
+def test_a_test_asking_for_the_fixture_by_name_is_planned_and_recorded(project: Path) -> None:
+    _write(
+        project,
+        "tests/test_by_name.py",
+        """\
+        from niceeval.expect import includes
+
+
+        def test_by_name(request):
+            t = request.getfixturevalue("niceeval")
+            t.send("hi")
+            t.check(t.reply, includes("echo: hi"))
+        """,
+    )
+    _pytest(project, "tests/test_by_name.py")
+    shown = _niceeval(project, "show", "latest")
+    assert "PASS   tests/test_by_name.py::test_by_name" in shown.stdout, shown.stdout + shown.stderr
+    assert "1 passed, 0 scored, 0 failed, 0 skipped (1 evals, 1 runs)" in shown.stdout
+
+
+@pytest.mark.parametrize("off", ["--niceeval-no-store", "store=False"])
+def test_the_store_turned_off_records_nothing(project: Path, off: str) -> None:
+    if off == "store=False":
+        _write(
+            project,
+            "niceeval.config.py",
+            CONFIG.replace("define_config(agent=echo)", "define_config(agent=echo, store=False)"),
+        )
+    result = _pytest(project, "evals", "tests/test_fixture.py", *([off] if off.startswith("--") else []))
+    assert result.cases["evals/sample.py::passes"] == "passed"
+    assert not (project / ".niceeval" / "results.db").exists()
+    assert "niceeval: stored" not in result.output
+
+
+def test_a_session_without_evals_opens_no_store_and_imports_no_database_code(project: Path) -> None:
+    _write(
+        project,
+        "conftest.py",
+        """\
+        import sys
+        from pathlib import Path
+
+
+        def pytest_sessionfinish(session):
+            Path("sqlalchemy-imported").write_text(str("sqlalchemy" in sys.modules))
+        """,
+    )
+    result = _pytest(project, "tests/test_inner.py")
+    assert result.cases == {"tests/test_inner.py::test_defines_an_eval_inside": "passed"}
+    assert not (project / ".niceeval").exists()
+    assert (project / "sqlalchemy-imported").read_text() == "False"
+
+
+@pytest.mark.slow
+def test_xdist_workers_write_one_suite_run_holding_every_item_once(project: Path, store_url: str) -> None:
+    result = _pytest(project, "evals", "tests", "-n", "2", f"--niceeval-store={store_url}")
+    assert "2 workers" in result.output
+    [detail] = _stored_runs(store_url)
+    stored = [(r.eval_id, r.run_index) for r in detail.eval_runs]
+    assert sorted(stored) == sorted((eval_id, 0) for eval_id in EVAL_OUTCOMES | FIXTURE_OUTCOMES)
+    assert {r.eval_id: r.outcome for r in detail.eval_runs} == EVAL_OUTCOMES | FIXTURE_OUTCOMES
+    run = detail.run
+    assert (run.kind, run.status, run.shard_count, run.shards_done, run.exit_code) == ("pytest", "finished", 2, 2, 1)
+    assert result.output.count("niceeval: stored as run") == 1, result.output
+
+
+def test_an_unreachable_store_warns_once_and_the_tests_run_unrecorded(project: Path) -> None:
+    url = "postgresql://evals:hunter2hunter2@127.0.0.1:1/evals"
+    result = _pytest(project, "evals", f"--niceeval-store={url}")
+    assert result.cases["evals/sample.py::passes"] == "passed" and result.code == 1
+    warning = "niceeval: warning: cannot open the results store postgresql+psycopg://evals:***@127.0.0.1:1/evals"
+    assert result.output.count(warning) == 1, result.output
+    assert "This pytest session is not recorded; the tests ran as usual." in result.output
+    assert "hunter2hunter2" not in result.output.replace(f"--niceeval-store={url}", "")
+
+
+def test_a_store_failing_mid_session_warns_how_many_runs_were_lost(project: Path) -> None:
+    _write(
+        project,
+        "conftest.py",
+        """\
+        from niceeval.store import Store
+
+
+        def _gone(self, suite_run_id, results):
+            raise ConnectionError("the database went away")
+
+
+        Store.add = _gone
+        """,
+    )
+    result = _pytest(project, "evals")
+    assert result.cases["evals/sample.py::passes"] == "passed"
+    assert "niceeval: warning: 4 of 4 eval runs of this pytest session were not stored" in result.output
+    assert "(ConnectionError: the database went away)" in result.output

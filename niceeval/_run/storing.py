@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -81,15 +81,25 @@ def _git(root: Path, *args: str) -> str | None:
     return proc.stdout.strip() if proc.returncode == 0 else None
 
 
-def suite_start(root: Path, config_file: Path | None, *, strict: bool, min_pass_rate: float) -> SuiteRunStart:
-    """The identity and context of a new suite run: command line, git commit/branch/dirty, config digest."""
+def suite_start(
+    root: Path,
+    config_file: Path | None,
+    *,
+    strict: bool,
+    min_pass_rate: float,
+    command: Sequence[str] | None = None,
+) -> SuiteRunStart:
+    """The identity and context of a new suite run: command line, git commit/branch/dirty, config digest.
+
+    `command` defaults to this process's `niceeval ...` command line.
+    """
     from niceeval.store import SuiteRunStart
 
     commit = _git(root, "rev-parse", "HEAD")
     digest = hashlib.sha256(config_file.read_bytes()).hexdigest() if config_file and config_file.is_file() else None
     return SuiteRunStart(
         id=new_run_id(),
-        command=["niceeval", *sys.argv[1:]],
+        command=list(command) if command is not None else ["niceeval", *sys.argv[1:]],
         root=str(root),
         git_commit=commit,
         git_branch=_git(root, "rev-parse", "--abbrev-ref", "HEAD") if commit else None,
@@ -179,7 +189,10 @@ def plan_resume(
     from niceeval.store import StoreError
 
     if ref is None:
-        unfinished = store.runs(limit=1, status=["running", "interrupted"])
+        # a pytest session or a calibration is finished by running it again, not by `niceeval run --resume`
+        unfinished = [
+            r for r in store.runs(limit=100, status=["running", "interrupted"]) if r.kind in ("run", "rerun", "rescore")
+        ]
         if not unfinished:
             raise StoreError(f"no unfinished suite run to resume in {store.url}; `niceeval runs` lists them.")
         info = unfinished[0]

@@ -16,7 +16,8 @@ from niceeval._core.outcome import Outcome
 
 SuiteStatus = Literal["running", "finished", "interrupted"]
 """`running`: being written, or its process was killed (`--resume` finishes it); `interrupted`: Ctrl-C."""
-SuiteKind = Literal["run", "rerun", "rescore", "calibrate"]
+SuiteKind = Literal["run", "rerun", "rescore", "calibrate", "pytest"]
+"""`pytest`: a pytest session's evals and `niceeval` fixture runs (the pytest plugin)."""
 ShardStatus = Literal["running", "finished", "interrupted"]
 """`running`: being written, or its process was killed (running the shard again completes it)."""
 

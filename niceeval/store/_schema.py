@@ -89,9 +89,10 @@ suite_runs = Table(
     Index(None, "status", "started_at"),
 )
 """Statuses: `running` (being written, or killed), `finished`, `interrupted` (Ctrl-C). Kinds: `run`, `rerun`,
-`rescore` (`parent_id` names the suite run it came from). A suite run named with `--run-id` is written by one or
-more shards (`shard_count`, each in `suite_shards`; `shards_done` of them finished); `plan_digest` is the digest
-of the plan every shard must share."""
+`rescore` (`parent_id` names the suite run it came from), `calibrate`, `pytest` (a pytest session). A suite run
+named with `--run-id` (or written by pytest-xdist workers) is written by one or more shards (`shard_count`, each
+in `suite_shards`; `shards_done` of them finished); `plan_digest` is the digest of the plan every shard must
+share."""
 
 suite_shards = Table(
     "suite_shards",

@@ -98,3 +98,15 @@ def test_a_store_going_away_mid_run_is_a_warning_counting_the_unstored_runs(stor
     assert sink.unstored == 2
     assert "2 of 3 runs were not stored in the results store" in warnings.getvalue()
     assert "--resume s1" in warnings.getvalue()
+
+
+def test_resume_without_an_id_skips_unfinished_pytest_sessions(store: Store) -> None:
+    from niceeval._run.storing import plan_resume
+
+    for run_id, kind in (("r1", "run"), ("p1", "pytest")):  # the pytest session is the latest
+        sink = StoreSink(store, SuiteRunStart(id=run_id, kind=kind))
+        sink.start(planned("a", "b"), [])
+        sink.run_finished(result("a"))
+        sink.finish(summary_of(["a", "b"], interrupted=True))
+    plan = plan_resume(store, SuiteRunStart(id="new"), [], None, None)
+    assert plan.sink.run_id == "r1"  # `niceeval run --resume` finishes niceeval runs, never a pytest session
