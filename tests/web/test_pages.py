@@ -88,7 +88,7 @@ def test_a_run_summarises_judge_calls_inconclusive_causes_and_spend(store: Store
         check("factual", "inconclusive", severity="soft", cause="no_api_key", reason="no key"),
     ])])  # fmt: skip
     html = browser.get(f"/runs/{run}").text
-    assert "<code>openai/gpt-judge</code></th><td>1 calls</td>" in html
+    assert "<code>openai/gpt-judge</code></th><td>1 call</td>" in html
     assert '<span class="badge inconclusive">no_api_key</span> 1' in html
     assert "$0.0005" in html  # agent 0.0001 + judge 0.0004
 
