@@ -14,12 +14,12 @@ if TYPE_CHECKING:
     from niceeval._core.errors import ConfigError, NiceevalError, UsageError
     from niceeval._core.outcome import Outcome
     from niceeval._core.results import RunResult
+    from niceeval._core.settings import JudgeSettings, Price
     from niceeval._eval.checks import Check
     from niceeval._eval.config import Config, define_config
     from niceeval._eval.context import EvalContext, SyncEvalContext
     from niceeval._eval.conversation import Turn
     from niceeval._eval.spec import EvalSpec, define_eval
-    from niceeval._settings import JudgeSettings, Price
 
 _HOMES = {
     "AssertionResult": "niceeval._core.assertion",
@@ -29,8 +29,8 @@ _HOMES = {
     "Outcome": "niceeval._core.outcome",
     "RunResult": "niceeval._core.results",
     "Config": "niceeval._eval.config",
-    "JudgeSettings": "niceeval._settings",
-    "Price": "niceeval._settings",
+    "JudgeSettings": "niceeval._core.settings",
+    "Price": "niceeval._core.settings",
     "define_config": "niceeval._eval.config",
     "Check": "niceeval._eval.checks",
     "EvalContext": "niceeval._eval.context",

@@ -158,14 +158,14 @@ class _Session:
             self.config()
         except Exception:
             return True  # collected, so the broken config is reported as this file's collection error
-        from niceeval._run.discovery import _SKIP_DIRS
+        from niceeval._run.discovery import SKIP_DIRS
 
         for folder in project.eval_dirs:
             if path == folder:
                 return True
             if path.is_relative_to(folder):
                 between = path.relative_to(folder).parts[:-1]
-                return not any(p in _SKIP_DIRS or p.startswith((".", "_")) for p in between)
+                return not any(p in SKIP_DIRS or p.startswith((".", "_")) for p in between)
         return False
 
     @pytest.hookimpl

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from niceeval import cli
+from niceeval.cli._main import build_parser
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "ci.md"
 YAML_BLOCK = re.compile(r"```yaml\n(?P<body>.*?)```", re.S)
@@ -92,7 +92,7 @@ def accepted(argv: list[str]) -> str | None:
     err = io.StringIO()
     try:
         with contextlib.redirect_stderr(err):
-            cli._parser().parse_args(argv)
+            build_parser().parse_args(argv)
     except SystemExit:
         return err.getvalue().strip() or "exited"
     return None

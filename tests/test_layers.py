@@ -22,12 +22,12 @@ FEATURES = [
     "niceeval.sandbox",
     "niceeval.testing",
     "niceeval.providers",
-    "niceeval._pricing",
-    "niceeval._settings",
-    "niceeval._matchers",
-    "niceeval._diff",
-    "niceeval._threads",
-    "niceeval._loopback",
+    "niceeval.providers._pricing",
+    "niceeval._core.settings",
+    "niceeval.expect._matchers",
+    "niceeval._core.values",
+    "niceeval._core.threads",
+    "niceeval._core.loopback",
 ]
 
 RULES: list[tuple[str, tuple[str, ...]]] = [
@@ -36,6 +36,7 @@ RULES: list[tuple[str, tuple[str, ...]]] = [
     ("niceeval._eval", ("niceeval._run", "niceeval.report", "niceeval.cli", "niceeval.pytest_plugin")),
     ("niceeval.store", UPPER + ("niceeval.web",)),
     ("niceeval.web", ("niceeval._eval", "niceeval._run", "niceeval.cli", "niceeval.pytest_plugin")),
+    ("niceeval._run", ("niceeval.cli", "niceeval.pytest_plugin")),
 ]
 
 
@@ -100,22 +101,117 @@ def test_core_imports_only_core() -> None:
     assert wrong == []
 
 
-def test_the_feature_list_covers_every_module_below_the_eval_layer() -> None:
-    top = {p.stem for p in PACKAGE.glob("*.py")} | {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
+ROOT_MODULES = {"__init__", "__main__", "pytest_plugin"}
+"""The only modules at the package root: the package, `python -m niceeval`, and pytest's entry point. Everything
+else lives in a folder named for what it serves (a newcomer finds a feature's room from the folder names alone)."""
+
+COMMAND_LINE = {"cli", "pytest_plugin", "__main__"}
+"""The top: may use every layer."""
+
+
+def test_the_package_root_holds_only_folders_and_entry_points() -> None:
+    loose = {p.stem for p in PACKAGE.glob("*.py")} - ROOT_MODULES
+    assert loose == set(), "move each loose module into the package it serves"
+
+
+def test_every_package_is_placed_in_a_layer() -> None:
+    packages = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
     placed = {name.split(".")[1] for name in FEATURES} | {layer.split(".")[1] for layer, _ in RULES} | {"_core"}
-    command_line = {"cli", "_store_views", "_init_template", "pytest_plugin"}  # the top: may use all
-    unplaced = {name for name in top - placed - command_line if not name.startswith("_cli")}  # `_cli_*`: the top too
-    unplaced -= {"__init__", "expect", "_run"}
-    assert unplaced == set(), "place each new top-level module in a layer here"
+    assert packages - placed - COMMAND_LINE == set(), "place each new package in a layer here"
 
 
-def test_no_two_modules_of_the_eval_layer_import_each_other() -> None:
-    graph = {
-        module_name(path): {n for n in imports(path, module_level_only=True) if within(n, "niceeval._eval")}
-        for path in modules("niceeval._eval")
-    }
-    cycles = sorted({tuple(sorted((a, b))) for a, deps in graph.items() for b in deps if a in graph.get(b, set())})
-    assert cycles == []
+def _module_graph(package: str) -> dict[str, set[str]]:
+    """Which modules of `package` each of its modules imports. The package's own `__init__` is left out: it
+    re-exports its modules, and they may import a sibling through it (`from niceeval.store import _read`)."""
+    names = {module_name(path) for path in modules(package)} - {package}
+    graph: dict[str, set[str]] = {}
+    for path in modules(package):
+        own = module_name(path)
+        if own == package:
+            continue
+        found = {n if n in names else n.rpartition(".")[0] for n in imports(path)}
+        graph[own] = (found & names) - {own}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every strongly connected group of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    groups: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while (member := stack.pop()) != node:
+                group.append(member)
+            if group:
+                groups.append(sorted([*group, node]))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return groups
+
+
+def test_the_cycle_finder_finds_a_circle() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+PACKAGES = sorted(f"niceeval.{p.name}" for p in PACKAGE.iterdir() if (p / "__init__.py").exists())
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_modules_of_a_package_import_each_other_in_a_circle(package: str) -> None:
+    assert _cycles(_module_graph(package)) == []
+
+
+def _is_module(name: str) -> bool:
+    path = PACKAGE.parent.joinpath(*name.split("."))
+    return path.with_suffix(".py").exists() or (path / "__init__.py").exists()
+
+
+def test_no_module_imports_another_modules_private_names() -> None:
+    wrong = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        own = module_name(path)
+        package = own if path.name == "__init__.py" else own.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            base = node.module or ""
+            if node.level:
+                anchor = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                base = f"{anchor}.{base}" if base else anchor
+            for alias in node.names:
+                private = alias.name.startswith("_") and not alias.name.startswith("__")
+                if private and base != own and not _is_module(f"{base}.{alias.name}"):
+                    wrong.append(f"{own} imports {alias.name} from {base}")
+    assert wrong == [], "a name another module needs is not private: drop its leading underscore"
+
+
+CHAIN = {"gate", "at_least", "optional"}
+
+
+def test_assertion_chaining_is_implemented_once() -> None:
+    """`gate`/`at_least`/`optional` live in `Chainable`; each kind of assertion only says how it changes."""
+    defined = [
+        f"{module_name(path)}.{node.name}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ClassDef)
+        and any(isinstance(item, ast.FunctionDef) and item.name in CHAIN for item in node.body)
+    ]
+    assert defined == ["niceeval._core.assertion.Chainable"]
 
 
 SERVERLESS_WEB = ("niceeval.web._templates", "niceeval.web._rounds", "niceeval.web._charts")

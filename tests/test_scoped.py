@@ -10,12 +10,12 @@ import pytest
 
 from niceeval import EvalContext, UsageError, define_eval
 from niceeval._core.results import RunResult
+from niceeval._core.settings import Price
 from niceeval._eval.spec import EvalSpec
-from niceeval._pricing import cost_of, find_price
 from niceeval._run.discovery import EvalEntry
 from niceeval._run.execute import ExecOptions, execute
-from niceeval._settings import Price
 from niceeval.agents import FunctionSession, function_agent
+from niceeval.providers._pricing import cost_of, find_price
 
 
 def run(spec: EvalSpec, agent: Any, *, pricing: dict[str, Price] | None = None) -> RunResult:

@@ -9,10 +9,10 @@ import pytest
 
 from niceeval import EvalContext, define_eval
 from niceeval._core.results import RunResult
+from niceeval._core.settings import JudgeSettings
 from niceeval._eval.spec import EvalSpec
 from niceeval._run.discovery import EvalEntry
 from niceeval._run.execute import ExecOptions, execute
-from niceeval._settings import JudgeSettings
 from niceeval.agents import FunctionSession
 from niceeval.testing import LLMServer, Reply, TokenUsage
 

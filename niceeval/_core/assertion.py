@@ -143,14 +143,52 @@ ScoreLike = bool | float | int | Verdict
 ScoreFn = Callable[[Any], ScoreLike | Awaitable[ScoreLike]]
 
 
-def _check_threshold(value: object, where: str) -> float:
+def check_threshold(value: object, where: str) -> float:
+    """A threshold in [0, 1], or a `UsageError` that says what to write."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= float(value) <= 1.0:
         raise UsageError(f"{where} needs a threshold between 0 and 1, got {value!r}. Write e.g. .at_least(0.7).")
     return float(value)
 
 
+class Chainable:
+    """How a miss counts, changed by chaining: `.gate()`, `.at_least(x)`, `.label(text)`, `.optional()`.
+
+    One implementation for every kind of assertion: a `Matcher` is immutable (each call returns a new one), while
+    the handles `t` returns for registered assertions (scoped assertions, judge verdicts, comparisons) change in
+    place, since the user never registers them again. Each kind says how it applies a change in `_chained`.
+    """
+
+    __slots__ = ()
+
+    def _chained(self, **changes: Any) -> Self:
+        """Apply `changes` (any of `severity`, `threshold`, `name`, `is_optional`)."""
+        raise NotImplementedError
+
+    def _chain_name(self) -> str:
+        """The assertion's name, for error messages."""
+        return str(getattr(self, "name", type(self).__name__))
+
+    def gate(self) -> Self:
+        """A miss fails the eval; the threshold is kept."""
+        return self._chained(severity="gate")
+
+    def at_least(self, threshold: float) -> Self:
+        """Soft: passes when the score is at least `threshold` (in [0, 1]); a miss makes the eval `scored`."""
+        return self._chained(severity="soft", threshold=check_threshold(threshold, f"{self._chain_name()}.at_least()"))
+
+    def label(self, text: str) -> Self:
+        """Rename the assertion in reports."""
+        if not isinstance(text, str) or not text.strip():
+            raise UsageError(f"{self._chain_name()}.label() needs a non-empty string, got {text!r}.")
+        return self._chained(name=text)
+
+    def optional(self) -> Self:
+        """An inconclusive result is expected: shown in reports, never counted against the eval."""
+        return self._chained(is_optional=True)
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
-class Matcher:
+class Matcher(Chainable):
     """A named, immutable scoring rule applied to a value by `t.check` / `t.require`.
 
     Chain to change how a miss counts: `.gate()`, `.at_least(x)`, `.label(text)`, `.optional()`.
@@ -164,23 +202,8 @@ class Matcher:
     expected: str | None = None
     is_optional: bool = False
 
-    def gate(self) -> Self:
-        """Make a miss fail the eval, keeping the threshold."""
-        return replace(self, severity="gate")
-
-    def at_least(self, threshold: float) -> Self:
-        """Make this a soft assertion that passes when its score is at least `threshold`."""
-        return replace(self, severity="soft", threshold=_check_threshold(threshold, f"{self.name}.at_least()"))
-
-    def label(self, text: str) -> Self:
-        """Rename the assertion in reports."""
-        if not isinstance(text, str) or not text.strip():
-            raise UsageError(f"{self.name}.label() needs a non-empty string, got {text!r}.")
-        return replace(self, name=text)
-
-    def optional(self) -> Self:
-        """Mark an inconclusive result as expected: shown in reports, never counted against the eval."""
-        return replace(self, is_optional=True)
+    def _chained(self, **changes: Any) -> Self:
+        return replace(self, **changes)
 
     def result(self, raw: ScoreLike, location: str | None) -> AssertionResult:
         """Turn a score function's return value into a recorded result."""

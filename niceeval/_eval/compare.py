@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Self
 
-from niceeval._core.assertion import AssertionResult, Severity, assertion_kind
+from niceeval._core.assertion import AssertionResult, Chainable, Severity, assertion_kind
 from niceeval._core.errors import UsageError, caller_location
 
 Method = Literal["average", "sum"]
@@ -79,7 +79,7 @@ class SelectBest:
     """The message last sent with `t.send`, shown to the judge as the input the candidates answer."""
 
 
-class Comparison:
+class Comparison(Chainable):
     """A registered comparison across variants. Chain `.gate()`, `.soft()`, `.label(text)`, `.optional()`."""
 
     __slots__ = ("settings", "name", "severity", "location", "is_optional")
@@ -91,27 +91,19 @@ class Comparison:
         self.location = location
         self.is_optional = False
 
-    def gate(self) -> Self:
-        """Not being selected fails the eval."""
-        self.severity = "gate"
+    def _chained(self, **changes: Any) -> Self:
+        if "threshold" in changes:
+            raise UsageError(
+                f"{self.name}: a comparison has no score threshold (a variant is selected or not); chain .soft() "
+                "to make not being selected a soft miss, or .gate() to make it fail the eval."
+            )
+        for name, value in changes.items():
+            setattr(self, name, value)
         return self
 
     def soft(self) -> Self:
         """Not being selected makes the eval `scored` (red only under --strict)."""
-        self.severity = "soft"
-        return self
-
-    def label(self, text: str) -> Self:
-        """Rename in reports."""
-        if not isinstance(text, str) or not text.strip():
-            raise UsageError(f"{self.name}.label() needs a non-empty string, got {text!r}.")
-        self.name = text
-        return self
-
-    def optional(self) -> Self:
-        """An inconclusive result (select-best without a judge) is expected and never counts against the eval."""
-        self.is_optional = True
-        return self
+        return self._chained(severity="soft")
 
     def result(self, *, passed: bool, score: float | None, reason: str, **extra: Any) -> AssertionResult:
         """This comparison's result for one variant's run."""

@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from niceeval._core.errors import ConfigError, caller_location, relative, user_location
-from niceeval._settings import JudgeSettings, Price
+from niceeval._core.settings import JudgeSettings, Price
 
 __all__ = ["CONFIG_FILE", "Config", "JudgeSettings", "Price", "define_config", "find_root", "load_config"]
 

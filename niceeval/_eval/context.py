@@ -14,7 +14,8 @@ from niceeval._core.assertion import AssertionResult, Matcher, ScoreLike
 from niceeval._core.awaits import AwaitTracker, tracked
 from niceeval._core.errors import ErrorInfo, UsageError, caller_location, error_info
 from niceeval._core.events import Event, EventLog
-from niceeval._diff import short
+from niceeval._core.settings import Price
+from niceeval._core.values import short
 from niceeval._eval.checks import Check as Check  # re-exported: the context is where users meet them
 from niceeval._eval.checks import RequireFailed as RequireFailed
 from niceeval._eval.checks import Skipped as Skipped
@@ -24,7 +25,6 @@ from niceeval._eval.conversation import Conversation, Turn
 from niceeval._eval.efficiency import Usage, usage_of
 from niceeval._eval.observe import Observations, Scoped
 from niceeval._eval.variants import Variant
-from niceeval._settings import Price
 
 if TYPE_CHECKING:
     from niceeval.judge import Judge
@@ -55,7 +55,7 @@ class RunState:
     """`t.max_score` / `t.select_best`: resolved by the runner once every variant of the case has run."""
 
 
-class _ContextBase(Observations, Comparisons):
+class ContextBase(Observations, Comparisons):
     """What sync and async eval contexts share: checks, skip, the reply, the event stream, scoped assertions."""
 
     def __init__(
@@ -244,7 +244,7 @@ def _refuse_awaitable(value: Any, location: str | None, verb: str) -> NoReturn:
     )
 
 
-class EvalContext(_ContextBase):
+class EvalContext(ContextBase):
     """The context `t` given to an `async def` eval.
 
     `send`, `respond` and `revive` return coroutines: a call left without `await` fails the run, naming its line.
@@ -276,7 +276,7 @@ class EvalContext(_ContextBase):
         self._new_conversation()
 
 
-class SyncEvalContext(_ContextBase):
+class SyncEvalContext(ContextBase):
     """The context `t` given to a plain `def` eval (which runs in a daemon worker thread)."""
 
     portal: BlockingPortal | None = None

@@ -11,13 +11,13 @@ from typing import Any
 from niceeval._core.assertion import Matcher
 from niceeval._core.errors import UsageError, caller_location
 from niceeval._core.events import ErrorEvent, Event, EventLog, MessageEvent
-from niceeval._diff import short
+from niceeval._core.settings import Price
+from niceeval._core.values import short
 from niceeval._eval.checks import Check
 from niceeval._eval.efficiency import Usage, usage_of
 from niceeval._eval.scoped import waiting_for_input
-from niceeval._matchers import equals, matches
-from niceeval._settings import Price
 from niceeval.agents import Agent, AgentSession, FunctionAgent, TurnStatus
+from niceeval.expect._matchers import equals, matches
 
 RecordCheck = Callable[[Any, Matcher, str | None], Check]
 

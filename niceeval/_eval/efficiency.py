@@ -13,8 +13,8 @@ from typing import Literal
 from niceeval._core.assertion import Inconclusive, Matcher, ScoreLike, Verdict
 from niceeval._core.errors import UsageError
 from niceeval._core.events import Event, UsageEvent
-from niceeval._pricing import cost_of, find_price
-from niceeval._settings import Price
+from niceeval._core.settings import Price
+from niceeval.providers._pricing import cost_of, find_price
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

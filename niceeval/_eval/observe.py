@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Self
+from typing import Any, Self
 
-from niceeval._core.assertion import AssertionResult, Matcher
+from niceeval._core.assertion import AssertionResult, Chainable, Matcher
 from niceeval._core.errors import UsageError, caller_location
 from niceeval._core.events import Event, EventType
+from niceeval._core.settings import Price
 from niceeval._eval import efficiency, scoped, workspace
 from niceeval._eval.toolmatch import InputSpec
-from niceeval._settings import Price
 
 
-class Scoped:
+class Scoped(Chainable):
     """A registered scoped assertion. Chain `.gate()`, `.at_least(x)`, `.label(text)`, `.optional()` on it."""
 
     __slots__ = ("matcher", "location")
@@ -23,25 +23,12 @@ class Scoped:
         self.matcher = matcher
         self.location = location
 
-    def gate(self) -> Self:
-        """A miss fails the eval."""
-        self.matcher = self.matcher.gate()
+    def _chained(self, **changes: Any) -> Self:
+        self.matcher = self.matcher._chained(**changes)
         return self
 
-    def at_least(self, threshold: float) -> Self:
-        """Soft, passing at a score of at least `threshold`."""
-        self.matcher = self.matcher.at_least(threshold)
-        return self
-
-    def label(self, text: str) -> Self:
-        """Rename in reports."""
-        self.matcher = self.matcher.label(text)
-        return self
-
-    def optional(self) -> Self:
-        """An inconclusive result is expected and never counts against the eval."""
-        self.matcher = self.matcher.optional()
-        return self
+    def _chain_name(self) -> str:
+        return self.matcher.name
 
     def evaluate(self, subject: object) -> AssertionResult:
         """Score over the finished run's events (or, for workspace assertions, its diff)."""

@@ -19,7 +19,7 @@ from niceeval._core.events import (
     MessageEvent,
     SubagentCalledEvent,
 )
-from niceeval._diff import short
+from niceeval._core.values import short
 from niceeval._eval.toolmatch import InputSpec, check_spec, input_matches, render_spec, serialise
 
 _EVENT_TYPES = {"message", "action.called", "subagent.called", "input.requested", "error", "usage"}

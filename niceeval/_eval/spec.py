@@ -11,9 +11,9 @@ from typing import Any, Literal, overload
 from pydantic import BaseModel
 
 from niceeval._core.errors import UsageError, caller_location, relative
+from niceeval._core.settings import JudgeSettings
 from niceeval._eval.config import parse_judge
 from niceeval._eval.variants import Variant, parse_variants
-from niceeval._settings import JudgeSettings
 
 EvalFunction = Callable[[Any], Any]
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from niceeval._core.errors import UsageError
-from niceeval._diff import short
+from niceeval._core.values import short
 
 InputSpec = Mapping[str, Any] | re.Pattern[str] | Callable[[Any], bool]
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from niceeval._core.assertion import Matcher, ScoreLike, Verdict
 from niceeval._core.errors import UsageError
 from niceeval._core.events import ActionCalledEvent, Event
-from niceeval._diff import short
+from niceeval._core.values import short
 
 if TYPE_CHECKING:
     from niceeval.sandbox import Diff

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
-from niceeval._core.assertion import AssertionResult
 from niceeval._core.errors import ErrorInfo
 from niceeval._core.outcome import fold
 from niceeval._core.results import RunResult
@@ -21,21 +19,7 @@ from niceeval._eval.compare import Comparison, MaxScore, select_max
 from niceeval._run.discovery import EvalEntry
 from niceeval._run.execute import ExecOptions
 from niceeval._run.judging import spend_of
-
-
-@dataclass(kw_only=True)
-class Member:
-    """One finished run of a group, with the comparisons it registered."""
-
-    entry: EvalEntry
-    result: RunResult
-    comparisons: list[Comparison]
-    added: list[AssertionResult] = field(default_factory=list)
-    usage: ErrorInfo | None = None
-
-    @property
-    def name(self) -> str:
-        return self.entry.variant.name if self.entry.variant is not None else self.entry.id
+from niceeval._run.selecting import Member, resolve_select_best
 
 
 def _key(comparison: Comparison) -> tuple[str, str | None]:
@@ -87,7 +71,6 @@ class CrossRuns:
         return [self._refold(m) for m in members]
 
     async def _resolve_select_best(self, taking: list[tuple[Member, Comparison]]) -> None:
-        from niceeval._run.selecting import resolve_select_best
 
         await resolve_select_best(taking, self._options)
 

@@ -15,7 +15,7 @@ from niceeval._eval.spec import EvalSpec
 from niceeval._eval.variants import Variant
 
 _LEADING_LOCATION = re.compile(r"^\S+\.py:\d+: ")
-_SKIP_DIRS = {"fixtures", "__pycache__", "node_modules"}
+SKIP_DIRS = {"fixtures", "__pycache__", "node_modules"}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -92,7 +92,7 @@ def _module_files(path: Path) -> Iterator[Path]:
         return
     for child in sorted(path.iterdir()):
         if child.is_dir():
-            if child.name not in _SKIP_DIRS and not child.name.startswith((".", "_")):
+            if child.name not in SKIP_DIRS and not child.name.startswith((".", "_")):
                 yield from _module_files(child)
         elif child.suffix == ".py" and not child.name.startswith("_"):
             yield child

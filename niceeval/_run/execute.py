@@ -17,16 +17,16 @@ from niceeval._core.errors import ErrorInfo, UsageError, error_info
 from niceeval._core.events import UsageEvent
 from niceeval._core.outcome import fold
 from niceeval._core.results import RunResult, Spend
+from niceeval._core.settings import JudgeSettings, Price
+from niceeval._core.threads import call_in_thread
 from niceeval._eval.checked_sandbox import CheckedSandbox
 from niceeval._eval.checks import StopEval
 from niceeval._eval.compare import Comparison
-from niceeval._eval.context import EvalContext, RunState, SyncEvalContext, _ContextBase
+from niceeval._eval.context import ContextBase, EvalContext, RunState, SyncEvalContext
 from niceeval._eval.efficiency import usage_of
 from niceeval._eval.spec import EvalSpec
 from niceeval._run.discovery import EvalEntry
 from niceeval._run.judging import JudgeSlot, SuiteJudges, spend_of
-from niceeval._settings import JudgeSettings, Price
-from niceeval._threads import call_in_thread
 from niceeval.agents._protocol import WORKSPACE
 from niceeval.agents._variant import PerVariant
 
@@ -62,7 +62,7 @@ class ExecOptions:
     """The suite's judge clients and cache (set by the suite; without it a run that judges opens its own)."""
 
 
-async def _call(entry: EvalEntry, ctx: _ContextBase) -> None:
+async def _call(entry: EvalEntry, ctx: ContextBase) -> None:
     spec = entry.spec
     if not isinstance(ctx, SyncEvalContext):
         await spec.fn(ctx)
@@ -91,7 +91,7 @@ def _never_awaited(state: RunState, error: ErrorInfo | None) -> ErrorInfo | None
     return ErrorInfo(type="UsageError", message=message, location=forgotten[0].location, kind="usage")
 
 
-def _unawaited_requires(state: RunState) -> ErrorInfo | None:
+def unawaited_requires(state: RunState) -> ErrorInfo | None:
     for handle in state.pending_requires:
         if not handle._awaited:
             return error_info(
@@ -103,7 +103,7 @@ def _unawaited_requires(state: RunState) -> ErrorInfo | None:
     return None
 
 
-def _evaluate_scoped(state: RunState) -> ErrorInfo | None:
+def evaluate_scoped(state: RunState) -> ErrorInfo | None:
     """Score the scoped assertions over the finished event stream; the first API misuse among them, if any."""
     misuse: ErrorInfo | None = None
     for handle in state.scoped:
@@ -124,7 +124,7 @@ def judge_settings(spec: EvalSpec, options: ExecOptions) -> JudgeSettings:
     return merged
 
 
-async def _body(entry: EvalEntry, ctx: _ContextBase) -> ErrorInfo | None:
+async def _body(entry: EvalEntry, ctx: ContextBase) -> ErrorInfo | None:
     try:
         await _call(entry, ctx)
     except StopEval:
@@ -224,16 +224,16 @@ async def execute_run(entry: EvalEntry, run_index: int, options: ExecOptions) ->
             sandbox = await open_workspace(folder, state.log)
         token, tracking = WORKSPACE.set(sandbox.path if sandbox else None), CURRENT_TRACKER.set(state.awaits)
         try:
-            async with _judges(options) as judges:
+            async with suite_judges(options) as judges:
                 error = await _run_body(
                     entry, state, options, _RunSetup(run_index=run_index, sandbox=sandbox, judges=judges)
                 )
         finally:
             WORKSPACE.reset(token)
             CURRENT_TRACKER.reset(tracking)
-        scoped_misuse = _evaluate_scoped(state)  # always: a crashed run still keeps what its events show
+        scoped_misuse = evaluate_scoped(state)  # always: a crashed run still keeps what its events show
         forgotten = _never_awaited(state, error)  # first: a missing await explains what went wrong after it
-        error = forgotten or error or state.usage_error or _unawaited_requires(state) or scoped_misuse
+        error = forgotten or error or state.usage_error or unawaited_requires(state) or scoped_misuse
         if sandbox is not None:
             from niceeval._run.sandboxing import score_workspace
 
@@ -265,8 +265,8 @@ async def execute_run(entry: EvalEntry, run_index: int, options: ExecOptions) ->
         events=state.log.events,
         sandbox_path=str(kept) if kept else None,
         workspace_diff=state.workspace_diff,
-        agent_spend=_agent_spend(state, options),
-        judge_spend=_judge_spend(state, options),
+        agent_spend=agent_spend_of(state, options),
+        judge_spend=judge_spend_of(state, options),
         case_id=entry.case.id if entry.case is not None else None,
         metadata=entry.case.metadata if entry.case is not None else {},
         variant=entry.variant.names if entry.variant is not None else None,
@@ -277,7 +277,7 @@ async def execute_run(entry: EvalEntry, run_index: int, options: ExecOptions) ->
 
 
 @asynccontextmanager
-async def _judges(options: ExecOptions) -> AsyncIterator[SuiteJudges]:
+async def suite_judges(options: ExecOptions) -> AsyncIterator[SuiteJudges]:
     if options.judges is not None:
         yield options.judges
         return
@@ -303,12 +303,12 @@ def _usage_spend(state: RunState, options: ExecOptions, billed_to: Literal["agen
     )
 
 
-def _agent_spend(state: RunState, options: ExecOptions) -> Spend:
+def agent_spend_of(state: RunState, options: ExecOptions) -> Spend:
     """The agent's model calls (usage events billed to the agent)."""
     return _usage_spend(state, options, "agent")
 
 
-def _judge_spend(state: RunState, options: ExecOptions) -> Spend:
+def judge_spend_of(state: RunState, options: ExecOptions) -> Spend:
     """The judges' verdicts plus the calls niceeval made for the eval (follow-up detection)."""
     verdicts = spend_of(state.assertions)
     if not any(isinstance(e, UsageEvent) and e.billed_to == "judge" for e in state.log.events):

@@ -19,11 +19,11 @@ from niceeval._core.results import RunResult
 from niceeval._eval.context import RunState, SyncEvalContext
 from niceeval._run.execute import (
     ExecOptions,
-    _agent_spend,
-    _evaluate_scoped,
-    _judge_spend,
-    _judges,
-    _unawaited_requires,
+    agent_spend_of,
+    evaluate_scoped,
+    judge_spend_of,
+    suite_judges,
+    unawaited_requires,
 )
 from niceeval._run.judging import JudgeSlot
 from niceeval._run.loop_host import LoopHost
@@ -82,7 +82,7 @@ class InlineRun:
         state = RunState()
         self._done = anyio.Event()
         try:
-            async with _judges(options) as judges:
+            async with suite_judges(options) as judges:
                 slot = JudgeSlot(judges, settings=options.judge, grader=options.grader, pricing=options.pricing)
                 async with anyio.create_task_group() as tg:
                     ctx = SyncEvalContext(
@@ -107,8 +107,8 @@ class InlineRun:
         return self._fold(state)
 
     def _fold(self, state: RunState) -> RunResult:
-        scoped_misuse = _evaluate_scoped(state)
-        error = self._error or state.usage_error or _unawaited_requires(state) or scoped_misuse
+        scoped_misuse = evaluate_scoped(state)
+        error = self._error or state.usage_error or unawaited_requires(state) or scoped_misuse
         target, options = self._target, self._options
         return RunResult(
             eval_id=target.eval_id,
@@ -125,8 +125,8 @@ class InlineRun:
             skip_reason=state.skip_reason,
             assertions=state.assertions,
             events=state.log.events,
-            agent_spend=_agent_spend(state, options),
-            judge_spend=_judge_spend(state, options),
+            agent_spend=agent_spend_of(state, options),
+            judge_spend=judge_spend_of(state, options),
         )
 
 

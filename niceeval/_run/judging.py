@@ -16,8 +16,8 @@ from pydantic import BaseModel
 
 from niceeval._core.assertion import AssertionResult
 from niceeval._core.results import Spend
-from niceeval._eval.context import SyncEvalContext, _ContextBase
-from niceeval._settings import JudgeSettings, Price
+from niceeval._core.settings import JudgeSettings, Price
+from niceeval._eval.context import ContextBase, SyncEvalContext
 
 if TYPE_CHECKING:
     from niceeval.judge import Judge, JudgeCache, JudgeClients, JudgeSession
@@ -66,7 +66,7 @@ class JudgeSlot:
         self._pricing = pricing
         self._session: JudgeSession | None = None
 
-    def attach(self, ctx: _ContextBase, task_group: TaskGroup, run_index: int) -> None:
+    def attach(self, ctx: ContextBase, task_group: TaskGroup, run_index: int) -> None:
         def make() -> Judge:
             self._session = self._open(ctx, task_group, run_index)
             return self._session.judge
@@ -77,7 +77,7 @@ class JudgeSlot:
         """The judge verdicts, once the run's task group has finished (none when the eval never judged)."""
         return self._session.results() if self._session is not None else []
 
-    def _open(self, ctx: _ContextBase, task_group: TaskGroup, run_index: int) -> JudgeSession:
+    def _open(self, ctx: ContextBase, task_group: TaskGroup, run_index: int) -> JudgeSession:
         from niceeval.judge import JudgeRuntime, JudgeSession
         from niceeval.judge._cache import CacheMode
         from niceeval.providers import RetryPolicy
@@ -103,7 +103,7 @@ class JudgeSlot:
 Work = Callable[[], Coroutine[Any, Any, None]]
 
 
-def _starter(ctx: _ContextBase, task_group: TaskGroup) -> Callable[[Work], object]:
+def _starter(ctx: ContextBase, task_group: TaskGroup) -> Callable[[Work], object]:
     """How judge calls start: on the run's task group (from a sync eval's thread, through its portal)."""
     if not isinstance(ctx, SyncEvalContext):
         return task_group.start_soon
@@ -118,7 +118,7 @@ def _starter(ctx: _ContextBase, task_group: TaskGroup) -> Callable[[Work], objec
     return start
 
 
-def template_variables(ctx: _ContextBase) -> dict[str, object]:
+def template_variables(ctx: ContextBase) -> dict[str, object]:
     """What a rubric template can name: the case's fields, and `input`: the message last sent with `t.send`, or
     before any, the case's own `input` field (a labelled dataset judged with `on=`)."""
     case = ctx._case

@@ -2,18 +2,36 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from niceeval._core.assertion import AssertionResult
 from niceeval._core.errors import ErrorInfo, UsageError
+from niceeval._core.results import RunResult
 from niceeval._eval.compare import Comparison, SelectBest
+from niceeval._run.discovery import EvalEntry
 from niceeval._run.execute import ExecOptions, judge_settings
 from niceeval._run.judging import SuiteJudges
 
 if TYPE_CHECKING:
-    from niceeval._run.compare import Member
     from niceeval.judge._engine import Env
     from niceeval.judge._select import Choice
     from niceeval.providers import ModelRef
+
+
+@dataclass(kw_only=True)
+class Member:
+    """One finished run of a group (the variants of one case at one run index), with the comparisons it registered."""
+
+    entry: EvalEntry
+    result: RunResult
+    comparisons: list[Comparison]
+    added: list[AssertionResult] = field(default_factory=list)
+    usage: ErrorInfo | None = None
+
+    @property
+    def name(self) -> str:
+        return self.entry.variant.name if self.entry.variant is not None else self.entry.id
 
 
 def _models(member: Member, settings: SelectBest, options: ExecOptions) -> tuple[ModelRef, ModelRef | None]:

@@ -23,7 +23,7 @@ import anyio
 import httpx
 
 from niceeval._core.errors import UsageError
-from niceeval._loopback import ServerThread, bind_loopback, root_url, uvicorn_config
+from niceeval._core.loopback import ServerThread, bind_loopback, root_url, uvicorn_config
 from niceeval.agents._bridge_wire import (
     ENDPOINTS,
     PLACEHOLDER_KEY,

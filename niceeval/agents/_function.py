@@ -27,7 +27,7 @@ from niceeval._core.events import (
     SubagentCalledEvent,
     UsageEvent,
 )
-from niceeval._threads import call_in_thread
+from niceeval._core.threads import call_in_thread
 from niceeval.agents._protocol import Reply, current_workspace
 
 AgentFunction = Callable[..., Any]

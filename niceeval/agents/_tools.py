@@ -20,7 +20,7 @@ from pydantic_core import to_jsonable_python
 
 from niceeval._core.errors import UsageError
 from niceeval._core.events import ActionCalledEvent, EventLog
-from niceeval._threads import call_in_thread
+from niceeval._core.threads import call_in_thread
 
 ToolValidator = Callable[[str, dict[str, Any]], str | None | Awaitable[str | None]]
 """`(tool_name, arguments) -> reason | None`: a reason rejects the call (recorded as failed, told to the model)."""

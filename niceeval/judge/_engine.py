@@ -17,15 +17,15 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from niceeval._core.assertion import Cause, JudgeCall
-from niceeval._pricing import cost_of, find_price
 from niceeval.judge._cache import CachedVerdict, CacheMode, JudgeCache, cache_key
 from niceeval.judge._client import ANTHROPIC_MAX_TOKENS, JudgeClients, ModelAnswer, Request, ask
 from niceeval.judge._families import AnswerError, Family, Parsed
 from niceeval.judge._prompts import Messages, repair_messages
 from niceeval.providers import ModelRef, ProviderError, RetryPolicy
+from niceeval.providers._pricing import cost_of, find_price
 
 if TYPE_CHECKING:
-    from niceeval._settings import Price
+    from niceeval._core.settings import Price
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

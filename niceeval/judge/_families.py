@@ -62,12 +62,12 @@ def _validate(model: type[BaseModel], data: object) -> Any:
         raise AnswerError(problems) from None
 
 
-def _object(properties: dict[str, Any]) -> dict[str, Any]:
+def object_schema(properties: dict[str, Any]) -> dict[str, Any]:
     # Strict structured output (OpenAI) wants every property required and nothing else allowed.
     return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
 
 
-_REASON = {"type": "string", "description": "One or two sentences: why this verdict, citing the data."}
+REASON_FIELD = {"type": "string", "description": "One or two sentences: why this verdict, citing the data."}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -96,7 +96,7 @@ def _choice_family(name: str, task: str, choices: dict[str, tuple[float, str]]) 
     return Family(
         name=name,
         task=f"{task}\n\nPick exactly one choice:\n{listed}",
-        schema=_object({"reason": _REASON, "choice": {"type": "string", "enum": list(choices)}}),
+        schema=object_schema({"reason": REASON_FIELD, "choice": {"type": "string", "enum": list(choices)}}),
         parse=parse,
     )
 
@@ -166,9 +166,9 @@ RUBRIC = Family(
         "If the rubric defines scoring anchors or levels, use them. Give a score between 0 and 1, where 1 means "
         "the output fully meets the rubric, and set pass to true only when the output meets the rubric."
     ),
-    schema=_object(
+    schema=object_schema(
         {
-            "reason": _REASON,
+            "reason": REASON_FIELD,
             "pass": {"type": "boolean", "description": "True only when the output meets the rubric."},
             "score": {"type": "number", "description": "Between 0 and 1 inclusive."},
         }
@@ -185,7 +185,7 @@ G_EVAL = Family(
         "output and note the evidence. Last, give score: a whole number from 1 (does not meet the criteria at "
         "all) to 5 (fully meets them)."
     ),
-    schema=_object(
+    schema=object_schema(
         {
             "steps": {"type": "array", "items": {"type": "string"}, "description": "Evaluation steps, in order."},
             "assessment": {"type": "string", "description": "Each step applied to the output, with evidence."},

@@ -7,19 +7,12 @@ from typing import Any, Self
 
 import anyio
 
-from niceeval._core.assertion import AssertionResult, Severity
+from niceeval._core.assertion import AssertionResult, Chainable, Severity
 from niceeval._core.errors import UsageError
 from niceeval.judge._ruling import Ruling
 
 
-def check_threshold(value: object, where: str) -> float:
-    """A threshold in [0, 1], or a `UsageError` that says what to write."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= float(value) <= 1.0:
-        raise UsageError(f"{where} needs a threshold between 0 and 1, got {value!r}. Write e.g. .at_least(0.7).")
-    return float(value)
-
-
-class JudgeHandle:
+class JudgeHandle(Chainable):
     """A judge verdict on its way: the request started when the judge method was called.
 
     Chain `.at_least(x)`, `.gate()`, `.label(text)`, `.optional()` to change how the verdict counts; they change
@@ -44,27 +37,9 @@ class JudgeHandle:
         self._ruling: Ruling | None = None
         self._done: anyio.Event | None = None  # made on first await, in the event loop
 
-    def gate(self) -> Self:
-        """Make a miss fail the eval (judges are soft by default), keeping the threshold."""
-        self.severity = "gate"
-        return self
-
-    def at_least(self, threshold: float) -> Self:
-        """Soft, passing when the score is at least `threshold` (in [0, 1])."""
-        self.threshold = check_threshold(threshold, f"{self.name}.at_least()")
-        self.severity = "soft"
-        return self
-
-    def label(self, text: str) -> Self:
-        """Rename the assertion in reports."""
-        if not isinstance(text, str) or not text.strip():
-            raise UsageError(f"{self.name}.label() needs a non-empty string, got {text!r}.")
-        self.name = text
-        return self
-
-    def optional(self) -> Self:
-        """Expect that the judge may be unavailable: an inconclusive result is shown but never counted."""
-        self.is_optional = True
+    def _chained(self, **changes: Any) -> Self:
+        for name, value in changes.items():
+            setattr(self, name, value)
         return self
 
     @property

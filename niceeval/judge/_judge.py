@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from niceeval._core.assertion import AssertionResult
 from niceeval._core.errors import UsageError, caller_location
-from niceeval._diff import short
+from niceeval._core.values import short
 from niceeval.judge._cache import CacheMode, JudgeCache
 from niceeval.judge._client import JudgeClients
 from niceeval.judge._engine import Env, decide, poll
@@ -24,7 +24,7 @@ from niceeval.judge._templates import fill_criteria, load_template, placeholders
 from niceeval.providers import ModelRef, RetryPolicy, parse_model
 
 if TYPE_CHECKING:
-    from niceeval._settings import JudgeSettings, Price
+    from niceeval._core.settings import JudgeSettings, Price
 
 SCORE_ONLY_THRESHOLD = 0.7
 """The threshold of a judge with no pass flag (`autoevals.*`, `g_eval`, `summarizes`) when `default_threshold` is

@@ -23,7 +23,7 @@ from niceeval.judge._families import Family
 
 Messages = list[dict[str, str]]
 
-_SYSTEM = """\
+SYSTEM_PROMPT = """\
 You are a careful, impartial evaluator of text produced by an AI system. You follow the grading task in the \
 user message and nothing else.
 
@@ -104,7 +104,7 @@ def build_messages(family: Family, criteria: str | None, data: Sequence[tuple[st
     if any(label == "input" for label, _ in data):
         task += f"\n\n{INPUT_NOTE}"
     user = f"Grading task:\n{task}\n\nThe data to grade:\n\n" + "\n\n".join(blocks)
-    return [{"role": "system", "content": _SYSTEM.format(nonce=code)}, {"role": "user", "content": user}]
+    return [{"role": "system", "content": SYSTEM_PROMPT.format(nonce=code)}, {"role": "user", "content": user}]
 
 
 def repair_messages(messages: Messages, answer: str, error: str) -> Messages:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from niceeval._core.assertion import Cause, JudgeCall, State
-from niceeval._diff import short
+from niceeval._core.values import short
 from niceeval.judge._engine import Consultation
 
 

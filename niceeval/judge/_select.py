@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from niceeval.judge._engine import Consultation, Env, decide
-from niceeval.judge._families import _REASON, AnswerError, Family, Parsed, _object
+from niceeval.judge._families import REASON_FIELD, AnswerError, Family, Parsed, object_schema
 from niceeval.judge._prompts import build_messages
 from niceeval.providers import ModelRef
 
@@ -45,7 +45,7 @@ def select_family(count: int) -> Family:
     return Family(
         name="select_best",
         task=_TASK,
-        schema=_object({"reason": _REASON, "best": best_field}),
+        schema=object_schema({"reason": REASON_FIELD, "best": best_field}),
         parse=parse,
     )
 

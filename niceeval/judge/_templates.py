@@ -14,7 +14,7 @@ from pathlib import Path
 
 from niceeval._core.errors import UsageError
 from niceeval.judge._families import Family
-from niceeval.judge._prompts import _SYSTEM, Messages, as_text, neutralise, nonce
+from niceeval.judge._prompts import SYSTEM_PROMPT, Messages, as_text, neutralise, nonce
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_]\w*)\s*\}\}|\{([A-Za-z_]\w*)\}")
 _OUTPUT_POINTER = "the output (given below as data in the output tags)"
@@ -75,4 +75,4 @@ def templated_messages(
     values = {**text_values(variables), "rubric": criteria, "output": block}
     user = render(template, values, where)
     user += "\n\nAnswer with reason, pass (true only when the output meets the rubric) and a score from 0 to 1."
-    return [{"role": "system", "content": _SYSTEM.format(nonce=code)}, {"role": "user", "content": user}]
+    return [{"role": "system", "content": SYSTEM_PROMPT.format(nonce=code)}, {"role": "user", "content": user}]

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+# Control characters (terminal escapes among them) and lone surrogates, which no terminal encoding can write.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 REPLACEMENT = "\ufffd"
 
@@ -29,3 +31,20 @@ def scrub(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [scrub(v) for v in value]
     return value
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def clean(text: str, limit: int = 400) -> str:
+    """Untrusted text made safe for a terminal: control characters and lone surrogates escaped, length bounded."""
+    more = f"... ({len(text) - limit} more chars)" if len(text) > limit else ""
+    return _CONTROL.sub(_escape, text[:limit]) + more
+
+
+def clean_lines(text: str, indent: str, limit: int) -> str:
+    """Untrusted multi-line text: each line cleaned, continuation lines indented, the whole bounded."""
+    more = f"... ({len(text) - limit} more chars)" if len(text) > limit else ""
+    return ("\n" + indent).join(clean(line, limit) for line in text[:limit].split("\n")) + more

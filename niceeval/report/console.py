@@ -6,7 +6,6 @@ visible, so model output can neither inject rich markup nor move the terminal's 
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Sequence
 
@@ -18,34 +17,16 @@ from niceeval._core.outcome import Outcome
 from niceeval._core.results import RunResult, Spend
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
 from niceeval.report._grouping import group_misses, runs_text
+from niceeval.report._text import clean, clean_lines
 from niceeval.report._variants import VariantTable
 from niceeval.report.progress import Clock, LiveProgress
 
-# Control characters (terminal escapes among them) and lone surrogates, which no terminal encoding can write.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 _LABEL: dict[Outcome, tuple[str, str]] = {
     "passed": ("PASS", "green"),
     "scored": ("SCORED", "yellow"),
     "failed": ("FAIL", "red"),
     "skipped": ("SKIP", "dim"),
 }
-
-
-def _escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
-
-
-def clean(text: str, limit: int = 400) -> str:
-    """Untrusted text made safe for a terminal: control characters and lone surrogates escaped, length bounded."""
-    more = f"... ({len(text) - limit} more chars)" if len(text) > limit else ""
-    return _CONTROL.sub(_escape, text[:limit]) + more
-
-
-def clean_lines(text: str, indent: str, limit: int) -> str:
-    """Untrusted multi-line text: each line cleaned, continuation lines indented, the whole bounded."""
-    more = f"... ({len(text) - limit} more chars)" if len(text) > limit else ""
-    return ("\n" + indent).join(clean(line, limit) for line in text[:limit].split("\n")) + more
 
 
 def _spend_text(side: str, spent: Spend) -> str:

@@ -16,6 +16,7 @@ from rich.live import Live
 from rich.text import Text
 
 from niceeval._core.results import RunResult
+from niceeval.report._text import clean
 
 Clock = Callable[[], float]
 _BAR_WIDTH = 24
@@ -142,7 +143,7 @@ class LiveProgress:
 
     @staticmethod
     def _running_lines(running: list[tuple[tuple[str, int], float]], now: float) -> list[Text]:
-        from niceeval.report.console import clean
+
 
         lines = []
         for (eval_id, run_index), started in running[:_SHOWN_RUNNING]:

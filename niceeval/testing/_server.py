@@ -9,7 +9,7 @@ from types import TracebackType
 from typing import Self
 
 from niceeval._core.errors import UsageError
-from niceeval._loopback import ServerThread, Uvicorn, bind_loopback, check_loopback, root_url, uvicorn_config
+from niceeval._core.loopback import ServerThread, Uvicorn, bind_loopback, check_loopback, root_url, uvicorn_config
 from niceeval.testing._app import ENDPOINTS, LLMApp
 from niceeval.testing._replies import ReplyLike
 from niceeval.testing._request import LLMRequest

@@ -24,7 +24,7 @@ from bridge_helpers import chat_loop, lookup, looping
 from niceeval import EvalContext, define_eval
 from niceeval._core.errors import UsageError
 from niceeval._core.events import ActionCalledEvent, EventLog, UsageEvent
-from niceeval._loopback import ServerThread, bind_loopback, uvicorn_config
+from niceeval._core.loopback import ServerThread, bind_loopback, uvicorn_config
 from niceeval._run.discovery import EvalEntry
 from niceeval._run.execute import ExecOptions, execute
 from niceeval.agents import BridgeSession, bridge_agent

@@ -19,7 +19,7 @@ from starlette.routing import Route
 
 from niceeval._core.errors import UsageError
 from niceeval._core.events import ActionCalledEvent, MessageEvent, SubagentCalledEvent, UsageEvent
-from niceeval._loopback import Uvicorn, bind_loopback, uvicorn_config
+from niceeval._core.loopback import Uvicorn, bind_loopback, uvicorn_config
 from niceeval.agents import AgentError, http_agent
 
 pytestmark = pytest.mark.anyio

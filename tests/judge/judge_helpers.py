@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 
 from niceeval._core.assertion import AssertionResult
-from niceeval._settings import JudgeSettings, Price
+from niceeval._core.settings import JudgeSettings, Price
 from niceeval.judge import CacheMode, Judge, JudgeCache, JudgeClients, JudgeRuntime, JudgeSession
 from niceeval.providers import RetryPolicy
 from niceeval.testing import LLMRequest, LLMServer, Reply, TokenUsage, ToolCall

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from judge_helpers import ANTHROPIC, OPENAI, RUBRIC_PASS, Run, answer
 
-from niceeval._settings import Price
+from niceeval._core.settings import Price
 from niceeval.judge import JudgeSpend, judge_spend
 from niceeval.testing import LLMRequest, Reply, TokenUsage
 

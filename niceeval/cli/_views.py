@@ -10,7 +10,7 @@ from rich.console import Console
 from niceeval._core.results import RunResult
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
 from niceeval.report import ConsoleReporter, JsonReporter, JUnitReporter, Reporter, ReporterSet
-from niceeval.report.console import clean
+from niceeval.report._text import clean
 from niceeval.store import RunDiff, RunNotFound, Store, SuiteRunDetail, SuiteRunInfo
 
 

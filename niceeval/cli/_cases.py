@@ -9,6 +9,8 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from niceeval.cli._common import add_config_flag, add_store_flag, open_existing_store
+
 if TYPE_CHECKING:
     from niceeval._eval.config import Config
     from niceeval._run.discovery import Discovery
@@ -23,8 +25,8 @@ def add_case_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
     export = actions.add_parser("export", help="write the viewer's cases as define_eval code (for code review)")
     export.add_argument("--to", type=Path, default=DEFAULT_EXPORT, metavar="PATH", help=f"default {DEFAULT_EXPORT}")
     export.add_argument("--force", action="store_true", help="overwrite PATH when it holds something else")
-    export.add_argument("--store", metavar="URL", help="results store URL (default: the project's store)")
-    export.add_argument("--config", type=Path, metavar="PATH")
+    add_store_flag(export)
+    add_config_flag(export)
     export.set_defaults(handler=_export)
 
 
@@ -48,12 +50,11 @@ def discover_with_cases(config: Config, args: argparse.Namespace) -> Discovery:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from niceeval._cli_store import _open_existing
     from niceeval._core.errors import ConfigError
     from niceeval.store._case_code import cases_module
     from niceeval.store._cases import CaseBook
 
-    with _open_existing(args) as store:
+    with open_existing_store(args) as store:
         cases = [stored.case for stored in CaseBook(store).cases()]
     if not cases:
         print("no cases in the results store yet; write them in `niceeval view` (Cases tab).")

@@ -13,7 +13,7 @@ from rapidfuzz.distance import Levenshtein
 
 from niceeval._core.assertion import SOFT_DEFAULT_THRESHOLD, Matcher, ScoreLike, Severity, Verdict
 from niceeval._core.errors import UsageError
-from niceeval._diff import describe_difference, short
+from niceeval._core.values import describe_difference, short
 
 Needle = str | re.Pattern[str]
 

@@ -4,7 +4,7 @@ Matchers are immutable: `.gate()`, `.at_least(x)`, `.label(text)` and `.optional
 """
 
 from niceeval._core.assertion import AssertionResult, Matcher, Verdict
-from niceeval._matchers import (
+from niceeval.expect._matchers import (
     command_succeeded,
     equals,
     excludes,

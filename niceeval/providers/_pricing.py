@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from niceeval._settings import Price
+from niceeval._core.settings import Price
 
 PRICES_AS_OF = "2026-11"
 

@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from niceeval.cli._common import add_config_flag, add_judge_flags, add_selection_flags, add_store_flag, project_config
+
 if TYPE_CHECKING:
     from niceeval._eval.config import Config
     from niceeval._run.discovery import EvalEntry
@@ -25,13 +27,12 @@ def add_calibrate_command(commands: argparse._SubParsersAction[argparse.Argument
     )
     calibrate.add_argument("paths", nargs="*", help="eval files or folders (default: config `evals`)")
     calibrate.add_argument("--split", help="only cases of this split (golden, holdout, ...)")
-    calibrate.add_argument("-k", dest="keyword", help="only evals whose id contains this text")
-    calibrate.add_argument("--grader", metavar="MODEL", help="judge model for every judge call (provider/model)")
-    calibrate.add_argument("--no-cache", action="store_true", help="always call judge models (no verdict cache)")
+    add_selection_flags(calibrate, tags=False)
+    add_judge_flags(calibrate, cache_only=False)
     calibrate.add_argument("--json", type=Path, metavar="PATH", help="write the calibration report as JSON here")
-    calibrate.add_argument("--config", type=Path, metavar="PATH", help="config file (default: niceeval.config.py)")
+    add_config_flag(calibrate)
     where = calibrate.add_mutually_exclusive_group()
-    where.add_argument("--store", metavar="URL", help="results store (default .niceeval/results.db)")
+    add_store_flag(where)
     where.add_argument("--no-store", action="store_true", help="do not record this calibration in the store")
     calibrate.set_defaults(handler=calibrate_command)
 
@@ -76,16 +77,15 @@ def calibrate_command(args: argparse.Namespace) -> int:
     """
     import anyio
 
-    from niceeval._eval.config import find_root, load_config
     from niceeval._run.discovery import discover
     from niceeval._run.execute import ExecOptions
     from niceeval._run.plan import expand
     from niceeval._run.suite import SuiteOptions, run_suite, select
     from niceeval.report import Reporter
+    from niceeval.report._text import clean
     from niceeval.report.calibration import CalibrationReporter, overfit_warnings, render
-    from niceeval.report.console import clean
 
-    config = load_config(find_root(Path.cwd()), args.config.resolve() if args.config else None)
+    config = project_config(args)
     found = discover(config.root, args.paths or config.evals)
     plan = expand(found.evals, root=config.root, suite_variants=config.variants)
     entries, labels = _labels(select(plan.evals, keyword=args.keyword), args.split)

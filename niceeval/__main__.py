@@ -1,0 +1,7 @@
+"""`python -m niceeval`: the same as the `niceeval` command."""
+
+import sys
+
+from niceeval.cli._main import main
+
+sys.exit(main())

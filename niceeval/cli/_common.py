@@ -1,0 +1,162 @@
+"""What several commands share, declared once: exit codes, argument types, flag groups, the project's config.
+
+Only argparse is imported at module level (`niceeval --help` stays fast).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from niceeval._eval.config import Config
+    from niceeval._run.shard import Shard
+    from niceeval.store import Store
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def positive_int(flag: str) -> Callable[[str], int]:
+    """An argument type: a whole number of at least 1, named in the error."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{flag} takes a whole number, got {text!r}") from None
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"{flag} must be at least 1, got {value}")
+        return value
+
+    return parse
+
+
+def rate(flag: str) -> Callable[[str], float]:
+    """An argument type: a number between 0 and 1, named in the error."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{flag} takes a number between 0 and 1, got {text!r}") from None
+        if not 0.0 <= value <= 1.0:
+            raise argparse.ArgumentTypeError(f"{flag} must be between 0 and 1, got {value}")
+        return value
+
+    return parse
+
+
+def pass_at_k(text: str) -> tuple[int, float]:
+    """`--min-pass-at-k K:RATE`."""
+    k_text, _, rate_text = text.partition(":")
+    try:
+        k, value = int(k_text), float(rate_text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--min-pass-at-k takes K:RATE, e.g. 3:0.9, got {text!r}") from None
+    if k < 1 or not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"--min-pass-at-k needs K >= 1 and RATE between 0 and 1, got {text!r}")
+    return k, value
+
+
+def shard(text: str) -> Shard:
+    """`--shard I/N`."""
+    from niceeval._run.shard import parse_shard
+
+    return parse_shard(text)
+
+
+def seconds(flag: str) -> Callable[[str], float]:
+    """An argument type: a positive number of seconds, named in the error."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{flag} takes seconds, got {text!r}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"{flag} must be positive, got {value}")
+        return value
+
+    return parse
+
+
+def run_id(text: str) -> str:
+    """`--run-id ID`: a name safe in URLs, file names and CI variables."""
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,31}", text) or text == "latest":
+        raise argparse.ArgumentTypeError(
+            f"--run-id takes 1 to 32 letters, digits, '.', '_' or '-', starting with a letter or digit "
+            f"(e.g. gh-$GITHUB_RUN_ID), and not 'latest'; got {text!r}"
+        )
+    return text
+
+
+def add_config_flag(parser: argparse.ArgumentParser) -> None:
+    """`--config PATH`."""
+    parser.add_argument("--config", type=Path, metavar="PATH", help="config file (default: niceeval.config.py)")
+
+
+def add_selection_flags(parser: argparse.ArgumentParser, *, tags: bool = True) -> None:
+    """`-k TEXT` and `--tag T`."""
+    parser.add_argument("-k", dest="keyword", help="only evals whose id contains this text")
+    if tags:
+        parser.add_argument("--tag", action="append", default=[], help="only evals with this tag (repeatable)")
+
+
+def add_concurrency_flag(parser: argparse.ArgumentParser) -> None:
+    """`--concurrency C`."""
+    parser.add_argument("--concurrency", type=positive_int("--concurrency"), help="runs at once (default: config)")
+
+
+def add_strict_flag(parser: argparse.ArgumentParser) -> None:
+    """`--strict`."""
+    parser.add_argument("--strict", action="store_true", help="soft misses (`scored`) fail too")
+
+
+def add_judge_flags(parser: argparse.ArgumentParser, *, cache_only: bool = True) -> None:
+    """`--grader MODEL`, `--no-cache` and (unless told otherwise) `--cache-only`."""
+    parser.add_argument("--grader", metavar="MODEL", help="judge model for every judge call (provider/model)")
+    cache = parser.add_mutually_exclusive_group()
+    cache.add_argument("--no-cache", action="store_true", help="always call judge models (no verdict cache)")
+    if cache_only:
+        cache.add_argument(
+            "--cache-only", action="store_true", help="replay judge verdicts from the cache; a miss is inconclusive"
+        )
+
+
+def add_report_flags(parser: argparse.ArgumentParser) -> None:
+    """`--json PATH`, `--junit PATH`, `--html PATH`."""
+    parser.add_argument("--json", type=Path, metavar="PATH", help="write the JSON report here")
+    parser.add_argument("--junit", type=Path, metavar="PATH", help="write JUnit XML here")
+    parser.add_argument("--html", type=Path, metavar="PATH", help="write a self-contained HTML report here")
+
+
+def add_store_flag(parser: argparse.ArgumentParser | argparse._MutuallyExclusiveGroup) -> None:
+    """`--store URL`."""
+    parser.add_argument(
+        "--store", metavar="URL", help="results store: a SQLite path or postgresql://... (default .niceeval/results.db)"
+    )
+
+
+def project_config(args: argparse.Namespace) -> Config:
+    """The project's config: `--config PATH`, or `niceeval.config.py` found from the current folder up."""
+    from niceeval._eval.config import find_root, load_config
+
+    return load_config(find_root(Path.cwd()), args.config.resolve() if args.config else None)
+
+
+def open_existing_store(args: argparse.Namespace) -> Store:
+    """The results store a reading command names (`--store`, the config, or the default), which must exist."""
+    from niceeval._core.errors import ConfigError
+    from niceeval._run.storing import StoreRequest, store_location
+    from niceeval.store import Store
+
+    config = project_config(args)
+    location = store_location(StoreRequest(flag=args.store, configured=config.store, root=config.root))
+    if location is None:
+        raise ConfigError("the results store is off in the config (store=False); pass --store URL to read one.")
+    if "://" not in location and not Path(location).exists():
+        raise ConfigError(f"no results store at {location} yet: `niceeval run` creates it (or pass --store URL).")
+    return Store.open(location, root=config.root)

@@ -1,0 +1,225 @@
+"""`niceeval run`, `niceeval list` and `niceeval rescore` (which runs the same pipeline over recorded turns).
+
+Only argparse is imported at module level (`niceeval --help` stays fast).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+from niceeval.cli._common import (
+    EXIT_OK,
+    EXIT_USAGE,
+    add_concurrency_flag,
+    add_config_flag,
+    add_judge_flags,
+    add_report_flags,
+    add_selection_flags,
+    add_store_flag,
+    add_strict_flag,
+    pass_at_k,
+    positive_int,
+    project_config,
+    rate,
+    run_id,
+    seconds,
+    shard,
+)
+from niceeval.cli._github import add_github_flags
+
+if TYPE_CHECKING:
+    from niceeval._eval.config import Config
+    from niceeval._run.discovery import Discovery, EvalEntry
+    from niceeval._run.storing import StoredPlan
+
+
+def add_run_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`niceeval run`, `niceeval list`, `niceeval rescore`."""
+    run = commands.add_parser("run", help="run evals and report the results")
+    run.add_argument("paths", nargs="*", help="eval files or folders, or file.py::name (default: config `evals`)")
+    add_selection_flags(run)
+    run.add_argument(
+        "--runs",
+        type=positive_int("--runs"),
+        metavar="N",
+        help="run every eval N times (default 1); the repeats run at the same time (within --concurrency), except "
+        "for evals with @define_eval(sequential_runs=True), whose repeats run one after another",
+    )
+    run.add_argument(
+        "--min-pass-rate",
+        type=rate("--min-pass-rate"),
+        help="with --runs: share of runs that must pass (default 1, or 0 with pass@k)",
+    )
+    run.add_argument(
+        "--min-pass-at-k", type=pass_at_k, metavar="K:RATE", help="with --runs N: pass@K must reach RATE (K <= N)"
+    )
+    add_strict_flag(run)
+    add_concurrency_flag(run)
+    run.add_argument(
+        "--shard",
+        type=shard,
+        metavar="I/N",
+        help="run shard I of N: a stable part of the eval runs (shards 1/N..N/N run each exactly once); with "
+        "--run-id ID, the shards write one suite run",
+    )
+    run.add_argument("--timeout", type=seconds("--timeout"), help="seconds per run (default: config, 300)")
+    run.add_argument("--fail-on-inconclusive", action="store_true", help="inconclusive assertions count as misses")
+    add_report_flags(run)
+    add_config_flag(run)
+    run.add_argument("--keep-sandbox", action="store_true", help="keep sandbox workspaces and print their paths")
+    add_judge_flags(run)
+    _add_recording_flags(run)
+    add_github_flags(run)
+    run.set_defaults(handler=_run)
+
+    listing = commands.add_parser("list", help="list the evals found, with ids and tags")
+    listing.add_argument("paths", nargs="*", help="eval files or folders, or file.py::name (default: config `evals`)")
+    add_config_flag(listing)
+    listing.set_defaults(handler=_list)
+
+    rescore = commands.add_parser(
+        "rescore", help="score a stored suite run again without calling the agent (turns replayed from the record)"
+    )
+    rescore.add_argument("rescore", metavar="RUN", help="suite run id (a unique prefix is enough), or `latest`")
+    add_selection_flags(rescore)
+    add_concurrency_flag(rescore)
+    add_strict_flag(rescore)
+    add_judge_flags(rescore)
+    add_report_flags(rescore)
+    add_config_flag(rescore)
+    add_store_flag(rescore)
+    rescore.set_defaults(handler=_run)
+    own = vars(rescore.parse_args(["RUN"]))
+    rescore.set_defaults(**{k: v for k, v in vars(run.parse_args([])).items() if k not in own})
+
+
+def _add_recording_flags(run: argparse.ArgumentParser) -> None:
+    """How `run` is recorded: `--store URL | --no-store`, `--resume [RUN] | --rerun-failed [RUN]`, `--run-id ID`."""
+    where = run.add_mutually_exclusive_group()
+    add_store_flag(where)
+    where.add_argument("--no-store", action="store_true", help="do not record this run in the results store")
+    again = run.add_mutually_exclusive_group()
+    resume = "finish a suite run in place: only its missing eval runs run (default: the latest unfinished)"
+    again.add_argument("--resume", nargs="?", const="", metavar="RUN", help=resume)
+    rerun = "rerun the failed evals of a suite run into a new one (default: the latest)"
+    again.add_argument("--rerun-failed", nargs="?", const="", metavar="RUN", help=rerun)
+    shared = (
+        "name the suite run (e.g. gh-$GITHUB_RUN_ID): every --shard I/N given the same ID writes into one suite "
+        "run; running a shard again after a crash completes its missing eval runs"
+    )
+    run.add_argument("--run-id", type=run_id, metavar="ID", help=shared)
+
+
+def _load(args: argparse.Namespace) -> tuple[Config, Discovery]:
+    from niceeval._run.plan import expand
+    from niceeval.cli._cases import discover_with_cases
+
+    config = project_config(args)
+    discovery = discover_with_cases(config, args)
+    plan = expand(discovery.evals, root=config.root, suite_variants=config.variants)
+    discovery.evals = plan.evals
+    discovery.errors.extend(plan.errors)
+    return config, discovery
+
+
+def _run(args: argparse.Namespace) -> int:
+    import anyio
+    from rich.console import Console
+
+    from niceeval._run.execute import ExecOptions
+    from niceeval._run.suite import SuiteOptions, run_suite, select
+    from niceeval.cli._github import github_reporters
+    from niceeval.cli._store import print_stored
+    from niceeval.report import ConsoleReporter, JsonReporter, JUnitReporter, Reporter
+
+    config, discovery = _load(args)
+    if args.min_pass_at_k and args.min_pass_at_k[0] > (args.runs or 1):
+        print(f"niceeval: --min-pass-at-k {args.min_pass_at_k[0]}:... needs --runs of at least that.", file=sys.stderr)
+        return EXIT_USAGE
+    if args.min_pass_rate is None:
+        args.min_pass_rate = 0.0 if args.min_pass_at_k else 1.0
+    entries = select(discovery.evals, keyword=args.keyword, tags=args.tag)
+    if not entries and not discovery.errors:
+        where = " ".join(args.paths or config.evals)
+        filters = " after -k/--tag filtering" if discovery.evals else ""
+        print(f"niceeval: no evals found in {where}{filters}. Write one with `niceeval init`.", file=sys.stderr)
+        return EXIT_USAGE
+    stored, entries = _plan_runs(config, args, entries)
+    sink = stored.sink if stored else None
+    reporters: list[Reporter] = [
+        ConsoleReporter(
+            Console(highlight=False, soft_wrap=True),
+            strict=args.strict,
+            min_pass_rate=args.min_pass_rate,
+            min_pass_at_k=args.min_pass_at_k,
+        )
+    ]
+    if sink is not None:
+        reporters.insert(0, sink)  # the store first: a run is kept before any reporter can fail on it
+    if args.json:
+        reporters.append(JsonReporter(args.json, run_id=sink.run_id if sink else None))
+    if args.junit:
+        reporters.append(JUnitReporter(args.junit, strict=args.strict, min_pass_rate=args.min_pass_rate))
+    if args.html:
+        from niceeval.report.html import HtmlReporter
+
+        reporters.append(HtmlReporter(args.html, run_id=sink.run_id if sink else None))
+    reporters += github_reporters(args, sink)  # last: they turn GitHub workflow commands back on at the end
+    options = SuiteOptions(
+        runs=stored.runs if stored else args.runs or 1,
+        concurrency=args.concurrency or config.concurrency,
+        strict=args.strict,
+        min_pass_rate=args.min_pass_rate,
+        min_pass_at_k=args.min_pass_at_k,
+        exec=ExecOptions(
+            timeout=args.timeout or config.timeout,
+            agent=config.agent,
+            fail_on_inconclusive=args.fail_on_inconclusive or config.fail_on_inconclusive,
+            pricing=config.pricing,
+            root=config.root,
+            keep_sandbox=args.keep_sandbox,
+            judge=config.judge,
+            grader=args.grader,
+            no_cache=args.no_cache,
+            cache_only=args.cache_only,
+            agent_for_run=stored.agent_for_run if stored else None,
+        ),
+        done=stored.done if stored else frozenset(),
+        prior=stored.prior if stored else (),
+        shard=args.shard,
+    )
+    summary = anyio.run(run_suite, entries, discovery.errors, options, reporters)
+    if sink is not None:
+        sink.store.close()
+        print_stored(sink)
+    return summary.exit_code
+
+
+def _plan_runs(
+    config: Config, args: argparse.Namespace, entries: list[EvalEntry]
+) -> tuple[StoredPlan | None, list[EvalEntry]]:
+    """How `run` is recorded (None: the store is off), and the evals it runs (with --shard, the shard's)."""
+    from niceeval.cli._store import store_plan_for
+
+    stored = store_plan_for(config, args, entries)
+    if args.shard is not None:
+        print(f"niceeval: {args.shard.describe(entries, args.runs or 1)}", file=sys.stderr)
+    if stored is None:
+        return None, entries if args.shard is None else args.shard.select(entries, args.runs or 1)
+    for note in stored.notes:
+        print(f"niceeval: {note}", file=sys.stderr)
+    return stored, stored.entries
+
+
+def _list(args: argparse.Namespace) -> int:
+    _, discovery = _load(args)
+    for entry in discovery.evals:
+        tags = f"  [{', '.join(entry.tags)}]" if entry.tags else ""
+        print(f"{entry.id}{tags}")
+    for error in discovery.errors:
+        print(f"ERROR {error.describe()}", file=sys.stderr)
+    print(f"{len(discovery.evals)} evals", file=sys.stderr)
+    return EXIT_USAGE if discovery.errors else EXIT_OK
+
