@@ -8,4 +8,4 @@ python3 -m venv .venv
 .venv/bin/pip install -q -e '.[test]'
 .venv/bin/ruff check .
 .venv/bin/mypy
-.venv/bin/python -m pytest
+.venv/bin/python -m pytest -n 2  # 2 workers: the CI machine has 2 cores, and many tests wait on subprocesses
