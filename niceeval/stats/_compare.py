@@ -1,0 +1,186 @@
+"""Tests of change between two runs: exact per eval, paired over cases, and false discovery control across evals.
+
+Every test is two-sided; a regression is a significant change whose difference is negative. When no outcome on
+the data at hand could reach `alpha` (three runs against three cannot: Fisher's smallest p-value there is 0.1),
+the result carries a note instead of a p-value. scipy is imported inside each function: it takes seconds to load.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from ._intervals import clustered_mean, wilson
+from ._results import Comparison, Estimate
+
+
+def compare_rates(before: tuple[int, int], after: tuple[int, int], *, alpha: float = 0.05) -> Comparison:
+    """One eval's pass count `(k, n)` before and after: Fisher's exact test, Newcombe's interval.
+
+    The interval for the difference is Newcombe's hybrid score interval (method 10), built from the two Wilson
+    intervals; it behaves at 0 and 1 where `p2 - p1 ± z·se` does not.
+    """
+    import numpy as np
+    from scipy.stats import fisher_exact
+
+    _check_alpha(alpha)
+    (k1, n1), (k2, n2) = before, after
+    if n1 == 0 or n2 == 0:
+        return Comparison(test="fisher", n=n1 + n2, difference=None, alpha=alpha, note="no runs on one side")
+    first, second = wilson(k1, n1), wilson(k2, n2)
+    p1, p2 = k1 / n1, k2 / n2
+    assert first.low is not None and first.high is not None and second.low is not None and second.high is not None
+    difference = p2 - p1
+    low = difference - math.hypot(p2 - second.low, first.high - p1)
+    high = difference + math.hypot(second.high - p2, p1 - first.low)
+    result = Comparison(test="fisher", n=n1 + n2, difference=difference, low=low, high=high, alpha=alpha)
+    smallest = float(fisher_exact(np.array([[n1, 0], [0, n2]])).pvalue)
+    if smallest > alpha:
+        return replace(result, note=f"{n1} vs {n2} runs: not enough to tell")
+    p_value = float(fisher_exact(np.array([[k1, n1 - k1], [k2, n2 - k2]])).pvalue)
+    return replace(result, p_value=min(1.0, p_value))
+
+
+def mcnemar(before: Sequence[bool], after: Sequence[bool], *, alpha: float = 0.05) -> Comparison:
+    """Pass/fail of the same cases before and after: McNemar's exact test (a binomial test on the flips).
+
+    Only the cases that flipped carry evidence; `p = binomtest(fixed, flipped, 0.5)`.
+    """
+    from scipy.stats import binomtest
+
+    _check_alpha(alpha)
+    _check_paired(before, after)
+    n = len(before)
+    broke = sum(1 for b, a in zip(before, after, strict=True) if b and not a)
+    fixed = sum(1 for b, a in zip(before, after, strict=True) if a and not b)
+    spread = clustered_mean([float(a) - float(b) for b, a in zip(before, after, strict=True)])
+    result = _from_spread("mcnemar", n, spread, alpha)
+    if n < min_pairs(alpha):
+        return replace(result, note=_not_enough(n))
+    p_value = 1.0 if broke + fixed == 0 else float(binomtest(fixed, broke + fixed, 0.5).pvalue)
+    return replace(result, p_value=p_value)
+
+
+def paired_t(
+    before: Sequence[float],
+    after: Sequence[float],
+    clusters: Sequence[Hashable] | None = None,
+    *,
+    alpha: float = 0.05,
+) -> Comparison:
+    """Scores or pass rates of the same cases before and after: a t test on the paired differences.
+
+    With `clusters` the standard error is cluster-robust and t has (clusters - 1) degrees of freedom; without,
+    this is exactly `scipy.stats.ttest_rel`.
+    """
+    from scipy.stats import t as student_t
+
+    _check_alpha(alpha)
+    _check_paired(before, after)
+    differences = [a - b for b, a in zip(before, after, strict=True)]
+    spread = clustered_mean(differences, clusters)
+    result = _from_spread("paired t", spread.clusters, spread, alpha)
+    if spread.clusters < min_pairs(alpha):
+        return replace(result, note=_not_enough(spread.clusters))
+    assert spread.value is not None and spread.stderr is not None
+    if spread.stderr == 0:
+        return replace(result, p_value=1.0 if spread.value == 0 else 0.0)
+    statistic = spread.value / spread.stderr
+    p_value = float(2 * student_t.sf(abs(statistic), spread.clusters - 1))
+    return replace(result, p_value=p_value)
+
+
+def paired_bootstrap(
+    before: Sequence[float],
+    after: Sequence[float],
+    clusters: Sequence[Hashable] | None = None,
+    *,
+    alpha: float = 0.05,
+    resamples: int = 9999,
+    seed: int = 0,
+) -> Comparison:
+    """Paired differences without assuming normality: a cluster bootstrap interval, a sign-flip p-value.
+
+    The interval resamples whole clusters (BCa, `scipy.stats.bootstrap`); the p-value flips the sign of each
+    cluster's summed difference (`scipy.stats.permutation_test`, exact when 2^clusters <= resamples), which is
+    the paired randomisation test of "no change". Seeded: the same data gives the same numbers.
+    """
+    import numpy as np
+    from scipy.stats import bootstrap, permutation_test
+
+    _check_alpha(alpha)
+    _check_paired(before, after)
+    differences = [a - b for b, a in zip(before, after, strict=True)]
+    keys: Sequence[Hashable] = clusters if clusters is not None else range(len(differences))
+    sums: dict[Hashable, list[float]] = {}
+    for key, difference in zip(keys, differences, strict=True):
+        sums.setdefault(key, [0.0, 0.0])
+        sums[key][0] += difference
+        sums[key][1] += 1
+    total, count = np.array([s for s, _ in sums.values()]), np.array([c for _, c in sums.values()])
+    n = len(total)
+    mean = float(total.sum() / count.sum()) if n else None
+    if n < min_pairs(alpha):
+        return Comparison(test="paired bootstrap", n=n, difference=mean, alpha=alpha, note=_not_enough(n))
+    assert mean is not None
+
+    def ratio(s: Any, c: Any, axis: int = -1) -> Any:
+        return s.sum(axis=axis) / c.sum(axis=axis)
+
+    if np.all(total / count == total[0] / count[0]):  # no spread: nothing to resample, the change is certain
+        return Comparison(
+            test="paired bootstrap", n=n, difference=mean, low=mean, high=mean, p_value=1.0 if mean == 0 else 0.0,
+            alpha=alpha,
+        )
+    interval = bootstrap(
+        (total, count), ratio, paired=True, vectorized=True, n_resamples=resamples, confidence_level=0.95, rng=seed
+    ).confidence_interval
+    flips = permutation_test(
+        (total,), lambda s, axis=-1: s.sum(axis=axis), permutation_type="samples", vectorized=True,
+        n_resamples=resamples, rng=seed,
+    )
+    return Comparison(
+        test="paired bootstrap", n=n, difference=mean, low=float(interval.low), high=float(interval.high),
+        p_value=float(flips.pvalue), alpha=alpha,
+    )
+
+
+def benjamini_hochberg(p_values: Sequence[float | None]) -> list[float | None]:
+    """Adjusted p-values (q-values) controlling the false discovery rate across many evals.
+
+    Compare each q-value with alpha: at most alpha of the changes called significant are expected to be noise,
+    so a 500-eval suite does not fail by chance. None (not enough data) stays None and takes no part.
+    """
+    from scipy.stats import false_discovery_control
+
+    present = [p for p in p_values if p is not None]
+    if not present:
+        return [None] * len(p_values)
+    adjusted = iter(float(q) for q in false_discovery_control(present, method="bh"))
+    return [None if p is None else next(adjusted) for p in p_values]
+
+
+def min_pairs(alpha: float) -> int:
+    """The fewest paired cases on which a two-sided sign test can reach `alpha` at all (6 at 0.05)."""
+    _check_alpha(alpha)
+    return max(2, math.ceil(math.log2(2 / alpha)))
+
+
+def _from_spread(test: str, n: int, spread: Estimate, alpha: float) -> Comparison:
+    return Comparison(test=test, n=n, difference=spread.value, low=spread.low, high=spread.high, alpha=alpha)
+
+
+def _not_enough(n: int) -> str:
+    return f"{n} shared case{'s' * (n != 1)}: not enough to tell"
+
+
+def _check_paired(before: Sequence[Any], after: Sequence[Any]) -> None:
+    if len(before) != len(after):
+        raise ValueError(f"paired data needs one value per case on each side, got {len(before)} and {len(after)}")
+
+
+def _check_alpha(alpha: float) -> None:
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be between 0 and 1 (e.g. 0.05), got {alpha}")

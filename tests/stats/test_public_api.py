@@ -1,0 +1,25 @@
+"""niceeval.stats exports these names and nothing else."""
+
+import niceeval.stats
+
+
+def test_stats_exports() -> None:
+    assert sorted(niceeval.stats.__all__) == sorted(
+        [
+            "Comparison",
+            "Estimate",
+            "Power",
+            "benjamini_hochberg",
+            "clustered_mean",
+            "compare_rates",
+            "mcnemar",
+            "min_pairs",
+            "paired_bootstrap",
+            "paired_t",
+            "power",
+            "t_quantile",
+            "wilson",
+        ]
+    )
+    for name in niceeval.stats.__all__:
+        assert hasattr(niceeval.stats, name), name
