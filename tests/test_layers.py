@@ -28,6 +28,7 @@ FEATURES = [
     "niceeval._core.values",
     "niceeval._core.threads",
     "niceeval._core.loopback",
+    "niceeval.stats",
 ]
 
 RULES: list[tuple[str, tuple[str, ...]]] = [
