@@ -6,6 +6,7 @@ library (the console shows them after every run); the tests of change import sci
 """
 
 from ._compare import benjamini_hochberg, compare_rates, mcnemar, min_pairs, paired_bootstrap, paired_t
+from ._gate import EvalChange, RunComparison, compare_runs
 from ._intervals import clustered_mean, t_quantile, wilson
 from ._power import power
 from ._results import Comparison, Estimate, Power
@@ -13,10 +14,13 @@ from ._results import Comparison, Estimate, Power
 __all__ = [
     "Comparison",
     "Estimate",
+    "EvalChange",
     "Power",
+    "RunComparison",
     "benjamini_hochberg",
     "clustered_mean",
     "compare_rates",
+    "compare_runs",
     "mcnemar",
     "min_pairs",
     "paired_bootstrap",

@@ -7,6 +7,7 @@ the result carries a note instead of a p-value. scipy is imported inside each fu
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Hashable, Sequence
 from dataclasses import replace
@@ -22,9 +23,6 @@ def compare_rates(before: tuple[int, int], after: tuple[int, int], *, alpha: flo
     The interval for the difference is Newcombe's hybrid score interval (method 10), built from the two Wilson
     intervals; it behaves at 0 and 1 where `p2 - p1 ± z·se` does not.
     """
-    import numpy as np
-    from scipy.stats import fisher_exact
-
     _check_alpha(alpha)
     (k1, n1), (k2, n2) = before, after
     if n1 == 0 or n2 == 0:
@@ -36,11 +34,18 @@ def compare_rates(before: tuple[int, int], after: tuple[int, int], *, alpha: flo
     low = difference - math.hypot(p2 - second.low, first.high - p1)
     high = difference + math.hypot(second.high - p2, p1 - first.low)
     result = Comparison(test="fisher", n=n1 + n2, difference=difference, low=low, high=high, alpha=alpha)
-    smallest = float(fisher_exact(np.array([[n1, 0], [0, n2]])).pvalue)
-    if smallest > alpha:
+    if _fisher(n1, n1, 0, n2) > alpha:
         return replace(result, note=f"{n1} vs {n2} runs: not enough to tell")
-    p_value = float(fisher_exact(np.array([[k1, n1 - k1], [k2, n2 - k2]])).pvalue)
-    return replace(result, p_value=min(1.0, p_value))
+    return replace(result, p_value=_fisher(k1, n1, k2, n2))
+
+
+@functools.lru_cache(maxsize=4096)
+def _fisher(k1: int, n1: int, k2: int, n2: int) -> float:
+    """Fisher's two-sided p-value; cached, since a suite repeats the same few tables (3 runs: 16 of them)."""
+    import numpy as np
+    from scipy.stats import fisher_exact
+
+    return min(1.0, float(fisher_exact(np.array([[k1, n1 - k1], [k2, n2 - k2]])).pvalue))
 
 
 def mcnemar(before: Sequence[bool], after: Sequence[bool], *, alpha: float = 0.05) -> Comparison:

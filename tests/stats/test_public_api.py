@@ -8,10 +8,13 @@ def test_stats_exports() -> None:
         [
             "Comparison",
             "Estimate",
+            "EvalChange",
             "Power",
+            "RunComparison",
             "benjamini_hochberg",
             "clustered_mean",
             "compare_rates",
+            "compare_runs",
             "mcnemar",
             "min_pairs",
             "paired_bootstrap",
