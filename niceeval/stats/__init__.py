@@ -5,6 +5,7 @@ instead of printing a fake-precise number. `wilson`, `clustered_mean` and `power
 library (the console shows them after every run); the tests of change import scipy when called.
 """
 
+from ._adaptive import AdaptiveRuns, parse_runs
 from ._compare import benjamini_hochberg, compare_rates, mcnemar, min_pairs, paired_bootstrap, paired_t
 from ._gate import EvalChange, RunComparison, compare_runs
 from ._intervals import clustered_mean, t_quantile, wilson
@@ -12,6 +13,7 @@ from ._power import power
 from ._results import Comparison, Estimate, Power
 
 __all__ = [
+    "AdaptiveRuns",
     "Comparison",
     "Estimate",
     "EvalChange",
@@ -25,6 +27,7 @@ __all__ = [
     "min_pairs",
     "paired_bootstrap",
     "paired_t",
+    "parse_runs",
     "power",
     "t_quantile",
     "wilson",

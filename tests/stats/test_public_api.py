@@ -6,6 +6,7 @@ import niceeval.stats
 def test_stats_exports() -> None:
     assert sorted(niceeval.stats.__all__) == sorted(
         [
+            "AdaptiveRuns",
             "Comparison",
             "Estimate",
             "EvalChange",
@@ -19,6 +20,7 @@ def test_stats_exports() -> None:
             "min_pairs",
             "paired_bootstrap",
             "paired_t",
+            "parse_runs",
             "power",
             "t_quantile",
             "wilson",
