@@ -29,6 +29,7 @@ FEATURES = [
     "niceeval._core.threads",
     "niceeval._core.loopback",
     "niceeval.stats",
+    "niceeval.tracing",
 ]
 
 RULES: list[tuple[str, tuple[str, ...]]] = [

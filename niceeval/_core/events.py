@@ -46,6 +46,8 @@ class ActionCalledEvent(_Event):
     output: Any = None
     error: str | None = None
     exit_code: int | None = None
+    duration: float | None = None
+    """Seconds the call took, when the agent reported it (traced tool spans do)."""
 
 
 class SubagentCalledEvent(_Event):

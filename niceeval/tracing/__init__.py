@@ -1,0 +1,13 @@
+"""OpenTelemetry for niceeval: an OTLP/HTTP receiver, the span model, and spans read as niceeval events.
+
+An instrumented agent's spans (OpenTelemetry GenAI semantic conventions, OpenInference) become the same events
+the adapters record, so `t.called_tool`, `t.max_tokens` and the rest work on any instrumented agent. Decoding
+OTLP protobuf needs the `otel` extra: `pip install 'niceeval[otel]'`.
+"""
+
+from __future__ import annotations
+
+from niceeval.tracing._mapping import events_from_spans
+from niceeval.tracing._spans import Span, SpanEvent, SpanKind, SpanStatus
+
+__all__ = ["Span", "SpanEvent", "SpanKind", "SpanStatus", "events_from_spans"]
