@@ -10,6 +10,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from niceeval._core.spans import Span
+
 
 def _now() -> datetime:
     return datetime.now(UTC)
@@ -102,10 +104,12 @@ EVENTS: TypeAdapter[list[Event]] = TypeAdapter(list[Event])
 class EventLog:
     """The run's event stream: numbers each event as it is recorded. One per run; never shared."""
 
-    __slots__ = ("events",)
+    __slots__ = ("events", "spans")
 
     def __init__(self) -> None:
         self.events: list[Event] = []
+        self.spans: list[Span] = []
+        """The run's trace (traced agents add their spans here, linked), for the span assertions and the record."""
 
     def emit(self, event: Event) -> Event:
         """Record `event`, giving it the next sequence number."""

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from niceeval.agents._openai import openai_agent
     from niceeval.agents._openai_agents import openai_agents_agent
     from niceeval.agents._pydantic_ai import pydantic_ai_agent
+    from niceeval.agents._traced import TracedAgent, TracedSession, traced_agent
 
 _LAZY = {
     "anthropic_agent": "_anthropic",
@@ -44,6 +45,9 @@ _LAZY = {
     "openai_agent": "_openai",
     "openai_agents_agent": "_openai_agents",
     "pydantic_ai_agent": "_pydantic_ai",
+    "TracedAgent": "_traced",
+    "TracedSession": "_traced",
+    "traced_agent": "_traced",
 }
 
 __all__ = [
@@ -73,6 +77,9 @@ __all__ = [
     "openai_agents_agent",
     "pydantic_ai_agent",
     "per_variant",
+    "TracedAgent",
+    "TracedSession",
+    "traced_agent",
 ]
 
 

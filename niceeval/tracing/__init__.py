@@ -7,7 +7,7 @@ OTLP protobuf needs the `otel` extra: `pip install 'niceeval[otel]'`.
 
 from __future__ import annotations
 
+from niceeval._core.spans import Span, SpanEvent, SpanKind, SpanStatus
 from niceeval.tracing._mapping import events_from_spans
-from niceeval.tracing._spans import Span, SpanEvent, SpanKind, SpanStatus
 
 __all__ = ["Span", "SpanEvent", "SpanKind", "SpanStatus", "events_from_spans"]

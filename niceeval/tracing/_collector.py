@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import anyio
 
-from niceeval.tracing._spans import Span, link
+from niceeval._core.spans import Span, link
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -43,7 +43,9 @@ class RunTrace:
         self.trace_id = trace_id
         """32 hex digits: the W3C trace id the run's agent works under."""
         self.root_span_id = root_span_id
-        """16 hex digits: the parent that the agent's top spans name (niceeval's span for the run)."""
+        """16 hex digits: the parent that the agent's top spans name now (niceeval's span for the current turn)."""
+        self.turn_ids: list[str] = [root_span_id]
+        """The parent span id of each turn so far (`new_turn`), so each span can be put in its turn."""
         self.spans: list[Span] = []
         self.dropped = 0
         """Spans of this run dropped because the collector was full."""
@@ -54,18 +56,23 @@ class RunTrace:
         """The W3C `traceparent` header value that puts an agent's spans in this run (sampled)."""
         return f"00-{self.trace_id}-{self.root_span_id}-01"
 
-    def complete(self) -> bool:
-        """Whether the trace looks whole: a top span arrived and every span's parent is here (or is the root)."""
-        if not self.spans:
+    def new_turn(self) -> str:
+        """A new parent span id for the next turn (the first turn uses the one the run started with)."""
+        if len(self.spans) or len(self.turn_ids) > 1:
+            self.root_span_id = secrets.token_hex(8)
+            self.turn_ids.append(self.root_span_id)
+        return self.root_span_id
+
+    def complete(self, since: int = 0) -> bool:
+        """Whether the spans from `since` on look whole: one hangs under the current turn's parent, and every
+        one's parent is here (or is a turn's)."""
+        fresh = self.spans[since:]
+        if not fresh:
             return False
-        ids = {span.span_id for span in self.spans}
-        tops = 0
-        for span in self.spans:
-            if span.parent_id == self.root_span_id:
-                tops += 1
-            elif span.parent_id is not None and span.parent_id not in ids:
-                return False
-        return tops > 0
+        known = {span.span_id for span in self.spans} | set(self.turn_ids)
+        if any(span.parent_id is not None and span.parent_id not in known for span in fresh):
+            return False
+        return any(span.parent_id == self.root_span_id for span in fresh)
 
     def linked(self) -> list[Span]:
         """The spans with parent and children set, in start order."""
@@ -103,14 +110,20 @@ class TraceCollector:
             self._held -= len(run.spans)
         return run.linked()
 
-    def add(self, spans: Iterable[Span]) -> int:
-        """Route `spans` to their runs; how many were refused because the collector is full."""
+    def add(self, spans: Iterable[Span], *, known_only: bool = False) -> int:
+        """Route `spans` to their runs; how many were refused because the collector is full.
+
+        With `known_only` (spans of this process's own SDK), spans of other traces are none of niceeval's
+        business and are passed over; otherwise they are kept aside as unclaimed.
+        """
         refused = 0
         full_now = False
         with self._lock:
             for span in spans:
-                self.received += 1
                 run = self._runs.get(span.trace_id)
+                if run is None and known_only:
+                    continue
+                self.received += 1
                 if run is None:
                     self.unclaimed_count += 1
                     self.unclaimed.append(span)
@@ -135,13 +148,17 @@ class TraceCollector:
         """Spans held for open runs."""
         return self._held
 
-    async def settle(self, run: RunTrace, window: float) -> bool:
-        """Wait up to `window` seconds for `run`'s trace to look whole (late spans of batch exporters).
+    def knows(self, trace_id: str) -> bool:
+        """Whether a run is open on `trace_id` (read without the lock: a dict lookup)."""
+        return trace_id in self._runs
 
-        Returns whether it did; a trace that never does (no spans at all, a parent never sent) costs the window.
+    async def settle(self, run: RunTrace, window: float, since: int = 0) -> bool:
+        """Wait up to `window` seconds for `run`'s spans from `since` on to look whole (late batch exports).
+
+        Returns whether they did; a turn that never does (no spans at all, a parent never sent) costs the window.
         """
         deadline = time.monotonic() + window
-        while not run.complete():
+        while not run.complete(since):
             if time.monotonic() >= deadline:
                 return False
             await anyio.sleep(self.limits.poll)

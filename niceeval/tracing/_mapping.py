@@ -18,17 +18,19 @@ is a failed `action.called`, not an `error`).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from niceeval._core.events import ActionCalledEvent, ErrorEvent, Event, SubagentCalledEvent, UsageEvent
-from niceeval.tracing._spans import Span
+from niceeval._core.spans import Span
 
 Role = Literal["model", "tool", "agent", "chain", "other"]
 _MODEL_OPERATIONS = {"chat", "text_completion", "generate_content", "completion"}
 _OPENINFERENCE: dict[str, Role] = {"LLM": "model", "TOOL": "tool", "AGENT": "agent", "CHAIN": "chain"}
 _PROVIDERS = {"openai": "openai", "azure.ai.openai": "openai", "anthropic": "anthropic"}
+_REQUESTED_CALL = re.compile(r"^llm\.output_messages\.\d+\.message\.tool_calls\.\d+\.tool_call\.")
 
 
 def role(span: Span) -> Role:
@@ -51,6 +53,7 @@ def events_from_spans(spans: Sequence[Span]) -> list[Event]:
     """The events one turn's spans stand for, in start order. `spans` must be linked (`link`)."""
     events: list[Event] = []
     seen_calls: set[str] = set()
+    requested = _requested_calls(spans)
     agent_seen = False
     for span in sorted(spans, key=lambda s: (s.start_ns, s.end_ns)):
         kind = role(span)
@@ -59,10 +62,10 @@ def events_from_spans(spans: Sequence[Span]) -> list[Event]:
             if usage is not None:
                 events.append(usage)
         elif kind == "tool":
-            call_id = _text(span, "gen_ai.tool.call.id", "tool_call.id", "tool.id") or span.span_id
+            call_id = _call_id(span)
             if call_id not in seen_calls:
                 seen_calls.add(call_id)
-                events.append(_action(span, call_id))
+                events.append(_action(span, call_id, requested.get(call_id)))
         elif kind == "agent":
             if agent_seen or any(role(a) == "agent" for a in span.ancestors()):
                 events.append(_subagent(span))
@@ -102,17 +105,61 @@ def model_name(name: str, provider: str) -> str:
     return f"{prefix}/{name}" if prefix else name
 
 
-def _action(span: Span, call_id: str) -> ActionCalledEvent:
-    arguments = _first(span.attributes, "gen_ai.tool.call.arguments", "tool_arguments", "input.value")
-    result = _first(span.attributes, "gen_ai.tool.call.result", "tool_response", "output.value")
+def _requested_calls(spans: Sequence[Span]) -> dict[str, Any]:
+    """The tool calls the model asked for (OpenInference output messages), by call id: their arguments.
+
+    Some instrumentors record a tool's input lossily (LangChain's gives a one-argument tool just the value);
+    the model's request has the arguments as the model wrote them, which is what native adapters record.
+    """
+    found: dict[str, Any] = {}
+    for span in spans:
+        if role(span) != "model":
+            continue
+        calls: dict[str, dict[str, Any]] = {}
+        for key, value in span.attributes.items():
+            if _REQUESTED_CALL.match(key):
+                prefix, _, field = key.rpartition(".tool_call.")
+                calls.setdefault(prefix, {})[field] = value
+        for call in calls.values():
+            if isinstance(call.get("id"), str) and "function.arguments" in call:
+                found[call["id"]] = _data(call["function.arguments"])
+    return found
+
+
+def _call_id(span: Span) -> str:
+    named = _text(span, "gen_ai.tool.call.id", "tool_call.id")
+    if named:
+        return named
+    message = _tool_message(_data(_first(span.attributes, "output.value")))
+    if message is not None and isinstance(message.get("tool_call_id"), str):
+        return str(message["tool_call_id"])
+    return _text(span, "tool.id") or span.span_id
+
+
+def _tool_message(value: Any) -> dict[str, Any] | None:
+    """The fields of a LangChain `ToolMessage` as OpenInference records a tool's output, or None."""
+    if isinstance(value, dict) and value.get("type") == "tool" and isinstance(value.get("data"), dict):
+        return value["data"]
+    return None
+
+
+def _action(span: Span, call_id: str, requested: Any) -> ActionCalledEvent:
+    arguments = _data(_first(span.attributes, "gen_ai.tool.call.arguments", "tool_arguments", "input.value"))
+    if requested is not None and not isinstance(arguments, dict):
+        arguments = requested
+    result = _data(_first(span.attributes, "gen_ai.tool.call.result", "tool_response", "output.value"))
+    message = _tool_message(result)
+    failed = span.failed or (message is not None and message.get("status") == "error")
+    if message is not None:
+        result = _data(message.get("content"))
     return ActionCalledEvent(
         at=_at(span.start_ns),
         id=call_id,
         name=_text(span, "gen_ai.tool.name", "tool.name") or span.name,
-        input=_data(arguments),
-        status="failed" if span.failed else "success",
-        output=_data(result),
-        error=_error_text(span) if span.failed else None,
+        input=arguments,
+        status="failed" if failed else "success",
+        output=result,
+        error=(_error_text(span) if span.failed else str(result)) if failed else None,
         duration=span.duration,
     )
 

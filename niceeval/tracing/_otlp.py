@@ -15,7 +15,7 @@ import json
 import zlib
 from typing import Any
 
-from niceeval.tracing._spans import SPAN_KINDS, Span, SpanEvent, SpanStatus
+from niceeval._core.spans import SPAN_KINDS, Span, SpanEvent, SpanStatus
 
 MAX_TEXT = 32_000
 """An attribute's text longer than this is kept cut, with a note saying how long it was."""
@@ -122,15 +122,15 @@ def _span(raw: Any, service: str, scope: str) -> Span:
         trace_id=raw.trace_id.hex(),
         span_id=raw.span_id.hex(),
         parent_id=raw.parent_span_id.hex() or None,
-        name=_capped(raw.name),
+        name=capped(raw.name),
         kind=SPAN_KINDS[kind],
         start_ns=raw.start_time_unix_nano,
         end_ns=raw.end_time_unix_nano,
         attributes=attributes(raw.attributes),
         status=_STATUSES[code],
-        status_message=_capped(raw.status.message),
+        status_message=capped(raw.status.message),
         events=tuple(
-            SpanEvent(name=_capped(e.name), at_ns=e.time_unix_nano, attributes=attributes(e.attributes))
+            SpanEvent(name=capped(e.name), at_ns=e.time_unix_nano, attributes=attributes(e.attributes))
             for e in raw.events
         ),
         service=service,
@@ -146,7 +146,7 @@ def attributes(pairs: Any) -> dict[str, Any]:
 def _value(value: Any) -> Any:
     which = value.WhichOneof("value")
     if which == "string_value":
-        return _capped(value.string_value)
+        return capped(value.string_value)
     if which == "array_value":
         return [_value(item) for item in value.array_value.values]
     if which == "kvlist_value":
@@ -158,7 +158,8 @@ def _value(value: Any) -> Any:
     return getattr(value, which)
 
 
-def _capped(text: str) -> str:
+def capped(text: str) -> str:
+    """`text`, cut at `MAX_TEXT` characters with a note saying how long it was."""
     if len(text) <= MAX_TEXT:
         return text
     return f"{text[:MAX_TEXT]}\n[niceeval: truncated, kept {MAX_TEXT:,} of {len(text):,} characters]"

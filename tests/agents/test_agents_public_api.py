@@ -25,6 +25,8 @@ def test_agents_exports() -> None:
             "ModelAgentOptions",
             "Reply",
             "SQLiteCheckpoints",
+            "TracedAgent",
+            "TracedSession",
             "TurnStatus",
             "answer_followup",
             "anthropic_agent",
@@ -35,6 +37,7 @@ def test_agents_exports() -> None:
             "langgraph_agent",
             "openai_agent",
             "openai_agents_agent",
+            "traced_agent",
             "pydantic_ai_agent",
             "per_variant",
         ]

@@ -6,10 +6,10 @@ import time
 
 import anyio
 import pytest
-from trace_helpers import span
 
 import niceeval.tracing
 from niceeval.tracing._collector import TraceCollector, TraceLimits
+from tests.tracing.trace_helpers import span
 
 
 def test_public_names() -> None:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from trace_helpers import span
-
 from niceeval._core.events import ActionCalledEvent, ErrorEvent, SubagentCalledEvent, UsageEvent
+from niceeval._core.spans import link
 from niceeval.tracing import SpanEvent, events_from_spans
 from niceeval.tracing._mapping import role
-from niceeval.tracing._spans import link
+from tests.tracing.trace_helpers import span
 
 
 def mapped(*spans: object) -> list[object]:

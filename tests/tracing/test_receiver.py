@@ -8,10 +8,10 @@ from collections.abc import Iterator
 import anyio
 import httpx
 import pytest
-from trace_helpers import json_payload, json_span
 
 from niceeval.tracing._collector import TraceCollector, TraceLimits
 from niceeval.tracing._receiver import TraceReceiver
+from tests.tracing.trace_helpers import json_payload, json_span
 
 WARNINGS: list[str] = []
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from trace_helpers import span
-
-from niceeval.tracing._spans import SpanRecord, link
+from niceeval._core.spans import SpanRecord, link
+from tests.tracing.trace_helpers import span
 
 
 def test_link_sets_parent_and_children_in_start_order() -> None:

@@ -1,0 +1,167 @@
+"""Traces per eval run: the suite's receiver and collector, and one `SessionTrace` per agent session.
+
+`Tracing` is one per suite (a shared resource of the suite's client scope, like the agents' bridge): the
+collector, the OTLP receiver (started when an agent first needs its URL), the in-process span router. A session
+opens a trace on it; each turn runs under that trace (in-process context, `traceparent` for HTTP, environment
+for subprocesses), then waits for the turn's spans (a bounded flush window), and hands them to the run's log.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+from niceeval._core.events import EventLog
+from niceeval._core.spans import Span, link
+from niceeval.tracing._collector import RunTrace, TraceCollector
+from niceeval.tracing._mapping import events_from_spans
+from niceeval.tracing._receiver import TraceReceiver
+
+DEFAULT_FLUSH_WINDOW = 2.0
+"""Seconds a turn waits at most for its spans (a batch exporter's late ones); `flush_window=` changes it."""
+_ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+
+
+class Tracing:
+    """The suite's tracing: one collector, one receiver (on first use), the in-process router."""
+
+    def __init__(self) -> None:
+        self.collector = TraceCollector()
+        self._receiver: TraceReceiver | None = None
+        self._in_process = False
+        self.silent_sessions = 0
+        """Traced sessions that ended without a single span (warned about at the end)."""
+
+    @property
+    def receiver(self) -> TraceReceiver:
+        """The suite's OTLP receiver on 127.0.0.1, started on first use."""
+        if self._receiver is None:
+            self._receiver = TraceReceiver(self.collector)
+        return self._receiver.start()
+
+    def capture_in_process(self) -> None:
+        """Take this process's spans for the suite's runs (the SDK's global provider; once)."""
+        if not self._in_process:
+            from niceeval.tracing._sdk import capture
+
+            capture(self.collector)
+            self._in_process = True
+
+    async def close(self) -> None:
+        """Stop the receiver and the routing; print what went wrong with the suite's spans."""
+        if self._in_process:
+            from niceeval.tracing._sdk import release
+
+            release(self.collector)
+        if self._receiver is not None:
+            await self._receiver.close()
+        for problem in self.problems():
+            print(f"niceeval: warning: {problem}", file=sys.stderr, flush=True)
+
+    def problems(self) -> list[str]:
+        """Warnings about the suite's traces: spans no run took, refused requests, sessions with no spans."""
+        found = [self.collector.summary(), self._receiver.refusal_summary() if self._receiver else None]
+        if self.silent_sessions:
+            found.append(self._silence())
+        return [problem for problem in found if problem]
+
+    def _silence(self) -> str:
+        where = f"niceeval listens for OTLP/HTTP traces at {self._receiver.endpoint}" if self._receiver else ""
+        elsewhere = [f"{name}={os.environ[name]}" for name in _ENDPOINT_VARIABLES if os.environ.get(name)]
+        return (
+            f"{self.silent_sessions} traced agent session(s) sent no spans within the flush window. "
+            "In process: is the agent instrumented (pydantic-ai `instrument=True`, an OpenInference instrumentor)? "
+            + (f"Out of process: {where}; give the agent session.env (or point its exporter there)" if where else "")
+            + (f"; this process has {', '.join(elsewhere)}" if elsewhere else "")
+            + "."
+        )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TraceOptions:
+    """How a traced session takes its spans.
+
+    Args:
+        flush_window: Seconds each turn waits at most for its spans to arrive whole.
+        events: Map the spans to events (tool calls, usage, subagents, errors). Off for adapters that record
+            events themselves: their spans are kept for the span assertions and the viewer only.
+    """
+
+    flush_window: float = DEFAULT_FLUSH_WINDOW
+    events: bool = True
+
+
+class SessionTrace:
+    """One agent session's trace: each turn under it, its spans handed to the run's log as the turn ends."""
+
+    def __init__(self, tracing: Tracing, log: EventLog, options: TraceOptions) -> None:
+        self.tracing = tracing
+        self.options = options
+        self._log = log
+        self.run: RunTrace = tracing.collector.open_run()
+        self._closed = False
+
+    @property
+    def traceparent(self) -> str:
+        """The W3C `traceparent` of the current turn: send it as a header, or give it to a subprocess."""
+        return self.run.traceparent
+
+    @property
+    def env(self) -> dict[str, str]:
+        """Environment for an agent run as a subprocess: where to export (OTLP/HTTP protobuf, short batch delay)
+        and the current turn's `TRACEPARENT` to continue."""
+        return {
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": self.tracing.receiver.endpoint,
+            "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf",
+            "OTEL_TRACES_EXPORTER": "otlp",
+            "OTEL_BSP_SCHEDULE_DELAY": "50",
+            "TRACEPARENT": self.traceparent,
+        }
+
+    @asynccontextmanager
+    async def turn(self, *, in_process: bool = True) -> AsyncIterator[None]:
+        """Run one turn under the trace; afterwards wait (bounded) for its spans and record them."""
+        self.run.new_turn()
+        since = len(self.run.spans)
+        if in_process:
+            self.tracing.capture_in_process()
+            from niceeval.tracing._sdk import under
+
+            with under(self.run):
+                try:
+                    yield
+                finally:
+                    await self._collect(since)
+            return
+        try:
+            yield
+        finally:
+            await self._collect(since)
+
+    async def _collect(self, since: int) -> None:
+        await self.tracing.collector.settle(self.run, self.options.flush_window, since)
+        spans = link(self.run.spans)
+        fresh = {id(span) for span in self.run.spans[since:]}
+        if self.options.events:
+            for event in events_from_spans([span for span in spans if id(span) in fresh]):
+                self._log.emit(event)
+        _merge(self._log.spans, spans)
+
+    def close(self) -> None:
+        """Stop collecting (spans that come later are unclaimed); a session with no spans is counted."""
+        if self._closed:
+            return
+        self._closed = True
+        spans = self.tracing.collector.close_run(self.run)
+        if not spans:
+            self.tracing.silent_sessions += 1
+
+
+def _merge(kept: list[Span], spans: list[Span]) -> None:
+    """Put this session's spans into the run's, replacing its earlier ones (linked again with the new)."""
+    ids = {id(span) for span in spans}
+    kept[:] = [span for span in kept if id(span) not in ids] + spans
+    kept.sort(key=lambda span: (span.start_ns, span.end_ns))
