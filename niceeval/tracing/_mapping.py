@@ -138,9 +138,8 @@ def _call_id(span: Span) -> str:
 
 def _tool_message(value: Any) -> dict[str, Any] | None:
     """The fields of a LangChain `ToolMessage` as OpenInference records a tool's output, or None."""
-    if isinstance(value, dict) and value.get("type") == "tool" and isinstance(value.get("data"), dict):
-        return value["data"]
-    return None
+    data = value.get("data") if isinstance(value, dict) and value.get("type") == "tool" else None
+    return data if isinstance(data, dict) else None
 
 
 def _action(span: Span, call_id: str, requested: Any) -> ActionCalledEvent:
