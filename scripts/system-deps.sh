@@ -4,6 +4,7 @@
 set -euo pipefail
 packages=()
 packages+=(postgresql)   # the results store's tests run against a throwaway cluster (tests/_postgres.py)
+packages+=(bubblewrap)   # the bwrap sandbox and its isolation tests (tests/sandbox/test_bwrap.py)
 packages+=(chromium)     # the viewer's browser tests: Playwright drives /usr/bin/chromium (tests/web/_viewer.py)
 missing=()
 for pkg in "${packages[@]}"; do

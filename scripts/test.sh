@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/system-deps.sh
+bash scripts/coding-clis.sh
 python3 -m venv .venv
 .venv/bin/pip install -q -e '.[test]'
 .venv/bin/ruff check .

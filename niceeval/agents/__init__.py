@@ -1,5 +1,6 @@
 """Agents under test: the protocol and its adapters (functions, OpenAI and Anthropic tool loops, HTTP services,
-agent frameworks: the OpenAI Agents SDK, pydantic-ai, LangGraph; and any other agent through the OpenAI bridge).
+agent frameworks: the OpenAI Agents SDK, pydantic-ai, LangGraph; the coding agents Claude Code and Codex, run as
+their command lines; and any other agent through the OpenAI bridge).
 
 The model, HTTP and framework adapters are imported on first use, so `import niceeval` does not pay for the SDKs,
 and the frameworks are needed only by those who use them (each is an extra: `pip install 'niceeval[langgraph]'`).
@@ -18,6 +19,9 @@ if TYPE_CHECKING:
     from niceeval.agents._anthropic import anthropic_agent
     from niceeval.agents._bridge import BridgeAgent, BridgeSession, bridge_agent
     from niceeval.agents._checkpoints import CheckpointStore, MemoryCheckpoints, SQLiteCheckpoints
+    from niceeval.agents._claude_code import claude_code_agent
+    from niceeval.agents._codex import codex_agent
+    from niceeval.agents._coding import CodingAgentOptions
     from niceeval.agents._followups import answer_followup
     from niceeval.agents._http import AgentError, HTTPAgent, http_agent
     from niceeval.agents._langgraph import langgraph_agent
@@ -32,6 +36,9 @@ _LAZY = {
     "BridgeAgent": "_bridge",
     "BridgeSession": "_bridge",
     "bridge_agent": "_bridge",
+    "claude_code_agent": "_claude_code",
+    "codex_agent": "_codex",
+    "CodingAgentOptions": "_coding",
     "CheckpointStore": "_checkpoints",
     "MemoryCheckpoints": "_checkpoints",
     "SQLiteCheckpoints": "_checkpoints",
@@ -57,6 +64,7 @@ __all__ = [
     "BridgeAgent",
     "BridgeSession",
     "CheckpointStore",
+    "CodingAgentOptions",
     "FunctionAgent",
     "FunctionSession",
     "HTTPAgent",
@@ -69,6 +77,8 @@ __all__ = [
     "answer_followup",
     "anthropic_agent",
     "bridge_agent",
+    "claude_code_agent",
+    "codex_agent",
     "current_workspace",
     "function_agent",
     "http_agent",

@@ -85,6 +85,7 @@ class CommandResult:
             output={"stdout": self.stdout, "stderr": self.stderr, "duration": self.duration},
             error=self.error,
             exit_code=self.exit_code,
+            duration=round(self.duration, 3),
         )
 
 
@@ -99,6 +100,8 @@ class CommandSpec:
     env: Mapping[str, str]
     timeout: float
     max_output_bytes: int
+    wrapped: tuple[str, ...] | None = None
+    """What actually runs, when the sandbox wraps `argv` (in `bwrap ... --`); results still name `argv`."""
 
 
 def scrubbed_env(home: Path, tmp: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -161,7 +164,7 @@ async def run_process(spec: CommandSpec) -> CommandResult:
     start = time.monotonic()
     try:
         process = await anyio.open_process(
-            list(spec.argv),
+            list(spec.wrapped or spec.argv),
             stdin=subprocess.DEVNULL,
             cwd=spec.cwd,
             env=dict(spec.env),

@@ -13,6 +13,7 @@ from typing import Protocol
 
 from niceeval.sandbox._commands import CommandResult
 from niceeval.sandbox._diff import Diff
+from niceeval.sandbox._launch import LaunchOptions, ProcessLaunch
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,6 +82,10 @@ class Sandbox(Protocol):
 
     async def diff(self) -> Diff:
         """What changed in the workspace since the baseline."""
+        ...
+
+    async def launch(self, argv: Sequence[str], options: LaunchOptions) -> ProcessLaunch:
+        """How to start a long-running process (an agent's CLI) in the workspace; the caller runs and kills it."""
         ...
 
     async def run_pytest(self, test_file: Path, *, timeout: float, pytest_args: Sequence[str] = ()) -> PytestRun:

@@ -38,6 +38,7 @@ from niceeval.sandbox._commands import (
     scrubbed_env,
 )
 from niceeval.sandbox._diff import Diff, compute_diff
+from niceeval.sandbox._launch import LaunchOptions, ProcessLaunch
 from niceeval.sandbox._protocol import PytestRun, Sandbox
 from niceeval.sandbox._tree import FileState, SkippedPath, copy_fixture, fingerprint_tree
 
@@ -233,6 +234,16 @@ class LocalSandbox:
         compute = functools.partial(compute_diff, self._baseline, self._workspace, ignore=self._settings.ignore)
         return await anyio.to_thread.run_sync(compute)
 
+    async def launch(self, argv: Sequence[str], options: LaunchOptions) -> ProcessLaunch:
+        """How to start a long-running process in the workspace: its argv, scrubbed environment and cwd.
+
+        `LocalSandbox` runs it as it is (network, read-only and writable paths are not enforced).
+        """
+        self._check_open()
+        env = self._env(options.env)
+        wrapped = await self._wrap(tuple(argv), env, self._workspace, options)
+        return ProcessLaunch(argv=wrapped, env=env, cwd=self._workspace)
+
     async def run_pytest(self, test_file: Path, *, timeout: float, pytest_args: Sequence[str] = ()) -> PytestRun:
         """Run `test_file` with `sys.executable -m pytest`, cwd the workspace, from a scoring directory.
 
@@ -260,6 +271,7 @@ class LocalSandbox:
             timeout=timeout,
             env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
             record=False,
+            isolate=False,  # niceeval's own pytest, from its environment (see docs/sandbox.md)
         )
         junit_xml = junit.read_text(encoding="utf-8") if junit.is_file() else None
         if junit_xml is not None:
@@ -304,16 +316,20 @@ class LocalSandbox:
         timeout: float,
         env: Mapping[str, str] | None,
         record: bool,
+        isolate: bool = True,
     ) -> CommandResult:
         workdir = self._inside("." if cwd is None else cwd)
         if not workdir.is_dir():
             raise SandboxPathError(f"cwd {str(cwd)!r} is not a directory in the workspace {self._workspace}")
+        full_env = self._env(env or {})
+        wrapped = await self._wrap(argv, full_env, workdir, LaunchOptions()) if isolate else argv
         spec = CommandSpec(
             argv=argv,
+            wrapped=wrapped if wrapped != argv else None,
             command=command,
             cwd=workdir,
             cwd_label=workdir.relative_to(self._workspace).as_posix(),
-            env=scrubbed_env(self._root / "home", self._root / "tmp", {**self._settings.env, **(env or {})}),
+            env=full_env,
             timeout=timeout,
             max_output_bytes=self._settings.max_output_bytes,
         )
@@ -323,6 +339,15 @@ class LocalSandbox:
             if self._settings.on_command is not None:
                 self._settings.on_command(result)
         return result
+
+    def _env(self, extra: Mapping[str, str]) -> dict[str, str]:
+        return scrubbed_env(self._root / "home", self._root / "tmp", {**self._settings.env, **extra})
+
+    async def _wrap(
+        self, argv: tuple[str, ...], env: Mapping[str, str], cwd: Path, options: LaunchOptions
+    ) -> tuple[str, ...]:
+        """The argv that runs `argv` in this sandbox: unchanged here; an isolating subclass wraps it."""
+        return argv
 
     def _inside(self, rel: str | PurePath) -> Path:
         """Resolve `rel` against the workspace, following symlinks, and refuse anything outside it."""

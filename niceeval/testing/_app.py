@@ -19,14 +19,14 @@ from starlette.types import Receive, Scope, Send
 from niceeval.testing import _anthropic, _openai, _responses, _streams
 from niceeval.testing._replies import Fault, Reply
 from niceeval.testing._request import LLMRequest, RequestShapeError
-from niceeval.testing._script import ScriptExhaustedError, ScriptRunner
+from niceeval.testing._script import ScriptExhaustedError, ScriptRunner, count_input_tokens
 
 log = logging.getLogger("niceeval.testing")
 _SSE = "text/event-stream"
 
 ENDPOINTS = (
-    "POST /v1/chat/completions and POST /v1/responses (OpenAI), POST /v1/messages (Anthropic), GET /v1/models; "
-    "each POST also streams (stream: true)"
+    "POST /v1/chat/completions and POST /v1/responses (OpenAI), POST /v1/messages and "
+    "POST /v1/messages/count_tokens (Anthropic), GET /v1/models; each completion also streams (stream: true)"
 )
 
 
@@ -104,6 +104,7 @@ class LLMApp:
                 Route("/v1/chat/completions", self._chat_completions, methods=["POST"]),
                 Route("/v1/responses", self._responses, methods=["POST"]),
                 Route("/v1/messages", self._messages, methods=["POST"]),
+                Route("/v1/messages/count_tokens", self._count_tokens, methods=["POST"]),
                 Route("/v1/models", self._models, methods=["GET"]),
             ],
             exception_handlers={HTTPException: self._http_error},
@@ -117,6 +118,16 @@ class LLMApp:
 
     async def _messages(self, http: Request) -> Response:
         return await self._complete(_ANTHROPIC, http)
+
+    async def _count_tokens(self, http: Request) -> Response:
+        # Claude Code counts its context before compacting it; the count is the script's token estimate.
+        # The request is parsed (a malformed one is a 400) but not recorded: it is not a model call.
+        request_id = self.runner.new_id("req_")
+        try:
+            request = _ANTHROPIC.parse(_json_object(await http.body()), dict(http.headers))
+        except RequestShapeError as exc:
+            return self._error(_ANTHROPIC, 400, f"Invalid request: {exc}", request_id)
+        return JSONResponse({"input_tokens": count_input_tokens(request)}, headers={"request-id": request_id})
 
     async def _models(self, http: Request) -> Response:
         if _dialect_of(http) is _ANTHROPIC:
@@ -183,9 +194,7 @@ class LLMApp:
         if fault.kind == "invalid_json":
             return Response(b"{this is not JSON (injected fault)", media_type="application/json")
         if fault.kind == "truncated":
-            return self._render(
-                dialect, Reply(text="This reply is cut short"), request, request_id, _TruncatedResponse
-            )
+            return self._render(dialect, Reply(text="This reply is cut short"), request, request_id, _TruncatedResponse)
         headers = {}
         if fault.retry_after is not None:
             headers["retry-after"] = f"{fault.retry_after:g}"

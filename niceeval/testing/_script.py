@@ -161,7 +161,7 @@ class ScriptRunner:
             c if c.id else c.model_copy(update={"id": self.new_id(call_prefix)}) for c in reply.tool_calls
         ]
         usage = reply.usage or TokenUsage(
-            input_tokens=estimate_tokens(_request_text(request)),
+            input_tokens=count_input_tokens(request),
             output_tokens=estimate_tokens(_reply_text(reply)),
         )
         return reply.model_copy(update={"tool_calls": calls, "usage": usage})
@@ -180,6 +180,11 @@ class ScriptRunner:
             f"message {_clip(request.last_user_text)!r}) has none left. Script one more reply per request "
             "(push() or a longer list), or use a function of the request to answer any number of them."
         )
+
+
+def count_input_tokens(request: LLMRequest) -> int:
+    """The estimated prompt size of a request (what unscripted usage and `count_tokens` report)."""
+    return estimate_tokens(_request_text(request))
 
 
 def _compile(items: Sequence[ReplyLike]) -> list[Reply]:

@@ -136,6 +136,19 @@ def test_lists_models_in_anthropic_shape() -> None:
     assert (model.id, model.type, model.display_name) == ("claude-a", "model", "claude-a")
 
 
+def test_counts_tokens_without_using_up_the_script() -> None:
+    text = "Count me, please: " + "word " * 40
+    with LLMServer(["unused"]) as server, client(server) as c:
+        counted = c.messages.count_tokens(model="m", messages=[{"role": "user", "content": text}])
+        assert server.requests == [] and server.remaining == 1
+    assert counted.input_tokens == estimate_tokens(text)
+
+
+def test_count_tokens_rejects_a_request_without_messages() -> None:
+    with LLMServer() as server, client(server) as c, pytest.raises(anthropic.BadRequestError, match="messages"):
+        c.messages.count_tokens(model="m", messages=[])
+
+
 def test_openai_base_url_in_an_anthropic_client_gets_a_hint() -> None:
     with LLMServer(["unused"]) as server:
         wrong = anthropic.Anthropic(base_url=server.base_url, api_key="k", max_retries=0)

@@ -1,0 +1,199 @@
+"""The real Claude Code and Codex binaries, driven headless against the offline server, scored like any eval.
+
+Each scripted model answer is a tool call the real CLI carries out in the sandbox workspace (write a file, run a
+command), so what is scored (the diff, the commands, the hidden EVAL.py) is what the CLI really did.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from coding_clis import cli
+
+from niceeval import EvalContext, define_eval
+from niceeval._core.events import ActionCalledEvent, ErrorEvent, UsageEvent
+from niceeval._core.results import RunResult
+from niceeval._eval.spec import EvalSpec
+from niceeval._run.discovery import EvalEntry
+from niceeval._run.execute import ExecOptions, execute
+from niceeval.agents import CodingAgentOptions, claude_code_agent, codex_agent
+from niceeval.expect import equals
+from niceeval.testing import LLMRequest, LLMServer, Reply, ToolCall
+
+GREETER = "def greet(name):\n    return f'Hello, {name}!'\n"
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    fixture = tmp_path / "fixtures" / "greeter"
+    fixture.mkdir(parents=True)
+    (fixture / "greeter.py").write_text("def greet(name):\n    return 'hi'\n")
+    (fixture / "EVAL.py").write_text(
+        "from greeter import greet\n\n\ndef test_greets_by_name():\n    assert greet('Ada') == 'Hello, Ada!'\n"
+    )
+    plain = tmp_path / "fixtures" / "notes"
+    plain.mkdir()
+    (plain / "README.md").write_text("notes\n")
+    return tmp_path
+
+
+@pytest.fixture
+def server() -> Iterator[LLMServer]:
+    with LLMServer() as running:
+        yield running
+
+
+def run(spec: EvalSpec, root: Path) -> RunResult:
+    entry = EvalEntry(id=f"coding.py::{spec.name}", spec=spec)
+    return anyio.run(execute, entry, 0, ExecOptions(timeout=120, root=root))
+
+
+def tool_results(request: LLMRequest) -> int:
+    return sum(1 for m in request.messages if m.role == "tool")
+
+
+def workspace_of(request: LLMRequest) -> str:
+    """Claude Code tells the model its working directory; its Write tool takes absolute paths."""
+    found = re.search(r"(/\S*/workspace)\b", json.dumps(request.body))
+    assert found, "Claude Code's prompt names its working directory"
+    return found.group(1)
+
+
+def actions(result: RunResult) -> list[ActionCalledEvent]:
+    return [e for e in result.events if isinstance(e, ActionCalledEvent)]
+
+
+def claude(**fields: Any) -> Any:
+    return claude_code_agent(
+        CodingAgentOptions(executable=cli("claude"), model="claude-sonnet-4-5", api_key="test-key", **fields)
+    )
+
+
+def codex(**fields: Any) -> Any:
+    return codex_agent(CodingAgentOptions(executable=cli("codex"), model="gpt-5", api_key="test-key", **fields))
+
+
+def test_claude_code_edits_a_file_scored_by_the_hidden_tests(project: Path, server: LLMServer) -> None:
+    def script(request: LLMRequest) -> Reply:
+        step, path = tool_results(request), workspace_of(request) + "/greeter.py"
+        if step == 0:  # Claude Code writes over a file only after reading it
+            return Reply(tool_calls=[ToolCall(name="Read", arguments={"file_path": path})])
+        if step == 1:
+            return Reply(tool_calls=[ToolCall(name="Write", arguments={"file_path": path, "content": GREETER})])
+        if step == 2:
+            return Reply(tool_calls=[ToolCall(name="Bash", arguments={"command": "echo broken >&2; exit 3"})])
+        return Reply(text="Fixed greet().")
+
+    server.set_script(script)
+
+    @define_eval(fixture="fixtures/greeter", agent=claude(base_url=server.url))
+    async def fixes_greet(t: EvalContext) -> None:
+        turn = await t.send("Make greet() say Hello, NAME!")
+        t.check(turn.message, equals("Fixed greet()."))
+        t.file_changed("greeter.py")
+        t.called_tool("Write", count=1)
+
+    result = run(fixes_greet, project)
+    assert result.error is None, result.error
+    assert {a.name: a.state for a in result.assertions}["EVAL.py::test_greets_by_name"] == "passed"
+    read, write, bash = actions(result)
+    assert (read.name, read.status) == ("Read", "success") and "return 'hi'" in str(read.output)
+    assert (write.name, write.status, write.kind) == ("Write", "success", "tool")
+    assert write.duration is not None and write.duration >= 0
+    assert (bash.name, bash.kind, bash.status, bash.exit_code) == ("Bash", "shell", "failed", 3)
+    assert "broken" in str(bash.output)
+    (usage,) = [e for e in result.events if isinstance(e, UsageEvent)]
+    assert usage.model == "anthropic/claude-sonnet-4-5" and usage.input_tokens > 0 and usage.cost
+    assert result.outcome == "passed"
+
+
+def test_codex_runs_commands_and_the_failing_one_is_recorded(project: Path, server: LLMServer) -> None:
+    def script(request: LLMRequest) -> Reply:
+        step = tool_results(request)
+        if step == 0:
+            command = f"cat > greeter.py <<'PY'\n{GREETER}PY"
+            return Reply(tool_calls=[ToolCall(name="exec_command", arguments={"cmd": command})])
+        if step == 1:
+            return Reply(tool_calls=[ToolCall(name="exec_command", arguments={"cmd": "ls missing-file"})])
+        return Reply(text="Done.")
+
+    server.set_script(script)
+
+    @define_eval(fixture="fixtures/greeter", agent=codex(base_url=server.base_url))
+    async def fixes_greet(t: EvalContext) -> None:
+        await t.send("Make greet() say Hello, NAME!")
+        t.file_changed("greeter.py")
+        t.no_failed_shell_commands().label("expected to fail: ls missing-file")
+
+    result = run(fixes_greet, project)
+    assert result.error is None, result.error
+    states = {a.name: a.state for a in result.assertions}
+    assert states["EVAL.py::test_greets_by_name"] == "passed"
+    assert states["expected to fail: ls missing-file"] == "failed"
+    wrote, listed = actions(result)
+    assert (wrote.kind, wrote.status, wrote.exit_code) == ("shell", "success", 0)
+    assert (listed.status, listed.exit_code) == ("failed", 2) and "missing-file" in str(listed.output)
+    assert listed.duration is not None
+    (usage,) = [e for e in result.events if isinstance(e, UsageEvent)]
+    assert usage.model == "openai/gpt-5" and usage.input_tokens > 0
+
+
+@pytest.mark.parametrize("make", [claude, codex], ids=["claude", "codex"])
+def test_a_revived_session_continues_the_conversation(make: Any, project: Path, server: LLMServer) -> None:
+    def script(request: LLMRequest) -> Reply:
+        said = " ".join(m.content for m in request.messages if m.role == "user")
+        if "What was the number?" in said:
+            return Reply(text="It was 42." if "The number is 42" in said else "I do not know.")
+        return Reply(text="Noted.")
+
+    server.set_script(script)
+    url = server.url if make is claude else server.base_url
+
+    @define_eval(fixture="fixtures/notes", agent=make(base_url=url))
+    async def remembers(t: EvalContext) -> None:
+        await t.send("The number is 42.")
+        await t.revive()
+        turn = await t.send("What was the number?")
+        t.check(turn.message, equals("It was 42."))
+
+    result = run(remembers, project)
+    assert result.error is None, result.error
+    assert result.outcome == "passed", [a.reason for a in result.assertions]
+    assert len(server.requests) == 2
+
+
+@pytest.mark.parametrize("make", [claude, codex], ids=["claude", "codex"])
+def test_a_missing_cli_says_how_to_install_it(make: Any, project: Path) -> None:
+    agent = (claude_code_agent if make is claude else codex_agent)(executable=str(project / "no-such-cli"))
+
+    @define_eval(fixture="fixtures/notes", agent=agent)
+    async def needs_cli(t: EvalContext) -> None:
+        await t.send("hi")
+
+    result = run(needs_cli, project)
+    assert result.outcome == "failed" and result.error is not None and result.error.type == "CodingAgentError"
+    assert re.search(
+        r"npm install -g @(anthropic-ai/claude-code@2\.1\.330|openai/codex@0\.169\.0)", result.error.message
+    )
+
+
+def test_a_turn_limit_kills_codex_and_keeps_what_it_did(project: Path, server: LLMServer) -> None:
+    server.set_script(lambda request: Reply(tool_calls=[ToolCall(name="exec_command", arguments={"cmd": "echo step"})]))
+
+    @define_eval(fixture="fixtures/notes", agent=codex(base_url=server.base_url, max_turns=2))
+    async def loops(t: EvalContext) -> None:
+        turn = await t.send("loop forever")
+        t.check(turn.status, equals("failed"))
+
+    result = run(loops, project)
+    assert result.error is None, result.error
+    assert len(actions(result)) == 3  # the third call is past the limit: it is seen, then the CLI is killed
+    (stopped,) = [e for e in result.events if isinstance(e, ErrorEvent) and e.error_type == "CodingAgentStopped"]
+    assert "turn limit of 2" in stopped.message
+    assert result.outcome == "passed"
