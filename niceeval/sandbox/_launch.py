@@ -9,13 +9,8 @@ runs it, reads it, and kills its process group.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from niceeval.sandbox._protocol import Sandbox
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,11 +34,3 @@ class ProcessLaunch:
     argv: tuple[str, ...]
     env: Mapping[str, str]
     cwd: Path
-
-
-CURRENT_SANDBOX: ContextVar[Sandbox | None] = ContextVar("niceeval_sandbox", default=None)
-
-
-def current_sandbox() -> Sandbox | None:
-    """The sandbox of the eval being run (`@define_eval(fixture=...)`), for agents that run processes in it."""
-    return CURRENT_SANDBOX.get()

@@ -7,6 +7,7 @@ provider implements the same methods against a container; nothing above this sea
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Protocol
@@ -99,3 +100,11 @@ class Sandbox(Protocol):
     async def close(self, *, keep: bool = False) -> Path | None:
         """Release the workspace; with `keep=True` leave it on disk and return where it is."""
         ...
+
+
+CURRENT_SANDBOX: ContextVar[Sandbox | None] = ContextVar("niceeval_sandbox", default=None)
+
+
+def current_sandbox() -> Sandbox | None:
+    """The sandbox of the eval being run (`@define_eval(fixture=...)`), for agents that run processes in it."""
+    return CURRENT_SANDBOX.get()
