@@ -15,6 +15,7 @@ from niceeval._core.awaits import AwaitTracker, tracked
 from niceeval._core.errors import ErrorInfo, UsageError, caller_location, error_info
 from niceeval._core.events import Event, EventLog
 from niceeval._core.settings import Price
+from niceeval._core.spans import Span
 from niceeval._core.values import short
 from niceeval._eval.checks import Check as Check  # re-exported: the context is where users meet them
 from niceeval._eval.checks import RequireFailed as RequireFailed
@@ -24,6 +25,7 @@ from niceeval._eval.compare import Comparison, Comparisons
 from niceeval._eval.conversation import Conversation, Turn
 from niceeval._eval.efficiency import Usage, usage_of
 from niceeval._eval.observe import Observations, Scoped
+from niceeval._eval.spanmatch import SpanAssertions
 from niceeval._eval.variants import Variant
 
 if TYPE_CHECKING:
@@ -43,6 +45,8 @@ class RunState:
     skip_reason: str | None = None
     scoped: list[Scoped] = field(default_factory=list)
     diff_scoped: list[Scoped] = field(default_factory=list)
+    span_scoped: list[Scoped] = field(default_factory=list)
+    """`t.span(...)` and the other span assertions, scored over the run's trace (`log.spans`)."""
     usage_error: ErrorInfo | None = None
     """An author bug found inside a background check (it cannot raise into the eval function)."""
     workspace_diff: str | None = None
@@ -55,7 +59,7 @@ class RunState:
     """`t.max_score` / `t.select_best`: resolved by the runner once every variant of the case has run."""
 
 
-class ContextBase(Observations, Comparisons):
+class ContextBase(Observations, SpanAssertions, Comparisons):
     """What sync and async eval contexts share: checks, skip, the reply, the event stream, scoped assertions."""
 
     def __init__(
@@ -75,6 +79,7 @@ class ContextBase(Observations, Comparisons):
         self._scoped = state.scoped
         self._comparisons = state.comparisons
         self._diff_scoped = state.diff_scoped
+        self._span_scoped = state.span_scoped
         self._sandbox: Sandbox | None = None
         self._case: Any = None
         self._variant: Variant | None = None
@@ -146,6 +151,9 @@ class ContextBase(Observations, Comparisons):
     def events(self) -> list[Event]:
         """The run's event stream so far."""
         return self._state.log.events
+
+    def _span_list(self) -> list[Span]:
+        return self._state.log.spans
 
     def check(self, value: Any, matcher: Matcher | None = None, /) -> Check:
         """Score `value` with `matcher` and record it; the eval goes on whatever the result."""

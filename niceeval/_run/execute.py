@@ -106,9 +106,11 @@ def unawaited_requires(state: RunState) -> ErrorInfo | None:
 def evaluate_scoped(state: RunState) -> ErrorInfo | None:
     """Score the scoped assertions over the finished event stream; the first API misuse among them, if any."""
     misuse: ErrorInfo | None = None
-    for handle in state.scoped:
+    for handle, subject in [(h, state.log.events) for h in state.scoped] + [
+        (h, state.log.spans) for h in state.span_scoped
+    ]:
         try:
-            state.assertions.append(handle.evaluate(state.log.events))
+            state.assertions.append(handle.evaluate(subject))
         except UsageError as exc:
             misuse = misuse or error_info(exc)
     return misuse
