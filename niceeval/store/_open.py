@@ -18,6 +18,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, SQLAlchemyError
 
 from niceeval._core.errors import NiceevalError
+from niceeval.store import _url
 from niceeval.store._schema import SCHEMA_REVISION, metadata, store_info
 
 DEFAULT_PATH = Path(".niceeval") / "results.db"
@@ -35,17 +36,14 @@ class StoreError(NiceevalError):
 
 
 def resolve_url(value: str, root: Path) -> str:
-    """A store URL from what the user wrote: a URL as is, a bare path as a SQLite file below `root`.
+    """A store URL from what the user wrote (a path, `sqlite:///...`, `postgresql://...`); `StoreError` otherwise.
 
-    `postgresql://` and `postgres://` URLs use the psycopg 3 driver.
+    A bare path is a SQLite file below `root`; `postgresql://` and `postgres://` URLs use the psycopg 3 driver.
     """
-    if "://" not in value:
-        path = Path(value).expanduser()
-        return f"sqlite:///{path if path.is_absolute() else root / path}"
-    scheme, rest = value.split("://", 1)
-    if scheme in ("postgresql", "postgres"):
-        return f"postgresql+psycopg://{rest}"
-    return value
+    try:
+        return _url.resolve_url(value, root)
+    except _url.StoreUrlError as exc:
+        raise StoreError(str(exc)) from None
 
 
 def masked(url: str) -> str:

@@ -96,7 +96,7 @@ def test_an_unreachable_postgresql_url_is_refused_with_the_password_masked() -> 
 
 
 def test_an_unknown_database_kind_is_refused() -> None:
-    with pytest.raises(StoreError, match="unknown database kind 'mysqlx'"):
+    with pytest.raises(StoreError, match="does not store results in 'mysqlx' databases, only in SQLite and PostgreSQL"):
         Store.open("mysqlx://u@h/db")
 
 
@@ -116,3 +116,56 @@ def test_migrate_is_a_no_op_on_a_current_store(store_url: str) -> None:
         before = sorted(inspect(store.engine).get_table_names())
         migrate(store.engine)
         assert sorted(inspect(store.engine).get_table_names()) == before
+
+
+@pytest.mark.parametrize(
+    ("written", "hint"),
+    [
+        ("sqlite:/tmp/x.db", r"sqlite:/tmp/x\.db is not a store URL .*write sqlite:////tmp/x\.db or just /tmp/x\.db"),
+        ("sqlite:results.db", r"write sqlite:///results\.db or just results\.db"),
+        ("postgresql:evals", r"write postgresql://user@host/db"),
+        ("mysql://u:pw@h/db", r"mysql://u:\*\*\*@h/db: niceeval does not store results in 'mysql' databases"),
+        ("sqlite://results.db", r"three slashes before a relative path.*sqlite:///results\.db"),
+        ("README.md", r"no store at README\.md.*named \*\.db.*write e\.g\. .*README\.db"),
+        ("notes", r"write e\.g\. notes\.db"),
+        ("", r"the store is empty"),
+    ],
+)
+def test_a_store_not_written_in_a_documented_form_is_refused_with_the_right_one(
+    tmp_path: Path, written: str, hint: str
+) -> None:
+    with pytest.raises(StoreError, match=hint):
+        Store.open(written, root=tmp_path)
+    assert list(tmp_path.iterdir()) == []  # nothing created: no folder named `sqlite:`, no README.md database
+
+
+def test_a_store_outside_the_project_needs_its_folder_to_exist(tmp_path: Path) -> None:
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    project.mkdir()
+    with pytest.raises(StoreError, match=r"folder .*elsewhere/dir of the store .* does not exist; create it first"):
+        Store.open(str(elsewhere / "dir" / "results.db"), root=project)
+    assert not elsewhere.exists()
+    with Store.open(str(tmp_path / "results.db"), root=project):  # an existing folder outside is fine
+        pass
+
+
+def test_a_store_folder_is_refused_naming_a_file_in_it(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match=r"is a folder: name a file in it, e\.g\. .*results\.db"):
+        Store.open(str(tmp_path), root=tmp_path)
+
+
+def test_an_existing_file_is_opened_whatever_its_name(tmp_path: Path) -> None:
+    with Store.open("first.db", root=tmp_path):
+        pass
+    (tmp_path / "first.db").rename(tmp_path / "kept.data")
+    with Store.open("kept.data", root=tmp_path) as store:
+        assert store.engine.dialect.name == "sqlite"
+
+
+def test_a_relative_sqlite_url_is_below_the_project_and_an_absolute_one_from_root(tmp_path: Path) -> None:
+    with Store.open("sqlite:///data/r.db", root=tmp_path):
+        pass
+    assert (tmp_path / "data" / "r.db").is_file()
+    with Store.open(f"sqlite:///{tmp_path / 'abs.sqlite'}", root=tmp_path / "data"):
+        pass
+    assert (tmp_path / "abs.sqlite").is_file()
