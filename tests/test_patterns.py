@@ -42,9 +42,12 @@ def test_re_escape_searches_for_text_literally(root: Path) -> None:
     @define_eval(fixture="fixtures/app", agent=writes_a_key)
     async def ev(t: EvalContext) -> None:
         await t.send("configure")
-        t.not_in_diff(re.escape("sk-[A-Za-z0-9]{8,}"))
+        t.not_in_diff(re.escape("sk-[A-Za-z0-9]{8,}")).label("the pattern's text")
+        t.not_in_diff(re.escape("KEY = 'sk-")).label("the key's text")
 
-    assert run(ev, root).outcome == "passed"
+    result = run(ev, root)
+    assert {a.name: a.state for a in result.assertions} == {"the pattern's text": "passed", "the key's text": "failed"}
+    assert result.assertions[1].actual == '"KEY = \'sk-"'
 
 
 def test_an_invalid_pattern_is_an_author_error_saying_how_to_search_literally(root: Path) -> None:

@@ -42,8 +42,11 @@ def test_called_tool_with_a_partial_input_dict_passes() -> None:
     async def ev(t: EvalContext) -> None:
         await t.send("where is 1234")
         t.called_tool("lookup_order", input={"order_id": "1234"}, count=1)
+        t.called_tool("lookup_order", input={"order_id": "9999"}).at_least(1.0).label("another order")
 
-    assert run(ev, support).outcome == "passed"
+    result = run(ev, support)
+    assert states(result) == {"called_tool('lookup_order')": "passed", "another order": "failed"}
+    assert result.outcome == "scored"  # the soft miss counts: the recorded states are real
 
 
 def test_called_tool_input_values_may_be_regexes_and_predicates() -> None:
@@ -53,8 +56,12 @@ def test_called_tool_input_values_may_be_regexes_and_predicates() -> None:
         t.called_tool("lookup_order", input={"order_id": re.compile(r"^\d+$"), "verbose": lambda v: v is True})
         t.called_tool("lookup_order", input=re.compile(r'"order_id":"12'))
         t.called_tool("lookup_order", input=lambda i: i["order_id"].startswith("1"))
+        t.called_tool("lookup_order", input={"order_id": re.compile(r"^9")}).at_least(1.0).label("regex miss")
+        t.called_tool("lookup_order", input=lambda i: i["verbose"] is False).at_least(1.0).label("predicate miss")
 
-    assert run(ev, support).outcome == "passed"
+    result = run(ev, support)
+    assert [a.state for a in result.assertions] == ["passed", "passed", "passed", "failed", "failed"]
+    assert result.outcome == "scored"
 
 
 def test_called_tool_regex_sees_compact_json_in_the_agents_key_order() -> None:
@@ -196,9 +203,10 @@ def test_scoped_assertions_see_events_after_they_were_registered() -> None:
     @define_eval
     async def ev(t: EvalContext) -> None:
         t.called_tool("lookup_order")  # registered before the agent ran
+        t.called_tool("refund").at_least(1.0).label("never called")
         await t.send("x")
 
-    assert run(ev, support).outcome == "passed"
+    assert states(run(ev, support)) == {"called_tool('lookup_order')": "passed", "never called": "failed"}
 
 
 def test_scoped_handles_chain_severity() -> None:
@@ -426,9 +434,11 @@ def test_a_failing_tool_is_reported_and_the_agent_goes_on() -> None:
     async def ev(t: EvalContext) -> None:
         await t.send("x")
         t.called_tool("lookup_order", status="failed")
+        t.called_tool("lookup_order", status="success").at_least(1.0).label("succeeded")
 
     result = run(ev, agent)
-    assert result.outcome == "passed"
+    assert states(result) == {"called_tool('lookup_order')": "passed", "succeeded": "failed"}
+    assert result.outcome == "scored"
     assert "ConnectionError: db down" in result.events[-1].text  # type: ignore[union-attr]
 
 

@@ -14,6 +14,8 @@ PARAMETERS = {"type": "object", "properties": {"order_id": {"type": "string"}}, 
 CHAT_TOOLS: Any = [{"type": "function", "function": {"name": "lookup", "parameters": PARAMETERS}}]
 RESPONSES_TOOLS: Any = [{"type": "function", "name": "lookup", "parameters": PARAMETERS, "strict": False}]
 Tool = Callable[[dict[str, Any]], str]
+MAX_ROUNDS = 10
+"""A loop of tool calls ends here: a scripted model that never stops fails the test instead of spinning."""
 
 
 def lookup(arguments: dict[str, Any]) -> str:
@@ -23,7 +25,7 @@ def lookup(arguments: dict[str, Any]) -> str:
 async def chat_loop(client: AsyncOpenAI, message: str, *, stream: bool, tool: Tool, seen: list[Any]) -> str:
     """Chat Completions until the model answers without tools; every chunk or response goes into `seen`."""
     messages: list[Any] = [{"role": "user", "content": message}]
-    while True:
+    for _ in range(MAX_ROUNDS):
         if stream:
             text, calls = "", {}
             async for chunk in await client.chat.completions.create(
@@ -63,12 +65,13 @@ async def chat_loop(client: AsyncOpenAI, message: str, *, stream: bool, tool: To
             messages.append(
                 {"role": "tool", "tool_call_id": call["id"], "content": tool(json.loads(call["arguments"]))}
             )
+    raise AssertionError(f"the model still asked for tools after {MAX_ROUNDS} rounds")
 
 
 async def responses_loop(client: AsyncOpenAI, message: str, *, stream: bool, tool: Tool, seen: list[Any]) -> str:
     """The Responses API until the model answers without tools."""
     items: list[Any] = [{"role": "user", "content": message}]
-    while True:
+    for _ in range(MAX_ROUNDS):
         if stream:
             async with client.responses.stream(model="gpt-5-mini", input=items, tools=RESPONSES_TOOLS) as events:
                 async for event in events:
@@ -87,6 +90,7 @@ async def responses_loop(client: AsyncOpenAI, message: str, *, stream: bool, too
             items.append(
                 {"type": "function_call_output", "call_id": call.call_id, "output": tool(json.loads(call.arguments))}
             )
+    raise AssertionError(f"the model still asked for tools after {MAX_ROUNDS} rounds")
 
 
 def looping(

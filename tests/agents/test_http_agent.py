@@ -97,7 +97,9 @@ def service() -> Iterator[tuple[Service, str]]:
     server = Uvicorn(uvicorn_config(service.app(), quiet=True), asyncio.Event())
     thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])), daemon=True)
     thread.start()
+    deadline = time.monotonic() + 10
     while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the test service did not start within 10 s"
         time.sleep(0.001)
     try:
         yield service, f"http://127.0.0.1:{sock.getsockname()[1]}"

@@ -143,8 +143,10 @@ async def a_first(t):
 def b_breaks_the_store(t):
     url = os.environ["NICEEVAL_STORE"]
     engine = create_engine(url)
+    deadline = time.monotonic() + 30
     with engine.connect() as conn:  # wait until the first run is in the store, then pull it away
         while not conn.execute(text("select count(*) from eval_runs")).scalar():
+            assert time.monotonic() < deadline, "the first run never reached the store"
             conn.rollback()
             time.sleep(0.01)
     engine.dispose()
