@@ -15,6 +15,7 @@ from niceeval._core.errors import NiceevalError, UsageError
 from niceeval._core.events import Event, EventLog, MessageEvent, UsageEvent
 from niceeval.agents._function import structure
 from niceeval.agents._protocol import Reply
+from niceeval.tracing._session import SessionTrace, TraceOptions, end_trace, session_trace, traced_turn
 
 if TYPE_CHECKING:
     import httpx
@@ -57,7 +58,13 @@ class HTTPAgent:
     """Your service as the agent under test. Build it with `http_agent(url)`."""
 
     def __init__(
-        self, url: str, *, headers: dict[str, str] | None = None, timeout: float = 60.0, max_sessions: int = 1024
+        self,
+        url: str,
+        *,
+        headers: dict[str, str] | None = None,
+        timeout: float = 60.0,
+        max_sessions: int = 1024,
+        traces: bool = False,
     ) -> None:
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise UsageError(f"http_agent needs an http:// or https:// URL, got {url!r}.")
@@ -66,6 +73,7 @@ class HTTPAgent:
         self.url = url
         self.headers = dict(headers or {})
         self.timeout = timeout
+        self.traces = traces
         self._histories: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
         self._max_sessions = max_sessions
 
@@ -78,7 +86,9 @@ class HTTPAgent:
         while len(self._histories) > self._max_sessions:
             self._histories.popitem(last=False)
         client = httpx.AsyncClient(headers=self.headers, timeout=self.timeout)
-        return HTTPSession(self.url, session_id, log, history, client)
+        session = HTTPSession(self.url, session_id, log, history, client)
+        session.trace = session_trace(log, TraceOptions(events=False, listen=True)) if self.traces else None
+        return session
 
 
 class HTTPSession:
@@ -93,6 +103,8 @@ class HTTPSession:
         self.history = history
         """The conversation so far, as sent in `history`: `{"role", "text", "data"}` dicts."""
         self._client = client
+        self.trace: SessionTrace | None = None
+        """The session's trace (`http_agent(traces=True)`): each request carries its turn's `traceparent`."""
 
     async def send(self, message: str, *, output: type[Any] | None = None) -> Reply:
         """POST the message and map the answer into the event stream.
@@ -108,7 +120,8 @@ class HTTPSession:
             "history": list(self.history),
             "output_schema": _schema_of(output),
         }
-        answer = await self._post(body)
+        async with traced_turn(self.trace):
+            answer = await self._post(body)
         for index, raw in enumerate(answer.events):
             self.log.emit(self._event(raw, index))
         for usage in answer.usage:
@@ -120,14 +133,17 @@ class HTTPSession:
         return reply
 
     async def close(self) -> None:
-        """Close the HTTP client; the history stays with the agent for a revived session."""
+        """Close the HTTP client and the trace; the history stays with the agent for a revived session."""
+        trace, self.trace = self.trace, None
+        await end_trace(trace)
         await self._client.aclose()
 
     async def _post(self, body: dict[str, Any]) -> HTTPAnswer:
         import httpx
 
         try:
-            response = await self._client.post(self.url, json=body)
+            traced = {"traceparent": self.trace.traceparent} if self.trace is not None else None
+            response = await self._client.post(self.url, json=body, headers=traced)
         except httpx.TimeoutException as exc:
             raise AgentError(f"http agent {self.url}: no answer within {self._client.timeout.read}s") from exc
         except httpx.HTTPError as exc:
@@ -152,7 +168,9 @@ class HTTPSession:
             raise AgentError(f"http agent {self.url}: events[{index}] is not a valid event: {_problems(exc)}") from exc
 
 
-def http_agent(url: str, *, headers: dict[str, str] | None = None, timeout: float = 60.0) -> HTTPAgent:
+def http_agent(
+    url: str, *, headers: dict[str, str] | None = None, timeout: float = 60.0, traces: bool = False
+) -> HTTPAgent:
     """Your own service, reached over HTTP, as the agent under test.
 
     Each message is one `POST url` with `{"session_id", "message", "history", "output_schema"}`; the service
@@ -162,11 +180,14 @@ def http_agent(url: str, *, headers: dict[str, str] | None = None, timeout: floa
         url: The endpoint to POST to.
         headers: Extra request headers, e.g. `{"Authorization": "Bearer ..."}`.
         timeout: Seconds to wait for each answer.
+        traces: Send each request a W3C `traceparent` header and keep the spans the service exports under it
+            to niceeval's OTLP receiver (`http://127.0.0.1:$NICEEVAL_OTLP_PORT/v1/traces`) for `t.span(...)` and
+            the viewer; events still come from the answer, so nothing counts twice.
 
     Raises:
         UsageError: The URL is not http(s), or the timeout is not positive.
     """
-    return HTTPAgent(url, headers=headers, timeout=timeout)
+    return HTTPAgent(url, headers=headers, timeout=timeout, traces=traces)
 
 
 def _schema_of(output: type[Any] | None) -> dict[str, Any] | None:

@@ -14,6 +14,7 @@ from uuid import UUID
 from niceeval._core.events import MessageEvent
 from niceeval.agents._kit import Histories, ToolCalls, final_reply, priced_model, require, usage_event
 from niceeval.agents._protocol import Reply
+from niceeval.tracing._session import SessionTrace, TraceOptions, end_trace, session_trace, traced_turn
 
 if TYPE_CHECKING:
     from langchain_core.callbacks import AsyncCallbackHandler
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 _EXTRA = "langgraph"
 
 
-def langgraph_agent(graph: Any, *, config: dict[str, Any] | None = None) -> LangGraphAdapter:
+def langgraph_agent(graph: Any, *, config: dict[str, Any] | None = None, traces: bool = False) -> LangGraphAdapter:
     """A compiled LangGraph graph as the agent under test, its model and tool calls recorded as they happen.
 
         from niceeval.agents import langgraph_agent
@@ -43,26 +44,32 @@ def langgraph_agent(graph: Any, *, config: dict[str, Any] | None = None) -> Lang
             `{"messages": [...]}`).
         config: A `RunnableConfig` merged into every run (e.g. `{"recursion_limit": 10}`); niceeval adds
             its callback handler and, with a checkpointer, the `thread_id`.
+        traces: Also keep each run's OpenTelemetry spans (from an instrumentor you install, e.g. OpenInference's
+            `LangChainInstrumentor().instrument()`) for `t.span(...)` and the viewer; events still come from the
+            callbacks, so nothing counts twice.
 
     Raises:
         ImportError: LangGraph is not installed (`pip install 'niceeval[langgraph]'`).
     """
     require("langgraph", _EXTRA)
     require("langchain_core.callbacks", _EXTRA)
-    return LangGraphAdapter(graph, dict(config or {}))
+    return LangGraphAdapter(graph, dict(config or {}), traces=traces)
 
 
 class LangGraphAdapter:
     """Opens sessions on a compiled graph; without a checkpointer, conversations are kept per session id."""
 
-    def __init__(self, graph: Any, config: dict[str, Any]) -> None:
+    def __init__(self, graph: Any, config: dict[str, Any], *, traces: bool = False) -> None:
         self.graph = graph
         self.config = config
+        self.traces = traces
         self.histories: Histories[list[BaseMessage]] = Histories()
 
     async def open(self, session_id: str, log: EventLog) -> LangGraphSession:
         """Start (or continue) the conversation `session_id`."""
-        return LangGraphSession(self, session_id, log)
+        session = LangGraphSession(self, session_id, log)
+        session.trace = session_trace(log, TraceOptions(events=False)) if self.traces else None
+        return session
 
 
 class LangGraphSession:
@@ -72,6 +79,7 @@ class LangGraphSession:
         self.id = session_id
         self.log = log
         self._adapter = adapter
+        self.trace: SessionTrace | None = None
 
     async def send(self, message: str, *, output: type[Any] | None = None) -> Reply:
         """Run the graph on `message` and return its last message's text, with `structured_response` as data.
@@ -92,7 +100,8 @@ class LangGraphSession:
         history = [] if checkpointed else adapter.histories.get(self.id) or []
         try:
             with tracing_context(enabled=False):
-                state = await adapter.graph.ainvoke({"messages": [*history, HumanMessage(message)]}, config)
+                async with traced_turn(self.trace):
+                    state = await adapter.graph.ainvoke({"messages": [*history, HumanMessage(message)]}, config)
         except BaseException as exc:
             calls.abandon(exc)
             raise
@@ -104,7 +113,9 @@ class LangGraphSession:
         return final_reply(self.log, Reply(text=text, data=structured) if structured is not None else text, output)
 
     async def close(self) -> None:
-        """Nothing to free: the conversation stays in the checkpointer or the adapter, for revival."""
+        """End the trace, if any; the conversation stays in the checkpointer or the adapter, for revival."""
+        trace, self.trace = self.trace, None
+        await end_trace(trace)
 
 
 def _recorder(log: EventLog, calls: ToolCalls) -> AsyncCallbackHandler:

@@ -16,6 +16,7 @@ from niceeval._core.events import ErrorEvent, EventLog, MessageEvent, SubagentCa
 from niceeval.agents._kit import Histories, ToolCalls, final_reply, priced_model, require, usage_event
 from niceeval.agents._protocol import Reply
 from niceeval.providers import openai_client, release
+from niceeval.tracing._session import TraceOptions, end_trace, session_trace, traced_turn
 
 if TYPE_CHECKING:
     from agents import Agent, RunConfig, RunContextWrapper, RunHooks
@@ -36,6 +37,7 @@ def openai_agents_agent(
     run_config: RunConfig | None = None,
     context: Any = None,
     timeout: float = 60.0,
+    traces: bool = False,
 ) -> OpenAIAgentsAdapter:
     """An OpenAI Agents SDK agent as the agent under test, its tool calls and usage recorded as they happen.
 
@@ -59,6 +61,9 @@ def openai_agents_agent(
             `model_provider` in it is kept (and owns its own clients).
         context: The run context object passed to every run (your tools' `RunContextWrapper.context`).
         timeout: Seconds to wait for each model response.
+        traces: Keep the SDK's tracing on and each run's OpenTelemetry spans (with OpenInference's
+            `OpenAIAgentsInstrumentor().instrument()`, which replaces the SDK's own exporter) for `t.span(...)`
+            and the viewer; events still come from the run hooks, so nothing counts twice.
 
     Raises:
         ImportError: `openai-agents` is not installed (`pip install 'niceeval[openai-agents]'`).
@@ -71,8 +76,9 @@ def openai_agents_agent(
         agent,
         _Connection(base_url=base_url, api_key=api_key, timeout=timeout),
         max_turns=max_turns,
-        run_config=dataclasses.replace(config, tracing_disabled=True),
+        run_config=dataclasses.replace(config, tracing_disabled=not traces),
         context=context,
+        traces=traces,
     )
 
 
@@ -91,8 +97,16 @@ class OpenAIAgentsAdapter:
     """Opens sessions on an Agents SDK agent; conversations are kept per session id."""
 
     def __init__(
-        self, agent: Agent[Any], connection: _Connection, *, max_turns: int, run_config: RunConfig, context: Any
+        self,
+        agent: Agent[Any],
+        connection: _Connection,
+        *,
+        max_turns: int,
+        run_config: RunConfig,
+        context: Any,
+        traces: bool = False,
     ) -> None:
+        self.traces = traces
         self.agent = agent
         self.max_turns = max_turns
         self.context = context
@@ -130,6 +144,7 @@ class OpenAIAgentsSession:
         self._adapter = adapter
         self._run_config = run_config
         self._client = client
+        self._trace = session_trace(log, TraceOptions(events=False)) if adapter.traces else None
 
     async def send(self, message: str, *, output: type[Any] | None = None) -> Reply:
         """Run the agent on `message` (after the conversation so far) and return its final output."""
@@ -144,14 +159,15 @@ class OpenAIAgentsSession:
             self._run_config, tool_error_formatter=_recording_formatter(calls, self._run_config)
         )
         try:
-            result = await Runner.run(
-                agent,
-                [*history, {"role": "user", "content": message}],
-                context=adapter.context,
-                max_turns=adapter.max_turns,
-                hooks=_hooks(self.log, calls, config),
-                run_config=config,
-            )
+            async with traced_turn(self._trace):
+                result = await Runner.run(
+                    agent,
+                    [*history, {"role": "user", "content": message}],
+                    context=adapter.context,
+                    max_turns=adapter.max_turns,
+                    hooks=_hooks(self.log, calls, config),
+                    run_config=config,
+                )
         except MaxTurnsExceeded as exc:
             calls.abandon(exc)
             self.log.emit(ErrorEvent(message=f"{agent.name}: {exc}", error_type="MaxTurnsExceeded"))
@@ -164,6 +180,8 @@ class OpenAIAgentsSession:
 
     async def close(self) -> None:
         """Give the client back; the conversation stays with the adapter so the session can be revived."""
+        trace, self._trace = self._trace, None
+        await end_trace(trace)
         if self._client is not None:
             await release(self._client)
             self._client = None

@@ -15,6 +15,7 @@ from niceeval._core.events import MessageEvent
 from niceeval.agents._kit import Histories, ToolCalls, final_reply, priced_model, require, usage_event
 from niceeval.agents._protocol import Reply
 from niceeval.providers import openai_client, release
+from niceeval.tracing._session import SessionTrace, TraceOptions, end_trace, session_trace, traced_turn
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -35,6 +36,7 @@ def pydantic_ai_agent(
     api_key: str | None = None,
     deps: Any = None,
     timeout: float = 60.0,
+    traces: bool = False,
 ) -> PydanticAIAdapter:
     """A pydantic-ai agent as the agent under test, its tool calls and usage recorded as they happen.
 
@@ -54,6 +56,8 @@ def pydantic_ai_agent(
         api_key: The key for `base_url`; `OPENAI_API_KEY` otherwise (a placeholder when there is none).
         deps: The dependencies passed to every run (`RunContext.deps`).
         timeout: Seconds to wait for each model response (with `base_url`).
+        traces: Also keep the run's OpenTelemetry spans (pydantic-ai's instrumentation is switched on for each
+            run) for `t.span(...)` and the viewer; events still come from the hooks, so nothing counts twice.
 
     Raises:
         ImportError: pydantic-ai is not installed (`pip install 'niceeval[pydantic-ai]'`).
@@ -64,14 +68,21 @@ def pydantic_ai_agent(
     require("pydantic_ai.models.openai", _EXTRA)
     if base_url is not None:
         _openai_model(agent)
-    return PydanticAIAdapter(agent, base_url=base_url, api_key=api_key, deps=deps, timeout=timeout)
+    return PydanticAIAdapter(agent, base_url=base_url, api_key=api_key, deps=deps, timeout=timeout, traces=traces)
 
 
 class PydanticAIAdapter:
     """Opens sessions on a pydantic-ai agent; conversations are kept per session id."""
 
     def __init__(
-        self, agent: Agent[Any, Any], *, base_url: str | None, api_key: str | None, deps: Any, timeout: float
+        self,
+        agent: Agent[Any, Any],
+        *,
+        base_url: str | None,
+        api_key: str | None,
+        deps: Any,
+        timeout: float,
+        traces: bool = False,
     ) -> None:
         self.agent = agent
         self.deps = deps
@@ -79,14 +90,17 @@ class PydanticAIAdapter:
         self._base_url = base_url
         self._api_key = api_key
         self._timeout = timeout
+        self.traces = traces
+        """Keep each run's spans too (`pydantic_ai_agent(traces=True)`)."""
 
     async def open(self, session_id: str, log: EventLog) -> PydanticAISession:
         """Start (or continue) the conversation `session_id`."""
+        trace = session_trace(log, TraceOptions(events=False)) if self.traces else None
         if self._base_url is None:
-            return PydanticAISession(self, session_id, log, None, None)
+            return PydanticAISession(self, session_id, log, None, None, trace)
         key = self._api_key or os.environ.get("OPENAI_API_KEY") or "niceeval"
         client = openai_client(key=key, url=self._base_url, timeout=self._timeout)
-        return PydanticAISession(self, session_id, log, _model_over(self.agent, client), client)
+        return PydanticAISession(self, session_id, log, _model_over(self.agent, client), client, trace)
 
 
 def _openai_model(agent: Agent[Any, Any]) -> tuple[str, str]:
@@ -132,12 +146,14 @@ class PydanticAISession:
         log: EventLog,
         model: Model | None,
         client: AsyncOpenAI | None,
+        trace: SessionTrace | None = None,
     ) -> None:
         self.id = session_id
         self.log = log
         self._adapter = adapter
         self._model = model
         self._client = client
+        self._trace = trace
 
     async def send(self, message: str, *, output: type[Any] | None = None) -> Reply:
         """Run the agent on `message` (after the conversation so far) and return its output."""
@@ -145,15 +161,17 @@ class PydanticAISession:
         self.log.emit(MessageEvent(role="user", text=message))
         calls = ToolCalls(self.log)
         extra: dict[str, Any] = {"output_type": output} if output is not None else {}
+        capabilities = [_recorder(self.log, calls), *([_instrumentation()] if self._trace is not None else [])]
         try:
-            result = await adapter.agent.run(
-                message,
-                message_history=adapter.histories.get(self.id),
-                model=self._model,
-                deps=adapter.deps,
-                capabilities=[_recorder(self.log, calls)],
-                **extra,
-            )
+            async with traced_turn(self._trace):
+                result = await adapter.agent.run(
+                    message,
+                    message_history=adapter.histories.get(self.id),
+                    model=self._model,
+                    deps=adapter.deps,
+                    capabilities=capabilities,
+                    **extra,
+                )
         except BaseException as exc:
             calls.abandon(exc)
             raise
@@ -162,9 +180,17 @@ class PydanticAISession:
 
     async def close(self) -> None:
         """Give the client back; the conversation stays with the adapter so the session can be revived."""
+        trace, self._trace = self._trace, None
+        await end_trace(trace)
         if self._client is not None:
             await release(self._client)
             self._client = None
+
+
+def _instrumentation() -> Any:
+    from pydantic_ai.capabilities.instrumentation import Instrumentation
+
+    return Instrumentation()
 
 
 def _recorder(log: EventLog, calls: ToolCalls) -> Any:

@@ -13,12 +13,16 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from niceeval._core.errors import UsageError
 from niceeval._core.events import EventLog
 from niceeval._core.spans import Span, link
 from niceeval.tracing._collector import RunTrace, TraceCollector
 from niceeval.tracing._mapping import events_from_spans
-from niceeval.tracing._receiver import TraceReceiver
+
+if TYPE_CHECKING:
+    from niceeval.tracing._receiver import TraceReceiver
 
 DEFAULT_FLUSH_WINDOW = 2.0
 """Seconds a turn waits at most for its spans (a batch exporter's late ones); `flush_window=` changes it."""
@@ -37,9 +41,16 @@ class Tracing:
 
     @property
     def receiver(self) -> TraceReceiver:
-        """The suite's OTLP receiver on 127.0.0.1, started on first use."""
+        """The suite's OTLP receiver on 127.0.0.1, started on first use: on port `NICEEVAL_OTLP_PORT` when set
+        (for a service started before the suite), else on a free port.
+
+        Raises:
+            UsageError: `NICEEVAL_OTLP_PORT` is not a port number.
+        """
         if self._receiver is None:
-            self._receiver = TraceReceiver(self.collector)
+            from niceeval.tracing._receiver import TraceReceiver  # uvicorn loads when an agent needs the URL
+
+            self._receiver = TraceReceiver(self.collector, port=_receiver_port())
         return self._receiver.start()
 
     def capture_in_process(self) -> None:
@@ -80,6 +91,15 @@ class Tracing:
         )
 
 
+def _receiver_port() -> int:
+    raw = os.environ.get("NICEEVAL_OTLP_PORT", "").strip()
+    if not raw:
+        return 0
+    if not raw.isdigit() or not 0 < int(raw) < 65536:
+        raise UsageError(f"NICEEVAL_OTLP_PORT must be a port number (e.g. 4318), not {raw!r}")
+    return int(raw)
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class TraceOptions:
     """How a traced session takes its spans.
@@ -88,10 +108,14 @@ class TraceOptions:
         flush_window: Seconds each turn waits at most for its spans to arrive whole.
         events: Map the spans to events (tool calls, usage, subagents, errors). Off for adapters that record
             events themselves: their spans are kept for the span assertions and the viewer only.
+        listen: Start the OTLP receiver with the session.
     """
 
     flush_window: float = DEFAULT_FLUSH_WINDOW
     events: bool = True
+    listen: bool = False
+    """Start the OTLP receiver with the session (spans come from another process); it also starts when
+    `NICEEVAL_OTLP_PORT` is set, or when `env` is first read."""
 
 
 class SessionTrace:
@@ -103,6 +127,8 @@ class SessionTrace:
         self._log = log
         self.run: RunTrace = tracing.collector.open_run()
         self._closed = False
+        if options.listen or os.environ.get("NICEEVAL_OTLP_PORT"):
+            tracing.receiver  # noqa: B018 - started now, so a service exporting to it finds it
 
     @property
     def traceparent(self) -> str:
@@ -165,3 +191,30 @@ def _merge(kept: list[Span], spans: list[Span]) -> None:
     ids = {id(span) for span in spans}
     kept[:] = [span for span in kept if id(span) not in ids] + spans
     kept.sort(key=lambda span: (span.start_ns, span.end_ns))
+
+
+def session_trace(log: EventLog, options: TraceOptions) -> SessionTrace:
+    """A trace for one agent session on the suite's tracing (`end_trace` gives it back)."""
+    from niceeval.providers import shared_resource
+
+    return SessionTrace(shared_resource("niceeval-tracing", Tracing), log, options)
+
+
+@asynccontextmanager
+async def traced_turn(trace: SessionTrace | None) -> AsyncIterator[None]:
+    """`trace.turn()`, or nothing for an untraced session."""
+    if trace is None:
+        yield
+        return
+    async with trace.turn():
+        yield
+
+
+async def end_trace(trace: SessionTrace | None) -> None:
+    """Close the session's trace and give the suite's tracing back (nothing for an untraced session)."""
+    if trace is None:
+        return
+    from niceeval.providers import release
+
+    trace.close()
+    await release(trace.tracing)
