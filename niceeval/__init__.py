@@ -18,7 +18,8 @@ if TYPE_CHECKING:
     from niceeval._eval.checks import Check
     from niceeval._eval.config import Config, define_config
     from niceeval._eval.context import EvalContext, SyncEvalContext
-    from niceeval._eval.conversation import Turn
+    from niceeval._eval.conversation import Session, Turn
+    from niceeval._eval.scopes import ToolCall
     from niceeval._eval.spec import EvalSpec, define_eval
 
 _HOMES = {
@@ -36,6 +37,8 @@ _HOMES = {
     "EvalContext": "niceeval._eval.context",
     "SyncEvalContext": "niceeval._eval.context",
     "Turn": "niceeval._eval.conversation",
+    "Session": "niceeval._eval.conversation",
+    "ToolCall": "niceeval._eval.scopes",
     "EvalSpec": "niceeval._eval.spec",
     "define_eval": "niceeval._eval.spec",
 }
@@ -52,7 +55,9 @@ __all__ = [
     "Outcome",
     "Price",
     "RunResult",
+    "Session",
     "SyncEvalContext",
+    "ToolCall",
     "Turn",
     "UsageError",
     "define_config",

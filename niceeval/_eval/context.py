@@ -22,9 +22,10 @@ from niceeval._eval.checks import RequireFailed as RequireFailed
 from niceeval._eval.checks import Skipped as Skipped
 from niceeval._eval.checks import StopEval as StopEval
 from niceeval._eval.compare import Comparison, Comparisons
-from niceeval._eval.conversation import Conversation, Turn
+from niceeval._eval.conversation import Conversation, Session, Turn
 from niceeval._eval.efficiency import Usage, usage_of
 from niceeval._eval.observe import Observations, Scoped
+from niceeval._eval.scopes import ToolCall, tool_calls_of
 from niceeval._eval.spanmatch import SpanAssertions
 from niceeval._eval.variants import Variant
 
@@ -224,16 +225,43 @@ class ContextBase(Observations, SpanAssertions, Comparisons):
             self._eval_id,
             followup_model=self._followup_model,
             pricing=self._pricing,
-            record=self._check_for_turn,
+            host=self,
+            number=len(getattr(self, "_conversations", ())) + 1,
         )
 
-    def _check_for_turn(self, value: Any, matcher: Matcher, location: str | None) -> Check:
-        return self._record(value, matcher, location, required=False, verb="check")
+    # The scope host: what turns and sessions register their assertions with.
+    def _host_register(self, handle: Scoped) -> None:
+        self._scoped.append(handle)
 
-    def _new_conversation(self) -> Conversation:
+    def _host_check(self, value: Any, matcher: Matcher, location: str | None, required: bool) -> Check:
+        return self._record(value, matcher, location, required=required, verb="require" if required else "check")
+
+    def _host_judge(self) -> Judge:
+        return self.judge
+
+    def _host_prices(self) -> Mapping[str, Price]:
+        return self._pricing
+
+    def _host_owner(self) -> object:
+        return self._state.awaits
+
+    def _host_eval_id(self) -> str:
+        return self._eval_id
+
+    @property
+    def session(self) -> Session:
+        """The current conversation, for assertions over only its turns: `t.session.called_tool("search")`."""
+        return Session(self._conversation, self)
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        """The run's tool calls so far, in order, typed: name, input, output, status, duration."""
+        return tool_calls_of(self._state.log.events)
+
+    def _new_conversation(self) -> Session:
         self._conversation = self._make_conversation()
         self._conversations.append(self._conversation)
-        return self._conversation
+        return Session(self._conversation, self)
 
     async def _close(self) -> None:
         for conversation in self._conversations:
@@ -279,9 +307,10 @@ class EvalContext(ContextBase):
         """Close the session and reopen it by the same id: the conversation must continue from storage (await it)."""
         return tracked(self._conversation.revive(), "t.revive()")
 
-    def new_session(self) -> None:
-        """Start a separate conversation: later `send` calls and `reply` use it."""
-        self._new_conversation()
+    def new_session(self) -> Session:
+        """Start a separate conversation: later `send` calls and `reply` use it. Returns its handle, for
+        assertions over only its turns."""
+        return self._new_conversation()
 
 
 class SyncEvalContext(ContextBase):
@@ -308,9 +337,10 @@ class SyncEvalContext(ContextBase):
         """Close the session and reopen it by the same id: the conversation must continue from storage."""
         self._call_in_loop(self._conversation.revive)
 
-    def new_session(self) -> None:
-        """Start a separate conversation: later `send` calls and `reply` use it."""
-        self._new_conversation()
+    def new_session(self) -> Session:
+        """Start a separate conversation: later `send` calls and `reply` use it. Returns its handle, for
+        assertions over only its turns."""
+        return self._new_conversation()
 
     def _pending(
         self, handle: Check, matcher: Matcher, raw: Awaitable[ScoreLike], location: str | None, required: bool

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -15,16 +15,21 @@ from niceeval._core.settings import Price
 from niceeval._core.values import short
 from niceeval._eval.checks import Check
 from niceeval._eval.efficiency import Usage, usage_of
+from niceeval._eval.observe import EventSelector
 from niceeval._eval.scoped import waiting_for_input
+from niceeval._eval.scopes import ScopeAssertions, ScopeHost, ToolCall, tool_calls_of
 from niceeval.agents import Agent, AgentSession, FunctionAgent, TurnStatus
 from niceeval.expect._matchers import equals, matches
 
-RecordCheck = Callable[[Any, Matcher, str | None], Check]
-
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class Turn:
-    """One exchange with the agent: what it answered, its structured data, and what happened meanwhile."""
+class Turn(ScopeAssertions):
+    """One exchange with the agent: what it answered, its structured data, and what happened meanwhile.
+
+    Every scoped assertion of `t` works on a turn too, over only this turn's events:
+    `turn.called_tool("search")`, `turn.check(includes("refund"))`, `turn.judge.rubric(...)`; reports name it
+    (`turn 2: called_tool('search')`).
+    """
 
     message: str
     """The agent's reply text."""
@@ -36,20 +41,44 @@ class Turn:
     """`completed`, `failed`, or `waiting` (the agent asked for human input: answer with `t.respond`)."""
     usage: Usage = field(default_factory=Usage)
     """Tokens and cost of this turn's model calls."""
-    _record: RecordCheck | None = field(default=None, repr=False, compare=False)
+    number: int = 0
+    """1 for the session's first turn, 2 for the next, ... (0 for a turn not made by `t.send`)."""
+    session_number: int = 1
+    """Which session of the eval: 1 for the first, 2 after one `t.new_session()`, ..."""
+    asked: str | None = None
+    """The message sent for this turn (None for a list of chat messages or a `respond` value that was not text)."""
+    _host: ScopeHost | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        """This turn's tool calls, in order, typed: name, input, output, status, duration."""
+        return tool_calls_of(self.events)
 
     def output_equals(self, expected: object) -> Check:
         """Check that `turn.data` deeply equals `expected` (a gate, like `t.check(turn.data, equals(...))`)."""
-        return self._check(equals(expected).label("output_equals"))
+        return self._check_data(equals(expected).label("output_equals"))
 
     def output_matches(self, schema: Any) -> Check:
         """Check that `turn.data` validates against `schema` (pydantic model or type, or a JSON Schema dict)."""
-        return self._check(matches(schema).label("output_matches"))
+        return self._check_data(matches(schema).label("output_matches"))
 
-    def _check(self, matcher: Matcher) -> Check:
-        if self._record is None:
-            raise UsageError("turn.output_equals/output_matches work on turns returned by t.send() in an eval.")
-        return self._record(self.data, matcher, caller_location(2))
+    def _check_data(self, matcher: Matcher) -> Check:
+        host = self._bound_host("turn.output_equals/output_matches")
+        return host._host_check(self.data, matcher, caller_location(2), False)
+
+    def _scope_host(self) -> ScopeHost | None:
+        return self._host
+
+    def _scope_label(self) -> str:
+        where = f"turn {self.number}"
+        return where if self.session_number == 1 else f"session {self.session_number} {where}"
+
+    def _scope_select(self) -> EventSelector:
+        events = self.events
+        return lambda _: events
+
+    def _scope_reply(self) -> tuple[str, str | None]:
+        return self.message, self.asked
 
 
 def resolve_agent(spec: object) -> Agent:
@@ -77,12 +106,19 @@ class Conversation:
         *,
         followup_model: str | None = None,
         pricing: Mapping[str, Price] | None = None,
-        record: RecordCheck | None = None,
+        host: ScopeHost | None = None,
+        number: int = 1,
     ) -> None:
         self._agent_spec = agent_spec
         self._followup_model = followup_model
         self._pricing = pricing or {}
-        self._record = record
+        self._host = host
+        self.number = number
+        """1 for the eval's first session, 2 for the next `t.new_session()`, ..."""
+        self.turns = 0
+        """How many turns the eval has sent in this session (follow-up answers are part of their turn)."""
+        self.spans: list[tuple[int, int]] = []
+        """The stretches of the run's event log this session's turns emitted: `(start, end)` indices."""
         self._log = log
         self._eval_id = eval_id
         self._id: str | None = None
@@ -116,6 +152,7 @@ class Conversation:
         except Exception as exc:  # the run fails with this exception; the stream shows where it happened
             self._log.emit(ErrorEvent(message=f"{type(exc).__name__}: {exc}", error_type=type(exc).__name__))
             raise
+        self.spans.append((start, len(self._log.events)))
         events = tuple(self._log.events[start:])
         status: TurnStatus = reply.status
         if status == "completed" and waiting_for_input(events) is not None:
@@ -127,7 +164,10 @@ class Conversation:
             events=events,
             status=status,
             usage=usage_of(events, self._pricing),
-            _record=self._record,
+            number=self.turns,
+            session_number=self.number,
+            asked=text,
+            _host=self._host,
         )
 
     async def send_with_followups(self, text: str, output: type[Any] | None, followups: int) -> Turn:
@@ -140,6 +180,7 @@ class Conversation:
             raise UsageError(f"t.send(followups=...) is how many clarifications to answer, >= 0; got {followups!r}.")
         if isinstance(text, str):
             self.asked = text
+        self.turns += 1
         start = len(self._log.events)
         turn = await self.send(text, output)
         if followups and self._followup_model is None:
@@ -166,13 +207,14 @@ class Conversation:
             turn = await self.send(answer, output)
         if followups:
             events = tuple(self._log.events[start:])
-            turn = replace(turn, events=events, usage=usage_of(events, self._pricing))
+            turn = replace(turn, events=events, usage=usage_of(events, self._pricing), asked=self.asked)
         return turn
 
     async def respond(self, value: object) -> Turn:
         if self.last_status != "waiting":
             raise UsageError("t.respond() answers an agent that asked for input, but the last turn is not waiting.")
         text = value if isinstance(value, str) else json.dumps(value, default=str)
+        self.turns += 1
         return await self.send(text)
 
     async def revive(self) -> None:
@@ -180,7 +222,69 @@ class Conversation:
         await self.close()
         await self._open()
 
+    def own_events(self) -> list[Event]:
+        """This session's events so far."""
+        return self.events_of(self._log.events)
+
+    def events_of(self, events: Sequence[Event]) -> list[Event]:
+        """This session's events among the run's `events` (the whole log, as scoped assertions get it)."""
+        return [e for start, end in self.spans for e in events[start:end]]
+
     async def close(self) -> None:
         if self._session is not None:
             session, self._session = self._session, None
             await session.close()
+
+
+class Session(ScopeAssertions):
+    """A conversation with the agent: `t.session` (the current one), or what `t.new_session()` returns.
+
+    Every scoped assertion of `t` works on a session too, over only the events of its turns
+    (`session.called_tool("search")`, `session.succeeded()`); reports name it (`session 2: succeeded`).
+    """
+
+    __slots__ = ("_conversation", "_host")
+
+    def __init__(self, conversation: Conversation, host: ScopeHost | None) -> None:
+        self._conversation = conversation
+        self._host = host
+
+    @property
+    def id(self) -> str:
+        """The session id the agent sees."""
+        return self._conversation.id
+
+    @property
+    def number(self) -> int:
+        """1 for the eval's first session, 2 for the next, ..."""
+        return self._conversation.number
+
+    @property
+    def reply(self) -> str:
+        """The agent's last reply in this session ("" before the first turn)."""
+        return self._conversation.reply
+
+    @property
+    def events(self) -> list[Event]:
+        """The events of this session's turns so far, in order."""
+        return self._conversation.own_events()
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        """This session's tool calls so far, in order, typed: name, input, output, status, duration."""
+        return tool_calls_of(self.events)
+
+    def _scope_host(self) -> ScopeHost | None:
+        return self._host
+
+    def _scope_label(self) -> str:
+        return f"session {self._conversation.number}"
+
+    def _scope_select(self) -> EventSelector:
+        return self._conversation.events_of
+
+    def _scope_reply(self) -> tuple[str, str | None]:
+        return self._conversation.reply, self._conversation.asked
+
+    def __repr__(self) -> str:
+        return f"<Session {self._conversation.number} id={self._conversation.id!r}>"

@@ -98,7 +98,7 @@ def max_cost(limit: float, pricing: Mapping[str, Price]) -> Matcher:
             raise Inconclusive(
                 "no_price",
                 f"no price for {models}; add it to define_config(pricing={{'{usage.unpriced_models[0]}': "
-                "{'input_per_mtok': ..., 'output_per_mtok': ...}})"
+                "{'input_per_mtok': ..., 'output_per_mtok': ...}})",
             )
         return Verdict(_ratio(limit, usage.cost), f"${usage.cost:.4f} of ${limit:.4f}", actual=f"${usage.cost:.4f}")
 

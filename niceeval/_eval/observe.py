@@ -13,15 +13,26 @@ from niceeval._core.settings import Price
 from niceeval._eval import efficiency, scoped, workspace
 from niceeval._eval.toolmatch import InputSpec
 
+EventSelector = Callable[[Sequence[Event]], Sequence[Event]]
+"""Picks a scope's events out of the finished run's stream (a turn's, a session's)."""
+
 
 class Scoped(Chainable):
-    """A registered scoped assertion. Chain `.gate()`, `.at_least(x)`, `.label(text)`, `.optional()` on it."""
+    """A registered scoped assertion. Chain `.gate()`, `.at_least(x)`, `.label(text)`, `.optional()` on it.
 
-    __slots__ = ("matcher", "location")
+    `scope` names where it looks ("turn 2", "session 2"; None for the whole run) and prefixes its name in reports;
+    `select` picks that scope's events out of the run's stream.
+    """
 
-    def __init__(self, matcher: Matcher, location: str | None) -> None:
+    __slots__ = ("matcher", "location", "scope", "select")
+
+    def __init__(
+        self, matcher: Matcher, location: str | None, *, scope: str | None = None, select: EventSelector | None = None
+    ) -> None:
         self.matcher = matcher
         self.location = location
+        self.scope = scope
+        self.select = select
 
     def _chained(self, **changes: Any) -> Self:
         self.matcher = self.matcher._chained(**changes)
@@ -32,56 +43,35 @@ class Scoped(Chainable):
 
     def evaluate(self, subject: object) -> AssertionResult:
         """Score over the finished run's events (or, for workspace assertions, its diff)."""
+        if self.select is not None:
+            subject = list(self.select(subject))  # type: ignore[arg-type]
         try:
             raw = self.matcher.score_fn(subject)
             if hasattr(raw, "__await__"):
                 raise UsageError(f"{self.matcher.name} at {self.location}: a scoped predicate must not be async.")
-            return self.matcher.result(raw, self.location)
+            result = self.matcher.result(raw, self.location)
         except UsageError:
             raise
         except Exception as exc:
-            return self.matcher.crashed(exc, self.location)
+            result = self.matcher.crashed(exc, self.location)
+        if self.scope is None:
+            return result
+        return result.model_copy(update={"name": f"{self.scope}: {result.name}"})
 
 
-class Observations:
-    """Mixin of the eval context: every method registers an assertion over the whole run."""
+class EventAssertions:
+    """The assertions over an event stream, shared by `t` (the whole run), a `Turn` and a `Session`.
 
-    _scoped: list[Scoped]
-    _diff_scoped: list[Scoped]
-    _pricing: Mapping[str, Price]
+    Each registers now and is scored after the eval returns, over the events of its scope.
+    """
+
+    __slots__ = ()
 
     def _register(self, matcher: Matcher) -> Scoped:
-        handle = Scoped(matcher, caller_location(2))
-        self._scoped.append(handle)
-        return handle
+        raise NotImplementedError
 
-    def _register_on_diff(self, matcher: Matcher) -> Scoped:
-        handle = Scoped(matcher, caller_location(2))
-        self._diff_scoped.append(handle)
-        return handle
-
-    def file_changed(self, path: str) -> Scoped:
-        """Sandbox evals: the fixture's file at `path` was modified."""
-        return self._register_on_diff(workspace.file_changed(path))
-
-    def file_added(self, path: str) -> Scoped:
-        """Sandbox evals: a file was created at `path`."""
-        return self._register_on_diff(workspace.file_added(path))
-
-    def file_deleted(self, path: str) -> Scoped:
-        """Sandbox evals: the fixture's file at `path` was deleted."""
-        return self._register_on_diff(workspace.file_deleted(path))
-
-    def not_in_diff(self, pattern: str | re.Pattern[str]) -> Scoped:
-        """Sandbox evals: the workspace diff has no match of the regular expression `pattern` (e.g. no secrets).
-
-        A string is a regular expression, as in `re.search`; pass `re.escape(text)` to search for text literally.
-        """
-        return self._register_on_diff(workspace.not_in_diff(pattern))
-
-    def no_failed_shell_commands(self) -> Scoped:
-        """No shell command exited non-zero."""
-        return self._register(workspace.no_failed_shell_commands())
+    def _prices(self) -> Mapping[str, Price]:
+        raise NotImplementedError
 
     def succeeded(self) -> Scoped:
         """The run completed without error events or a pending input request."""
@@ -153,8 +143,52 @@ class Observations:
 
     def max_tokens(self, limit: int) -> Scoped:
         """Total tokens stay within `limit` (gate; score `limit / actual` beyond it)."""
-        return self._register(efficiency.max_tokens(limit, self._pricing))
+        return self._register(efficiency.max_tokens(limit, self._prices()))
 
     def max_cost(self, usd: float) -> Scoped:
         """Estimated cost stays within `usd` (gate; inconclusive when a model has no price)."""
-        return self._register(efficiency.max_cost(usd, self._pricing))
+        return self._register(efficiency.max_cost(usd, self._prices()))
+
+
+class Observations(EventAssertions):
+    """Mixin of the eval context: every method registers an assertion over the whole run."""
+
+    _scoped: list[Scoped]
+    _diff_scoped: list[Scoped]
+    _pricing: Mapping[str, Price]
+
+    def _prices(self) -> Mapping[str, Price]:
+        return self._pricing
+
+    def _register(self, matcher: Matcher) -> Scoped:
+        handle = Scoped(matcher, caller_location(2))
+        self._scoped.append(handle)
+        return handle
+
+    def _register_on_diff(self, matcher: Matcher) -> Scoped:
+        handle = Scoped(matcher, caller_location(2))
+        self._diff_scoped.append(handle)
+        return handle
+
+    def file_changed(self, path: str) -> Scoped:
+        """Sandbox evals: the fixture's file at `path` was modified."""
+        return self._register_on_diff(workspace.file_changed(path))
+
+    def file_added(self, path: str) -> Scoped:
+        """Sandbox evals: a file was created at `path`."""
+        return self._register_on_diff(workspace.file_added(path))
+
+    def file_deleted(self, path: str) -> Scoped:
+        """Sandbox evals: the fixture's file at `path` was deleted."""
+        return self._register_on_diff(workspace.file_deleted(path))
+
+    def not_in_diff(self, pattern: str | re.Pattern[str]) -> Scoped:
+        """Sandbox evals: the workspace diff has no match of the regular expression `pattern` (e.g. no secrets).
+
+        A string is a regular expression, as in `re.search`; pass `re.escape(text)` to search for text literally.
+        """
+        return self._register_on_diff(workspace.not_in_diff(pattern))
+
+    def no_failed_shell_commands(self) -> Scoped:
+        """No shell command exited non-zero."""
+        return self._register(workspace.no_failed_shell_commands())

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Coroutine
@@ -112,11 +113,19 @@ class FunctionSession:
         status: Literal["success", "failed"] = "success",
         error: str | None = None,
         kind: Literal["tool", "shell", "skill"] = "tool",
+        duration: float | None = None,
     ) -> None:
-        """Report a tool (or shell command, or skill) call the agent made."""
+        """Report a tool (or shell command, or skill) call the agent made (`duration` in seconds, when known)."""
         self.log.emit(
             ActionCalledEvent(
-                id=uuid.uuid4().hex[:12], name=name, kind=kind, input=input, output=output, status=status, error=error
+                id=uuid.uuid4().hex[:12],
+                name=name,
+                kind=kind,
+                input=input,
+                output=output,
+                status=status,
+                error=error,
+                duration=duration,
             )
         )
 
@@ -134,28 +143,30 @@ class FunctionSession:
 
         With an async `fn`, await the call (`await session.call_tool(...)`): the tool is reported when it finishes.
         """
+        started = time.perf_counter()
         if inspect.iscoroutinefunction(fn):  # called when awaited: an unawaited call leaves nothing to clean up
             return tracked(self._call_async_tool(name, input, lambda: fn(**input)), f"session.call_tool({name!r}, ...)")
         try:
             output = fn(**input)
         except Exception as exc:
-            return self._tool_failed(name, input, exc)
+            return self._tool_failed(name, input, exc, started)
         if inspect.isawaitable(output):
             return tracked(self._call_async_tool(name, input, lambda: output), f"session.call_tool({name!r}, ...)")
-        self.tool(name, input, output=output)
+        self.tool(name, input, output=output, duration=time.perf_counter() - started)
         return output
 
     async def _call_async_tool(self, name: str, input: dict[str, Any], start: Callable[[], Awaitable[T]]) -> T | str:
+        started = time.perf_counter()
         try:
             output = await start()
         except Exception as exc:
-            return self._tool_failed(name, input, exc)
-        self.tool(name, input, output=output)
+            return self._tool_failed(name, input, exc, started)
+        self.tool(name, input, output=output, duration=time.perf_counter() - started)
         return output
 
-    def _tool_failed(self, name: str, input: dict[str, Any], exc: Exception) -> str:
+    def _tool_failed(self, name: str, input: dict[str, Any], exc: Exception, started: float) -> str:
         message = f"{type(exc).__name__}: {exc}"
-        self.tool(name, input, status="failed", error=message)
+        self.tool(name, input, status="failed", error=message, duration=time.perf_counter() - started)
         return message
 
     def subagent(
