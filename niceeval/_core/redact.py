@@ -1,9 +1,17 @@
 """Secrets never reach a report: API keys and tokens are replaced in every run before any sink sees it.
 
 A provider's error may quote the key it was given, an agent may echo its environment, a tool may print a token.
-The runner redacts each finished run (and each load problem) once, so the console, the JSON and JUnit reports and
-the results store all get the same clean record. The check is one JSON dump and a substring search per secret;
-a record is rebuilt only when a secret is actually in it.
+The runner redacts each finished run (and each load problem) once, so the console, the JSON, JUnit and HTML
+reports, the GitHub step summary and the results store all get the same clean record. Two nets, one redactor:
+
+- known secrets: the values of environment variables named like keys, tokens or passwords, and what an agent
+  adapter was given in code (`api_key=`, an auth header), replaced by `[redacted:NAME]`;
+- credential-shaped text no one declared: `Bearer ...`, `sk-proj-...`, AKIA keys, `x-api-key: ...`, `token=...`
+  (also in URLs: `?access_token=`), the password of a database URL, and any field named like a credential,
+  replaced by `[redacted]`.
+
+The check is one JSON dump, a substring search per secret and per marker; a record is rebuilt only when something
+is actually in it.
 """
 
 from __future__ import annotations
@@ -15,15 +23,75 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from niceeval._core.results import RunResult
+from niceeval._core.text import scrub
 
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
 """Environment variables whose values are secrets (`OPENAI_API_KEY`, `GITHUB_TOKEN`, ...)."""
 MIN_SECRET_CHARS = 8
 """Shorter values are not redacted: they would match ordinary text (and are no real credential)."""
+REDACTED = "[redacted]"
+
+_KEY_NAMES = r"authorization|proxy-authorization|x-api-key|api[-_]?key|(?:access[-_]?)?token|secret|password|passwd"
+_SECRET_KEY = re.compile(rf"^(?:{_KEY_NAMES})$", re.IGNORECASE)
+"""A field whose value is a credential, whatever the value looks like."""
+_SECRET_TEXT = re.compile(
+    r"(?P<scheme>\b(?:Bearer|Basic|Token)\s+)[A-Za-z0-9._~+/=-]{8,}"  # an Authorization header's value
+    rf"|(?P<field>(?:{_KEY_NAMES})[\"']?\s*[:=]\s*[\"']?)(?!\[redacted)[^\s\"',;&]{{8,}}"  # key: value, key=value
+    r"|\b(?:sk|rk|pk)-(?:ant-|proj-|live-|test-)?[A-Za-z0-9_-]{16,}"  # OpenAI/Anthropic/Stripe-style keys
+    r"|\bgh[pousr]_[A-Za-z0-9]{20,}|\bxox[abpr]-[A-Za-z0-9-]{10,}|\bAKIA[0-9A-Z]{16}\b"  # GitHub, Slack, AWS
+    r"|(?P<userinfo>\b[a-z][a-z0-9+.-]*://[^\s:/@\"']*:)(?!\[redacted)[^\s@/\"']+(?=@)",  # scheme://user:PASSWORD@
+    re.IGNORECASE,
+)
+_KEY_IN_JSON = re.compile(rf'"(?:{_KEY_NAMES})"\s*:\s*(?!null|""|\[\]|\{{\}})', re.IGNORECASE)
+_MARKERS = (
+    "bearer", "basic ", 'token"', "token=", "token:", "token ", "sk-", "rk-", "pk-", "ghp_", "gho_", "ghu_",
+    "ghs_", "ghr_", "xox", "akia", "authorization", "api-key", "api_key", "apikey", "secret", "passw", "://",
+)  # fmt: skip
+"""Lower-case substrings every match of the patterns contains: most records have none, and a substring test is
+far cheaper than the regexes (which scan every position)."""
+
+
+def credential_shaped(text: str) -> bool:
+    """Whether `text` (plain, or a JSON dump) holds anything that looks like a credential."""
+    lowered = text.lower()
+    if not any(marker in lowered for marker in _MARKERS):
+        return False
+    return _SECRET_TEXT.search(text) is not None or _KEY_IN_JSON.search(text) is not None
+
+
+def scrub_text(text: str) -> str:
+    """`text` with every credential-shaped part replaced (a header's scheme, a field's name, a URL's user kept)."""
+
+    def keep_prefix(match: re.Match[str]) -> str:
+        return (match.group("scheme") or match.group("field") or match.group("userinfo") or "") + REDACTED
+
+    return _SECRET_TEXT.sub(keep_prefix, text)
+
+
+def scrub_value(value: Any) -> Any:
+    """A JSON-ready value with credential-shaped text and credential-named fields replaced."""
+    if isinstance(value, str):
+        return scrub_text(value)
+    if isinstance(value, dict):
+        return {
+            key: REDACTED if isinstance(key, str) and _SECRET_KEY.match(key) and item else scrub_value(item)
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [scrub_value(item) for item in value]
+    return value
+
+
+def scrub_run(result: RunResult, *, surrogates: bool = False) -> RunResult:
+    """`result` itself when it holds nothing credential-shaped, else a copy with each such value replaced.
+
+    `surrogates`: also replace lone surrogates with U+FFFD (what is stored or sent must encode as UTF-8).
+    """
+    return Redactor({}).run(result, surrogates=surrogates)
 
 
 class Redactor:
-    """Replaces known secret values with `[redacted:NAME]`."""
+    """Replaces known secret values with `[redacted:NAME]` and credential-shaped text with `[redacted]`."""
 
     def __init__(self, secrets: Mapping[str, str]) -> None:
         """`secrets` maps each secret value to the name shown in its place."""
@@ -42,29 +110,38 @@ class Redactor:
     def __bool__(self) -> bool:
         return bool(self._secrets)
 
-    def text(self, text: str) -> str:
-        """`text` with every secret replaced."""
+    def known(self, text: str) -> str:
+        """`text` with every known secret replaced (and nothing else)."""
         for value, shown in self._secrets:
             if value in text:
                 text = text.replace(value, shown)
         return text
 
-    def run(self, result: RunResult) -> RunResult:
-        """`result` itself when it holds no secret, else a copy with every secret replaced."""
-        if not self._secrets:
-            return result
+    def text(self, text: str) -> str:
+        """`text` with every known secret and everything credential-shaped replaced."""
+        text = self.known(text)
+        return scrub_text(text) if credential_shaped(text) else text
+
+    def run(self, result: RunResult, *, surrogates: bool = False) -> RunResult:
+        """`result` itself when it holds no secret, else a copy with every secret replaced.
+
+        `surrogates`: also replace lone surrogates with U+FFFD (the store's and the judge's rule: what leaves the
+        process must encode as UTF-8); without it they are kept, for the console to show them escaped.
+        """
         try:
-            dumped = result.model_dump_json(fallback=repr)
+            dumped: str | None = result.model_dump_json(fallback=repr)
         except Exception:  # lone surrogates: look through the slow path
             dumped = None
-        if dumped is not None and not any(value in dumped for value in self._in_json):
-            return result
-        data = result.model_dump(mode="json", fallback=repr)
-        return RunResult.model_validate(self._replace(data))
+        if dumped is not None:
+            known = any(value in dumped for value in self._in_json)
+            if not known and not credential_shaped(dumped):
+                return result
+        data = scrub_value(self._replace(result.model_dump(mode="json", fallback=repr)))
+        return RunResult.model_validate(scrub(data) if surrogates else data)
 
     def _replace(self, value: Any) -> Any:
         if isinstance(value, str):
-            return self.text(value)
+            return self.known(value)
         if isinstance(value, dict):
             return {self._replace(k): self._replace(v) for k, v in value.items()}
         if isinstance(value, list):

@@ -190,9 +190,8 @@ def plan_resume(
 
     if ref is None:
         # a pytest session or a calibration is finished by running it again, not by `niceeval run --resume`
-        unfinished = [
-            r for r in store.runs(limit=100, status=["running", "interrupted"]) if r.kind in ("run", "rerun", "rescore")
-        ]
+        open_runs = store.runs(limit=100, status=["running", "interrupted", "incomplete"])
+        unfinished = [r for r in open_runs if r.kind in ("run", "rerun", "rescore")]
         if not unfinished:
             raise StoreError(f"no unfinished suite run to resume in {store.url}; `niceeval runs` lists them.")
         info = unfinished[0]

@@ -17,8 +17,15 @@ from typing import Any, Protocol, runtime_checkable
 
 import anyio.to_thread
 
+from niceeval._core.redact import Redactor
+from niceeval._core.text import without_surrogates
+
 DEFAULT_CHECKPOINT_PATH = Path(".niceeval") / "checkpoints.sqlite"
 """Where `SQLiteCheckpoints()` keeps its file by default, relative to the working directory."""
+
+
+class CheckpointFileDamaged(sqlite3.DatabaseError):
+    """The checkpoints file is not a readable SQLite database: the message names it and says what to do."""
 
 
 @runtime_checkable
@@ -53,7 +60,7 @@ class MemoryCheckpoints:
     async def save(self, session_id: str, messages: list[dict[str, Any]]) -> None:
         """Replace what is saved for `session_id`."""
         self._saved.pop(session_id, None)
-        self._saved[session_id] = json.dumps(messages, ensure_ascii=False)
+        self._saved[session_id] = _at_rest(messages)
         while len(self._saved) > self._max_sessions:
             self._saved.popitem(last=False)
 
@@ -80,16 +87,24 @@ class SQLiteCheckpoints:
 
     async def save(self, session_id: str, messages: list[dict[str, Any]]) -> None:
         """Replace what is saved for `session_id`."""
-        text = json.dumps(messages, ensure_ascii=False)
-        await anyio.to_thread.run_sync(self._save, session_id, text)
+        await anyio.to_thread.run_sync(self._save, session_id, _at_rest(messages))
 
     def _connect(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         connection = sqlite3.connect(self.path, timeout=30)
-        connection.execute(
-            "CREATE TABLE IF NOT EXISTS checkpoints "
-            "(session_id TEXT PRIMARY KEY, messages TEXT NOT NULL, updated_at REAL NOT NULL)"
-        )
+        try:
+            connection.execute(
+                "CREATE TABLE IF NOT EXISTS checkpoints "
+                "(session_id TEXT PRIMARY KEY, messages TEXT NOT NULL, updated_at REAL NOT NULL)"
+            )
+        except sqlite3.DatabaseError as exc:
+            connection.close()
+            if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+                raise
+            raise CheckpointFileDamaged(
+                f"the checkpoints file {self.path} is damaged ({exc}): move it away (the next run starts a new "
+                "one; sessions saved in it can no longer be revived)"
+            ) from exc
         return connection
 
     def _load(self, session_id: str) -> str | None:
@@ -104,6 +119,12 @@ class SQLiteCheckpoints:
                 "ON CONFLICT(session_id) DO UPDATE SET messages = excluded.messages, updated_at = excluded.updated_at",
                 (session_id, text, time.time()),
             )
+
+
+def _at_rest(messages: list[dict[str, Any]]) -> str:
+    """The conversation as saved: JSON, lone surrogates as U+FFFD (SQLite takes UTF-8), secrets redacted (an
+    environment API key the conversation quotes never lands in a file), as in every report."""
+    return Redactor.from_environment().text(without_surrogates(json.dumps(messages, ensure_ascii=False)))
 
 
 def _decode(text: str) -> list[dict[str, Any]]:

@@ -163,15 +163,19 @@ def _show(args: argparse.Namespace) -> int:
 def _diff(args: argparse.Namespace) -> int:
     import json
 
-    from niceeval.cli._views import diff_lines
+    from niceeval.cli._views import diff_lines, missing_runs
 
     with open_existing_store(args) as store:
         diff = store.diff(args.base, args.head, threshold=args.threshold)
+        gaps = [f"{side} run {info.id}{missing_runs(info)}" for side, info in (
+            ("base", store.run(diff.base).run), ("head", store.run(diff.head).run)) if missing_runs(info)]  # fmt: skip
     if args.json:
         print(json.dumps(diff.describe(), indent=2))
     else:
         for line in diff_lines(diff):
             print(line)
+    for gap in gaps:  # a diff over part of a suite run says so (on stderr: the JSON on stdout stays parseable)
+        print(f"niceeval: note: {gap.replace(' · ', ': ', 1)}", file=sys.stderr)
     return 1 if diff.regressed else 0
 
 

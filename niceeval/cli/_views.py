@@ -38,7 +38,15 @@ def _header(info: SuiteRunInfo) -> str:
     shards = ""
     if info.shard_count is not None and info.shard_count > 1:
         shards = f" · {_shards_in(info)}" if info.shards_pending else f" · {info.shard_count} shards"
-    return f"run {info.id} · {_when(info)} · commit {_commit(info)}{branch} · {info.status}{shards}"
+    return f"run {info.id} · {_when(info)} · commit {_commit(info)}{branch} · {info.status}{shards}{missing_runs(info)}"
+
+
+def missing_runs(info: SuiteRunInfo) -> str:
+    """` · N of M eval runs missing` for a suite run that has not stored all it planned (else nothing)."""
+    missing = info.runs_planned - info.runs_done
+    if info.status == "finished" or missing <= 0:
+        return ""
+    return f" · {missing} of {info.runs_planned} eval runs missing (`niceeval run --resume {info.id}` runs them)"
 
 
 def runs_table(runs: Iterable[SuiteRunInfo]) -> list[str]:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from niceeval._core.assertion import Cause, JudgeCall
+from niceeval._core.text import without_surrogates
 from niceeval.judge._cache import CachedVerdict, CacheMode, JudgeCache, cache_key
 from niceeval.judge._client import ANTHROPIC_MAX_TOKENS, JudgeClients, ModelAnswer, Request, ask
 from niceeval.judge._families import AnswerError, Family, Parsed
@@ -191,6 +192,9 @@ async def consult(
     `judged_input` is the user's input shown in `messages`, kept on the call's record.
     """
     model = str(ref)
+    # a lone surrogate in the judged text cannot be encoded (UTF-8, the cache key): it is judged as U+FFFD
+    messages = [{name: without_surrogates(text) for name, text in message.items()} for message in messages]
+    judged_input = without_surrogates(judged_input) if judged_input is not None else None
     key = cache_key(model, messages, family.schema, _params(ref))
     if env.cache is not None and env.cache_mode != "write_only":
         hit = await _from_cache(env, key, model, messages, family, fallback, judged_input)

@@ -14,12 +14,14 @@ from pydantic import BaseModel, Field
 from niceeval._core.events import Event
 from niceeval._core.outcome import Outcome
 
-SuiteStatus = Literal["running", "finished", "interrupted"]
-"""`running`: being written, or its process was killed (`--resume` finishes it); `interrupted`: Ctrl-C."""
+SuiteStatus = Literal["running", "finished", "interrupted", "incomplete"]
+"""`running`: being written, or its process was killed (`--resume` finishes it); `interrupted`: Ctrl-C or SIGTERM;
+`incomplete`: it ran to the end but the store could not take some of its runs (`--resume` runs them again)."""
 SuiteKind = Literal["run", "rerun", "rescore", "calibrate", "pytest"]
 """`pytest`: a pytest session's evals and `niceeval` fixture runs (the pytest plugin)."""
-ShardStatus = Literal["running", "finished", "interrupted"]
-"""`running`: being written, or its process was killed (running the shard again completes it)."""
+ShardStatus = Literal["running", "finished", "interrupted", "incomplete"]
+"""`running`: being written, or its process was killed (running the shard again completes it); `incomplete`: the
+store could not take some of its runs (running it again completes them)."""
 
 
 class SuiteRunStart(BaseModel):

@@ -12,8 +12,8 @@ from sqlalchemy import RowMapping
 from niceeval._core.assertion import AssertionResult, JudgeCall
 from niceeval._core.errors import ErrorInfo
 from niceeval._core.events import EVENTS, Event, MessageEvent
+from niceeval._core.redact import scrub_run
 from niceeval._core.results import RunResult, Spend
-from niceeval.store._scrub import scrub_run
 
 _EVENT_HEAD = {"seq", "type", "at"}
 _JUDGE_FIELDS = [name for name in JudgeCall.model_fields]
@@ -42,8 +42,9 @@ def _tokens(events: Sequence[Event]) -> tuple[int, int, int]:
 
 
 def to_rows(suite_run_id: str, result: RunResult) -> RunRows:
-    """The rows that record `result` in suite run `suite_run_id` (secrets scrubbed first)."""
-    result = scrub_run(result)
+    """The rows that record `result` in suite run `suite_run_id` (secrets scrubbed first, lone surrogates made
+    U+FFFD as in the JSON report: a run's odd text never makes it, or the runs written with it, unstorable)."""
+    result = scrub_run(result, surrogates=True)
     input_tokens, output_tokens, cache_read = _tokens(result.events)
     agent, judge = result.agent_spend, result.judge_spend
     rows = RunRows(

@@ -30,6 +30,13 @@ class _Finish:
     summary: SuiteSummary
 
 
+def _store_wide(exc: BaseException) -> bool:
+    """A failure of the store itself (locked, full, gone), which retrying run by run would only repeat."""
+    from sqlalchemy.exc import DBAPIError, OperationalError
+
+    return isinstance(exc, OperationalError | OSError) or (isinstance(exc, DBAPIError) and exc.connection_invalidated)
+
+
 class StoreSink:
     """A reporter-shaped sink that records a suite run in a `Store`.
 
@@ -101,10 +108,12 @@ class StoreSink:
         if self.unstored:
             self._warn()
 
-    def _failed(self, exc: BaseException) -> None:
+    def _failed(self, exc: BaseException, result: RunResult | None = None) -> None:
         if self.error is None:
             text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
             self.error = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+            if result is not None:
+                self.error += f"; first unstored: {result.eval_id} run {result.run_index + 1}"
 
     def _write_loop(self) -> None:
         while True:
@@ -131,13 +140,17 @@ class StoreSink:
         try:
             self.store.add(self.run_id, batch)
         except Exception as exc:
-            self._failed(exc)
-            self.unstored += len(batch)
+            if len(batch) == 1 or _store_wide(exc):
+                self._failed(exc, batch[0] if len(batch) == 1 else None)
+                self.unstored += len(batch)
+                return
+            for result in batch:  # one run's bad data never takes the runs written with it
+                self._write([result])
 
     def _close(self, summary: SuiteSummary) -> None:
         if not self._open:
             return
-        status: SuiteStatus = "interrupted" if summary.interrupted else "finished"
+        status: SuiteStatus = "interrupted" if summary.interrupted else "incomplete" if self.unstored else "finished"
         errors = [{"location": p.location, "message": p.message} for p in summary.problems]
         try:
             if self.shard is not None:

@@ -107,3 +107,26 @@ async def test_revival_in_memory_by_default_and_sessions_stay_apart(llm_server: 
 
     assert [m.content for m in llm_server.requests[1].messages] == ["other conversation"]
     assert [m.content for m in llm_server.requests[2].messages] == ["first", "one", "second"]
+
+
+async def test_a_lone_surrogate_is_saved_as_the_replacement_character(tmp_path: Path) -> None:
+    store = SQLiteCheckpoints(tmp_path / "c.sqlite")
+    await store.save("s", [{"role": "assistant", "content": "bad \ud83d reply"}])
+    assert await store.load("s") == [{"role": "assistant", "content": "bad \ufffd reply"}]
+
+
+async def test_an_environment_api_key_in_a_conversation_is_not_saved_in_clear(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-checkpointed-key-0123")
+    store = SQLiteCheckpoints(tmp_path / "c.sqlite")
+    await store.save("s", [{"role": "user", "content": "my key is sk-test-checkpointed-key-0123"}])
+    assert b"checkpointed-key" not in (tmp_path / "c.sqlite").read_bytes()
+    assert await store.load("s") == [{"role": "user", "content": "my key is [redacted:OPENAI_API_KEY]"}]
+
+
+async def test_a_garbled_checkpoints_file_is_named_with_what_to_do(tmp_path: Path) -> None:
+    path = tmp_path / "c.sqlite"
+    path.write_bytes(b"this is no database at all" * 200)
+    with pytest.raises(Exception, match=r"checkpoints file .*c\.sqlite is damaged .*move it away"):
+        await SQLiteCheckpoints(path).load("s")

@@ -1,0 +1,80 @@
+"""Nothing lost (issue 17): odd text is stored, one unstorable run takes no other with it, and a suite run with
+runs the store could not take is `incomplete`, resumable, and reported as such."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+
+import pytest
+from rich.console import Console
+
+from niceeval._core.events import MessageEvent
+from niceeval._core.results import RunResult
+from niceeval._run.storing import plan_resume
+from niceeval.cli._views import report_run, runs_table
+from niceeval.store import Store, StoreSink, SuiteRunStart
+
+from .test_sink import summary_of
+from .test_store import planned, result
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[Store]:
+    with Store.open(store_url) as opened:
+        yield opened
+
+
+def odd(eval_id: str) -> RunResult:
+    """A run whose agent answered a lone surrogate (an http_agent answering `"\\ud83d"`)."""
+    return result(eval_id, "failed", score=0.0).model_copy(
+        update={"events": [MessageEvent(role="assistant", text="bad \ud83d reply", seq=0)]}
+    )
+
+
+def test_a_lone_surrogate_is_stored_as_the_json_report_has_it_and_takes_no_run_with_it(store: Store) -> None:
+    sink = StoreSink(store, SuiteRunStart(id="s1"))
+    for run in (result("a"), odd("b"), result("c")):  # queued before the writer starts: one batch
+        sink.run_finished(run)
+    sink.start(planned("a", "b", "c"), [])
+    sink.finish(summary_of(["a", "b", "c"]))
+    assert (sink.unstored, sink.error) == (0, None)
+    info = store.run("s1").run
+    assert (info.status, info.runs_done, info.passed, info.failed) == ("finished", 3, 2, 1)
+    assert store.eval_run("s1", "b").events[0].text == "bad \ufffd reply"  # type: ignore[union-attr]
+
+
+def incomplete_suite(store: Store) -> StoreSink:
+    """A suite run of a, b, c whose batch holds a second copy of a's run, which the store refuses."""
+    warnings = io.StringIO()
+    sink = StoreSink(store, SuiteRunStart(id="s1"), warnings=warnings)
+    twin = result("a", "failed", score=0.0)
+    for run in (result("a"), twin, result("b")):  # c never arrives: the suite is resumable for it as well
+        sink.run_finished(run)
+    sink.start(planned("a", "b", "c"), [])
+    sink.finish(summary_of(["a", "b", "c"]))
+    return sink
+
+
+def test_one_refused_run_is_isolated_and_the_first_stored_copy_wins(store: Store) -> None:
+    sink = incomplete_suite(store)
+    assert sink.unstored == 1 and sink.error is not None and "first unstored: a run 1" in sink.error
+    assert store.outcomes("s1") == {("a", 0): "passed", ("b", 0): "passed"}
+
+
+def test_a_suite_run_with_unstored_runs_is_incomplete_and_resumable(store: Store) -> None:
+    incomplete_suite(store)
+    assert store.run("s1").run.status == "incomplete"
+    plan = plan_resume(store, SuiteRunStart(id="new"), [], None, None)  # the latest unfinished one
+    assert plan.sink.run_id == "s1" and plan.done == {("a", 0), ("b", 0)}
+    assert "incomplete (2/3 runs)" in runs_table(store.runs())[1]
+
+
+def test_report_of_an_incomplete_suite_run_says_what_is_missing_and_exits_1(store: Store) -> None:
+    incomplete_suite(store)
+    out = io.StringIO()
+    code = report_run(store, "s1", Console(file=out, width=200))
+    assert code == 1
+    text = out.getvalue()
+    assert "incomplete · 1 of 3 eval runs missing (`niceeval run --resume s1` runs them)" in text
+    assert "2 of 3 eval runs stored" in text
