@@ -102,3 +102,13 @@ def test_console_bounds_a_huge_reply_before_escaping_it() -> None:
     text = out.getvalue()
     assert "(9999600 more chars)" in text
     assert len(text) < 10_000
+
+
+def test_console_escapes_bidi_controls_so_text_reads_in_its_real_order() -> None:
+    out = io.StringIO()
+    console = Console(file=out, width=160, force_terminal=False, color_system=None)
+    trojan = "access granted\u202e \u2066admin\u2069 \u200f"
+    drive(ConsoleReporter(console), [reply_run("a::bidi", trojan, error=ErrorInfo(type="E", message=trojan))])
+    text = out.getvalue()
+    assert "access granted\\u202e \\u2066admin\\u2069 \\u200f" in text
+    assert not any(c in text for c in "\u202e\u2066\u2069\u200f")
