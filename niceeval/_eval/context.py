@@ -17,11 +17,12 @@ from niceeval._core.events import Event, EventLog
 from niceeval._core.settings import Price
 from niceeval._core.spans import Span
 from niceeval._core.values import short
+from niceeval._eval.case_checks import CaseChecks
 from niceeval._eval.checks import Check as Check  # re-exported: the context is where users meet them
 from niceeval._eval.checks import RequireFailed as RequireFailed
 from niceeval._eval.checks import Skipped as Skipped
 from niceeval._eval.checks import StopEval as StopEval
-from niceeval._eval.compare import Comparison, Comparisons
+from niceeval._eval.compare import Comparison
 from niceeval._eval.conversation import Conversation, Session, Turn
 from niceeval._eval.efficiency import Usage, usage_of
 from niceeval._eval.observe import Observations, Scoped
@@ -60,7 +61,7 @@ class RunState:
     """`t.max_score` / `t.select_best`: resolved by the runner once every variant of the case has run."""
 
 
-class ContextBase(Observations, SpanAssertions, Comparisons):
+class ContextBase(Observations, SpanAssertions, CaseChecks):
     """What sync and async eval contexts share: checks, skip, the reply, the event stream, scoped assertions."""
 
     def __init__(

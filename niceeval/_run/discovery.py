@@ -11,6 +11,7 @@ from pathlib import Path
 
 from niceeval._core.errors import ConfigError, NiceevalError, relative, user_location
 from niceeval._eval.cases import Case
+from niceeval._eval.dataset_eval import dataset_eval, is_dataset
 from niceeval._eval.spec import EvalSpec
 from niceeval._eval.variants import Variant
 
@@ -159,6 +160,9 @@ def discover(root: Path, targets: Sequence[str]) -> Discovery:
             if resolved in seen and target.name is None:
                 continue
             seen.add(resolved)
+            if is_dataset(resolved):
+                _collect(result, root, resolved, [dataset_eval(resolved)], target.name)
+                continue
             try:
                 specs = import_eval_file(root, resolved)
             except (Exception, SystemExit) as exc:

@@ -186,6 +186,7 @@ async def _run_body(entry: EvalEntry, state: RunState, options: ExecOptions, set
                     followup_model=settings.model,
                 )
                 ctx._case = entry.case.data if entry.case is not None else None
+                ctx._case_source = entry.case.source if entry.case is not None else None
                 ctx._variant = entry.variant
                 ctx._sandbox = CheckedSandbox(setup.sandbox) if setup.sandbox is not None else None
                 slot.attach(ctx, tg, setup.run_index)

@@ -17,6 +17,7 @@ from typing import Any
 
 from niceeval._core.errors import UsageError
 from niceeval._eval.cases import Case, CaseError, iter_cases
+from niceeval._eval.declared import DeclaredError, parse_entries, row_assertions
 from niceeval._eval.variants import Variant, parse_variants
 from niceeval._run.discovery import EvalEntry, LoadError
 
@@ -52,6 +53,22 @@ def _expand_one(entry: EvalEntry, cases: Sequence[Case] | None, variants: tuple[
             )
 
 
+def _declared_cases(entry: EvalEntry, cases: list[Case], plan: Plan) -> list[Case]:
+    """The cases whose `assert:` entries are usable; each bad row is an error of its own, the others run."""
+    kept = []
+    for case in cases:
+        try:
+            parse_entries(row_assertions(case.data))
+        except DeclaredError as exc:
+            file, _, line = case.source.rpartition(":")
+            at = int(line) if line.isdigit() else None
+            message = f"{exc} (case {entry.id}[{case.id}] did not run; the other cases did)"
+            plan.errors.append(LoadError(file=file if at else case.source, line=at, message=message))
+            continue
+        kept.append(case)
+    return kept
+
+
 def expand(entries: Sequence[EvalEntry], *, root: Path, suite_variants: Any = None) -> Plan:
     """Expand evals over their cases and variants; a bad dataset is an error for that eval only.
 
@@ -78,5 +95,6 @@ def expand(entries: Sequence[EvalEntry], *, root: Path, suite_variants: Any = No
                     LoadError(file=exc.file, line=exc.line, message=f"{exc.detail} (eval {entry.id} did not run)")
                 )
                 continue
+            cases = _declared_cases(entry, cases, plan)
         plan.evals.extend(_expand_one(entry, cases, _variants_of(entry, shared)))
     return plan

@@ -31,3 +31,8 @@ def test_datasets_guide_examples_run_as_documented(tmp_path: Path) -> None:
         [*run, "run", "--no-store", "--tag", "short"], cwd=tmp_path, capture_output=True, text=True, timeout=60
     )
     assert "(1 evals, 1 runs)" in picked.stdout and "shouts[bye]" in picked.stdout
+    data = subprocess.run(
+        [*run, "run", "--no-store", "data/shout.yaml"], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert data.returncode == 0, data.stdout + data.stderr
+    assert "2 passed, 0 scored, 0 failed, 0 skipped (2 evals, 2 runs)" in data.stdout

@@ -1,0 +1,159 @@
+"""`t.check_case()`: apply a case row's `assert:` entries, each as the matcher, scoped assertion or judge it maps to."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from niceeval._core.assertion import Chainable, Matcher
+from niceeval._core.errors import UsageError, caller_location
+from niceeval._core.settings import Price
+from niceeval._eval import efficiency, scoped
+from niceeval._eval.checks import Check
+from niceeval._eval.compare import Comparison, Comparisons
+from niceeval._eval.declared import Declared, DeclaredError, latency_matcher, negated, parse_entries, row_assertions
+from niceeval._eval.observe import Scoped
+
+if TYPE_CHECKING:
+    from niceeval.judge import Judge
+
+C = TypeVar("C", bound=Chainable)
+_REPLY: Any = object()
+_AT_LINE = re.compile(r":\d+$")
+
+
+def _chained(item: C, declared: Declared) -> C:
+    """The entry's threshold, severity (a gate unless `soft: true`, as every promptfoo assertion) and label."""
+    entry = declared.entry
+    if entry.threshold is not None and declared.type.name != "levenshtein":
+        item = item.at_least(entry.threshold)
+    if entry.soft or entry.gate is False:
+        if isinstance(item, Comparison):
+            item = item.soft()
+        elif getattr(_inner(item), "severity", "soft") == "gate":
+            item = item.at_least(_threshold_of(item))
+    else:
+        item = item.gate()
+    return item.label(entry.label) if entry.label else item
+
+
+def _inner(item: Chainable) -> object:
+    return item.matcher if isinstance(item, Scoped) else item
+
+
+def _threshold_of(item: Chainable) -> float:
+    threshold = getattr(_inner(item), "threshold", None)
+    return 1.0 if threshold is None else float(threshold)
+
+
+def _name_of(item: object) -> str:
+    if isinstance(item, Scoped):
+        return item.matcher.name
+    return str(getattr(item, "name", ""))
+
+
+class CaseChecks(Comparisons):
+    """Mixin of the eval context: `t.check_case()` (after the comparisons, which a `max_score` entry uses)."""
+
+    _scoped: list[Scoped]
+    _pricing: Mapping[str, Price]
+    _case_source: str | None = None
+
+    if TYPE_CHECKING:  # provided by the context
+
+        @property
+        def case(self) -> Any: ...
+
+        @property
+        def reply(self) -> str: ...
+
+        @property
+        def judge(self) -> Judge: ...
+
+        def _record(
+            self, value: Any, matcher: Matcher | None, location: str | None, *, required: bool, verb: str
+        ) -> Check: ...
+
+    def check_case(self, entries: object = None, *, on: object = _REPLY) -> list[Check | Chainable]:
+        """Apply the case's `assert:` entries (or `entries`, in the same form) to the reply (or `on=`).
+
+        Each entry becomes the matcher, scoped assertion or judge it maps to (docs/judge.md lists them), recorded
+        like a hand-written one: a gate unless the entry says `soft: true`, with its `threshold` and `metric`
+        label. A `max_score` entry weighs the others by their `weight`.
+
+        Returns:
+            The handles, in the entries' order (compare entries last).
+        """
+        source = self._case_source  # a dataset file's row (`data/qa.yaml:12`) says which entries, else the call
+        location = source if source is not None and _AT_LINE.search(source) else caller_location(1)
+        raw = row_assertions(self.case) if entries is None else entries
+        try:
+            declared = parse_entries(raw)
+        except DeclaredError as exc:
+            raise UsageError(f"{location}: {exc}") from None
+        handles: list[Check | Chainable] = []
+        weights: dict[str, float] = {}
+        for item in [d for d in declared if d.type.kind != "compare"]:
+            handle, name = self._apply(item, on, location)
+            handles.append(handle)
+            weights[name] = item.entry.weight
+        for item in [d for d in declared if d.type.kind == "compare"]:
+            if item.type.name == "max_score":
+                comparison = self.max_score(weights=weights)
+            else:
+                comparison = self.select_best(str(item.entry.value))
+            comparison.location = location
+            handles.append(_chained(comparison, item))
+        return handles
+
+    def _apply(self, item: Declared, on: object, location: str | None) -> tuple[Check | Chainable, str]:
+        """The entry recorded, and the name it is recorded under (for max-score weights)."""
+        kind = item.type
+        if kind.kind == "value":
+            assert kind.build is not None
+            matcher = kind.build(item.entry)
+            matcher = _chained(negated(matcher) if item.negate else matcher, item)
+            value = self.reply if on is _REPLY else on
+            return self._record(value, matcher, location, required=False, verb="check_case"), matcher.name
+        if kind.kind == "scoped":
+            handle = _chained(Scoped(self._scoped_matcher(item), location), item)
+            self._scoped.append(handle)
+            return handle, handle.matcher.name
+        judged = _chained(self._judge_entry(item, on, location), item)
+        return judged, _name_of(judged)
+
+    def _scoped_matcher(self, item: Declared) -> Matcher:
+        value, name = item.entry.value, item.type.name
+        if name == "max_cost":
+            return efficiency.max_cost(float(value), self._pricing)
+        if name == "max_tokens":
+            return efficiency.max_tokens(int(value), self._pricing)
+        if name == "max_latency":
+            return latency_matcher(float(value))
+        if name == "not_called_tool":
+            return scoped.not_called_tool(str(value))
+        spec = {"name": value} if isinstance(value, str) else dict(value)
+        known = {"name", "input", "count", "at_least", "status"}
+        if set(spec) - known:
+            raise UsageError(f"called_tool takes {sorted(known)}; got {sorted(set(spec) - known)}")
+        return scoped.called_tool(spec.pop("name"), **spec)
+
+    def _judge_entry(self, item: Declared, on: object, location: str | None) -> Chainable:
+        entry, judge = item.entry, self.judge
+        target: dict[str, Any] = {} if on is _REPLY else {"on": on}
+        text = str(entry.value)
+        name = item.type.name
+        if name == "rubric":
+            handle: Any = judge.rubric(text, model=entry.model, rubric_prompt=entry.rubric_prompt, **target)
+        elif name == "factuality":
+            handle = judge.autoevals.factuality(text, model=entry.model, **target)
+        elif name == "closed_qa":
+            handle = judge.autoevals.closed_qa(text, model=entry.model, **target)
+        elif name == "g_eval":
+            handle = judge.g_eval(text, model=entry.model, **target)
+        else:
+            handle = judge.summarizes(text, model=entry.model, **target)
+        handle.location = location
+        chainable: Chainable = handle
+        return chainable
