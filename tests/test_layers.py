@@ -24,7 +24,7 @@ FEATURES = [
     "niceeval.providers",
     "niceeval.providers._pricing",
     "niceeval._core.settings",
-    "niceeval.expect._matchers",
+    "niceeval.expect",
     "niceeval._core.values",
     "niceeval._core.threads",
     "niceeval._core.loopback",

@@ -13,7 +13,7 @@ from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from niceeval._core.errors import UsageError
+from niceeval._core.errors import UsageError, user_location
 
 Severity = Literal["gate", "soft"]
 State = Literal["passed", "failed", "inconclusive"]
@@ -131,12 +131,16 @@ class Verdict:
         reason: Why, in words; shown in reports.
         expected: Short rendering of the expectation (optional).
         actual: Short rendering of what was seen (optional).
+        passed: Decides the miss, when given, instead of `score >= threshold`: for matchers whose pass is not a
+            cut of their score (`all_of`, `any_of`, `not_`). A `.at_least(x)` chained on such a matcher compares
+            the score again.
     """
 
     score: float | bool
     reason: str = ""
     expected: str | None = None
     actual: str | None = None
+    passed: bool | None = None
 
 
 ScoreLike = bool | float | int | Verdict
@@ -201,15 +205,22 @@ class Matcher(Chainable):
     threshold: float = 1.0
     expected: str | None = None
     is_optional: bool = False
+    threshold_chained: bool = False
+    """True once `.at_least(x)` set the threshold: the score decides, even over a verdict's own `passed`."""
 
     def _chained(self, **changes: Any) -> Self:
+        if "threshold" in changes:
+            changes["threshold_chained"] = True
         return replace(self, **changes)
 
     def result(self, raw: ScoreLike, location: str | None) -> AssertionResult:
         """Turn a score function's return value into a recorded result."""
         verdict = raw if isinstance(raw, Verdict) else Verdict(raw)
         score = _normalise_score(verdict.score, self.name)
-        passed = score >= self.threshold
+        if verdict.passed is not None and not self.threshold_chained:
+            passed = verdict.passed
+        else:
+            passed = score >= self.threshold
         return AssertionResult(
             name=self.name,
             severity=self.severity,
@@ -241,12 +252,18 @@ class Matcher(Chainable):
             score=0.0,
             threshold=self.threshold,
             state="failed",
-            reason=f"the scorer raised {type(exc).__name__}: {exc}",
+            reason=crash_reason(exc),
             expected=self.expected,
             location=location,
             optional=self.is_optional,
             cause="error",
         )
+
+
+def crash_reason(exc: BaseException) -> str:
+    """What a score function's (or a user predicate's) exception says in a report, with the user's line."""
+    where = user_location(exc.__traceback__)
+    return f"the scorer raised {type(exc).__name__}: {exc}" + (f" (at {where})" if where else "")
 
 
 def assertion_kind(name: str) -> str:

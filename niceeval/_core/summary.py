@@ -83,9 +83,7 @@ class EvalTally:
     def mean_duration_s(self) -> float:
         return self.total_duration_s / self.done if self.done else 0.0
 
-    def status(
-        self, *, strict: bool, min_pass_rate: float, min_pass_at_k: tuple[int, float] | None = None
-    ) -> Outcome:
+    def status(self, *, strict: bool, min_pass_rate: float, min_pass_at_k: tuple[int, float] | None = None) -> Outcome:
         """The eval's verdict over all its runs: one rule, read by every reporter and by the exit code.
 
         A run counts as a pass when its outcome is `passed`, or `scored` without `--strict`. Then:

@@ -10,8 +10,9 @@ from niceeval._core.assertion import AssertionResult, Chainable, Matcher
 from niceeval._core.errors import UsageError, caller_location
 from niceeval._core.events import Event, EventType
 from niceeval._core.settings import Price
+from niceeval._core.toolmatch import InputSpec
 from niceeval._eval import efficiency, scoped, workspace
-from niceeval._eval.toolmatch import InputSpec
+from niceeval.expect._patterns import EventPattern, ToolPattern
 
 EventSelector = Callable[[Sequence[Event]], Sequence[Event]]
 """Picks a scope's events out of the finished run's stream (a turn's, a session's)."""
@@ -101,9 +102,9 @@ class EventAssertions:
         """Tool `name` was never called (with matching `input`, when given)."""
         return self._register(scoped.not_called_tool(name, input=input))
 
-    def tool_order(self, names: Sequence[str]) -> Scoped:
-        """The tools were called in this relative order."""
-        return self._register(scoped.tool_order(names))
+    def tool_order(self, steps: Sequence[str | ToolPattern]) -> Scoped:
+        """The tools were called in this relative order: names, or `tool(name, input=..., status=...)`."""
+        return self._register(scoped.tool_order(steps))
 
     def used_no_tools(self) -> Scoped:
         """No tool was called."""
@@ -133,9 +134,9 @@ class EventAssertions:
         """No event of this type appeared."""
         return self._register(scoped.not_event(event_type))
 
-    def event_order(self, types: Sequence[EventType]) -> Scoped:
-        """Events of these types appeared in this relative order."""
-        return self._register(scoped.event_order(types))
+    def event_order(self, steps: Sequence[EventType | EventPattern]) -> Scoped:
+        """Events appeared in this relative order: types, or `event(type, data=...)`."""
+        return self._register(scoped.event_order(steps))
 
     def events_satisfy(self, label: str, predicate: Callable[[list[Event]], bool]) -> Scoped:
         """`predicate(events)` holds over the whole stream."""

@@ -19,8 +19,9 @@ from niceeval._core.events import (
     MessageEvent,
     SubagentCalledEvent,
 )
+from niceeval._core.toolmatch import InputSpec, check_spec, input_matches, render_spec, serialise
 from niceeval._core.values import short
-from niceeval._eval.toolmatch import InputSpec, check_spec, input_matches, render_spec, serialise
+from niceeval.expect._patterns import EventPattern, ToolPattern, as_pattern
 
 _EVENT_TYPES = {"message", "action.called", "subagent.called", "input.requested", "error", "usage"}
 _MAX_LISTED = 20
@@ -103,22 +104,25 @@ def _check_status(status: str | None, where: str) -> None:
         raise UsageError(f"{where}: status= is 'success' or 'failed', got {status!r}.")
 
 
-def _subsequence(wanted: Sequence[str], seen: Sequence[str]) -> bool:
-    position = iter(seen)
-    return all(any(item == name for item in position) for name in wanted)
+def _in_order(steps: Sequence[ToolPattern | EventPattern], events: Sequence[Event]) -> bool:
+    position = iter(events)
+    return all(any(step.matches(e) for e in position) for step in steps)
 
 
-def tool_order(names: Sequence[str]) -> Matcher:
-    """The tools were called in this relative order (other calls may come between)."""
-    if isinstance(names, str) or not names:
+def tool_order(steps: Sequence[str | ToolPattern]) -> Matcher:
+    """The tools were called in this relative order (other calls may come between); a step is a tool name or
+    `tool(name, input=..., status=...)`."""
+    if isinstance(steps, str) or not steps:
         raise UsageError("tool_order() takes a list of tool names, e.g. tool_order(['read_file', 'write_file']).")
+    patterns = [as_pattern(step, "tool_order()", kind="tool") for step in steps]
+    shown = [str(p) for p in patterns]
 
     def score(events: Sequence[Event]) -> ScoreLike:
-        if _subsequence(names, [c.name for c in _actions(events)]):
+        if _in_order(patterns, _actions(events)):
             return True
         return Verdict(False, describe_calls(events))
 
-    return Matcher(name=f"tool_order({' -> '.join(names)})", score_fn=score, expected=" then ".join(names))
+    return Matcher(name=f"tool_order({' -> '.join(shown)})", score_fn=score, expected=" then ".join(shown))
 
 
 def used_no_tools() -> Matcher:
@@ -230,17 +234,17 @@ def not_event(event_type: EventType) -> Matcher:
     return Matcher(name=where, score_fn=score, expected=f"no {event_type} events")
 
 
-def event_order(types: Sequence[EventType]) -> Matcher:
-    """Events of these types appeared in this relative order."""
-    if isinstance(types, str) or not types:
+def event_order(steps: Sequence[EventType | EventPattern]) -> Matcher:
+    """Events of these types appeared in this relative order; a step is a type or `event(type, data=...)`."""
+    if isinstance(steps, str) or not steps:
         raise UsageError("event_order() takes a list of event types, e.g. event_order(['action.called', 'message']).")
-    for event_type in types:
-        _check_type(event_type, "event_order()")
+    patterns = [as_pattern(step, "event_order()", kind="event") for step in steps]
+    shown = [str(p) for p in patterns]
 
     def score(events: Sequence[Event]) -> ScoreLike:
-        return True if _subsequence(types, [e.type for e in events]) else Verdict(False, _types_seen(events))
+        return True if _in_order(patterns, events) else Verdict(False, _types_seen(events))
 
-    return Matcher(name=f"event_order({' -> '.join(types)})", score_fn=score, expected=" then ".join(types))
+    return Matcher(name=f"event_order({' -> '.join(shown)})", score_fn=score, expected=" then ".join(shown))
 
 
 def events_satisfy(label: str, predicate: Callable[[list[Event]], bool]) -> Matcher:

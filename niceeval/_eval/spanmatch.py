@@ -17,9 +17,9 @@ from typing import Any
 from niceeval._core.assertion import Matcher, ScoreLike, Verdict
 from niceeval._core.errors import UsageError, caller_location
 from niceeval._core.spans import SPAN_KINDS, Span
+from niceeval._core.toolmatch import check_spec, input_matches, render_spec
 from niceeval._core.values import short
 from niceeval._eval.observe import Scoped
-from niceeval._eval.toolmatch import check_spec, input_matches, render_spec
 from niceeval.tracing._mapping import role
 
 NameSpec = str | re.Pattern[str] | Callable[[str], bool]

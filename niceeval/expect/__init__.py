@@ -1,9 +1,12 @@
 """Value matchers for `t.check(value, matcher)` and `t.require(value, matcher)`.
 
 Matchers are immutable: `.gate()`, `.at_least(x)`, `.label(text)` and `.optional()` return new ones.
+`all_of`, `any_of` and `not_` build matchers from matchers; `tool(...)` and `event(...)` are steps of
+`t.tool_order` / `t.event_order`.
 """
 
 from niceeval._core.assertion import AssertionResult, Matcher, Verdict
+from niceeval.expect._algebra import all_of, any_of, not_
 from niceeval.expect._matchers import (
     command_succeeded,
     equals,
@@ -14,17 +17,63 @@ from niceeval.expect._matchers import (
     satisfies,
     similarity,
 )
+from niceeval.expect._patterns import EventPattern, ToolPattern, event, tool
+from niceeval.expect._text import (
+    ends_with,
+    has_sections,
+    includes_all,
+    includes_any,
+    includes_url,
+    levenshtein,
+    starts_with,
+)
+from niceeval.expect._values import (
+    in_order,
+    is_at_least,
+    is_at_most,
+    is_close_to,
+    is_false,
+    is_greater_than,
+    is_less_than,
+    is_not_none,
+    is_true,
+    json_includes,
+)
 
 __all__ = [
     "AssertionResult",
+    "EventPattern",
     "Matcher",
+    "ToolPattern",
     "Verdict",
+    "all_of",
+    "any_of",
     "command_succeeded",
+    "ends_with",
     "equals",
+    "event",
     "excludes",
+    "has_sections",
+    "in_order",
     "includes",
+    "includes_all",
+    "includes_any",
+    "includes_url",
+    "is_at_least",
+    "is_at_most",
+    "is_close_to",
+    "is_false",
+    "is_greater_than",
+    "is_less_than",
+    "is_not_none",
+    "is_true",
+    "json_includes",
+    "levenshtein",
     "make_assertion",
     "matches",
+    "not_",
     "satisfies",
     "similarity",
+    "starts_with",
+    "tool",
 ]

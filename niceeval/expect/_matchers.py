@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 from collections.abc import Awaitable, Callable
@@ -30,35 +31,43 @@ def _render(needle: Needle) -> str:
     return f"/{needle.pattern}/" if isinstance(needle, re.Pattern) else repr(needle)
 
 
-def _contains(value: object, needle: Needle) -> bool | None:
+def _contains(value: object, needle: Needle, case_sensitive: bool = True) -> bool | None:
     """Whether `value` contains `needle`; None when the value is neither a string nor a collection."""
+    if not case_sensitive:
+        needle = re.compile(needle.pattern, needle.flags | re.IGNORECASE) if isinstance(needle, re.Pattern) else needle
     if isinstance(value, str):
-        return needle.search(value) is not None if isinstance(needle, re.Pattern) else needle in value
+        if isinstance(needle, re.Pattern):
+            return needle.search(value) is not None
+        return needle in value if case_sensitive else needle.casefold() in value.casefold()
     if isinstance(value, list | tuple | set | frozenset):
         if isinstance(needle, re.Pattern):
             return any(isinstance(v, str) and needle.search(v) is not None for v in value)
+        if not case_sensitive:
+            return any(isinstance(v, str) and v.casefold() == needle.casefold() for v in value)
         return needle in value
     return None
 
 
-def includes(item: Needle) -> Matcher:
+def includes(item: Needle, *, case_sensitive: bool = True) -> Matcher:
     """Pass when a string contains `item` (a substring or a compiled regex), or a list contains it.
 
     Args:
         item: The substring, or a pattern from `re.compile(...)`, searched anywhere in the value.
+        case_sensitive: False to ignore case (`includes("refund", case_sensitive=False)` finds "Refund").
     """
     needle = _needle("includes", item)
-    expected = f"includes {_render(needle)}"
+    shown = _render(needle) + ("" if case_sensitive else ", case_sensitive=False")
+    expected = f"includes {shown}"
 
     def score(value: Any) -> ScoreLike:
-        found = _contains(value, needle)
+        found = _contains(value, needle, case_sensitive)
         if found is None:
             return Verdict(False, f"expected a string or a list, got {type(value).__name__}", actual=short(value))
         if found:
             return True
         return Verdict(False, f"{_render(needle)} not found", actual=short(value))
 
-    return Matcher(name=f"includes({_render(needle)})", score_fn=score, expected=expected)
+    return Matcher(name=f"includes({shown})", score_fn=score, expected=expected)
 
 
 def excludes(item: Needle) -> Matcher:
@@ -201,7 +210,25 @@ def satisfies(predicate: Callable[[Any], bool | Awaitable[bool]], label: str) ->
         raise UsageError(f"satisfies() needs a function as its first argument, got {short(predicate)}.")
     if not isinstance(label, str) or not label.strip():
         raise UsageError('satisfies() needs a label that says what it checks, e.g. satisfies(fn, "total > 0").')
-    return Matcher(name=label, score_fn=predicate, expected=label)
+
+    def verdict(value: Any, held: object) -> ScoreLike:
+        if isinstance(held, Verdict | float | int) and not isinstance(held, bool):
+            return held  # a score or a Verdict of the predicate's own
+        if held:
+            return True
+        return Verdict(False, f"{label}: false for {short(value)}", actual=short(value))
+
+    def score(value: Any) -> ScoreLike | Awaitable[ScoreLike]:
+        held = predicate(value)
+        if inspect.isawaitable(held):
+
+            async def later() -> ScoreLike:
+                return verdict(value, await held)
+
+            return later()
+        return verdict(value, held)
+
+    return Matcher(name=label, score_fn=score, expected=label)
 
 
 def make_assertion(

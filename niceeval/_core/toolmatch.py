@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from niceeval._core.errors import UsageError
+from niceeval._core.errors import UsageError, user_location
 from niceeval._core.values import short
 
 InputSpec = Mapping[str, Any] | re.Pattern[str] | Callable[[Any], bool]
@@ -41,33 +41,63 @@ def serialise(value: object) -> str:
         return str(value)
 
 
+class PredicateError(Exception):
+    """A user's predicate raised: the assertion using it fails loudly, naming the predicate's line."""
+
+
+def call_predicate(predicate: Callable[[Any], Any], value: object) -> bool:
+    """`bool(predicate(value))`; an exception in it becomes a `PredicateError` naming its file:line."""
+    try:
+        return bool(predicate(value))
+    except Exception as exc:
+        name = getattr(predicate, "__name__", "predicate")
+        where = user_location(exc.__traceback__)
+        at = f" at {where}" if where else ""
+        raise PredicateError(f"your predicate {name}{at} raised {type(exc).__name__}: {exc}") from exc
+
+
 def input_matches(spec: InputSpec | None, value: object) -> bool:
-    """Whether `value` satisfies `spec` (None matches anything)."""
+    """Whether `value` satisfies `spec` (None matches anything). A predicate that raises fails loudly."""
     if spec is None:
         return True
     if isinstance(spec, re.Pattern):
         return spec.search(serialise(value)) is not None
     if isinstance(spec, Mapping):
-        return _partial(spec, value)
-    try:
-        return bool(spec(value))
-    except Exception:
-        return False
+        return not partial_misses(spec, value)
+    return call_predicate(spec, value)
 
 
-def _partial(expected: object, actual: object) -> bool:
+def partial_misses(expected: object, actual: object, path: str = "$") -> list[str]:
+    """Where `actual` fails the deep partial match `expected`, one line per path (empty: it matches).
+
+    A dict matches when every given key matches; a list matches a list of the same length item by item; a
+    compiled regex is searched in the value serialised; a function is a predicate; anything else must be equal.
+    """
     if isinstance(expected, re.Pattern):
-        return expected.search(serialise(actual)) is not None
+        if expected.search(serialise(actual)) is not None:
+            return []
+        return [f"{path}: {short(actual)} does not match /{expected.pattern}/"]
     if isinstance(expected, Mapping):
         if not isinstance(actual, Mapping):
-            return False
-        return all(key in actual and _partial(value, actual[key]) for key, value in expected.items())
+            return [f"{path}: expected an object, got {short(actual)}"]
+        misses: list[str] = []
+        for key, value in expected.items():
+            if key not in actual:
+                misses.append(f"{path}.{key}: missing")
+            else:
+                misses.extend(partial_misses(value, actual[key], f"{path}.{key}"))
+        return misses
+    if isinstance(expected, list | tuple) and isinstance(actual, list | tuple):
+        if len(expected) != len(actual):
+            return [f"{path}: expected {len(expected)} items, got {len(actual)}: {short(actual)}"]
+        return [
+            m
+            for i, (e, a) in enumerate(zip(expected, actual, strict=True))
+            for m in partial_misses(e, a, f"{path}[{i}]")
+        ]
     if callable(expected) and not isinstance(expected, type):
-        try:
-            return bool(expected(actual))
-        except Exception:
-            return False
-    return bool(expected == actual)
+        return [] if call_predicate(expected, actual) else [f"{path}: {short(actual)} fails the predicate"]
+    return [] if expected == actual else [f"{path}: expected {short(expected)}, got {short(actual)}"]
 
 
 def render_spec(spec: InputSpec | None) -> str:
