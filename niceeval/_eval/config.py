@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from niceeval._core.errors import ConfigError, caller_location, relative, user_location
+from niceeval._core.sandbox_kinds import SandboxKind
 from niceeval._core.settings import JudgeSettings, Price
 
 __all__ = ["CONFIG_FILE", "Config", "JudgeSettings", "Price", "define_config", "find_root", "load_config"]
@@ -39,6 +40,8 @@ class Config(BaseModel):
     """Count inconclusive assertions (judge unavailable, no price) as misses."""
     variants: dict[str, Any] | None = None
     """Variants for every eval of the suite (`{"prompt": [...], "model": [...]}`); an eval's own `variants=` wins."""
+    sandbox: SandboxKind | None = None
+    """What runs sandbox evals' commands (`local`, `bwrap`, `docker`); None: `bwrap` where it works, else `local`."""
     store: str | bool | None = None
     """Results store: a SQLite path or `postgresql://...` URL; `False` turns it off (default `.niceeval/results.db`)."""
     root: Path = Field(default_factory=Path.cwd)
@@ -94,7 +97,7 @@ def define_config(**settings: Any) -> Config:
     """Build the project configuration in `niceeval.config.py` (assign it to `config`).
 
     Keys: `evals`, `concurrency`, `timeout`, `judge`, `pricing`, `agent`, `fail_on_inconclusive`, `variants`,
-    `store`.
+    `store`, `sandbox`.
     A wrong key or value raises a `ConfigError` naming the key and what to write instead.
     """
     where = caller_location(1) or CONFIG_FILE

@@ -11,6 +11,7 @@ from typing import Any, Literal, overload
 from pydantic import BaseModel
 
 from niceeval._core.errors import UsageError, caller_location, relative
+from niceeval._core.sandbox_kinds import SANDBOX_KINDS, SandboxKind
 from niceeval._core.settings import JudgeSettings
 from niceeval._eval.config import parse_judge
 from niceeval._eval.variants import Variant, parse_variants
@@ -46,6 +47,10 @@ class EvalSpec:
     """Every combination of `variants={...}`: the eval runs once per combination."""
     sequential_runs: bool = False
     """Run the `--runs N` repeats of this eval one after another instead of at the same time."""
+    sandbox: SandboxKind | None = None
+    """Which sandbox runs the workspace's commands: `local`, `bwrap` or `docker`; None: the config's default."""
+    setup: tuple[str, ...] = ()
+    """Shell commands that prepare the fixture (install dependencies), run once per fixture content and cached."""
 
     def __call__(self, t: Any) -> Any:
         return self.fn(t)
@@ -110,6 +115,13 @@ def _check_sandbox_options(options: dict[str, Any], where: str | None) -> None:
         raise UsageError(f"{where}: define_eval(scripts=...) takes a list of shell commands, e.g. ['make build'].")
     if fixture is None and (validation is not None or scripts):
         raise UsageError(f"{where}: validation= and scripts= score a sandbox workspace; give fixture= too.")
+    sandbox, setup = options.get("sandbox"), options.get("setup") or ()
+    if sandbox is not None and sandbox not in SANDBOX_KINDS:
+        raise UsageError(f"{where}: define_eval(sandbox=...) is one of {', '.join(SANDBOX_KINDS)}; got {sandbox!r}.")
+    if isinstance(setup, str) or not all(isinstance(command, str) for command in setup):
+        raise UsageError(f"{where}: define_eval(setup=...) takes a list of shell commands, e.g. ['npm ci'].")
+    if fixture is None and (sandbox is not None or setup):
+        raise UsageError(f"{where}: sandbox= and setup= prepare a sandbox workspace; give fixture= too.")
 
 
 def _make_spec(fn: object, options: dict[str, Any]) -> EvalSpec:
@@ -141,6 +153,8 @@ def _make_spec(fn: object, options: dict[str, Any]) -> EvalSpec:
         case_model=options.get("case_model"),
         variants=parse_variants(options.get("variants"), f"{where}: define_eval(variants=...)"),
         sequential_runs=bool(options.get("sequential_runs", False)),
+        sandbox=options.get("sandbox"),
+        setup=tuple(options.get("setup") or ()),
     )
 
 
@@ -164,6 +178,8 @@ def define_eval(
     case_model: type[BaseModel] | None = None,
     variants: dict[str, Any] | None = None,
     sequential_runs: bool = False,
+    sandbox: SandboxKind | None = None,
+    setup: Sequence[str] = (),
 ) -> Callable[[EvalFunction], EvalSpec]: ...
 
 
@@ -187,11 +203,13 @@ def define_eval(
             JSONL/JSON/CSV/YAML, or a list of rows: one eval per case, `t.case`), `case_model` (a pydantic model
             each case must fit), `variants` (`{"prompt": [...], "model": [...]}`: one eval per combination,
             `t.variant`), `sequential_runs` (True: the `--runs N` repeats run one after another, for evals
-            that touch shared state; by default they run at the same time).
+            that touch shared state; by default they run at the same time), `sandbox` (`"local"`, `"bwrap"` or
+            `"docker"`: what runs the workspace's commands; the config's default otherwise), `setup` (commands that
+            prepare the fixture, such as installing dependencies: run once per fixture content, then cached).
     """
     known = {
         *("name", "tags", "timeout", "judge", "description", "agent", "fixture", "validation", "scripts"),
-        *("cases", "case_model", "variants", "sequential_runs"),
+        *("cases", "case_model", "variants", "sequential_runs", "sandbox", "setup"),
     }
     unknown = sorted(set(options) - known)
     if unknown:

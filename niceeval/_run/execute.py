@@ -17,6 +17,7 @@ from niceeval._core.errors import ErrorInfo, UsageError, error_info
 from niceeval._core.events import UsageEvent
 from niceeval._core.outcome import fold
 from niceeval._core.results import RunResult, Spend
+from niceeval._core.sandbox_kinds import CURRENT_SANDBOX, SandboxKind
 from niceeval._core.settings import JudgeSettings, Price
 from niceeval._core.threads import call_in_thread
 from niceeval._eval.checked_sandbox import CheckedSandbox
@@ -46,8 +47,11 @@ class ExecOptions:
     pricing: Mapping[str, Price] = field(default_factory=dict)
     root: Path = field(default_factory=Path.cwd)
     """Project root: fixtures are resolved against it."""
-    keep_sandbox: bool = False
-    """Keep sandbox workspaces after the run (their paths are printed and stored with the result)."""
+    keep_sandbox: bool | Literal["failed", "all"] = False
+    """Keep sandbox workspaces after the run (`True`/`"all"`, or `"failed"`: only failed or errored runs');
+    their paths are printed and stored with the result."""
+    sandbox: SandboxKind | None = None
+    """The config's sandbox kind for sandbox evals (an eval's `sandbox=` wins); None: bwrap where it works."""
     judge: JudgeSettings = field(default_factory=JudgeSettings)
     """The config's judge settings (an eval's `judge=` overrides them per key)."""
     grader: str | None = None
@@ -221,11 +225,13 @@ async def execute_run(entry: EvalEntry, run_index: int, options: ExecOptions) ->
     error: ErrorInfo | None = None
     try:
         if spec.fixture is not None:
-            from niceeval._run.sandboxing import fixture_dir, open_workspace
+            from niceeval._run.sandboxing import WorkspaceSettings, fixture_dir, open_workspace
 
             folder = fixture_dir(spec, options.root, location)
-            sandbox = await open_workspace(folder, state.log)
+            settings = WorkspaceSettings(default=options.sandbox, cache=options.root / ".niceeval" / "fixtures")
+            sandbox = await open_workspace(folder, state.log, spec, settings)
         token, tracking = WORKSPACE.set(sandbox.path if sandbox else None), CURRENT_TRACKER.set(state.awaits)
+        current = CURRENT_SANDBOX.set(sandbox)
         try:
             async with suite_judges(options) as judges:
                 error = await _run_body(
@@ -233,6 +239,7 @@ async def execute_run(entry: EvalEntry, run_index: int, options: ExecOptions) ->
                 )
         finally:
             WORKSPACE.reset(token)
+            CURRENT_SANDBOX.reset(current)
             CURRENT_TRACKER.reset(tracking)
         scoped_misuse = evaluate_scoped(state)  # always: a crashed run still keeps what its events show
         forgotten = _never_awaited(state, error)  # first: a missing await explains what went wrong after it
@@ -247,7 +254,7 @@ async def execute_run(entry: EvalEntry, run_index: int, options: ExecOptions) ->
     finally:
         if sandbox is not None:
             with anyio.CancelScope(shield=True):
-                kept = await sandbox.close(keep=options.keep_sandbox)
+                kept = await sandbox.close(keep=_keep(options, state, error))
     duration = time.perf_counter() - start
     outcome = fold(
         state.assertions,
@@ -277,6 +284,14 @@ async def execute_run(entry: EvalEntry, run_index: int, options: ExecOptions) ->
         warnings=state.warnings,
     )
     return result, state.comparisons
+
+
+def _keep(options: ExecOptions, state: RunState, error: ErrorInfo | None) -> bool:
+    """Whether `--keep-sandbox` keeps this run's workspace: always, never, or when the run failed or errored."""
+    if options.keep_sandbox != "failed":
+        return bool(options.keep_sandbox)
+    verdict = fold(state.assertions, errored=False, skipped=False, fail_on_inconclusive=options.fail_on_inconclusive)
+    return error is not None or verdict == "failed"
 
 
 @asynccontextmanager

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from niceeval._core.assertion import AssertionResult
 from niceeval._core.errors import UsageError, error_info
 from niceeval._core.events import EventLog
+from niceeval._core.sandbox_kinds import SandboxKind
 from niceeval._eval.context import RunState
 from niceeval._eval.spec import EvalSpec
 from niceeval.sandbox import CommandResult, FixtureTestResult, LocalSandbox, run_fixture_tests
@@ -28,13 +32,52 @@ def fixture_dir(spec: EvalSpec, root: Path, where: str) -> Path:
     )
 
 
-async def open_workspace(folder: Path, log: EventLog) -> LocalSandbox:
-    """Copy the fixture into a fresh workspace; every command run there is recorded as a shell action."""
+def sandbox_kind(spec: EvalSpec, default: SandboxKind | None) -> SandboxKind:
+    """The eval's sandbox, else the config's, else `bwrap` where it works and `local` elsewhere."""
+    chosen = spec.sandbox or default
+    if chosen is not None:
+        return chosen
+    from niceeval.sandbox import bwrap_problem
+
+    return "local" if bwrap_problem() else "bwrap"
+
+
+async def open_workspace(folder: Path, log: EventLog, spec: EvalSpec, settings: WorkspaceSettings) -> LocalSandbox:
+    """Copy the (prepared) fixture into a fresh workspace; every command run there is recorded as a shell action.
+
+    Raises:
+        FixtureSetupError: The fixture's setup commands failed.
+        SandboxUnavailableError: The sandbox kind cannot run here (bwrap missing, no Docker daemon).
+    """
+    kind = sandbox_kind(spec, settings.default)
+    if spec.setup:
+        from niceeval._run.fixture_setup import prepared_fixture
+
+        # Setup is the eval author's own commands (installing dependencies needs the network): run unconfined.
+        opener = LocalSandbox.create if kind != "docker" else _opener(kind, None)
+        folder = await prepared_fixture(folder, spec.setup, kind, settings.cache, opener)
 
     def record(result: CommandResult) -> None:
         log.emit(result.to_action_event())
 
-    return await LocalSandbox.create(folder, on_command=record)
+    return await _opener(kind, record)(folder)
+
+
+def _opener(
+    kind: SandboxKind, record: Callable[[CommandResult], None] | None
+) -> Callable[[Path], Awaitable[LocalSandbox]]:
+    from niceeval.sandbox import BwrapSandbox, DockerSandbox
+
+    cls = {"local": LocalSandbox, "bwrap": BwrapSandbox, "docker": DockerSandbox}[kind]
+    return functools.partial(cls.create, on_command=record)
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkspaceSettings:
+    """The suite's sandbox settings: the config's default kind, and where prepared fixtures are cached."""
+
+    default: SandboxKind | None = None
+    cache: Path = Path(".niceeval/fixtures")
 
 
 def _as_assertion(test: FixtureTestResult, location: str) -> AssertionResult:

@@ -208,7 +208,7 @@ class ClaudeCodeStream:
         )
 
     def _result(self, data: dict[str, Any]) -> None:
-        self._ended = True
+        self._ended = self.outcome.done = True
         self.outcome.text = str(data.get("result") or "\n".join(self._texts))
         if data.get("is_error") or data.get("subtype") != "success":
             self.outcome.failed = True

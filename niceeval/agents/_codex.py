@@ -133,6 +133,7 @@ class CodexStream:
         elif kind == "item.completed":
             self._completed(item)
         elif kind == "turn.completed":
+            self.outcome.done = True
             usage = data.get("usage") or {}
             self._log.emit(
                 usage_event(
@@ -146,6 +147,7 @@ class CodexStream:
             raw_error = data.get("error")
             error: dict[str, Any] = raw_error if isinstance(raw_error, dict) else data
             self.outcome.failed = True
+            self.outcome.done = kind == "turn.failed"
             self._log.emit(ErrorEvent(message=str(error.get("message") or kind), error_type=f"codex {kind}"))
 
     def finish(self, error: str | None) -> None:

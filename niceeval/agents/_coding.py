@@ -31,6 +31,7 @@ from niceeval.sandbox._protocol import current_sandbox
 
 _MAX_LINE_BYTES = 16 * 1024 * 1024
 _STDERR_KEPT = 4000
+_EXIT_GRACE_S = 1.0
 
 
 class CodingAgentError(NiceevalError):
@@ -141,6 +142,8 @@ class TurnOutcome:
     session_id: str | None = None
     turns: int = 0
     """Model turns counted so far (the turn limit applies to it)."""
+    done: bool = False
+    """The stream said the turn is over (its final line): the CLI gets a moment to exit, then is stopped."""
 
 
 class Translator(Protocol):
@@ -184,10 +187,15 @@ async def run_cli(invocation: Invocation, translator: Translator, log: EventLog)
             readers.start_soon(_drain, process.stderr, stderr)
             with anyio.move_on_after(invocation.timeout) as deadline:
                 stopped = await _read_lines(process, translator, invocation.max_turns)
+                if translator.outcome.done:
+                    # Its work is done and reported; some CLIs then wait seconds on telemetry they cannot send.
+                    with anyio.move_on_after(_EXIT_GRACE_S):
+                        await process.wait()
             if deadline.cancelled_caught:
                 stopped = f"timed out after {invocation.timeout:g} s"
             _kill_group(process.pid)
-            code = await process.wait()
+            code = 0 if translator.outcome.done and stopped is None else await process.wait()
+            await process.wait()
             readers.cancel_scope.deadline = anyio.current_time() + 1.0
     finally:
         _kill_group(process.pid)
@@ -228,6 +236,8 @@ async def _read_lines(process: anyio.abc.Process, translator: Translator, max_tu
             translator.line(data)
         if max_turns is not None and translator.outcome.turns > max_turns:
             return f"it went past its turn limit of {max_turns} (max_turns)"
+        if translator.outcome.done:
+            return None
 
 
 def _decode(raw: bytes) -> dict[str, Any] | None:

@@ -68,7 +68,13 @@ def add_run_commands(commands: argparse._SubParsersAction[argparse.ArgumentParse
     run.add_argument("--fail-on-inconclusive", action="store_true", help="inconclusive assertions count as misses")
     add_report_flags(run)
     add_config_flag(run)
-    run.add_argument("--keep-sandbox", action="store_true", help="keep sandbox workspaces and print their paths")
+    run.add_argument(
+        "--keep-sandbox",
+        nargs="?",
+        const="all",
+        choices=("failed", "all"),
+        help="keep sandbox workspaces and print their paths: all (the default), or only those of failed runs",
+    )
     add_judge_flags(run)
     _add_recording_flags(run)
     add_github_flags(run)
@@ -179,7 +185,8 @@ def _run(args: argparse.Namespace) -> int:
             fail_on_inconclusive=args.fail_on_inconclusive or config.fail_on_inconclusive,
             pricing=config.pricing,
             root=config.root,
-            keep_sandbox=args.keep_sandbox,
+            keep_sandbox=args.keep_sandbox or False,
+            sandbox=config.sandbox,
             judge=config.judge,
             grader=args.grader,
             no_cache=args.no_cache,

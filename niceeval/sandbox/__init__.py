@@ -2,14 +2,18 @@
 
 `LocalSandbox` copies a fixture folder into a temp workspace (hiding `EVAL.py`), runs commands there
 with a scrubbed environment and a timeout, diffs the workspace against the fixture, and scores it
-by running the hidden tests with `run_fixture_tests`. It is not a container: see `docs/sandbox.md`
-for what it does not isolate, and the `Sandbox` protocol for plugging in a container-backed one.
+by running the hidden tests with `run_fixture_tests`. It does not isolate; `BwrapSandbox` (bubblewrap
+namespaces) and `DockerSandbox` (a container per command) run the same workspace's commands isolated:
+the system read-only, no network but allowed loopback endpoints. See `docs/sandbox.md`.
 """
 
+from niceeval.sandbox._bwrap import BwrapSandbox, ProcessLimits, SandboxUnavailableError, bwrap_problem
 from niceeval.sandbox._commands import DEFAULT_MAX_OUTPUT_BYTES, CommandResult
 from niceeval.sandbox._diff import Diff, FileChange, Rename
+from niceeval.sandbox._docker import DockerSandbox, docker_problem
 from niceeval.sandbox._fixture_tests import FixtureTestResult, run_fixture_tests
-from niceeval.sandbox._protocol import PytestRun, Sandbox
+from niceeval.sandbox._launch import LaunchOptions, ProcessLaunch
+from niceeval.sandbox._protocol import PytestRun, Sandbox, current_sandbox
 from niceeval.sandbox._tree import LARGE_FILE_BYTES, SkippedPath
 from niceeval.sandbox._workspace import DEFAULT_HIDDEN, DEFAULT_IGNORE, LocalSandbox, SandboxPathError
 
@@ -18,15 +22,24 @@ __all__ = [
     "DEFAULT_IGNORE",
     "DEFAULT_MAX_OUTPUT_BYTES",
     "LARGE_FILE_BYTES",
+    "BwrapSandbox",
     "CommandResult",
     "Diff",
+    "DockerSandbox",
     "FileChange",
     "FixtureTestResult",
+    "LaunchOptions",
     "LocalSandbox",
+    "ProcessLaunch",
+    "ProcessLimits",
     "PytestRun",
     "Rename",
     "Sandbox",
     "SandboxPathError",
+    "SandboxUnavailableError",
     "SkippedPath",
+    "bwrap_problem",
+    "current_sandbox",
+    "docker_problem",
     "run_fixture_tests",
 ]

@@ -7,11 +7,11 @@ provider implements the same methods against a container; nothing above this sea
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Protocol
 
+from niceeval._core.sandbox_kinds import CURRENT_SANDBOX
 from niceeval.sandbox._commands import CommandResult
 from niceeval.sandbox._diff import Diff
 from niceeval.sandbox._launch import LaunchOptions, ProcessLaunch
@@ -102,9 +102,7 @@ class Sandbox(Protocol):
         ...
 
 
-CURRENT_SANDBOX: ContextVar[Sandbox | None] = ContextVar("niceeval_sandbox", default=None)
-
-
 def current_sandbox() -> Sandbox | None:
     """The sandbox of the eval being run (`@define_eval(fixture=...)`), for agents that run processes in it."""
-    return CURRENT_SANDBOX.get()
+    sandbox: Sandbox | None = CURRENT_SANDBOX.get()
+    return sandbox

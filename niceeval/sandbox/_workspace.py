@@ -305,7 +305,7 @@ class LocalSandbox:
         await self.close()
 
     def __repr__(self) -> str:
-        return f"LocalSandbox({str(self._workspace)!r}, fixture={str(self._fixture)!r})"
+        return f"{type(self).__name__}({str(self._workspace)!r}, fixture={str(self._fixture)!r})"
 
     async def _run(
         self,

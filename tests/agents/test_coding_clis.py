@@ -26,6 +26,8 @@ from niceeval.agents import CodingAgentOptions, claude_code_agent, codex_agent
 from niceeval.expect import equals
 from niceeval.testing import LLMRequest, LLMServer, Reply, ToolCall
 
+pytestmark = pytest.mark.slow  # each test starts the real CLIs (about a second each on an idle machine)
+
 GREETER = "def greet(name):\n    return f'Hello, {name}!'\n"
 
 

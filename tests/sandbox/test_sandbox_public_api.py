@@ -7,20 +7,29 @@ import niceeval.sandbox
 
 def test_public_names_are_pinned() -> None:
     assert sorted(niceeval.sandbox.__all__) == [
+        "BwrapSandbox",
         "CommandResult",
         "DEFAULT_HIDDEN",
         "DEFAULT_IGNORE",
         "DEFAULT_MAX_OUTPUT_BYTES",
         "Diff",
+        "DockerSandbox",
         "FileChange",
         "FixtureTestResult",
         "LARGE_FILE_BYTES",
+        "LaunchOptions",
         "LocalSandbox",
+        "ProcessLaunch",
+        "ProcessLimits",
         "PytestRun",
         "Rename",
         "Sandbox",
         "SandboxPathError",
+        "SandboxUnavailableError",
         "SkippedPath",
+        "bwrap_problem",
+        "current_sandbox",
+        "docker_problem",
         "run_fixture_tests",
     ]
 
