@@ -28,6 +28,7 @@ from niceeval._eval.efficiency import usage_of
 from niceeval._eval.spec import EvalSpec
 from niceeval._run.discovery import EvalEntry
 from niceeval._run.judging import JudgeSlot, SuiteJudges, spend_of
+from niceeval._run.strays import watching
 from niceeval.agents._protocol import WORKSPACE
 from niceeval.agents._variant import PerVariant
 
@@ -130,6 +131,24 @@ def judge_settings(spec: EvalSpec, options: ExecOptions) -> JudgeSettings:
     return merged
 
 
+def _exit_called(exc: SystemExit | KeyboardInterrupt) -> ErrorInfo:
+    """The run's error when the eval (or its agent) asked the whole process to stop: only this eval fails."""
+    info = error_info(exc)
+    if isinstance(exc, SystemExit):
+        what = f"the eval called sys.exit({exc.code!r})" if exc.code is not None else "the eval called sys.exit()"
+    else:
+        what = "the eval raised KeyboardInterrupt"
+    return info.model_copy(
+        update={"message": f"{what}: an eval ends by returning or failing a check; this eval failed, the rest ran"}
+    )
+
+
+@asynccontextmanager
+async def _aware_of_strays(eval_id: str) -> AsyncIterator[None]:
+    with watching(eval_id):
+        yield
+
+
 async def _body(entry: EvalEntry, ctx: ContextBase) -> ErrorInfo | None:
     try:
         await _call(entry, ctx)
@@ -137,6 +156,8 @@ async def _body(entry: EvalEntry, ctx: ContextBase) -> ErrorInfo | None:
         pass
     except Exception as exc:
         return error_info(exc)
+    except (SystemExit, KeyboardInterrupt) as exc:  # the eval's own: Ctrl-C cancels the run instead of raising here
+        return _exit_called(exc)
     finally:
         with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_TIMEOUT_S):
             await ctx._close()
@@ -233,7 +254,7 @@ async def execute_run(entry: EvalEntry, run_index: int, options: ExecOptions) ->
         token, tracking = WORKSPACE.set(sandbox.path if sandbox else None), CURRENT_TRACKER.set(state.awaits)
         current = CURRENT_SANDBOX.set(sandbox)
         try:
-            async with suite_judges(options) as judges:
+            async with suite_judges(options) as judges, _aware_of_strays(entry.id):
                 error = await _run_body(
                     entry, state, options, _RunSetup(run_index=run_index, sandbox=sandbox, judges=judges)
                 )

@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from niceeval.store import Store
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_TERMINATED = 143
+"""128 + SIGTERM, as a shell reports a process SIGTERM ended."""
 
 
 def positive_int(flag: str) -> Callable[[str], int]:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections.abc import Sequence
+from types import FrameType
 
 from niceeval.cli._calibrate import add_calibrate_command
 from niceeval.cli._cases import add_case_commands
-from niceeval.cli._common import EXIT_INTERRUPTED, EXIT_USAGE
+from niceeval.cli._common import EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_USAGE
 from niceeval.cli._project import add_project_commands
 from niceeval.cli._run import add_run_commands
 from niceeval.cli._store import add_store_commands
@@ -45,16 +47,73 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     from niceeval._core.errors import NiceevalError  # after parsing: `--help` stays fast
 
+    terminated = _terminate_as_interrupt()
     try:
         code: int = args.handler(args)
     except NiceevalError as exc:
         print(f"niceeval: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        print("niceeval: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        print("niceeval: terminated" if terminated else "niceeval: interrupted", file=sys.stderr)
+        return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
     _quiet_if_stdout_closed()
+    _leave_stray_threads(code)
     return code
+
+
+class _Terminated:
+    """Whether SIGTERM arrived (truthy once it has)."""
+
+    def __init__(self) -> None:
+        self.arrived = False
+
+    def __bool__(self) -> bool:
+        return self.arrived
+
+
+def _terminate_as_interrupt() -> _Terminated:
+    """SIGTERM (what CI systems and container runtimes send) does what Ctrl-C does: the running suite is cancelled,
+    the partial reports are written, the stored suite run is marked `interrupted`; the exit code is 143."""
+    import signal
+    import threading
+
+    terminated = _Terminated()
+    if threading.current_thread() is not threading.main_thread():
+        return terminated
+
+    def on_term(signum: int, frame: FrameType | None) -> None:
+        terminated.arrived = True
+        interrupt = signal.getsignal(signal.SIGINT)  # asyncio's while a suite runs: it cancels the suite's task
+        if callable(interrupt) and interrupt is not on_term:
+            interrupt(signal.SIGINT, frame)  # Python's own handler raises KeyboardInterrupt
+            return
+        raise KeyboardInterrupt  # SIGINT ignored or left to the system: stop here all the same
+
+    signal.signal(signal.SIGTERM, on_term)
+    return terminated
+
+
+def _leave_stray_threads(code: int) -> None:
+    """Exit now, naming them, when an eval left a non-daemon thread running (Python would wait for it forever)."""
+    if "niceeval._run.strays" not in sys.modules:
+        return
+    from niceeval._run.strays import stray_threads
+
+    strays = stray_threads()
+    if not strays:
+        return
+    print(
+        f"niceeval: warning: {len(strays)} thread(s) an eval started are still running: {', '.join(strays)}. "
+        "The reports are complete; niceeval exits without waiting for them (start such threads with daemon=True, "
+        "or stop them before the eval returns).",
+        file=sys.stderr,
+    )
+    import os
+
+    with contextlib.suppress(OSError, ValueError):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(code)
 
 
 def _quiet_if_stdout_closed() -> None:
