@@ -34,6 +34,10 @@ class MessageEvent(_Event):
     text: str
     data: Any = None
     """Structured payload of the message, when the agent returned one."""
+    latency: float | None = None
+    """An assistant reply to `t.send` / `t.respond`: seconds the agent's turn took, as niceeval measured it."""
+    first_token: float | None = None
+    """Seconds to the first streamed token, when the adapter streams and reports it."""
 
 
 class ActionCalledEvent(_Event):
@@ -99,6 +103,11 @@ Event = Annotated[
 ]
 EventType = Literal["message", "action.called", "subagent.called", "input.requested", "error", "usage"]
 EVENTS: TypeAdapter[list[Event]] = TypeAdapter(list[Event])
+
+
+def latencies(events: list[Event] | tuple[Event, ...]) -> list[float]:
+    """The measured duration of each turn among `events` (seconds, from its reply's `latency`), in order."""
+    return [e.latency for e in events if isinstance(e, MessageEvent) and e.latency is not None]
 
 
 class EventLog:

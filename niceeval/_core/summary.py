@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from niceeval._core.events import latencies
 from niceeval._core.outcome import OUTCOMES, Outcome
 from niceeval._core.passk import pass_at_k, pass_hat_k
 from niceeval._core.results import RunResult, Spend
@@ -31,6 +32,23 @@ class Problem:
     """`load`: a module that did not import (it ran no eval); `usage`: API misuse inside an eval that ran."""
 
 
+def percentile(values: list[float], quantile: float) -> float | None:
+    """The `quantile` of `values` by linear interpolation between the closest ranks (None for no values)."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * quantile
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def latency_text(values: list[float]) -> str:
+    """`p50 1.20s p95 2.31s` for turn durations; "" when none was measured."""
+    p50, p95 = percentile(values, 0.5), percentile(values, 0.95)
+    return "" if p50 is None or p95 is None else f"p50 {p50:.2f}s p95 {p95:.2f}s"
+
+
 @dataclass(kw_only=True, slots=True)
 class EvalTally:
     """Running totals for one eval across its runs: small and constant in size."""
@@ -42,6 +60,8 @@ class EvalTally:
     agent_spend: Spend | None = None
     """None until a run of this eval spent something: most evals never call a model, and tallies stay small."""
     judge_spend: Spend | None = None
+    latencies: list[float] = field(default_factory=list)
+    """Each turn's duration, over every run (for the p50 / p95 the reports show)."""
 
     @property
     def done(self) -> int:
@@ -50,6 +70,7 @@ class EvalTally:
     def add(self, result: RunResult) -> None:
         self.counts[result.outcome] += 1
         self.total_duration_s += result.duration_s
+        self.latencies.extend(latencies(result.events))
         self.inconclusive += sum(1 for a in result.assertions if a.state == "inconclusive")
         if result.agent_spend.calls:
             self.agent_spend = result.agent_spend if self.agent_spend is None else self.agent_spend + result.agent_spend
@@ -82,6 +103,10 @@ class EvalTally:
     @property
     def mean_duration_s(self) -> float:
         return self.total_duration_s / self.done if self.done else 0.0
+
+    def latency(self, quantile: float) -> float | None:
+        """The turn duration at `quantile` (0.5: p50, 0.95: p95) over every run; None when no turn was measured."""
+        return percentile(self.latencies, quantile)
 
     def status(self, *, strict: bool, min_pass_rate: float, min_pass_at_k: tuple[int, float] | None = None) -> Outcome:
         """The eval's verdict over all its runs: one rule, read by every reporter and by the exit code.

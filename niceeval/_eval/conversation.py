@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -10,7 +11,7 @@ from typing import Any
 
 from niceeval._core.assertion import Matcher
 from niceeval._core.errors import UsageError, caller_location
-from niceeval._core.events import ErrorEvent, Event, EventLog, MessageEvent
+from niceeval._core.events import ErrorEvent, Event, EventLog, MessageEvent, latencies
 from niceeval._core.settings import Price
 from niceeval._core.values import short
 from niceeval._eval.checks import Check
@@ -54,6 +55,19 @@ class Turn(ScopeAssertions):
         """This turn's tool calls, in order, typed: name, input, output, status, duration."""
         return tool_calls_of(self.events)
 
+    @property
+    def latency(self) -> float | None:
+        """Seconds the agent took to answer (a turn with follow-ups: the sum of its exchanges); None when the
+        agent recorded no reply."""
+        measured = latencies(self.events)
+        return sum(measured) if measured else None
+
+    @property
+    def first_token(self) -> float | None:
+        """Seconds to the first streamed token of the reply, when the adapter streams and reports it."""
+        found = [e.first_token for e in self.events if isinstance(e, MessageEvent) and e.first_token is not None]
+        return found[0] if found else None
+
     def output_equals(self, expected: object) -> Check:
         """Check that `turn.data` deeply equals `expected` (a gate, like `t.check(turn.data, equals(...))`)."""
         return self._check_data(equals(expected).label("output_equals"))
@@ -79,6 +93,14 @@ class Turn(ScopeAssertions):
 
     def _scope_reply(self) -> tuple[str, str | None]:
         return self.message, self.asked
+
+
+def _stamp_latency(events: Sequence[Event], seconds: float) -> None:
+    """Record the turn's duration on its reply (the last assistant message), so the run's record keeps it."""
+    for event in reversed(events):
+        if isinstance(event, MessageEvent) and event.role == "assistant":
+            event.latency = seconds
+            return
 
 
 def resolve_agent(spec: object) -> Agent:
@@ -147,11 +169,13 @@ class Conversation:
             raise UsageError(f"t.send() takes the message as a string, got {type(text).__name__}.")
         session = await self._open()
         start = len(self._log.events)
+        began = time.perf_counter()
         try:
             reply = await session.send(text, output=output)
         except Exception as exc:  # the run fails with this exception; the stream shows where it happened
             self._log.emit(ErrorEvent(message=f"{type(exc).__name__}: {exc}", error_type=type(exc).__name__))
             raise
+        _stamp_latency(self._log.events[start:], time.perf_counter() - began)
         self.spans.append((start, len(self._log.events)))
         events = tuple(self._log.events[start:])
         status: TurnStatus = reply.status

@@ -12,7 +12,7 @@ from typing import Literal
 
 from niceeval._core.assertion import Inconclusive, Matcher, ScoreLike, Verdict
 from niceeval._core.errors import UsageError
-from niceeval._core.events import Event, UsageEvent
+from niceeval._core.events import Event, UsageEvent, latencies
 from niceeval._core.settings import Price
 from niceeval.providers._pricing import cost_of, find_price
 
@@ -103,3 +103,21 @@ def max_cost(limit: float, pricing: Mapping[str, Price]) -> Matcher:
         return Verdict(_ratio(limit, usage.cost), f"${usage.cost:.4f} of ${limit:.4f}", actual=f"${usage.cost:.4f}")
 
     return Matcher(name=f"max_cost(${limit:g})", score_fn=score, expected=f"at most ${limit:g}")
+
+
+def max_latency(seconds: float) -> Matcher:
+    """Every turn in scope took at most `seconds` (gate; score `limit / slowest` beyond it)."""
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds <= 0:
+        raise UsageError(f"max_latency() takes a positive number of seconds, got {seconds!r}.")
+
+    def score(events: Sequence[Event]) -> ScoreLike:
+        measured = latencies(list(events))
+        if not measured:
+            return Verdict(False, "no turn was measured: nothing was sent to the agent in this scope")
+        slowest = max(measured)
+        shown = f"slowest turn {slowest:.3g} s of {len(measured)}"
+        if slowest <= seconds:
+            return Verdict(True, shown, actual=f"{slowest:.3g} s")
+        return Verdict(_ratio(seconds, slowest), shown, actual=f"{slowest:.3g} s")
+
+    return Matcher(name=f"max_latency({seconds:g}s)", score_fn=score, expected=f"every turn within {seconds:g} s")

@@ -146,6 +146,10 @@ class EventAssertions:
         """Total tokens stay within `limit` (gate; score `limit / actual` beyond it)."""
         return self._register(efficiency.max_tokens(limit, self._prices()))
 
+    def max_latency(self, seconds: float) -> Scoped:
+        """Every turn in scope took at most `seconds` (gate; score `limit / slowest` beyond it)."""
+        return self._register(efficiency.max_latency(seconds))
+
     def max_cost(self, usd: float) -> Scoped:
         """Estimated cost stays within `usd` (gate; inconclusive when a model has no price)."""
         return self._register(efficiency.max_cost(usd, self._prices()))

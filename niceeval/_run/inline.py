@@ -128,5 +128,3 @@ class InlineRun:
             agent_spend=agent_spend_of(state, options),
             judge_spend=judge_spend_of(state, options),
         )
-
-

@@ -229,4 +229,3 @@ def _list(args: argparse.Namespace) -> int:
         print(f"ERROR {error.describe()}", file=sys.stderr)
     print(f"{len(discovery.evals)} evals", file=sys.stderr)
     return EXIT_USAGE if discovery.errors else EXIT_OK
-

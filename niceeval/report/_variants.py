@@ -10,7 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from niceeval._core.assertion import assertion_kind
+from niceeval._core.events import latencies
 from niceeval._core.results import RunResult
+from niceeval._core.summary import latency_text, percentile
 
 _MAX_KINDS = 8
 
@@ -28,10 +30,13 @@ class VariantRow:
     cost: float | None = 0.0
     scores: dict[str, tuple[float, int]] = field(default_factory=dict)
     """Per assertion kind: (sum of scores, how many were scored)."""
+    latencies: list[float] = field(default_factory=list)
+    """Each turn's duration, over the variant's runs."""
 
     def add(self, result: RunResult) -> None:
         self.runs += 1
         self.duration_s += result.duration_s
+        self.latencies.extend(latencies(result.events))
         if result.outcome != "skipped":
             self.counted += 1
             self.passed += result.outcome == "passed"
@@ -61,6 +66,8 @@ class VariantRow:
             "mean_scores": {kind: round(score, 6) for kind, score in self.mean_scores().items()},
             "cost": self.cost,
             "mean_duration_s": round(self.duration_s / self.runs, 6) if self.runs else 0.0,
+            "latency_p50_s": percentile(self.latencies, 0.5),
+            "latency_p95_s": percentile(self.latencies, 0.95),
         }
 
 
@@ -87,8 +94,12 @@ class VariantTable:
         if not self.rows:
             return []
         kinds = list(dict.fromkeys(kind for row in self.rows.values() for kind in row.scores))[:_MAX_KINDS]
-        header = ["variant", "runs", "pass rate", *kinds, "cost", "latency"]
-        body = [_cells(row, kinds, strict) for row in self.rows.values()]
+        turns = any(row.latencies for row in self.rows.values())
+        header = ["variant", "runs", "pass rate", *kinds, "cost", "latency", *(["turns"] if turns else [])]
+        body = [
+            _cells(row, kinds, strict) + ([latency_text(row.latencies) or "-"] if turns else [])
+            for row in self.rows.values()
+        ]
         widths = [max(len(line[i]) for line in [header, *body]) for i in range(len(header))]
         out = [
             "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()

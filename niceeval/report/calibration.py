@@ -143,7 +143,10 @@ class CalibrationReporter:
             if said != label.expected:
                 row.disagreements.append(
                     Disagreement(
-                        eval_id=result.eval_id, judge=assertion.name, expected=label.expected, said=said,
+                        eval_id=result.eval_id,
+                        judge=assertion.name,
+                        expected=label.expected,
+                        said=said,
                         reason=assertion.reason,
                     )
                 )

@@ -15,7 +15,7 @@ from rich.text import Text
 from niceeval._core.assertion import AssertionResult
 from niceeval._core.outcome import Outcome
 from niceeval._core.results import RunResult, Spend
-from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
+from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary, latency_text
 from niceeval.report._grouping import group_misses, runs_text
 from niceeval.report._text import clean, clean_lines
 from niceeval.report._variants import VariantTable
@@ -84,9 +84,7 @@ class ConsoleReporter:
     def start(self, plan: Sequence[PlannedEval], problems: Sequence[Problem]) -> None:
         total = sum(p.runs for p in plan)
         runs = plan[0].runs if plan else 1
-        self._print(
-            Text(f"niceeval · {len(plan)} evals × {runs} run{'s' if runs != 1 else ''}", style="bold")
-        )
+        self._print(Text(f"niceeval · {len(plan)} evals × {runs} run{'s' if runs != 1 else ''}", style="bold"))
         self._tallies = {p.id: EvalTally(eval=p) for p in plan}
         if self._progress is not None:
             if total:
@@ -123,6 +121,8 @@ class ConsoleReporter:
             line.append(f"  {tally.passing(strict=self.strict)}/{tally.counted} runs passed ({shown})", style=style)
             line.append(_pass_k_text(tally, self.strict, self.min_pass_at_k), style="dim")
         line.append(f"  {tally.mean_duration_s:.2f}s", style="dim")
+        if turns := latency_text(tally.latencies):
+            line.append(f"  turns {turns}", style="dim")
         self._print(line)
         if status in ("failed", "scored"):
             self._print_misses(runs)

@@ -104,6 +104,8 @@ class JsonReporter:
                 "pass_at_k": {str(k): round(v, 6) for k, v in tally.pass_at_k(strict=summary.strict).items()},
                 "pass_hat_k": {str(k): round(v, 6) for k, v in tally.pass_hat_k(strict=summary.strict).items()},
                 "mean_duration_s": round(tally.mean_duration_s, 6),
+                "latency_p50_s": _rounded(tally.latency(0.5)),
+                "latency_p95_s": _rounded(tally.latency(0.95)),
             }
             out.write(("," if index else "") + json.dumps(scrub(item))[:-1] + ', "runs": [')
             out.write(",".join(self._read_runs(planned.id)))
@@ -151,3 +153,7 @@ def run_json(result: RunResult) -> bytes:
             "report_error": f"this run could not be written in full: {type(exc).__name__}: {exc}",
         }
         return json.dumps(scrub(stand_in), ensure_ascii=False).encode()
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)

@@ -120,7 +120,9 @@ class JUnitReporter:
             message = (
                 f"{result.error.type}: {result.error.message}"
                 if result.error
-                else f"{first.name} missed" if first else result.outcome
+                else f"{first.name} missed"
+                if first
+                else result.outcome
             )
             failure = ET.SubElement(case, "failure", message=_xml_text(message[:500]), type=result.outcome)
             failure.text = _xml_text(_describe_misses(result))

@@ -144,7 +144,6 @@ class LiveProgress:
     @staticmethod
     def _running_lines(running: list[tuple[tuple[str, int], float]], now: float) -> list[Text]:
 
-
         lines = []
         for (eval_id, run_index), started in running[:_SHOWN_RUNNING]:
             line = Text("  ▸ ", style="cyan", no_wrap=True, overflow="ellipsis")

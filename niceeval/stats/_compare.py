@@ -136,19 +136,33 @@ def paired_bootstrap(
 
     if np.all(total / count == total[0] / count[0]):  # no spread: nothing to resample, the change is certain
         return Comparison(
-            test="paired bootstrap", n=n, difference=mean, low=mean, high=mean, p_value=1.0 if mean == 0 else 0.0,
+            test="paired bootstrap",
+            n=n,
+            difference=mean,
+            low=mean,
+            high=mean,
+            p_value=1.0 if mean == 0 else 0.0,
             alpha=alpha,
         )
     interval = bootstrap(
         (total, count), ratio, paired=True, vectorized=True, n_resamples=resamples, confidence_level=0.95, rng=seed
     ).confidence_interval
     flips = permutation_test(
-        (total,), lambda s, axis=-1: s.sum(axis=axis), permutation_type="samples", vectorized=True,
-        n_resamples=resamples, rng=seed,
+        (total,),
+        lambda s, axis=-1: s.sum(axis=axis),
+        permutation_type="samples",
+        vectorized=True,
+        n_resamples=resamples,
+        rng=seed,
     )
     return Comparison(
-        test="paired bootstrap", n=n, difference=mean, low=float(interval.low), high=float(interval.high),
-        p_value=float(flips.pvalue), alpha=alpha,
+        test="paired bootstrap",
+        n=n,
+        difference=mean,
+        low=float(interval.low),
+        high=float(interval.high),
+        p_value=float(flips.pvalue),
+        alpha=alpha,
     )
 
 

@@ -65,9 +65,7 @@ def clustered_mean(
     low, high = mean - half, mean + half
     if bounds is not None:
         low, high = max(bounds[0], low), min(bounds[1], high)
-    return Estimate(
-        value=mean, low=low, high=high, stderr=stderr, n=n, clusters=count, confidence=confidence
-    )
+    return Estimate(value=mean, low=low, high=high, stderr=stderr, n=n, clusters=count, confidence=confidence)
 
 
 def _cluster_sums(deviations: Sequence[float], clusters: Sequence[Hashable] | None) -> list[float]:

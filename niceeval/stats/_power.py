@@ -35,8 +35,14 @@ def power(
         raise ValueError(f"runs per case must be at least 1, got {runs}")
     n = len(case_rates)
     nothing = Power(
-        cases=n, runs=runs, alpha=alpha, power=power, detect=detect,
-        pass_rate=None, run_to_run_variance=None, detectable_drop=None,
+        cases=n,
+        runs=runs,
+        alpha=alpha,
+        power=power,
+        detect=detect,
+        pass_rate=None,
+        run_to_run_variance=None,
+        detectable_drop=None,
     )
     if n == 0:
         return replace(nothing, note="no cases")

@@ -69,9 +69,8 @@ def _missing_slashes(text: str, scheme: str, rest: str) -> str:
     if kind == "sqlite":
         path = rest.lstrip("/")
         absolute = rest.startswith("/")
-        return (
-            f"{text} is not a store URL (a SQLite URL has `///`): write "
-            + (f"sqlite:////{path} or just /{path}." if absolute else f"sqlite:///{path} or just {path}.")
+        return f"{text} is not a store URL (a SQLite URL has `///`): write " + (
+            f"sqlite:////{path} or just /{path}." if absolute else f"sqlite:///{path} or just {path}."
         )
     if kind in ("postgresql", "postgres"):
         return f"{text} is not a store URL: write postgresql://user@host/db (with `//`)."

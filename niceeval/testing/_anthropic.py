@@ -67,9 +67,7 @@ def render(reply: Reply, request: LLMRequest, response_id: str) -> dict[str, Any
     content: list[dict[str, Any]] = []
     if reply.content or not reply.tool_calls:
         content.append({"type": "text", "text": reply.content or ""})
-    content += [
-        {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments} for c in reply.tool_calls
-    ]
+    content += [{"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments} for c in reply.tool_calls]
     return {
         "id": response_id,
         "type": "message",

@@ -98,9 +98,7 @@ def render(reply: Reply, request: LLMRequest, response_id: str) -> dict[str, Any
 
 def error_body(status: int, message: str) -> dict[str, Any]:
     """An error body in OpenAI's shape: `{"error": {"message", "type", "param", "code"}}`."""
-    kind, code = _ERROR_KINDS.get(
-        status, ("server_error" if status >= 500 else "invalid_request_error", None)
-    )
+    kind, code = _ERROR_KINDS.get(status, ("server_error" if status >= 500 else "invalid_request_error", None))
     return {"error": {"message": message, "type": kind, "param": None, "code": code}}
 
 
@@ -133,9 +131,7 @@ def _tool_call(raw: object, where: str) -> ToolCall:
     if not isinstance(raw, dict) or not isinstance(function, dict):
         raise RequestShapeError(f"{where} must be an object with a `function`")
     arguments = json_arguments(function.get("arguments"), f"{where}.function.arguments")
-    return ToolCall.model_validate(
-        {"id": raw.get("id"), "name": function.get("name"), "arguments": arguments}
-    )
+    return ToolCall.model_validate({"id": raw.get("id"), "name": function.get("name"), "arguments": arguments})
 
 
 def json_arguments(raw: object, where: str) -> dict[str, Any]:

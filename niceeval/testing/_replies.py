@@ -122,9 +122,7 @@ class Fault(BaseModel):
         return cls.error(429, message or "Rate limit reached (injected).", retry_after=retry_after)
 
     @classmethod
-    def server_error(
-        cls, status: int = 500, message: str | None = None, *, should_retry: bool | None = None
-    ) -> Fault:
+    def server_error(cls, status: int = 500, message: str | None = None, *, should_retry: bool | None = None) -> Fault:
         """HTTP 5xx; the SDKs retry it, then raise `InternalServerError` (or a subclass).
 
         Args:
@@ -232,6 +230,5 @@ def as_reply(item: ReplyLike) -> Reply:
     if isinstance(item, dict):
         return Reply(data=item)
     raise TypeError(
-        f"a scripted reply must be a Reply, Fault, ToolCall, str, dict or pydantic model, "
-        f"not {type(item).__name__}"
+        f"a scripted reply must be a Reply, Fault, ToolCall, str, dict or pydantic model, not {type(item).__name__}"
     )

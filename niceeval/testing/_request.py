@@ -135,6 +135,4 @@ def text_of(content: object) -> str:
             for part in content
             if isinstance(part, dict) and part.get("type") in _TEXT_PARTS and isinstance(part.get("text"), str)
         )
-    raise RequestShapeError(
-        f"message content must be a string or a list of parts, not {type(content).__name__}"
-    )
+    raise RequestShapeError(f"message content must be a string or a list of parts, not {type(content).__name__}")

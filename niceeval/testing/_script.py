@@ -109,9 +109,7 @@ class ScriptRunner:
         replies = _compile(items)
         with self._lock:
             if self._function is not None:
-                raise UsageError(
-                    "push() adds to a list script, but this script is a function; use set_script()"
-                )
+                raise UsageError("push() adds to a list script, but this script is a function; use set_script()")
             self._queue.extend(replies)
 
     @property
@@ -157,9 +155,7 @@ class ScriptRunner:
 
     def resolve(self, reply: Reply, request: LLMRequest, *, call_prefix: str) -> Reply:
         """The reply with every tool call given an id and the usage filled in (estimated if not scripted)."""
-        calls = [
-            c if c.id else c.model_copy(update={"id": self.new_id(call_prefix)}) for c in reply.tool_calls
-        ]
+        calls = [c if c.id else c.model_copy(update={"id": self.new_id(call_prefix)}) for c in reply.tool_calls]
         usage = reply.usage or TokenUsage(
             input_tokens=count_input_tokens(request),
             output_tokens=estimate_tokens(_reply_text(reply)),

@@ -38,9 +38,7 @@ class ScriptedModel:
         latency: Seconds to wait before every answer.
     """
 
-    def __init__(
-        self, script: Script | None = None, *, faults: FaultRule | None = None, latency: float = 0.0
-    ) -> None:
+    def __init__(self, script: Script | None = None, *, faults: FaultRule | None = None, latency: float = 0.0) -> None:
         self._runner = ScriptRunner(script, faults=faults, latency=latency)
 
     @property

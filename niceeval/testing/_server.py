@@ -69,9 +69,7 @@ class LLMServer:
     def port(self) -> int:
         """The port the server listens on (known once started)."""
         if self._port is None:
-            raise UsageError(
-                "the LLM server has no port until it starts; use it inside `with LLMServer() as s:`"
-            )
+            raise UsageError("the LLM server has no port until it starts; use it inside `with LLMServer() as s:`")
         return self._port
 
     @property
