@@ -32,7 +32,7 @@ MIN_SECRET_CHARS = 8
 REDACTED = "[redacted]"
 
 _KEY_NAMES = r"authorization|proxy-authorization|x-api-key|api[-_]?key|(?:access[-_]?)?token|secret|password|passwd"
-_SECRET_KEY = re.compile(rf"^(?:{_KEY_NAMES})$", re.IGNORECASE)
+_SECRET_KEY = re.compile(rf"^(?:.*[._])?(?:{_KEY_NAMES})$", re.IGNORECASE)  # also `http.request.header.authorization`
 """A field whose value is a credential, whatever the value looks like."""
 _SECRET_TEXT = re.compile(
     r"(?P<scheme>\b(?:Bearer|Basic|Token)\s+)[A-Za-z0-9._~+/=-]{8,}"  # an Authorization header's value
@@ -42,7 +42,7 @@ _SECRET_TEXT = re.compile(
     r"|(?P<userinfo>\b[a-z][a-z0-9+.-]*://[^\s:/@\"']*:)(?!\[redacted)[^\s@/\"']+(?=@)",  # scheme://user:PASSWORD@
     re.IGNORECASE,
 )
-_KEY_IN_JSON = re.compile(rf'"(?:{_KEY_NAMES})"\s*:\s*(?!null|""|\[\]|\{{\}})', re.IGNORECASE)
+_KEY_IN_JSON = re.compile(rf'"(?:[^"]*[._])?(?:{_KEY_NAMES})"\s*:\s*(?!null|""|\[\]|\{{\}})', re.IGNORECASE)
 _MARKERS = (
     "bearer", "basic ", 'token"', "token=", "token:", "token ", "sk-", "rk-", "pk-", "ghp_", "gho_", "ghu_",
     "ghs_", "ghr_", "xox", "akia", "authorization", "api-key", "api_key", "apikey", "secret", "passw", "://",

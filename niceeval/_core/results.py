@@ -10,6 +10,7 @@ from niceeval._core.assertion import AssertionResult
 from niceeval._core.errors import ErrorInfo
 from niceeval._core.events import Event
 from niceeval._core.outcome import Outcome
+from niceeval._core.spans import SpanRecord
 
 
 class Spend(BaseModel):
@@ -77,3 +78,5 @@ class RunResult(BaseModel):
     """The id the variants of one case share (`file.py::fn[case]`): the runs max-score and select-best compare."""
     warnings: list[str] = Field(default_factory=list)
     """What went wrong without changing the outcome, e.g. the run blocked the event loop for over a second."""
+    spans: list[SpanRecord] = Field(default_factory=list)
+    """The run's OpenTelemetry spans, in start order (traced agents and `traces=True` adapters)."""

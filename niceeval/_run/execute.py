@@ -19,6 +19,7 @@ from niceeval._core.outcome import fold
 from niceeval._core.results import RunResult, Spend
 from niceeval._core.sandbox_kinds import CURRENT_SANDBOX, SandboxKind
 from niceeval._core.settings import JudgeSettings, Price
+from niceeval._core.spans import SpanRecord
 from niceeval._core.threads import call_in_thread
 from niceeval._eval.checked_sandbox import CheckedSandbox
 from niceeval._eval.checks import StopEval
@@ -303,6 +304,7 @@ async def execute_run(entry: EvalEntry, run_index: int, options: ExecOptions) ->
         variant=entry.variant.names if entry.variant is not None else None,
         group=entry.group,
         warnings=state.warnings,
+        spans=[SpanRecord.of(span) for span in state.log.spans],
     )
     return result, state.comparisons
 

@@ -13,7 +13,16 @@ from niceeval._core.summary import PlannedEval
 from niceeval.store._models import EvalRunInfo, PlannedEvalInfo, SuiteRunDetail, SuiteRunInfo, TurnRecord
 from niceeval.store._open import StoreError
 from niceeval.store._rows import from_event_rows, from_rows
-from niceeval.store._schema import assertions, eval_runs, events, judge_calls, suite_evals, suite_runs, turns
+from niceeval.store._schema import (
+    assertions,
+    eval_runs,
+    events,
+    judge_calls,
+    spans,
+    suite_evals,
+    suite_runs,
+    turns,
+)
 from niceeval.store._shards import list_shards
 from niceeval.store._write import totals
 
@@ -160,8 +169,11 @@ def _load(conn: Connection, rows: Sequence[RowMapping]) -> Iterator[RunResult]:
     stream: dict[int, list[RowMapping]] = {i: [] for i in ids}
     for e in conn.execute(select(events).where(events.c.eval_run_id.in_(ids)).order_by(events.c.seq)).mappings():
         stream[e["eval_run_id"]].append(e)
+    traces: dict[int, list[RowMapping]] = {i: [] for i in ids}
+    for s in conn.execute(select(spans).where(spans.c.eval_run_id.in_(ids)).order_by(spans.c.position)).mappings():
+        traces[s["eval_run_id"]].append(s)
     for row in rows:
-        yield from_rows(row, by_run[row["id"]], calls, stream[row["id"]])
+        yield from_rows(row, by_run[row["id"]], calls, stream[row["id"]], traces[row["id"]])
 
 
 def eval_run(conn: Connection, suite_run_id: str, eval_id: str, run_index: int = 0) -> RunResult:

@@ -14,6 +14,7 @@ from niceeval._core.errors import ErrorInfo
 from niceeval._core.events import EVENTS, Event, MessageEvent
 from niceeval._core.redact import scrub_run
 from niceeval._core.results import RunResult, Spend
+from niceeval._core.spans import SpanRecord
 
 _EVENT_HEAD = {"seq", "type", "at"}
 _JUDGE_FIELDS = [name for name in JudgeCall.model_fields]
@@ -30,6 +31,7 @@ class RunRows:
     """Per assertion (same order), its judge calls."""
     events: list[dict[str, Any]] = field(default_factory=list)
     turns: list[dict[str, Any]] = field(default_factory=list)
+    spans: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _tokens(events: Sequence[Event]) -> tuple[int, int, int]:
@@ -83,6 +85,7 @@ def to_rows(suite_run_id: str, result: RunResult) -> RunRows:
         payload = event.model_dump(mode="json", exclude=_EVENT_HEAD, fallback=repr)  # agents may put anything in data
         rows.events.append({"seq": event.seq, "type": event.type, "at": event.at, "payload": payload})
     rows.turns = turns_of(result.events)
+    rows.spans = [{"position": i, "payload": span.model_dump(mode="json")} for i, span in enumerate(result.spans)]
     return rows
 
 
@@ -137,6 +140,7 @@ def from_rows(
     assertion_rows: Iterable[RowMapping],
     judge_rows: Mapping[int, list[RowMapping]],
     event_rows: Iterable[RowMapping],
+    span_rows: Iterable[RowMapping] = (),
 ) -> RunResult:
     """The `RunResult` recorded by these rows (`judge_rows` keyed by assertion id, each in position order)."""
     assertions = [
@@ -162,4 +166,5 @@ def from_rows(
         workspace_diff=row["workspace_diff"],
         agent_spend=_spend(row, "agent"),
         judge_spend=_spend(row, "judge"),
+        spans=[SpanRecord.model_validate(span["payload"]) for span in span_rows],
     )

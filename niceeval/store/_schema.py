@@ -25,7 +25,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_REVISION = "0004"
+SCHEMA_REVISION = "0005"
 """The Alembic revision this niceeval writes and reads (the head of `_migrations/versions`)."""
 
 metadata = MetaData(
@@ -220,6 +220,15 @@ turns = Table(
 )
 """One exchange with the agent: the user message sent, the assistant's reply (None: no reply came), and the
 span of events it covers (`rescore` replays them)."""
+
+spans = Table(
+    "spans",
+    metadata,
+    Column("eval_run_id", BigInteger, ForeignKey("eval_runs.id", ondelete="CASCADE"), primary_key=True),
+    Column("position", Integer, primary_key=True),
+    Column("payload", Json, nullable=False),
+)
+"""The run's OpenTelemetry spans in start order; `payload` is a `SpanRecord` (ids, times, attributes, status)."""
 
 ui_cases = Table(
     "ui_cases",

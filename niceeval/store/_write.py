@@ -14,7 +14,16 @@ from niceeval.store._compare import verdicts
 from niceeval.store._meta import niceeval_version
 from niceeval.store._models import SuiteRunStart, SuiteStatus
 from niceeval.store._rows import RunRows, to_rows
-from niceeval.store._schema import assertions, eval_runs, events, judge_calls, suite_evals, suite_runs, turns
+from niceeval.store._schema import (
+    assertions,
+    eval_runs,
+    events,
+    judge_calls,
+    spans,
+    suite_evals,
+    suite_runs,
+    turns,
+)
 
 
 def insert_suite(
@@ -88,11 +97,13 @@ def _insert_children(conn: Connection, batch: Sequence[RunRows], run_ids: list[i
     calls: list[list[dict[str, Any]]] = []
     event_rows: list[dict[str, Any]] = []
     turn_rows: list[dict[str, Any]] = []
+    span_rows: list[dict[str, Any]] = []
     for rows, run_id in zip(batch, run_ids, strict=True):
         assertion_rows += [{**a, "eval_run_id": run_id} for a in rows.assertions]
         calls += rows.judge_calls
         event_rows += [{**e, "eval_run_id": run_id} for e in rows.events]
         turn_rows += [{**t, "eval_run_id": run_id} for t in rows.turns]
+        span_rows += [{**t, "eval_run_id": run_id} for t in rows.spans]
     if any(calls):
         ids = conn.execute(
             insert(assertions).returning(assertions.c.id, sort_by_parameter_order=True), assertion_rows
@@ -105,6 +116,8 @@ def _insert_children(conn: Connection, batch: Sequence[RunRows], run_ids: list[i
         conn.execute(insert(events), event_rows)
     if turn_rows:
         conn.execute(insert(turns), turn_rows)
+    if span_rows:
+        conn.execute(insert(spans), span_rows)
 
 
 def finish_suite(
