@@ -7,7 +7,10 @@ command), so what is scored (the diff, the commands, the hidden EVAL.py) is what
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +27,7 @@ from niceeval._run.discovery import EvalEntry
 from niceeval._run.execute import ExecOptions, execute
 from niceeval.agents import CodingAgentOptions, claude_code_agent, codex_agent
 from niceeval.expect import equals
+from niceeval.sandbox import bwrap_problem
 from niceeval.testing import LLMRequest, LLMServer, Reply, ToolCall
 
 pytestmark = pytest.mark.slow  # each test starts the real CLIs (about a second each on an idle machine)
@@ -199,3 +203,71 @@ def test_a_turn_limit_kills_codex_and_keeps_what_it_did(project: Path, server: L
     (stopped,) = [e for e in result.events if isinstance(e, ErrorEvent) and e.error_type == "CodingAgentStopped"]
     assert "turn limit of 2" in stopped.message
     assert result.outcome == "passed"
+
+
+def shell_call(request: LLMRequest, command: str) -> Reply:
+    if request.provider == "anthropic":
+        return Reply(tool_calls=[ToolCall(name="Bash", arguments={"command": command})])
+    return Reply(tool_calls=[ToolCall(name="exec_command", arguments={"cmd": command})])
+
+
+@pytest.mark.parametrize("make", [claude, codex], ids=["claude", "codex"])
+def test_under_bwrap_the_cli_cannot_write_outside_or_reach_another_port(
+    make: Any, project: Path, server: LLMServer
+) -> None:
+    problem = bwrap_problem()
+    if problem is not None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true but {problem}", pytrace=False)
+        pytest.skip(problem)
+    outside = project / "escaped.txt"
+    with LLMServer() as other:
+        attempts = [
+            f"echo x > {outside}",
+            f"{sys.executable} -c 'import socket; socket.create_connection((\"127.0.0.1\", {other.port}), timeout=5)'",
+        ]
+        server.set_script(
+            lambda r: shell_call(r, attempts[tool_results(r)]) if tool_results(r) < 2 else Reply(text="ok")
+        )
+        url = server.url if make is claude else server.base_url
+
+        @define_eval(fixture="fixtures/notes", agent=make(base_url=url), sandbox="bwrap")
+        async def escapes(t: EvalContext) -> None:
+            await t.send("try to escape")
+
+        result = run(escapes, project)
+    assert result.error is None, result.error
+    write, connect = actions(result)
+    assert (write.status, connect.status) == ("failed", "failed")
+    assert re.search("No such file|nonexistent|Read-only", str(write.output)), write.output
+    assert "Connection refused" in str(connect.output), connect.output
+    assert not outside.exists()
+
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "coding_agents"
+
+
+def test_the_example_compares_skills_on_and_off_for_both_clis(tmp_path: Path) -> None:
+    cli("claude"), cli("codex")  # skip (or fail under CI) when they are missing
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))}
+    report = tmp_path / "report.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "niceeval.cli", "run", "--no-store", "--json", str(report)],
+        cwd=EXAMPLE,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr  # the skills-off variants fail the house style
+    runs = {entry["id"].split("[", 1)[1]: entry["runs"][0] for entry in json.loads(report.read_text())["evals"]}
+    assert {variant: run["outcome"] for variant, run in runs.items()} == {
+        "agent=claude,skills=on]": "passed",
+        "agent=claude,skills=off]": "failed",
+        "agent=codex,skills=on]": "passed",
+        "agent=codex,skills=off]": "failed",
+    }
+    for run_ in runs.values():
+        (shell,) = [e for e in run_["events"] if e["type"] == "action.called"]
+        assert (shell["kind"], shell["exit_code"]) == ("shell", 0)
+        assert "greeter.py" in run_["workspace_diff"]
