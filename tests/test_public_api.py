@@ -117,6 +117,8 @@ def test_stats_exports() -> None:
             "RunComparison",
             "benjamini_hochberg",
             "clustered_mean",
+            "clustered_mean_of_sums",
+            "clustered_rate",
             "compare_rates",
             "compare_runs",
             "mcnemar",

@@ -20,6 +20,9 @@ class PlannedEval:
     line: int
     tags: tuple[str, ...] = ()
     runs: int = 1
+    cluster: str | None = None
+    """The independent unit for the suite's standard errors (its case unless `define_eval(cluster=...)`); None:
+    the eval itself."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -51,6 +51,9 @@ class EvalSpec:
     """Which sandbox runs the workspace's commands: `local`, `bwrap` or `docker`; None: the config's default."""
     setup: tuple[str, ...] = ()
     """Shell commands that prepare the fixture (install dependencies), run once per fixture content and cached."""
+    cluster: str | None = None
+    """What the suite's standard errors count as one independent unit: a case field (`cluster="source"`: cases
+    from one document form one cluster), or, for an eval without cases, a label evals share."""
 
     def __call__(self, t: Any) -> Any:
         return self.fn(t)
@@ -83,6 +86,9 @@ def _check_options(options: dict[str, Any], where: str | None) -> None:
         raise UsageError(f"{where}: define_eval(timeout=...) is seconds, a positive number; got {timeout!r}.")
     if not isinstance(options.get("sequential_runs", False), bool):
         raise UsageError(f"{where}: define_eval(sequential_runs=...) is True or False.")
+    cluster = options.get("cluster")
+    if cluster is not None and (not isinstance(cluster, str) or not cluster):
+        raise UsageError(f"{where}: define_eval(cluster=...) is a case field's name (or a label), e.g. 'source'.")
     _check_sandbox_options(options, where)
     _check_case_options(options, where)
 
@@ -155,6 +161,7 @@ def _make_spec(fn: object, options: dict[str, Any]) -> EvalSpec:
         sequential_runs=bool(options.get("sequential_runs", False)),
         sandbox=options.get("sandbox"),
         setup=tuple(options.get("setup") or ()),
+        cluster=options.get("cluster"),
     )
 
 
@@ -180,6 +187,7 @@ def define_eval(
     sequential_runs: bool = False,
     sandbox: SandboxKind | None = None,
     setup: Sequence[str] = (),
+    cluster: str | None = None,
 ) -> Callable[[EvalFunction], EvalSpec]: ...
 
 
@@ -205,11 +213,14 @@ def define_eval(
             `t.variant`), `sequential_runs` (True: the `--runs N` repeats run one after another, for evals
             that touch shared state; by default they run at the same time), `sandbox` (`"local"`, `"bwrap"` or
             `"docker"`: what runs the workspace's commands; the config's default otherwise), `setup` (commands that
-            prepare the fixture, such as installing dependencies: run once per fixture content, then cached).
+            prepare the fixture, such as installing dependencies: run once per fixture content, then cached),
+            `cluster` (a case field whose value groups cases that share a source, e.g. `"source"`, or a label for
+            an eval without cases: the suite's standard errors then count clusters, not cases;
+            docs/statistics.md).
     """
     known = {
         *("name", "tags", "timeout", "judge", "description", "agent", "fixture", "validation", "scripts"),
-        *("cases", "case_model", "variants", "sequential_runs", "sandbox", "setup"),
+        *("cases", "case_model", "variants", "sequential_runs", "sandbox", "setup", "cluster"),
     }
     unknown = sorted(set(options) - known)
     if unknown:

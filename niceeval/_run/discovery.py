@@ -43,6 +43,21 @@ class EvalEntry:
         """The eval's tags, and its case's."""
         return self.spec.tags + self.case.tags if self.case is not None else self.spec.tags
 
+    @property
+    def cluster(self) -> str:
+        """The independent unit this eval's runs belong to, for the suite's standard errors.
+
+        Its case (the variants of one case share its difficulty), unless `define_eval(cluster=...)` names a
+        case field (its value, e.g. the source document) or, without cases, a label.
+        """
+        own = self.group or self.id
+        if self.spec.cluster is None:
+            return own
+        if self.case is None:
+            return f"cluster:{self.spec.cluster}"
+        value = self.case.label(self.spec.cluster)
+        return own if value is None else f"{self.spec.cluster}={value}"
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class LoadError:

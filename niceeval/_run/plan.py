@@ -96,5 +96,26 @@ def expand(entries: Sequence[EvalEntry], *, root: Path, suite_variants: Any = No
                 )
                 continue
             cases = _declared_cases(entry, cases, plan)
+        unclustered = _case_without_cluster(entry, cases)
+        if unclustered is not None:
+            plan.errors.append(unclustered)
+            continue
         plan.evals.extend(_expand_one(entry, cases, _variants_of(entry, shared)))
     return plan
+
+
+def _case_without_cluster(entry: EvalEntry, cases: Sequence[Case] | None) -> LoadError | None:
+    """`define_eval(cluster="source")` over cases: every case must have that field (a typo would silently make
+    each case its own cluster)."""
+    field_name = entry.spec.cluster
+    if field_name is None or cases is None:
+        return None
+    missing = next((case for case in cases if case.label(field_name) is None), None)
+    if missing is None:
+        return None
+    return LoadError(
+        file=entry.file,
+        line=entry.spec.line,
+        message=f"define_eval(cluster={field_name!r}) names a case field, and the case at {missing.source} has no "
+        f"{field_name!r}: add it to every case, or name another field (eval {entry.id} did not run)",
+    )

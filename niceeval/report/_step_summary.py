@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from niceeval._core.outcome import Outcome
 from niceeval._core.results import Spend
 from niceeval._core.summary import Problem, SuiteSummary
+from niceeval.report._uncertainty import interval_text, suite_rate
 
 if TYPE_CHECKING:
     from niceeval.store import RunDiff
@@ -89,6 +90,18 @@ def _pass_rate(counts: dict[Outcome, int]) -> str:
     if not counted:
         return "n/a"
     return f"{(counts['passed'] + counts['scored']) / counted:.0%}"
+
+
+def _rate_lines(summary: SuiteSummary) -> list[str]:
+    """The pass rate of runs over cases with its uncertainty (docs/statistics.md); nothing for one case."""
+    rate = suite_rate(summary.tallies, strict=summary.strict)
+    if rate.value is None or rate.stderr is None:
+        return []
+    return [
+        f"Pass rate of runs: {rate.value:.0%} ({interval_text(rate)}; standard error {rate.stderr:.0%} over "
+        f"{rate.clusters} cases)",
+        "",
+    ]
 
 
 def _cost(spent: Spend) -> str:
@@ -176,6 +189,7 @@ def render(step: StepSummary) -> str:
         f"{totals} · {len(summary.tallies)} evals, {summary.runs_done} runs · pass rate {_pass_rate(counts)} · "
         f"{summary.duration_s:.2f} s",
         "",
+        *_rate_lines(summary),
         *_spend_table(summary),
     ]
     if summary.inconclusive:

@@ -18,6 +18,7 @@ from niceeval._core.results import RunResult, Spend
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary, latency_text
 from niceeval.report._grouping import group_misses, runs_text
 from niceeval.report._text import clean, clean_lines
+from niceeval.report._uncertainty import eval_rate, interval_text, suite_rate
 from niceeval.report._variants import VariantTable
 from niceeval.report.progress import Clock, LiveProgress
 
@@ -43,6 +44,18 @@ def _pass_k_text(tally: EvalTally, strict: bool, gate: tuple[int, float] | None)
     shown = [k for k in at if len(at) <= 5 or k in wanted]
     parts = [f"pass@{k} {at[k]:.2f}" for k in shown if k > 1] + [f"pass^{k} {hat[k]:.2f}" for k in shown if k > 1]
     return "  " + " ".join(parts) if parts else ""
+
+
+def _suite_rate_text(summary: SuiteSummary) -> str:
+    """`pass rate 82% (95% CI 74-90%; standard error 4% over 50 cases)`; empty for fewer than two cases."""
+    rate = suite_rate(summary.tallies, strict=summary.strict)
+    if rate.value is None or rate.stderr is None:
+        return ""
+    units = "clusters" if any(t.eval.cluster not in (None, t.eval.id) for t in summary.tallies) else "cases"
+    return (
+        f"pass rate {rate.value:.0%} ({interval_text(rate)}; standard error {rate.stderr:.0%} over "
+        f"{rate.clusters} {units})"
+    )
 
 
 class ConsoleReporter:
@@ -119,6 +132,8 @@ class ConsoleReporter:
             rate = tally.pass_rate(strict=self.strict)
             shown = "n/a" if rate is None else f"{rate:.0%}"
             line.append(f"  {tally.passing(strict=self.strict)}/{tally.counted} runs passed ({shown})", style=style)
+            interval = interval_text(eval_rate(tally, strict=self.strict))
+            line.append(f", {interval}" if interval else "", style=style)
             line.append(_pass_k_text(tally, self.strict, self.min_pass_at_k), style="dim")
         line.append(f"  {tally.mean_duration_s:.2f}s", style="dim")
         if turns := latency_text(tally.latencies):
@@ -203,6 +218,9 @@ class ConsoleReporter:
         if summary.interrupted:
             line.append(" · interrupted", style="red")
         line.stylize("green" if summary.exit_code == 0 else "red", 0, len(", ".join(parts)))
+        rate = _suite_rate_text(summary)
+        if rate:
+            self._print(Text(rate, style="dim"))
         self._print(line)
         spend = [
             _spend_text(side, spent)

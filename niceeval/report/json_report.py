@@ -17,7 +17,9 @@ from typing import IO, Any
 from niceeval._core.results import RunResult
 from niceeval._core.summary import PlannedEval, Problem, SuiteSummary
 from niceeval.report._text import scrub
+from niceeval.report._uncertainty import as_json, eval_rate, suite_rate
 from niceeval.report._variants import VariantTable
+from niceeval.stats import Estimate
 
 JSON_SCHEMA_VERSION = 1
 _RUN_FIELDS = {"eval_id", "file", "line"}
@@ -85,6 +87,7 @@ class JsonReporter:
                 "agent_spend": summary.agent_spend.model_dump(),
                 "judge_spend": summary.judge_spend.model_dump(),
                 "errors": len(summary.problems),
+                "pass_rate": as_json(suite_rate(summary.tallies, strict=summary.strict)),
             },
             "errors": [{"location": p.location, "message": p.message} for p in summary.problems],
             "variants": self._variants.as_list(strict=summary.strict),
@@ -101,6 +104,7 @@ class JsonReporter:
                 "tags": list(planned.tags),
                 "status": summary.status_of(tally) if tally.done else None,
                 "pass_rate": rate,
+                "pass_rate_interval": _interval(eval_rate(tally, strict=summary.strict)),
                 "pass_at_k": {str(k): round(v, 6) for k, v in tally.pass_at_k(strict=summary.strict).items()},
                 "pass_hat_k": {str(k): round(v, 6) for k, v in tally.pass_hat_k(strict=summary.strict).items()},
                 "mean_duration_s": round(tally.mean_duration_s, 6),
@@ -120,6 +124,12 @@ class JsonReporter:
             self._spool.seek(position)
             runs.append(self._spool.read(length).decode())
         return runs
+
+
+def _interval(estimate: Estimate) -> dict[str, float] | None:
+    if estimate.low is None or estimate.high is None:
+        return None
+    return {"low": estimate.low, "high": estimate.high, "confidence": estimate.confidence}
 
 
 def _unknown(value: Any) -> str:

@@ -21,6 +21,8 @@ from typing import IO
 from niceeval._core.outcome import is_success
 from niceeval._core.results import RunResult
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
+from niceeval.report._uncertainty import eval_rate, suite_rate
+from niceeval.stats import Estimate
 
 # Characters XML 1.0 forbids even escaped (lone surrogates too: UTF-8 cannot encode them); model output may
 # contain any of them. They become U+FFFD, as in the JSON report (see report/_text.py).
@@ -45,9 +47,16 @@ def _describe_misses(result: RunResult) -> str:
     return "\n".join(lines)
 
 
-def _add_spend_properties(case: ET.Element, result: RunResult) -> None:
-    """`<properties>` with the run's model calls, tokens (input, output, cache-read) and cost, agent and judge apart."""
+def _add_properties(case: ET.Element, result: RunResult, rate: Estimate | None) -> None:
+    """`<properties>`: the eval's pass rate with its 95% interval (with --runs N), the run's model calls, tokens
+    (input, output, cache-read) and cost, agent and judge apart."""
     rows = []
+    if rate is not None and rate.value is not None and rate.low is not None and rate.high is not None:
+        rows += [
+            ("eval.pass_rate", f"{rate.value:.6f}"),
+            ("eval.pass_rate_low", f"{rate.low:.6f}"),
+            ("eval.pass_rate_high", f"{rate.high:.6f}"),
+        ]
     for side, spent in (("agent", result.agent_spend), ("judge", result.judge_spend)):
         if not (spent.calls or spent.cached):
             continue
@@ -64,6 +73,21 @@ def _add_spend_properties(case: ET.Element, result: RunResult) -> None:
         properties = ET.SubElement(case, "properties")
         for name, value in rows:
             ET.SubElement(properties, "property", name=name, value=value)
+
+
+def _suite_properties(summary: SuiteSummary) -> str:
+    """The suite's pass rate over its cases, with its clustered standard error and 95% interval."""
+    rate = suite_rate(summary.tallies, strict=summary.strict)
+    if rate.value is None:
+        return ""
+    properties = ET.Element("properties")
+    rows = [("pass_rate", rate.value), ("pass_rate_stderr", rate.stderr), ("pass_rate_low", rate.low)]
+    rows += [("pass_rate_high", rate.high), ("pass_rate_clusters", rate.clusters)]
+    for name, value in rows:
+        if value is not None:
+            shown = f"{value:.6f}" if isinstance(value, float) else str(value)
+            ET.SubElement(properties, "property", name=name, value=shown)
+    return ET.tostring(properties, encoding="unicode")
 
 
 class JUnitReporter:
@@ -111,7 +135,7 @@ class JUnitReporter:
             line=str(result.line),
             time=f"{result.duration_s:.6f}",
         )
-        _add_spend_properties(case, result)
+        _add_properties(case, result, eval_rate(tally, strict=self.strict) if self._runs_per_eval > 1 else None)
         self._counts["tests"] += 1
         missed = not is_success(result.outcome, strict=self.strict)
         if missed and eval_failed:
@@ -166,6 +190,7 @@ class JUnitReporter:
                 out.write('<?xml version="1.0" encoding="utf-8"?>\n')
                 out.write(f'<testsuites {attrs} time="{summary.duration_s:.6f}">\n')
                 out.write(f'<testsuite name="niceeval" {attrs} time="{summary.duration_s:.6f}">')
+                out.write(_suite_properties(summary))
                 self._spool.seek(0)
                 while chunk := self._spool.read(1 << 16):
                     out.write(chunk)

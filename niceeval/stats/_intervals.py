@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Sequence
+from dataclasses import replace
 from statistics import NormalDist
 
 from ._results import Estimate
@@ -24,12 +25,31 @@ def wilson(k: int, n: int, *, confidence: float = 0.95) -> Estimate:
         raise ValueError(f"a pass count needs 0 <= k <= n, got k={k}, n={n}")
     if n == 0:
         return Estimate(value=None, confidence=confidence, note="no runs")
+    low, high = _wilson_bounds(k / n, n, confidence)
+    return Estimate(value=k / n, low=low, high=high, n=n, clusters=n, confidence=confidence)
+
+
+def _wilson_bounds(p: float, n: float, confidence: float) -> tuple[float, float]:
     z = NormalDist().inv_cdf(0.5 + confidence / 2)
-    p = k / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    low, high = max(0.0, centre - half), min(1.0, centre + half)
-    return Estimate(value=p, low=low, high=high, n=n, clusters=n, confidence=confidence)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def clustered_rate(counts: Sequence[tuple[int, int]], *, confidence: float = 0.95) -> Estimate:
+    """A pass rate over clusters given as `(passes, runs)` each: `clustered_mean_of_sums`, bounded to 0..1.
+
+    When every cluster has the same rate (all passed, say) the clustered standard error is 0, and a t interval
+    would claim certainty. Then the interval is Wilson's over the clusters, each counted as one observation:
+    50 cases that all passed are 0.93-1.00, not 1.00-1.00.
+    """
+    estimate = clustered_mean_of_sums(
+        [(float(k), float(n)) for k, n in counts], confidence=confidence, bounds=(0.0, 1.0)
+    )
+    if estimate.value is None or estimate.stderr is None or estimate.stderr > 0:
+        return estimate
+    low, high = _wilson_bounds(estimate.value, estimate.clusters, confidence)
+    return replace(estimate, low=low, high=high, note="every case alike: Wilson interval over cases")
 
 
 def clustered_mean(
@@ -48,33 +68,43 @@ def clustered_mean(
     of freedom, so a handful of cases gives the wide interval it deserves. `bounds` clips the interval to the
     values' possible range (`(0, 1)` for pass rates).
     """
-    _check_confidence(confidence)
     if clusters is not None and len(clusters) != len(values):
         raise ValueError(f"{len(values)} values but {len(clusters)} cluster keys: give one key per value")
-    n = len(values)
+    keys: Sequence[Hashable] = clusters if clusters is not None else range(len(values))
+    sums: dict[Hashable, list[float]] = {}
+    for key, value in zip(keys, values, strict=True):
+        total = sums.setdefault(key, [0.0, 0.0])
+        total[0] += value
+        total[1] += 1
+    estimate = clustered_mean_of_sums([(s, n) for s, n in sums.values()], confidence=confidence, bounds=bounds)
+    if estimate.clusters == 1 and clusters is None:
+        return replace(estimate, note="1 value: no spread to measure")
+    return estimate
+
+
+def clustered_mean_of_sums(
+    sums: Sequence[tuple[float, float]], *, confidence: float = 0.95, bounds: tuple[float, float] | None = None
+) -> Estimate:
+    """`clustered_mean` from each cluster's `(sum of values, number of values)`: all the clustered error needs.
+
+    A report can keep two numbers per case instead of every run's value.
+    """
+    _check_confidence(confidence)
+    n = math.fsum(count for _, count in sums)
+    count = sum(1 for _, size in sums if size > 0)
     if n == 0:
         return Estimate(value=None, confidence=confidence, note="no values")
-    mean = math.fsum(values) / n
-    sums = _cluster_sums([x - mean for x in values], clusters)
-    count = len(sums)
+    mean = math.fsum(total for total, _ in sums) / n
+    size = round(n)
     if count < 2:
-        what = "1 case" if clusters is not None else "1 value"
-        return Estimate(value=mean, n=n, clusters=count, confidence=confidence, note=f"{what}: no spread to measure")
-    stderr = math.sqrt(count / (count - 1) * math.fsum(s * s for s in sums)) / n
+        return Estimate(value=mean, n=size, clusters=count, confidence=confidence, note="1 case: no spread to measure")
+    deviations = math.fsum((total - size_c * mean) ** 2 for total, size_c in sums if size_c > 0)
+    stderr = math.sqrt(count / (count - 1) * deviations) / n
     half = t_quantile(0.5 + confidence / 2, count - 1) * stderr
     low, high = mean - half, mean + half
     if bounds is not None:
         low, high = max(bounds[0], low), min(bounds[1], high)
-    return Estimate(value=mean, low=low, high=high, stderr=stderr, n=n, clusters=count, confidence=confidence)
-
-
-def _cluster_sums(deviations: Sequence[float], clusters: Sequence[Hashable] | None) -> list[float]:
-    if clusters is None:
-        return list(deviations)
-    sums: dict[Hashable, float] = {}
-    for key, deviation in zip(clusters, deviations, strict=True):
-        sums[key] = sums.get(key, 0.0) + deviation
-    return list(sums.values())
+    return Estimate(value=mean, low=low, high=high, stderr=stderr, n=size, clusters=count, confidence=confidence)
 
 
 def t_quantile(p: float, df: int) -> float:

@@ -130,5 +130,7 @@ def test_the_example_compares_two_prompts_over_twenty_cases(project: Path) -> No
     assert done.returncode == 1, done.stdout + done.stderr  # the terse prompt gets 5 capitals wrong
     assert "20 passed, 15 scored, 5 failed, 0 skipped (40 evals, 40 runs)" in done.stdout
     table = done.stdout[done.stdout.index("Variants:"):].splitlines()
-    assert table[2].split()[:6] == ["prompt=careful", "20", "100%", "1.00", "1.00", "1.00"]
-    assert table[3].split()[:6] == ["prompt=terse", "20", "75%", "0.75", "0.75", "0.00"]
+    assert table[1].split()[:5] == ["variant", "runs", "pass", "rate", "95%"]
+    assert table[2].split()[:7] == ["prompt=careful", "20", "100%", "84%-100%", "1.00±0.00", "1.00±0.00", "1.00±0.00"]
+    assert table[3].split()[:4] == ["prompt=terse", "20", "75%", "54%-96%"]
+    assert table[3].split()[4:7] == ["0.75±0.10", "0.75±0.10", "0.00±0.00"]

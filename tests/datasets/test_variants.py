@@ -177,6 +177,9 @@ def test_the_comparison_table_gives_pass_rate_mean_score_per_kind_cost_and_laten
     for run in (_run("a", "passed", 1.0, 0.5), _run("a", "failed", 0.0, 0.25), _run("b", "scored", 0.5, None)):
         table.add(run)
     rows = {row["variant"]: row for row in table.as_list(strict=False)}
+    estimates = rows["prompt=a"].pop("pass_rate_estimate"), rows["prompt=a"].pop("mean_score_estimates")
+    assert estimates[0]["value"] == 0.5 and estimates[0]["clusters"] == 1  # both runs are of one case
+    assert estimates[1]["includes"]["note"] == "1 case: no spread to measure"
     assert rows["prompt=a"] == {
         "variant": "prompt=a",
         "runs": 2,
@@ -187,7 +190,7 @@ def test_the_comparison_table_gives_pass_rate_mean_score_per_kind_cost_and_laten
     }
     assert (rows["prompt=b"]["pass_rate"], rows["prompt=b"]["cost"]) == (1.0, None)
     assert table.as_list(strict=True)[1]["pass_rate"] == 0.0
-    assert table.lines(strict=False)[2].split() == ["prompt=a", "2", "50%", "0.50", "$0.7500", "1.00s"]
+    assert table.lines(strict=False)[2].split() == ["prompt=a", "2", "50%", "-", "0.50", "$0.7500", "1.00s"]
 
 
 def test_runs_without_a_variant_leave_the_table_empty() -> None:

@@ -11,7 +11,7 @@ import statsmodels.api as sm
 from scipy import stats as scipy_stats
 from statsmodels.stats.proportion import proportion_confint
 
-from niceeval.stats import clustered_mean, t_quantile, wilson
+from niceeval.stats import clustered_mean, clustered_mean_of_sums, clustered_rate, t_quantile, wilson
 
 
 @pytest.mark.parametrize(
@@ -128,3 +128,24 @@ def test_intervals_and_power_do_not_import_scipy() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.split() == ["False", "False"]
+
+
+def test_clustered_mean_of_sums_is_clustered_mean() -> None:
+    rng = np.random.default_rng(19)
+    groups = rng.integers(0, 9, size=40)
+    values = rng.random(40)
+    sums = [(float(values[groups == g].sum()), float((groups == g).sum())) for g in sorted(set(groups.tolist()))]
+    assert clustered_mean_of_sums(sums) == clustered_mean(list(values), list(groups))
+
+
+def test_a_rate_where_every_case_passed_is_not_certain() -> None:
+    rate = clustered_rate([(3, 3)] * 50)  # 50 cases, 3 of 3 runs each
+    assert rate.value == 1.0 and rate.stderr == 0.0
+    assert (round(rate.low or 0, 3), rate.high) == (0.929, 1.0)  # Wilson over the 50 cases
+    assert rate.note == "every case alike: Wilson interval over cases"
+
+
+def test_a_rate_over_cases_is_the_clustered_mean_of_its_runs() -> None:
+    rate = clustered_rate([(3, 3), (1, 3), (0, 3), (2, 3)])
+    runs = [1, 1, 1, 1, 0, 0, 0, 0, 0, 1, 1, 0]
+    assert rate == clustered_mean(runs, [i // 3 for i in range(12)], bounds=(0, 1))

@@ -1,0 +1,75 @@
+"""Every rate and mean a report shows, with its uncertainty (docs/statistics.md).
+
+One eval over `--runs N`: its pass rate with a 95% Wilson interval. A suite, or a variant, over its cases: the
+mean pass rate with a cluster-robust standard error, the runs of one case (or of one `define_eval(cluster=...)`)
+forming a cluster. Only the standard library is used here (`niceeval.stats`' intervals): reports run after
+every `niceeval run`, and scipy takes seconds to import.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Sequence
+from typing import Any
+
+from niceeval._core.summary import EvalTally
+from niceeval.stats import Estimate, clustered_mean_of_sums, clustered_rate, wilson
+
+
+def eval_rate(tally: EvalTally, *, strict: bool) -> Estimate:
+    """One eval's pass rate over its runs, with a Wilson interval."""
+    return wilson(tally.passing(strict=strict), tally.counted)
+
+
+def suite_rate(tallies: Iterable[EvalTally], *, strict: bool) -> Estimate:
+    """The suite's pass rate over its counted runs, clustered by case (or by `cluster=`)."""
+    return rate_over_cases(
+        (tally.eval.cluster or tally.eval.id, tally.passing(strict=strict), tally.counted) for tally in tallies
+    )
+
+
+def rate_over_cases(counts: Iterable[tuple[Hashable, int, int]]) -> Estimate:
+    """The pass rate of `(cluster, passes, runs)` rows, as the mean over runs with a clustered standard error."""
+    sums: dict[Hashable, list[int]] = {}
+    for key, passes, runs in counts:
+        total = sums.setdefault(key, [0, 0])
+        total[0] += passes
+        total[1] += runs
+    return clustered_rate([(k, n) for k, n in sums.values()])
+
+
+def weighted_mean_over_cases(sums: Sequence[tuple[float, float]]) -> Estimate:
+    """The mean of scores given per case as `(sum, count)`, with a standard error clustered by case.
+
+    The clustered standard error needs only each cluster's sum and size: `Σ_c (S_c - n_c·mean)²`.
+    """
+    return clustered_mean_of_sums(sums)
+
+
+def percent(estimate: Estimate) -> str:
+    """`80% (95% CI 49-94%)`; `n/a` without a value; the note when there is no interval."""
+    if estimate.value is None:
+        return "n/a"
+    if estimate.low is None or estimate.high is None:
+        return f"{estimate.value:.0%}"
+    return f"{estimate.value:.0%} (95% CI {estimate.low:.0%}-{estimate.high:.0%})"
+
+
+def interval_text(estimate: Estimate) -> str:
+    """`95% CI 49-94%`, or empty when there is no interval."""
+    if estimate.low is None or estimate.high is None:
+        return ""
+    return f"95% CI {estimate.low:.0%}-{estimate.high:.0%}"
+
+
+def as_json(estimate: Estimate) -> dict[str, Any]:
+    """The JSON report's shape of an estimate (docs/json-report.md)."""
+    return {
+        "value": estimate.value,
+        "stderr": estimate.stderr,
+        "low": estimate.low,
+        "high": estimate.high,
+        "confidence": estimate.confidence,
+        "n": estimate.n,
+        "clusters": estimate.clusters,
+        "note": estimate.note,
+    }
