@@ -187,6 +187,8 @@ def test_the_comparison_table_gives_pass_rate_mean_score_per_kind_cost_and_laten
         "mean_scores": {"includes": 0.5},
         "cost": 0.75,
         "mean_duration_s": 1.0,
+        "latency_p50_s": None,
+        "latency_p95_s": None,
     }
     assert (rows["prompt=b"]["pass_rate"], rows["prompt=b"]["cost"]) == (1.0, None)
     assert table.as_list(strict=True)[1]["pass_rate"] == 0.0
