@@ -155,6 +155,10 @@ class SuiteSummary:
     interrupted: bool = False
     min_pass_at_k: tuple[int, float] | None = None
     """`--min-pass-at-k K:RATE`: an eval with `--runs N` fails when its pass@K is under RATE."""
+    stopped: str | None = None
+    """Why the suite stopped starting runs early (`--budget` reached, `-x/--exitfirst`); None when it did not."""
+    not_started: int = 0
+    """Runs never started because the suite stopped early."""
 
     def eval_counts(self) -> dict[Outcome, int]:
         counts: dict[Outcome, int] = dict.fromkeys(OUTCOMES, 0)
@@ -191,4 +195,4 @@ class SuiteSummary:
         if self.problems:
             return 2
         ok = all(self.status_of(t) != "failed" for t in self.tallies)
-        return 0 if ok else 1
+        return 0 if ok and self.stopped is None else 1

@@ -12,6 +12,7 @@ from niceeval._core.redact import Redactor
 from niceeval._core.results import RunResult
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
 from niceeval._run.compare import CrossRuns
+from niceeval._run.control import RunControl
 from niceeval._run.discovery import EvalEntry, LoadError
 from niceeval._run.execute import ExecOptions, execute_run
 from niceeval._run.judging import SuiteJudges
@@ -38,6 +39,10 @@ class SuiteOptions:
     """Their results (from the store), counted and shown as if run now; reporters see them first."""
     shard: Shard | None = None
     """`--shard I/N`: only the runs of this shard run (the entries are the evals with a run in it)."""
+    budget: float | None = None
+    """`--budget USD`: no new run starts once agent + judge spend reaches it."""
+    exitfirst: bool = False
+    """`-x/--exitfirst`: no new run starts once an eval has failed."""
 
 
 def select(entries: Sequence[EvalEntry], *, keyword: str | None = None, tags: Sequence[str] = ()) -> list[EvalEntry]:
@@ -127,9 +132,13 @@ async def run_suite(
         interrupted=True,
     )
 
+    control = RunControl(budget=options.budget, exitfirst=options.exitfirst)
+
     def record(finished: RunResult) -> None:
         result = redactor.run(finished)
         tallies[result.eval_id].add(result)
+        if (stop_problem := control.after(result, tallies[result.eval_id], summary)) is not None:
+            problems.append(stop_problem)
         if result.error is not None and result.error.kind == "usage":
             problem = Problem(location=result.error.location or result.file, message=result.error.message, kind="usage")
             if problem not in problems:  # the same mistake in every one of --runs N is one problem
@@ -137,12 +146,11 @@ async def run_suite(
         sinks.run_finished(result)
 
     async def worker(exec_options: ExecOptions, cross: CrossRuns) -> None:
-        for entry, indices in queue:
-            for index in indices:
-                sinks.run_started(entry.id, index)
-                result, comparisons = await execute_run(entry, index, exec_options)
-                for ready in await cross.finished(entry, result, comparisons):
-                    record(ready)
+        for entry, index in control.runs(queue):
+            sinks.run_started(entry.id, index)
+            result, comparisons = await execute_run(entry, index, exec_options)
+            for ready in await cross.finished(entry, result, comparisons):
+                record(ready)
 
     for result in options.prior:
         if result.eval_id in tallies:
@@ -160,6 +168,8 @@ async def run_suite(
                         tg.start_soon(worker, exec_options, cross)
                 for ready in await cross.flush():
                     record(ready)
+                control.count_left(queue)
+                summary.stopped, summary.not_started = control.stopped, control.not_started
             finally:
                 with anyio.CancelScope(shield=True):
                     await judges.aclose()  # inside the client scope: the judges' clients are the shared ones

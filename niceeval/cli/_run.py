@@ -77,6 +77,7 @@ def add_run_commands(commands: argparse._SubParsersAction[argparse.ArgumentParse
     )
     add_judge_flags(run)
     _add_recording_flags(run)
+    _add_control_flags(run)
     add_github_flags(run)
     run.set_defaults(handler=_run)
 
@@ -118,6 +119,45 @@ def _add_recording_flags(run: argparse.ArgumentParser) -> None:
     run.add_argument("--run-id", type=run_id, metavar="ID", help=shared)
 
 
+def _usd(text: str) -> float:
+    try:
+        value = float(text.removeprefix("$"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--budget takes an amount in USD, e.g. --budget 2.50; got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"--budget must be positive, got {text!r}")
+    return value
+
+
+def _add_control_flags(run: argparse.ArgumentParser) -> None:
+    """`--budget USD`, `-x/--exitfirst`, `--dry-run`, `--jsonl PATH|-`."""
+    run.add_argument(
+        "--budget",
+        type=_usd,
+        metavar="USD",
+        help="start no new run once agent + judge spend reaches USD (runs under way finish); exit 1 when reached",
+    )
+    run.add_argument("-x", "--exitfirst", action="store_true", help="start no new run once an eval has failed")
+    run.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the plan (evals x cases x variants x runs, judge calls expected, cached verdicts) and call nothing",
+    )
+    run.add_argument(
+        "--jsonl",
+        metavar="PATH",
+        help="write one JSON object per finished run and per suite event to PATH (- for stdout), flushed as they come",
+    )
+
+
+def _dry_run(config: Config, args: argparse.Namespace, entries: list[EvalEntry]) -> int:
+    from niceeval._run.dryrun import plan_lines
+
+    for line in plan_lines(entries, args.runs or 1, config.root):
+        print(line)
+    return EXIT_OK
+
+
 def _load(args: argparse.Namespace) -> tuple[Config, Discovery]:
     from niceeval._run.plan import expand
     from niceeval.cli._cases import discover_with_cases
@@ -152,11 +192,14 @@ def _run(args: argparse.Namespace) -> int:
         filters = " after -k/--tag filtering" if discovery.evals else ""
         print(f"niceeval: no evals found in {where}{filters}. Write one with `niceeval init`.", file=sys.stderr)
         return EXIT_USAGE
+    if getattr(args, "dry_run", False):
+        return _dry_run(config, args, entries)
     stored, entries = _plan_runs(config, args, entries)
     sink = stored.sink if stored else None
+    jsonl = getattr(args, "jsonl", None)
     reporters: list[Reporter] = [
         ConsoleReporter(
-            Console(highlight=False, soft_wrap=True),
+            Console(highlight=False, soft_wrap=True, stderr=jsonl == "-"),
             strict=args.strict,
             min_pass_rate=args.min_pass_rate,
             min_pass_at_k=args.min_pass_at_k,
@@ -172,6 +215,10 @@ def _run(args: argparse.Namespace) -> int:
         from niceeval.report.html import HtmlReporter
 
         reporters.append(HtmlReporter(args.html, run_id=sink.run_id if sink else None))
+    if jsonl:
+        from niceeval.report.jsonl import JsonlReporter
+
+        reporters.append(JsonlReporter(jsonl))
     reporters += github_reporters(args, sink)  # last: they turn GitHub workflow commands back on at the end
     options = SuiteOptions(
         runs=stored.runs if stored else args.runs or 1,
@@ -196,6 +243,8 @@ def _run(args: argparse.Namespace) -> int:
         done=stored.done if stored else frozenset(),
         prior=stored.prior if stored else (),
         shard=args.shard,
+        budget=getattr(args, "budget", None),
+        exitfirst=getattr(args, "exitfirst", False),
     )
     summary = anyio.run(run_suite, entries, discovery.errors, options, reporters)
     if sink is not None:

@@ -78,6 +78,8 @@ class JsonReporter:
             "min_pass_rate": summary.min_pass_rate,
             "min_pass_at_k": list(summary.min_pass_at_k) if summary.min_pass_at_k else None,
             "interrupted": summary.interrupted,
+            "stopped": summary.stopped,
+            "not_started": summary.not_started,
             "exit_code": summary.exit_code,
             "summary": {
                 "evals": len(summary.tallies),
