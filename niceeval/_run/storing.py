@@ -91,15 +91,18 @@ def suite_start(
 ) -> SuiteRunStart:
     """The identity and context of a new suite run: command line, git commit/branch/dirty, config digest.
 
-    `command` defaults to this process's `niceeval ...` command line.
+    `command` defaults to this process's `niceeval ...` command line; secrets in it (the password of a
+    `--store postgresql://user:PASSWORD@host/db`, a token) are redacted before it is stored and shown.
     """
+    from niceeval._core.redact import Redactor
     from niceeval.store import SuiteRunStart
 
+    redactor = Redactor.from_environment()
     commit = _git(root, "rev-parse", "HEAD")
     digest = hashlib.sha256(config_file.read_bytes()).hexdigest() if config_file and config_file.is_file() else None
     return SuiteRunStart(
         id=new_run_id(),
-        command=list(command) if command is not None else ["niceeval", *sys.argv[1:]],
+        command=[redactor.text(part) for part in (command if command is not None else ["niceeval", *sys.argv[1:]])],
         root=str(root),
         git_commit=commit,
         git_branch=_git(root, "rev-parse", "--abbrev-ref", "HEAD") if commit else None,

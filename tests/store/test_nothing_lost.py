@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from rich.console import Console
@@ -78,3 +79,13 @@ def test_report_of_an_incomplete_suite_run_says_what_is_missing_and_exits_1(stor
     text = out.getvalue()
     assert "incomplete · 1 of 3 eval runs missing (`niceeval run --resume s1` runs them)" in text
     assert "2 of 3 eval runs stored" in text
+
+
+def test_the_store_password_in_the_command_line_is_never_stored(store: Store, tmp_path: Path) -> None:
+    from niceeval._run.storing import suite_start
+
+    command = ["niceeval", "run", "--store", "postgresql://ci:s3cret-store-pass@db.internal/evals", "--runs", "2"]
+    start = suite_start(tmp_path, None, strict=False, min_pass_rate=1.0, command=command)
+    assert start.command[3] == "postgresql://ci:[redacted]@db.internal/evals"
+    store.begin(start, planned("a"))
+    assert "s3cret-store-pass" not in str(store.run(start.id).run.command)
