@@ -15,6 +15,7 @@ import jinja2
 from markupsafe import Markup, escape
 
 from niceeval.web import _charts
+from niceeval.web._diffview import OPEN_UP_TO, diff_files
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 TEXT_LIMIT = 100_000
@@ -33,9 +34,11 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters.update(
-        pct=pct, duration=duration, usd=usd, when=when, score=score, pretty=pretty, diff_class=diff_class, clip=clip
+        pct=pct, duration=duration, usd=usd, when=when, score=score, pretty=pretty, clip=clip
     )
-    env.globals.update(outcome_bar=_charts.outcome_bar, TEXT_LIMIT=TEXT_LIMIT)
+    env.globals.update(
+        outcome_bar=_charts.outcome_bar, TEXT_LIMIT=TEXT_LIMIT, diff_files=diff_files, DIFF_OPEN_UP_TO=OPEN_UP_TO
+    )
     return env
 
 
@@ -103,16 +106,3 @@ def clip(text: Any, limit: int = TEXT_LIMIT) -> Markup:
         return escape(value)
     left_out = len(value) - limit
     return escape(value[:limit]) + Markup(f'<span class="clipped">… {left_out:,} more characters not shown</span>')
-
-
-def diff_class(line: str) -> str:
-    """The CSS class of one line of a unified diff: added, removed, a hunk header or a file header."""
-    if line.startswith(("+++", "---", "diff --git", "rename ", "new file", "deleted file", "index ")):
-        return "diff-file"
-    if line.startswith("@@"):
-        return "diff-hunk"
-    if line.startswith("+"):
-        return "diff-add"
-    if line.startswith("-"):
-        return "diff-del"
-    return "diff-ctx"

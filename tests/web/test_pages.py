@@ -160,14 +160,20 @@ def test_an_eval_run_shows_each_sandbox_command_with_its_output(store: Store, br
     assert "<code>pytest -q</code>" in sandbox and "exit 1" in sandbox and "1 failed" in sandbox and "boom" in sandbox
 
 
-def test_an_eval_run_shows_the_workspace_diff_line_by_line(store: Store, browser: TestClient) -> None:
-    diff = "diff --git a/app.py b/app.py\n--- a/app.py\n+++ b/app.py\n@@ -1 +1 @@\n-VALUE = 1\n+VALUE = 2"
+def test_an_eval_run_shows_the_workspace_diff_per_file_highlighted(store: Store, browser: TestClient) -> None:
+    diff = (
+        "diff --git a/app.py b/app.py\n--- a/app.py\n+++ b/app.py\n@@ -1 +1 @@\n-VALUE = 1\n+VALUE = 2\n"
+        "diff --git a/notes.txt b/notes.txt\n--- /dev/null\n+++ b/notes.txt\n@@ -0,0 +1 @@\n+<script>alert(1)</script>"
+    )
     run = record(store, [result("evals/a.py::x").model_copy(update={"workspace_diff": diff})])
     sandbox = browser.get(f"/runs/{run}/eval?id=evals/a.py::x").text.split("<h2>Sandbox</h2>")[1]
-    assert (
-        '<span class="diff-del">-VALUE = 1</span>' in sandbox and '<span class="diff-add">+VALUE = 2</span>' in sandbox
-    )
-    assert '<span class="diff-hunk">@@ -1 +1 @@</span>' in sandbox
+    assert "Workspace diff: 2 files changed" in sandbox
+    app, notes = sandbox.split("<summary><code>")[1:3]
+    assert app.startswith("app.py</code>") and notes.startswith("notes.txt</code>")
+    assert '<span class="diff-del">-<span class="n">VALUE</span>' in app  # Python, highlighted by Pygments
+    assert '<span class="mi">2</span></span>' in app and '<span class="diff-hunk">@@ -1 +1 @@</span>' in app
+    assert '<span class="diff-add">+&lt;script&gt;alert(1)&lt;/script&gt;</span>' in notes  # plain text, escaped
+    assert "<script>alert" not in sandbox
 
 
 def test_an_eval_run_that_does_not_exist_is_a_404_page(store: Store, browser: TestClient) -> None:
