@@ -216,7 +216,7 @@ def test_assertion_chaining_is_implemented_once() -> None:
     assert defined == ["niceeval._core.assertion.Chainable"]
 
 
-SERVERLESS_WEB = ("niceeval.web._templates", "niceeval.web._rounds", "niceeval.web._charts")
+SERVERLESS_WEB = ("niceeval.web._templates", "niceeval.web._rounds", "niceeval.web._charts", "niceeval.web._diffview")
 """The viewer's parts the HTML report renders with: templates, filters and rounds, without the web server."""
 
 
