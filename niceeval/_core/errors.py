@@ -38,6 +38,11 @@ class ErrorInfo(BaseModel):
     """`usage`: the eval used the API wrongly (an author bug: exit code 2); `timeout`: it ran out of time."""
 
 
+def is_niceeval_file(filename: str) -> bool:
+    """True for files of the niceeval package itself."""
+    return filename.startswith(_PACKAGE_DIR)
+
+
 def is_framework_file(filename: str) -> bool:
     """True for files of niceeval itself, the standard library and installed packages."""
     return (

@@ -1,8 +1,11 @@
-"""Blocking user code (sync evals, sync agents) in daemon threads, so a timeout can abandon it for good."""
+"""Blocking work off the event loop: user code (sync evals, sync agents) in daemon threads, so a timeout can
+abandon it for good, and niceeval's own lazy imports in a worker thread, so loading an SDK never stalls the evals.
+"""
 
 from __future__ import annotations
 
 import contextvars
+import importlib
 import threading
 from collections.abc import Callable
 from concurrent.futures import CancelledError
@@ -46,3 +49,24 @@ async def call_in_thread(fn: Callable[[BlockingPortal], T]) -> T:
     if raised:
         raise raised[0]
     return returned[0]
+
+
+_LOADED: set[str] = set()
+"""Modules `load_off_loop` finished importing (a module in `sys.modules` may still be half-imported by a thread)."""
+
+
+async def load_off_loop(*modules: str) -> None:
+    """Import `modules` in a worker thread while the event loop keeps running the other evals.
+
+    niceeval loads heavy libraries (provider SDKs, httpx, the bridge's server) on first use; imported inside a
+    coroutine they would stall every eval in flight for as long as the import takes (0.3 to 1 s per SDK).
+    """
+    missing = [name for name in modules if name not in _LOADED]
+    if missing:
+        await anyio.to_thread.run_sync(_load, missing)
+
+
+def _load(modules: list[str]) -> None:
+    for name in modules:
+        importlib.import_module(name)
+        _LOADED.add(name)

@@ -7,7 +7,7 @@ open no client and touch no cache file.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +20,14 @@ from niceeval._core.settings import JudgeSettings, Price
 from niceeval._eval.context import ContextBase, SyncEvalContext
 
 if TYPE_CHECKING:
+    from niceeval._run.discovery import EvalEntry
     from niceeval.judge import Judge, JudgeCache, JudgeClients, JudgeSession
+
+
+def judging_modules(entries: Iterable[EvalEntry]) -> tuple[str, ...]:
+    """What to load off the loop before a suite whose eval functions use `t.judge` (read from their code)."""
+    uses = any("judge" in entry.spec.fn.__code__.co_names for entry in entries)
+    return ("niceeval.judge",) if uses else ()
 
 
 class SuiteJudges:

@@ -11,11 +11,12 @@ import anyio
 from niceeval._core.redact import Redactor
 from niceeval._core.results import RunResult
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
+from niceeval._core.threads import load_off_loop
 from niceeval._run.compare import CrossRuns
 from niceeval._run.control import RunControl
 from niceeval._run.discovery import EvalEntry, LoadError
 from niceeval._run.execute import ExecOptions, execute_run
-from niceeval._run.judging import SuiteJudges
+from niceeval._run.judging import SuiteJudges, judging_modules
 from niceeval._run.shard import Shard
 from niceeval._run.watchdog import LoopWatchdog
 from niceeval.providers import shared_clients
@@ -158,6 +159,7 @@ async def run_suite(
             sinks.run_finished(result)
     judges = SuiteJudges(options.exec.root, no_cache=options.exec.no_cache, cache_only=options.exec.cache_only)
     exec_options = replace(options.exec, judges=judges)
+    await load_off_loop(*judging_modules(entries))  # before the evals start: nothing of ours imports on the loop
     watchdog = LoopWatchdog(entries)
     cross = CrossRuns(entries, exec_options)
     try:

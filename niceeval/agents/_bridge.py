@@ -21,6 +21,7 @@ from anyio.lowlevel import cancel_shielded_checkpoint
 
 from niceeval._core.errors import UsageError
 from niceeval._core.events import ActionCalledEvent, EventLog, MessageEvent
+from niceeval._core.threads import load_off_loop
 from niceeval.agents._bridge_wire import PLACEHOLDER_KEY, Answer, RequestedCall, ToolResult
 from niceeval.agents._function import AgentFunction, FunctionSession
 from niceeval.agents._kit import Histories, parse_arguments, priced_model, usage_event
@@ -124,7 +125,8 @@ class BridgeAgent:
 
     async def open(self, session_id: str, log: EventLog) -> BridgeSession:
         """Start (or continue) the conversation `session_id` on a fresh URL of the suite's bridge."""
-        from niceeval.agents._bridge_server import Bridge  # the server (uvicorn, httpx) loads on first use
+        await load_off_loop("niceeval.agents._bridge_server")  # the server (uvicorn, httpx) loads on first use
+        from niceeval.agents._bridge_server import Bridge
 
         history = self._histories.get(session_id) or []
         self._histories.put(session_id, history)

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from niceeval._core.errors import NiceevalError, UsageError
 from niceeval._core.events import Event, EventLog, MessageEvent, UsageEvent
+from niceeval._core.threads import load_off_loop
 from niceeval.agents._function import structure
 from niceeval.agents._protocol import Reply
 from niceeval.tracing._session import SessionTrace, TraceOptions, end_trace, session_trace, traced_turn
@@ -79,6 +80,7 @@ class HTTPAgent:
 
     async def open(self, session_id: str, log: EventLog) -> HTTPSession:
         """Open (or reopen) the conversation `session_id`; the history sent with each message carries over."""
+        await load_off_loop("httpx")
         import httpx
 
         history = self._histories.pop(session_id, [])

@@ -19,7 +19,7 @@ from niceeval.agents._function import structure
 from niceeval.agents._protocol import Reply
 from niceeval.agents._schema import output_schema
 from niceeval.agents._tools import Tool, ToolRequest, ToolResult, ToolValidator, run_tool
-from niceeval.providers import ModelRef, Provider, RetryPolicy, call, parse_model
+from niceeval.providers import ModelRef, Provider, RetryPolicy, call, parse_model, sdk_ready
 
 Messages = list[dict[str, Any]]
 
@@ -174,6 +174,7 @@ class ModelAgent:
     async def open(self, session_id: str, log: EventLog) -> ModelSession:
         """Open (or revive, from the checkpoint store) the conversation `session_id`."""
         messages = await self.checkpoints.load(session_id) or []
+        await sdk_ready(self.options.model.provider)  # the SDK loads off the loop: other evals keep running
         return ModelSession(session_id, log, self.options, self._connect(self.options), self.checkpoints, messages)
 
 

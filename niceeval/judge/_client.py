@@ -48,6 +48,11 @@ class JudgeClients:
         self._openai: AsyncOpenAI | None = None
         self._anthropic: AsyncAnthropic | None = None
 
+    async def ready(self, provider: providers.Provider) -> None:
+        """Load the provider's SDK off the event loop; `ProviderError("no_api_key")` first when there is no key."""
+        providers.api_key(provider, self._keys.get(provider))
+        await providers.sdk_ready(provider)
+
     def openai(self) -> AsyncOpenAI:
         """The OpenAI client; raises `ProviderError("no_api_key")` when there is no key."""
         if self._openai is None:
@@ -111,6 +116,7 @@ async def ask(clients: JudgeClients, request: Request) -> ModelAnswer:
     Raises:
         ProviderError: No key, or the provider still failed after retries (cause says which).
     """
+    await clients.ready(request.ref.provider)
     if request.ref.provider == "openai":
         return await _ask_openai(clients.openai(), request)
     return await _ask_anthropic(clients.anthropic(), request)

@@ -141,11 +141,38 @@ async def release(client: Any) -> None:
         await client.close()
 
 
+_READY: set[str] = set()
+
+
+async def sdk_ready(provider: Provider) -> None:
+    """Load `provider`'s SDK in a worker thread, once: await it before `openai_client()` / `anthropic_client()`
+    in a coroutine, so the import (0.3 to 1 s, and the HTTP stack its first client loads) never stalls the loop."""
+    if provider not in _READY:
+        await anyio.to_thread.run_sync(_warm_up, provider)
+
+
+def _warm_up(provider: Provider) -> None:
+    # A throwaway client: the first one imports the SDK's resources and HTTP transport, not just the package.
+    if provider == "openai":
+        from openai import AsyncOpenAI
+
+        client = AsyncOpenAI(api_key="warm-up", base_url="http://127.0.0.1:9")
+        _ = (client.chat.completions, client.responses)
+    else:
+        from anthropic import AsyncAnthropic
+
+        _ = AsyncAnthropic(api_key="warm-up", base_url="http://127.0.0.1:9").messages
+    _READY.add(provider)
+
+
 def openai_client(*, key: str | None = None, url: str | None = None, timeout: float = 60.0) -> AsyncOpenAI:
-    """An async OpenAI client with SDK retries off (`call()` retries). Give it back with `release()`."""
+    """An async OpenAI client with SDK retries off (`call()` retries). Give it back with `release()`.
+
+    In a coroutine, `await sdk_ready("openai")` first (no key: `ProviderError(no_api_key)` before any import).
+    """
+    token, where = api_key("openai", key), base_url("openai", url)
     from openai import AsyncOpenAI
 
-    token, where = api_key("openai", key), base_url("openai", url)
     return _shared(
         "openai",
         token,
@@ -157,9 +184,9 @@ def openai_client(*, key: str | None = None, url: str | None = None, timeout: fl
 
 def anthropic_client(*, key: str | None = None, url: str | None = None, timeout: float = 60.0) -> AsyncAnthropic:
     """An async Anthropic client with SDK retries off (`call()` retries). Give it back with `release()`."""
+    token, where = api_key("anthropic", key), base_url("anthropic", url)
     from anthropic import AsyncAnthropic
 
-    token, where = api_key("anthropic", key), base_url("anthropic", url)
     return _shared(
         "anthropic",
         token,
