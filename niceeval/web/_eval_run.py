@@ -10,6 +10,7 @@ from niceeval.store import RunNotFound
 from niceeval.web._render import render
 from niceeval.web._requests import required, store_of, suite_run
 from niceeval.web._rounds import commands, rounds
+from niceeval.web._waterfall import waterfall
 
 
 def eval_run_page(request: Request) -> Response:
@@ -32,4 +33,5 @@ def eval_run_page(request: Request) -> Response:
         siblings=siblings,
         rounds=rounds(result),
         commands=commands(result),
+        trace=waterfall(result.spans),
     )
