@@ -7,6 +7,7 @@ from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
 from niceeval._core.awaits import tracked
+from niceeval._core.errors import NiceevalError, UsageError
 
 if TYPE_CHECKING:
     from niceeval.sandbox import CommandResult, Diff, PytestRun, Sandbox
@@ -42,6 +43,20 @@ class CheckedSandbox:
         """True if the path exists in the workspace."""
         return tracked(self._inner.exists(rel), "t.sandbox.exists(...)")
 
+    def read_bytes(self, rel: str | PurePath) -> Coroutine[Any, Any, bytes]:
+        """The bytes of a workspace file."""
+        return tracked(self._bytes_api("read_bytes")(rel), "t.sandbox.read_bytes(...)")
+
+    def write_bytes(self, rel: str | PurePath, data: bytes) -> Coroutine[Any, Any, None]:
+        """Write a workspace file's bytes, creating missing parent directories."""
+        return tracked(self._bytes_api("write_bytes")(rel, data), "t.sandbox.write_bytes(...)")
+
+    def _bytes_api(self, name: str) -> Any:
+        method = getattr(self._inner, name, None)
+        if method is None:
+            raise UsageError(f"this sandbox ({type(self._inner).__name__}) has no {name}(); use read_text/write_text.")
+        return method
+
     def run_command(
         self,
         cmd: str,
@@ -51,10 +66,12 @@ class CheckedSandbox:
         timeout: float = 60.0,
         env: Mapping[str, str] | None = None,
         record: bool = True,
+        check: bool = False,
     ) -> Coroutine[Any, Any, CommandResult]:
-        """Run a program (no shell) in the workspace."""
+        """Run a program (no shell) in the workspace. With `check=True`, a command that exits non-zero (or times
+        out) raises `CommandFailed` with its output, ending the eval there."""
         coro = self._inner.run_command(cmd, args, cwd=cwd, timeout=timeout, env=env, record=record)
-        return tracked(coro, "t.sandbox.run_command(...)")
+        return tracked(_checked(coro) if check else coro, "t.sandbox.run_command(...)")
 
     def run_shell(
         self,
@@ -64,14 +81,16 @@ class CheckedSandbox:
         timeout: float = 60.0,
         env: Mapping[str, str] | None = None,
         record: bool = True,
+        check: bool = False,
     ) -> Coroutine[Any, Any, CommandResult]:
-        """Run a `sh -c` script in the workspace."""
+        """Run a `sh -c` script in the workspace (`check=True`: a failure raises `CommandFailed`)."""
         coro = self._inner.run_shell(script, cwd=cwd, timeout=timeout, env=env, record=record)
-        return tracked(coro, "t.sandbox.run_shell(...)")
+        return tracked(_checked(coro) if check else coro, "t.sandbox.run_shell(...)")
 
-    def diff(self) -> Coroutine[Any, Any, Diff]:
-        """What changed in the workspace since the baseline."""
-        return tracked(self._inner.diff(), "t.sandbox.diff()")
+    @property
+    def diff(self) -> DiffCall:
+        """What changed in the workspace since the baseline: `await t.sandbox.diff()`."""
+        return DiffCall(self._inner)
 
     def run_pytest(
         self, test_file: Path, *, timeout: float, pytest_args: Sequence[str] = ()
@@ -89,3 +108,40 @@ class CheckedSandbox:
 
     def __repr__(self) -> str:
         return repr(self._inner)
+
+
+class CommandFailed(NiceevalError):
+    """`run_command(..., check=True)` (or `run_shell`) exited non-zero or timed out; the message has its output."""
+
+    def __init__(self, result: CommandResult) -> None:
+        how = "timed out" if result.timed_out else f"exited {result.exit_code}"
+        output = (result.stdout[-1500:] + "\n" + result.stderr[-1500:]).strip()
+        super().__init__(f"{result.command} {how}" + (f":\n{output}" if output else " with no output"))
+        self.result = result
+
+
+async def _checked(coro: Coroutine[Any, Any, CommandResult]) -> CommandResult:
+    result = await coro
+    if result.exit_code != 0 or result.timed_out:
+        raise CommandFailed(result)
+    return result
+
+
+class DiffCall:
+    """`t.sandbox.diff`: call and await it. Reading an attribute of it (`t.sandbox.diff.is_empty()`, as in the
+    TypeScript guide) teaches the Python form instead of failing with "'function' object has no attribute"."""
+
+    __slots__ = ("_inner",)
+
+    def __init__(self, inner: Sandbox) -> None:
+        self._inner = inner
+
+    def __call__(self) -> Coroutine[Any, Any, Diff]:
+        return tracked(self._inner.diff(), "t.sandbox.diff()")
+
+    def __getattr__(self, name: str) -> Any:
+        raise UsageError(
+            f"t.sandbox.diff.{name}: the diff is computed when awaited; write (await t.sandbox.diff()).{name}"
+            + ("()" if name in ("is_empty", "get", "matches", "change") else "")
+            + ", or assert it with t.no_changes() / t.changed_paths([...]) / t.file_changed(path)."
+        )

@@ -175,9 +175,20 @@ class Observations(EventAssertions):
         self._diff_scoped.append(handle)
         return handle
 
-    def file_changed(self, path: str) -> Scoped:
-        """Sandbox evals: the fixture's file at `path` was modified."""
-        return self._register_on_diff(workspace.file_changed(path))
+    def file_changed(
+        self, path: str, *, before: workspace.ContentSpec | None = None, after: workspace.ContentSpec | None = None
+    ) -> Scoped:
+        """Sandbox evals: the fixture's file at `path` was modified; its text `before` and `after` the run match,
+        when given (a string is the exact text, a compiled regex is searched, a matcher is applied)."""
+        return self._register_on_diff(workspace.file_changed(path, before=before, after=after))
+
+    def no_changes(self) -> Scoped:
+        """Sandbox evals: nothing in the workspace changed."""
+        return self._register_on_diff(workspace.no_changes())
+
+    def changed_paths(self, paths: Sequence[str]) -> Scoped:
+        """Sandbox evals: exactly these paths changed (added, modified or deleted), in any order."""
+        return self._register_on_diff(workspace.changed_paths(paths))
 
     def file_added(self, path: str) -> Scoped:
         """Sandbox evals: a file was created at `path`."""

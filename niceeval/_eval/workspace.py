@@ -30,9 +30,79 @@ def _path_matcher(kind: str, path: str, pick: str) -> Matcher:
     return Matcher(name=f"{kind}({wanted!r})", score_fn=score, expected=f"{wanted} {pick}")
 
 
-def file_changed(path: str) -> Matcher:
-    """The file existed in the fixture and was modified."""
-    return _path_matcher("file_changed", path, "modified")
+ContentSpec = str | re.Pattern[str] | Matcher
+"""What a file's text must be: exactly this string, a regex searched in it, or a matcher applied to it."""
+
+
+def _content_misses(which: str, spec: ContentSpec | None, text: str | None) -> str | None:
+    if spec is None:
+        return None
+    if text is None:
+        return f"{which}: no text to compare (a binary, large or symlinked file)"
+    if isinstance(spec, re.Pattern):
+        return None if spec.search(text) else f"{which}: no match of /{spec.pattern}/ in {short(text)}"
+    if isinstance(spec, str):
+        return None if text == spec else f"{which}: expected {short(spec)}, got {short(text)}"
+    result = spec.result(spec.score_fn(text), None)  # type: ignore[arg-type]
+    return None if result.state != "failed" else f"{which}: {spec.name} missed: {result.reason}"
+
+
+def _check_content(spec: object, where: str) -> None:
+    if spec is not None and not isinstance(spec, str | re.Pattern | Matcher):
+        raise UsageError(
+            f"{where}: before=/after= take the file's text, a compiled regex or a matcher, got {short(spec)}."
+        )
+
+
+def file_changed(path: str, *, before: ContentSpec | None = None, after: ContentSpec | None = None) -> Matcher:
+    """The file existed in the fixture and was modified (its text before and after matching, when given)."""
+    if before is None and after is None:
+        return _path_matcher("file_changed", path, "modified")
+    plain = _path_matcher("file_changed", path, "modified")
+    for spec in (before, after):
+        _check_content(spec, plain.name)
+    wanted = path.removeprefix("./")
+
+    def score(diff: Diff) -> ScoreLike:
+        change = diff.change(wanted)
+        if change is None or change.status != "modified":
+            return Verdict(False, _changed(diff))
+        misses = [
+            m
+            for m in (
+                _content_misses("before", before, change.old_content),
+                _content_misses("after", after, change.content),
+            )
+            if m
+        ]
+        return True if not misses else Verdict(False, "\n".join(misses), actual=short(change.content))
+
+    return Matcher(name=plain.name, score_fn=score, expected=plain.expected)
+
+
+def no_changes() -> Matcher:
+    """Nothing in the workspace changed (no file added, modified or deleted)."""
+
+    def score(diff: Diff) -> ScoreLike:
+        return True if diff.is_empty() else Verdict(False, _changed(diff), actual=f"{len(diff.changed_paths)} changed")
+
+    return Matcher(name="no_changes", score_fn=score, expected="an unchanged workspace")
+
+
+def changed_paths(paths: Sequence[str]) -> Matcher:
+    """Exactly these paths changed (added, modified or deleted), in any order."""
+    if isinstance(paths, str) or not all(isinstance(p, str) for p in paths):
+        raise UsageError(f"changed_paths() takes a list of workspace-relative paths, got {short(paths)}.")
+    wanted = sorted(p.removeprefix("./") for p in paths)
+
+    def score(diff: Diff) -> ScoreLike:
+        seen = sorted(diff.changed_paths)
+        if seen == wanted:
+            return True
+        extra, missing = sorted(set(seen) - set(wanted)), sorted(set(wanted) - set(seen))
+        return Verdict(False, f"unexpected: {short(extra)}; unchanged: {short(missing)}", actual=short(seen))
+
+    return Matcher(name=f"changed_paths({short(wanted)})", score_fn=score, expected=f"exactly {short(wanted)} changed")
 
 
 def file_added(path: str) -> Matcher:

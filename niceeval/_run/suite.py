@@ -96,8 +96,7 @@ def _queue(
 
 def _plan(entries: Sequence[EvalEntry], runs: int) -> list[PlannedEval]:
     return [
-        PlannedEval(id=e.id, file=e.file, line=e.spec.line, tags=e.tags, runs=runs, cluster=e.cluster)
-        for e in entries
+        PlannedEval(id=e.id, file=e.file, line=e.spec.line, tags=e.tags, runs=runs, cluster=e.cluster) for e in entries
     ]
 
 

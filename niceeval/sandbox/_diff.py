@@ -32,6 +32,8 @@ class FileChange:
     """Size in bytes after the run (None when deleted)."""
     content: str | None = field(default=None, repr=False)
     """The text after the run, for an added or modified `text` file; None otherwise."""
+    old_content: str | None = field(default=None, repr=False)
+    """The text before the run, for a modified or deleted `text` file; None otherwise."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -179,6 +181,7 @@ def _describe_change(path: str, old: FileState | None, new: FileState | None, wo
         old_size=None if old is None else old.size,
         new_size=None if new is None else new.size,
         content=content,
+        old_content=old.text if kind == "text" and old is not None else None,
     )
 
 

@@ -171,6 +171,20 @@ class LocalSandbox:
         path = self._inside(rel)
         return await anyio.to_thread.run_sync(functools.partial(path.read_text, encoding="utf-8"))
 
+    async def read_bytes(self, rel: str | PurePath) -> bytes:
+        """The bytes of a workspace file."""
+        return await anyio.to_thread.run_sync(self._inside(rel).read_bytes)
+
+    async def write_bytes(self, rel: str | PurePath, data: bytes) -> None:
+        """Write a workspace file's bytes, creating missing parent directories."""
+        path = self._inside(rel)
+
+        def write() -> None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+
+        await anyio.to_thread.run_sync(write)
+
     async def write_text(self, rel: str | PurePath, text: str) -> None:
         """Write a workspace file as UTF-8, creating missing parent directories."""
         path = self._inside(rel)
