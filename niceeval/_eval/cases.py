@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from niceeval._core.errors import UsageError, relative
+from niceeval._eval.peers import inspect_row, is_inspect_sample
 
 FORMATS = (".jsonl", ".json", ".csv", ".yaml", ".yml")
 
@@ -58,6 +59,19 @@ class _Row:
     index: int
     line: int | None
     value: Any
+    error: str | None = None
+    """Why a peer's row cannot be a case (the other rows still run)."""
+    note: str | None = None
+    """Not a row: what a peer's file says that has no equivalent, listed once."""
+
+
+@dataclass(kw_only=True)
+class Loading:
+    """What loading a dataset found besides its cases: rows that could not be used, and what did not carry over
+    from a peer's file (listed once). Without one, the first bad row raises."""
+
+    problems: list[CaseError] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 def _jsonl_rows(path: Path, shown: str) -> Iterator[_Row]:
@@ -79,8 +93,20 @@ def _json_rows(path: Path, shown: str) -> Iterator[_Row]:
     text = path.read_text(encoding="utf-8")
     decoder = json.JSONDecoder()
     position = _skip_space(text, 0)
+    if text.startswith("{", position):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise CaseError(shown, exc.lineno, f"not valid JSON ({exc.msg}, column {exc.colno})") from None
+        if _peer_key(data):
+            yield from _peer_rows(path, shown, data, [])
+            return
     if not text.startswith("[", position):
-        raise CaseError(shown, _line_of(text, position), "a JSON dataset is a list of objects: [{...}, {...}]")
+        raise CaseError(
+            shown,
+            _line_of(text, position),
+            "a JSON dataset is a list of objects: [{...}, {...}], a promptfoo config or a pydantic-evals dataset",
+        )
     position = _skip_space(text, position + 1)
     index = 0
     while not text.startswith("]", position):
@@ -114,10 +140,16 @@ def _csv_rows(path: Path, shown: str) -> Iterator[_Row]:
         index = 0
         line = reader.line_num + 1
         for record in reader:
+            columns = len(reader.fieldnames or [])
             if None in record:
-                columns = len(reader.fieldnames or [])
-                raise CaseError(shown, line, f"this row has more cells than the header's {columns}")
-            yield _Row(index=index, line=line, value=_csv_record(record))
+                problem = f"this row has more cells than the header's {columns}; quote cells holding commas"
+                yield _Row(index=index, line=line, value=None, error=problem)
+            elif any(value is None for value in record.values()):
+                given = sum(value is not None for value in record.values())
+                problem = f"this row has {given} cells, the header {columns}; add the missing cells (empty is fine)"
+                yield _Row(index=index, line=line, value=None, error=problem)
+            else:
+                yield _Row(index=index, line=line, value=_csv_record(record))
             index += 1
             line = reader.line_num + 1
 
@@ -144,11 +176,52 @@ def _yaml_rows(path: Path, shown: str) -> Iterator[_Row]:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
-        raise CaseError(shown, line, f"not valid YAML: {getattr(exc, 'problem', None) or exc}") from None
+        column = f", column {mark.column + 1}" if mark is not None else ""
+        raise CaseError(shown, line, f"not valid YAML{column}: {getattr(exc, 'problem', None) or exc}") from None
+    if isinstance(data, Mapping) and isinstance(node, yaml.MappingNode) and _peer_key(data):
+        yield from _peer_rows(path, shown, data, _item_lines(node, _peer_key(data)))
+        return
     if not isinstance(data, list) or not isinstance(node, yaml.SequenceNode):
-        raise CaseError(shown, 1, "a YAML dataset is a list of rows (each starting with `- `)")
+        raise CaseError(
+            shown,
+            1,
+            "a YAML dataset is a list of rows (each starting with `- `), a promptfoo config (`tests:`) or a "
+            "pydantic-evals dataset (`cases:`)",
+        )
     for index, (value, item) in enumerate(zip(data, node.value, strict=True)):
         yield _Row(index=index, line=item.start_mark.line + 1, value=value)
+
+
+def _peer_key(data: Mapping[str, Any]) -> str | None:
+    """`tests` for a promptfoo config, `cases` for a pydantic-evals dataset, else None."""
+    if isinstance(data.get("tests"), list) and ("prompts" in data or "providers" in data or "defaultTest" in data):
+        return "tests"
+    if isinstance(data.get("cases"), list):
+        return "cases"
+    return None
+
+
+def _item_lines(node: Any, key: str | None) -> list[int | None]:
+    for key_node, value_node in node.value:
+        if getattr(key_node, "value", None) == key and hasattr(value_node, "value"):
+            return [item.start_mark.line + 1 for item in value_node.value]
+    return []
+
+
+def _peer_rows(path: Path, shown: str, data: Mapping[str, Any], lines: list[int | None]) -> Iterator[_Row]:
+    from niceeval._eval.peers import load_pydantic_evals
+    from niceeval._eval.promptfoo import load_promptfoo
+
+    if _peer_key(data) == "tests":
+        peer, errors = load_promptfoo(data, lines, path.parent)
+    else:
+        peer, errors = load_pydantic_evals(data, lines), []
+    for note in peer.notes:
+        yield _Row(index=-1, line=None, value=None, note=f"{peer.format}: {note}")
+    for error in errors:
+        yield _Row(index=-1, line=None, value=None, error=error)
+    for row in peer.rows:
+        yield _Row(index=row.index, line=row.line, value=row.value, error=row.error)
 
 
 _READERS = {".jsonl": _jsonl_rows, ".json": _json_rows, ".csv": _csv_rows, ".yaml": _yaml_rows, ".yml": _yaml_rows}
@@ -200,9 +273,18 @@ def dataset_path(cases: str | Path, eval_file: Path, root: Path) -> Path:
 
 
 def iter_cases(
-    source: str | Path | Sequence[Any], *, eval_file: Path, root: Path, model: type[BaseModel] | None = None
+    source: str | Path | Sequence[Any],
+    *,
+    eval_file: Path,
+    root: Path,
+    model: type[BaseModel] | None = None,
+    loading: Loading | None = None,
 ) -> Iterator[Case]:
-    """The cases of a dataset, one at a time (a JSONL file is read row by row).
+    """The cases of a dataset, one at a time (a JSONL file is read row by row). A promptfoo config, a
+    pydantic-evals dataset and Inspect samples load as they are (`niceeval._eval.peers`).
+
+    Args:
+        loading: Where a peer's unusable rows and notes go (the other rows still load); without it they raise.
 
     Raises:
         CaseError: A missing or unknown file, or a bad row (naming the file and line).
@@ -220,9 +302,28 @@ def iter_cases(
         shown = f"{relative(str(eval_file))}: define_eval(cases=[...])"
         rows = (_Row(index=i, line=None, value=v) for i, v in enumerate(source))
     seen: dict[str, str] = {}
+    notes: list[str] = []
     for row in rows:
+        if row.note is not None:
+            notes.append(row.note)
+            continue
+        if row.error is not None:
+            _peer_problem(shown, row, loading)
+            continue
+        if isinstance(row.value, dict) and is_inspect_sample(row.value):
+            row = _Row(index=row.index, line=row.line, value=inspect_row(row.value, notes))
         case = _make_case(row, shown, model)
         if case.id in seen:
             raise _row_error(shown, row, f"case id {case.id!r} is used twice (first at {seen[case.id]})")
         seen[case.id] = case.source
         yield case
+    if loading is not None:
+        loading.notes.extend(f"{shown}: {note}" for note in notes if f"{shown}: {note}" not in loading.notes)
+
+
+def _peer_problem(shown: str, row: _Row, loading: Loading | None) -> None:
+    assert row.error is not None
+    error = _row_error(shown, row, row.error) if row.index >= 0 else CaseError(shown, None, row.error)
+    if loading is None:
+        raise error
+    loading.problems.append(error)

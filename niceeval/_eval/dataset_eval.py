@@ -3,12 +3,14 @@ applies its `assert:` entries (`t.check_case()`)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 from niceeval._core.errors import UsageError
 from niceeval._eval.cases import FORMATS
 from niceeval._eval.spec import EvalSpec
+from niceeval._eval.variants import parse_variants
 
 NAME = "dataset"
 """The eval's name in ids: `data/cases.yaml::dataset[case_id]`."""
@@ -19,9 +21,12 @@ def is_dataset(path: Path) -> bool:
     return path.is_file() and path.suffix.lower() in FORMATS
 
 
-def case_input(case: Any, source: str | None) -> str:
-    """What a case sends to the agent: its `input` field (text; other values are sent as JSON)."""
+def case_input(case: Any, source: str | None) -> str | list[str]:
+    """What a case sends to the agent: its `input` field (text; other values are sent as JSON), or for chat
+    messages (Inspect's input) each user message in turn."""
     value = case.get("input") if isinstance(case, dict) else getattr(case, "input", None)
+    if isinstance(case, dict) and case.get("multiple_choice_prompt"):
+        value = case["multiple_choice_prompt"]
     if value is None or value == "":
         raise UsageError(
             f"{source}: a case run without an eval module needs an `input:` field (what is sent to the agent); "
@@ -29,24 +34,107 @@ def case_input(case: Any, source: str | None) -> str:
         )
     if isinstance(value, str):
         return value
-    import json
-
+    if isinstance(value, list) and value and all(isinstance(m, dict) and "role" in m for m in value):
+        said = [_content(m.get("content")) for m in value if m.get("role") == "user"]
+        if said:
+            return said
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
+def _content(content: Any) -> str:
+    if isinstance(content, list):  # content parts: the text ones
+        return "\n".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return str(content)
+
+
 async def _run_case(t: Any) -> None:
-    await t.send(case_input(t.case, t._case_source))
+    case, variant = t.case, t._variant
+    if variant is not None and "prompt" in variant and isinstance(case, dict) and "vars" in case:
+        from niceeval._eval.promptfoo import render
+
+        messages: str | list[str] = render(variant["prompt"], case["vars"])
+    else:
+        messages = case_input(case, t._case_source)
+    for message in [messages] if isinstance(messages, str) else messages:
+        await t.send(message)
     t.check_case()
 
 
+def provider_agent(ident: str) -> Any:
+    """The agent for a promptfoo provider id: `echo` answers with the prompt; `openai:...`, `anthropic:...` call
+    the model (the SDK reads the key and base URL from the environment)."""
+    from niceeval._eval.peers import model_ref
+
+    if ident == "echo":
+        from niceeval.agents import FunctionAgent
+
+        return FunctionAgent(lambda message: message)
+    ref = model_ref(ident)
+    if ref is None:
+        raise UsageError(f"provider {ident!r} is not one niceeval can call (openai:MODEL, anthropic:MODEL, echo)")
+    if ref.startswith("anthropic/"):
+        from niceeval.agents import anthropic_agent
+
+        return anthropic_agent(ref)
+    from niceeval.agents import openai_agent
+
+    return openai_agent(ref)
+
+
+def _promptfoo_file(path: Path) -> Any:
+    """The promptfoo config at `path` as loaded rows, prompts and providers; None for any other file."""
+    if path.suffix.lower() not in (".yaml", ".yml", ".json"):
+        return None
+    try:
+        import yaml
+
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))  # JSON is YAML
+    except Exception:
+        return None  # the dataset loader reports it, with its line
+    if not (isinstance(data, dict) and isinstance(data.get("tests"), list) and "prompts" in data):
+        return None
+    from niceeval._eval.promptfoo import load_promptfoo
+
+    peer, _ = load_promptfoo(data, [], path.parent)
+    return peer
+
+
+def promptfoo_providers(path: Path) -> dict[str, str]:
+    """A promptfoo config's callable providers, by label (empty for any other file)."""
+    peer = _promptfoo_file(path)
+    return dict(peer.providers) if peer is not None else {}
+
+
+def promptfoo_setup(path: Path) -> tuple[dict[str, Any] | None, Any]:
+    """A promptfoo config's variant dimensions (several prompts, several providers) and its agent."""
+    peer = _promptfoo_file(path)
+    if peer is None:
+        return None, None
+    from niceeval.agents import per_variant
+
+    dimensions: dict[str, Any] = {}
+    if len(peer.prompts) > 1:
+        dimensions["prompt"] = peer.prompts
+    if len(peer.providers) > 1:
+        dimensions["provider"] = peer.providers
+        return dimensions, per_variant(lambda v: provider_agent(v["provider"]))
+    if peer.providers:
+        (ident,) = peer.providers.values()
+        return dimensions or None, per_variant(lambda v: provider_agent(ident))
+    return dimensions or None, None
+
+
 def dataset_eval(path: Path) -> EvalSpec:
-    """The eval that runs the dataset at `path` with the config's agent."""
+    """The eval that runs the dataset at `path` with the config's agent (or a promptfoo config's providers)."""
+    dimensions, agent = promptfoo_setup(path)
     return EvalSpec(
         fn=_run_case,
         name=NAME,
         file=path.resolve(),
         line=1,
-        description=f"the cases of {path.name}, sent to the config's agent and checked by their `assert:` entries",
+        description=f"the cases of {path.name}, sent to the agent and checked by their `assert:` entries",
+        agent=agent,
         is_async=True,
         cases=str(path.resolve()),
+        variants=parse_variants(dimensions, f"{path.name}: prompts and providers"),
     )

@@ -63,6 +63,8 @@ class AssertionType:
     """The niceeval call it becomes, for the docs."""
     promptfoo: tuple[str, ...] = ()
     """promptfoo's names for it (a `not-` prefix negates a value type, as in promptfoo)."""
+    pydantic_evals: str = ""
+    """pydantic-evals' evaluator that loads as this type (in a dataset's `evaluators:`)."""
     note: str = ""
     """Where it differs from the peer's grader, honestly."""
     build: Build | None = None
@@ -153,6 +155,32 @@ def _contains_json(entry: Entry) -> Matcher:
     return Matcher(name="contains_json", score_fn=score, expected="JSON in the output")
 
 
+_JSON_TYPES: dict[str, type | tuple[type, ...]] = {
+    "int": int,
+    "float": (int, float),
+    "bool": bool,
+    "dict": dict,
+    "list": list,
+}
+
+
+def _is_instance(entry: Entry) -> Matcher:
+    name = _text(entry)
+
+    def score(value: Any) -> ScoreLike:
+        if name == "str":
+            return isinstance(value, str) or Verdict(False, f"a {type(value).__name__}, not text", actual=short(value))
+        try:
+            parsed = json.loads(value) if isinstance(value, str) else value
+        except ValueError:
+            return Verdict(False, f"the output is not JSON, so not a {name}", actual=short(value))
+        wanted = _JSON_TYPES.get(name)
+        ok = wanted is not None and isinstance(parsed, wanted) and not (name != "bool" and isinstance(parsed, bool))
+        return ok or Verdict(False, f"a {type(parsed).__name__}, not a {name}", actual=short(value))
+
+    return Matcher(name=f"is_instance({name})", score_fn=score, expected=f"a {name}")
+
+
 def _levenshtein(entry: Entry) -> Matcher:
     expected, limit = _text(entry), entry.threshold if entry.threshold is not None else 5.0
 
@@ -208,7 +236,9 @@ def negated(matcher: Matcher) -> Matcher:
     return Matcher(name=f"not {matcher.name}", score_fn=score, expected=expected)
 
 
-def _value(name: str, value: ValueKind, maps_to: str, build: Build, *promptfoo: str, note: str = "") -> AssertionType:
+def _value(
+    name: str, value: ValueKind, maps_to: str, build: Build, *promptfoo: str, note: str = "", pydantic_evals: str = ""
+) -> AssertionType:
     return AssertionType(
         name=name,
         kind="value",
@@ -216,15 +246,30 @@ def _value(name: str, value: ValueKind, maps_to: str, build: Build, *promptfoo: 
         maps_to=maps_to,
         build=build,
         promptfoo=promptfoo,
+        pydantic_evals=pydantic_evals,
         note=note,
         negatable=True,
     )
 
 
 TYPES: tuple[AssertionType, ...] = (
-    _value("includes", "text", "`expect.includes(value)`", lambda e: includes(_text(e)), "contains"),
+    _value(
+        "includes",
+        "text",
+        "`expect.includes(value)`",
+        lambda e: includes(_text(e)),
+        "contains",
+        pydantic_evals="`Contains`",
+    ),
     _value("excludes", "text", "`expect.excludes(value)`", lambda e: excludes(_text(e))),
-    _value("icontains", "text", "`expect.includes(re.compile(value, re.I))`", _icontains, "icontains"),
+    _value(
+        "icontains",
+        "text",
+        "`expect.includes(re.compile(value, re.I))`",
+        _icontains,
+        "icontains",
+        pydantic_evals="`Contains` with `case_sensitive: false`",
+    ),
     _value("starts_with", "text", "`expect.includes(re.compile('^' + value))`", _starts_with, "starts-with"),
     _value("regex", "regex", "`expect.includes(re.compile(value))`", _regex, "regex"),
     _value(
@@ -261,7 +306,16 @@ TYPES: tuple[AssertionType, ...] = (
         "`expect.equals(value)`",
         _equals,
         "equals",
+        pydantic_evals="`Equals`, `EqualsExpected`",
         note="a non-text value is compared with the output parsed as JSON",
+    ),
+    _value(
+        "is_instance",
+        "text",
+        "the output is text (`str`) or JSON of that type (`int`, `float`, `bool`, `dict`, `list`)",
+        _is_instance,
+        pydantic_evals="`IsInstance`",
+        note="the agent's reply is text, so other types are read from it as JSON",
     ),
     _value("is_json", "optional schema", "`expect.matches(value)` (any JSON without a value)", _is_json, "is-json"),
     _value("json_schema", "schema", "`expect.matches(value)`", _is_json),
@@ -287,7 +341,11 @@ TYPES: tuple[AssertionType, ...] = (
         value="text",
         maps_to="`t.judge.rubric(value)`",
         promptfoo=("llm-rubric",),
-        note="`rubricPrompt` becomes `rubric_prompt=`; `provider` the judge model",
+        pydantic_evals="`LLMJudge`",
+        note=(
+            "`rubricPrompt` becomes `rubric_prompt=`; `provider` the judge model; LLMJudge's "
+            "`include_expected_output` adds the expected output to the rubric, and the input is always shown"
+        ),
     ),
     AssertionType(
         name="factuality",
@@ -330,7 +388,8 @@ TYPES: tuple[AssertionType, ...] = (
         value="number",
         maps_to="the answer time, at most `value` seconds",
         promptfoo=("latency",),
-        note="promptfoo's `threshold` is milliseconds; loaded as seconds",
+        pydantic_evals="`MaxDuration`",
+        note="promptfoo's `threshold` is milliseconds; loaded as seconds; the time the agent took, not the task's",
     ),
     AssertionType(name="max_tokens", kind="scoped", value="number", maps_to="`t.max_tokens(value)`"),
     AssertionType(
@@ -509,16 +568,18 @@ def row_assertions(row: object) -> object:
 def coverage_table() -> str:
     """docs/judge.md's table of declarative types, generated from `TYPES` and `NO_EQUIVALENT`."""
     lines = [
-        "| `type:` | promptfoo | niceeval | differences |",
-        "| --- | --- | --- | --- |",
+        "| `type:` | promptfoo | pydantic-evals | niceeval | differences |",
+        "| --- | --- | --- | --- | --- |",
     ]
     for kind in TYPES:
         peers = ", ".join(f"`{p}`" for p in kind.promptfoo) or "-"
         if kind.negatable and kind.promptfoo:
             peers += " (and `not-`)"
-        lines.append(f"| `{kind.name}` | {peers} | {kind.maps_to} | {kind.note or '-'} |")
+        pydantic = kind.pydantic_evals or "-"
+        lines.append(f"| `{kind.name}` | {peers} | {pydantic} | {kind.maps_to} | {kind.note or '-'} |")
     for name, why in NO_EQUIVALENT.items():
-        lines.append(f"| - | `{name}` | none | {why} |")
+        lines.append(f"| - | `{name}` | - | none | {why} |")
+    lines.append("| - | - | `HasMatchingSpan`, custom evaluators | none | listed at load, not run |")
     return "\n".join(lines) + "\n"
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from niceeval._core.errors import UsageError
-from niceeval._eval.cases import Case, CaseError, iter_cases
+from niceeval._eval.cases import Case, CaseError, Loading, iter_cases
 from niceeval._eval.declared import DeclaredError, parse_entries, row_assertions
 from niceeval._eval.variants import Variant, parse_variants
 from niceeval._run.discovery import EvalEntry, LoadError
@@ -28,6 +28,8 @@ class Plan:
 
     evals: list[EvalEntry] = field(default_factory=list)
     errors: list[LoadError] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """What a peer's suite file says that niceeval has no equivalent for (listed once, never dropped silently)."""
 
 
 def _variants_of(entry: EvalEntry, suite_variants: tuple[Variant, ...]) -> tuple[Variant, ...]:
@@ -51,6 +53,13 @@ def _expand_one(entry: EvalEntry, cases: Sequence[Case] | None, variants: tuple[
                 group_size=len(variants),
                 group_index=index,
             )
+
+
+def _loaded(loading: Loading, entry: EvalEntry, plan: Plan) -> None:
+    plan.notes.extend(note for note in loading.notes if note not in plan.notes)
+    for problem in loading.problems:
+        message = f"{problem.detail} ({entry.id}: the other cases ran)"
+        plan.errors.append(LoadError(file=problem.file, line=problem.line, message=message))
 
 
 def _declared_cases(entry: EvalEntry, cases: list[Case], plan: Plan) -> list[Case]:
@@ -86,15 +95,24 @@ def expand(entries: Sequence[EvalEntry], *, root: Path, suite_variants: Any = No
     for entry in entries:
         cases: list[Case] | None = None
         if entry.spec.cases is not None:
+            loading = Loading()
             try:
                 cases = list(
-                    iter_cases(entry.spec.cases, eval_file=entry.spec.file, root=root, model=entry.spec.case_model)
+                    iter_cases(
+                        entry.spec.cases,
+                        eval_file=entry.spec.file,
+                        root=root,
+                        model=entry.spec.case_model,
+                        loading=loading,
+                    )
                 )
             except CaseError as exc:
                 plan.errors.append(
                     LoadError(file=exc.file, line=exc.line, message=f"{exc.detail} (eval {entry.id} did not run)")
                 )
                 continue
+            finally:
+                _loaded(loading, entry, plan)
             cases = _declared_cases(entry, cases, plan)
         unclustered = _case_without_cluster(entry, cases)
         if unclustered is not None:

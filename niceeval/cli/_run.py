@@ -167,6 +167,8 @@ def _load(args: argparse.Namespace) -> tuple[Config, Discovery]:
     plan = expand(discovery.evals, root=config.root, suite_variants=config.variants)
     discovery.evals = plan.evals
     discovery.errors.extend(plan.errors)
+    for note in plan.notes:
+        print(f"niceeval: not mapped: {note}", file=sys.stderr)
     return config, discovery
 
 

@@ -102,6 +102,8 @@ VALUE_CASES = [
     ({"type": "contains_json", "value": {"required": ["n"]}}, 'x {"n": 3}', 'x {"m": 3}'),
     ({"type": "levenshtein", "value": "Paris", "threshold": 1}, "Pariss", "Parisss"),
     ({"type": "similarity", "value": "The capital is Paris"}, "The capital is Paris!", "Rome"),
+    ({"type": "is_instance", "value": "int"}, "42", "4.2"),
+    ({"type": "is_instance", "value": "str"}, "anything", 3),
 ]
 
 
