@@ -9,6 +9,7 @@ from typing import Any
 
 from niceeval._core.errors import UsageError
 from niceeval._eval.cases import FORMATS
+from niceeval._eval.promptfoo import render
 from niceeval._eval.spec import EvalSpec
 from niceeval._eval.variants import parse_variants
 
@@ -50,8 +51,6 @@ def _content(content: Any) -> str:
 async def _run_case(t: Any) -> None:
     case, variant = t.case, t._variant
     if variant is not None and "prompt" in variant and isinstance(case, dict) and "vars" in case:
-        from niceeval._eval.promptfoo import render
-
         messages: str | list[str] = render(variant["prompt"], case["vars"])
     else:
         messages = case_input(case, t._case_source)

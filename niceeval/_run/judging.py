@@ -25,8 +25,9 @@ if TYPE_CHECKING:
 
 
 def judging_modules(entries: Iterable[EvalEntry]) -> tuple[str, ...]:
-    """What to load off the loop before a suite whose eval functions use `t.judge` (read from their code)."""
-    uses = any("judge" in entry.spec.fn.__code__.co_names for entry in entries)
+    """What to load off the loop before a suite whose eval functions use `t.judge` (read from their code; a
+    case's `assert:` entries may ask the judge through `t.check_case()`)."""
+    uses = any({"judge", "check_case"} & set(entry.spec.fn.__code__.co_names) for entry in entries)
     return ("niceeval.judge",) if uses else ()
 
 
