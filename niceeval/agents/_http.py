@@ -89,7 +89,7 @@ class HTTPAgent:
             self._histories.popitem(last=False)
         client = httpx.AsyncClient(headers=self.headers, timeout=self.timeout)
         session = HTTPSession(self.url, session_id, log, history, client)
-        session.trace = session_trace(log, TraceOptions(events=False, listen=True)) if self.traces else None
+        session.trace = await session_trace(log, TraceOptions(events=False, listen=True)) if self.traces else None
         return session
 
 

@@ -68,7 +68,7 @@ class LangGraphAdapter:
     async def open(self, session_id: str, log: EventLog) -> LangGraphSession:
         """Start (or continue) the conversation `session_id`."""
         session = LangGraphSession(self, session_id, log)
-        session.trace = session_trace(log, TraceOptions(events=False)) if self.traces else None
+        session.trace = await session_trace(log, TraceOptions(events=False)) if self.traces else None
         return session
 
 

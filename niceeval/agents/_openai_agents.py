@@ -16,7 +16,7 @@ from niceeval._core.events import ErrorEvent, EventLog, MessageEvent, SubagentCa
 from niceeval.agents._kit import Histories, ToolCalls, final_reply, priced_model, require, usage_event
 from niceeval.agents._protocol import Reply
 from niceeval.providers import openai_client, release
-from niceeval.tracing._session import TraceOptions, end_trace, session_trace, traced_turn
+from niceeval.tracing._session import SessionTrace, TraceOptions, end_trace, session_trace, traced_turn
 
 if TYPE_CHECKING:
     from agents import Agent, RunConfig, RunContextWrapper, RunHooks
@@ -116,6 +116,11 @@ class OpenAIAgentsAdapter:
 
     async def open(self, session_id: str, log: EventLog) -> OpenAIAgentsSession:
         """Start (or continue) the conversation `session_id`."""
+        session = await self._session(session_id, log)
+        session._trace = await session_trace(log, TraceOptions(events=False)) if self.traces else None
+        return session
+
+    async def _session(self, session_id: str, log: EventLog) -> OpenAIAgentsSession:
         from agents import OpenAIProvider
         from agents.models.multi_provider import MultiProvider
 
@@ -144,7 +149,8 @@ class OpenAIAgentsSession:
         self._adapter = adapter
         self._run_config = run_config
         self._client = client
-        self._trace = session_trace(log, TraceOptions(events=False)) if adapter.traces else None
+        self._trace: SessionTrace | None = None
+        """Set by `open` with `traces=True`."""
 
     async def send(self, message: str, *, output: type[Any] | None = None) -> Reply:
         """Run the agent on `message` (after the conversation so far) and return its final output."""

@@ -95,7 +95,7 @@ class PydanticAIAdapter:
 
     async def open(self, session_id: str, log: EventLog) -> PydanticAISession:
         """Start (or continue) the conversation `session_id`."""
-        trace = session_trace(log, TraceOptions(events=False)) if self.traces else None
+        trace = await session_trace(log, TraceOptions(events=False)) if self.traces else None
         if self._base_url is None:
             return PydanticAISession(self, session_id, log, None, None, trace)
         key = self._api_key or os.environ.get("OPENAI_API_KEY") or "niceeval"

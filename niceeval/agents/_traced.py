@@ -16,8 +16,8 @@ from niceeval._core.errors import UsageError
 from niceeval._core.events import EventLog, MessageEvent
 from niceeval.agents._function import AgentFunction, FunctionSession
 from niceeval.agents._kit import Histories
-from niceeval.providers import release, shared_resource
-from niceeval.tracing._session import DEFAULT_FLUSH_WINDOW, SessionTrace, TraceOptions, Tracing
+from niceeval.providers import release
+from niceeval.tracing._session import DEFAULT_FLUSH_WINDOW, SessionTrace, TraceOptions, session_trace
 
 
 @overload
@@ -52,7 +52,7 @@ def traced_agent(
     """
     if isinstance(flush_window, bool) or not isinstance(flush_window, int | float) or flush_window <= 0:
         raise UsageError(f"traced_agent: flush_window= is seconds, more than 0; got {flush_window!r}.")
-    options = TraceOptions(flush_window=float(flush_window))
+    options = TraceOptions(flush_window=float(flush_window), listen=True)
     if fn is None:
         return lambda function: TracedAgent(function, options)
     return TracedAgent(fn, options)
@@ -72,8 +72,7 @@ class TracedAgent:
         """Start (or continue) the conversation `session_id` under a new trace of the suite's collector."""
         history = self._histories.get(session_id) or []
         self._histories.put(session_id, history)
-        tracing = shared_resource("niceeval-tracing", Tracing)
-        return TracedSession(self.fn, session_id, log, history, SessionTrace(tracing, log, self.options))
+        return TracedSession(self.fn, session_id, log, history, await session_trace(log, self.options))
 
 
 class TracedSession(FunctionSession):

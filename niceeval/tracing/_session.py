@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from niceeval._core.errors import UsageError
 from niceeval._core.events import EventLog
 from niceeval._core.spans import Span, link
+from niceeval._core.threads import load_off_loop
 from niceeval.tracing._collector import RunTrace, TraceCollector
 from niceeval.tracing._mapping import events_from_spans
 
@@ -193,10 +194,23 @@ def _merge(kept: list[Span], spans: list[Span]) -> None:
     kept.sort(key=lambda span: (span.start_ns, span.end_ns))
 
 
-def session_trace(log: EventLog, options: TraceOptions) -> SessionTrace:
-    """A trace for one agent session on the suite's tracing (`end_trace` gives it back)."""
+_SDK_MODULES = ("opentelemetry.trace", "opentelemetry.sdk.trace", "niceeval.tracing._sdk")
+_RECEIVER_MODULES = (
+    "niceeval.tracing._receiver",
+    "opentelemetry.proto.collector.trace.v1.trace_service_pb2",
+    "google.protobuf.json_format",
+)
+
+
+async def session_trace(log: EventLog, options: TraceOptions) -> SessionTrace:
+    """A trace for one agent session on the suite's tracing (`end_trace` gives it back).
+
+    The OpenTelemetry SDK (and, for a session that listens, the receiver's server and protobuf) load in a worker
+    thread on first use, never on the event loop the other evals run on.
+    """
     from niceeval.providers import shared_resource
 
+    await load_off_loop(*_SDK_MODULES, *(_RECEIVER_MODULES if options.listen else ()))
     return SessionTrace(shared_resource("niceeval-tracing", Tracing), log, options)
 
 
