@@ -248,3 +248,46 @@ def test_respond_starts_a_new_turn(followups: int) -> None:
         "turn 1: used_no_tools": "passed",
         "turn 2: called_tool('refund')": "passed",
     }
+
+
+def test_group_names_every_assertion_made_inside_it() -> None:
+    @define_eval
+    async def ev(t: EvalContext) -> None:
+        with t.group("booking"):
+            turn = await t.send("book it")
+            t.check(turn.message, includes("Booked"))
+            turn.called_tool("book_flight")
+            with t.group("cost"):
+                t.max_tokens(10_000)
+        t.succeeded()
+
+    assert by_name(run(ev, travel)) == {
+        "booking › includes('Booked')": "passed",
+        "booking › turn 1: called_tool('book_flight')": "passed",
+        "booking › cost › max_tokens(10,000)": "passed",
+        "succeeded": "passed",
+    }
+
+
+def test_respond_all_answers_until_the_agent_stops_asking() -> None:
+    asked = [0]
+
+    @function_agent
+    def three_approvals(message: str, session: FunctionSession) -> str:
+        if asked[0] < 3:
+            asked[0] += 1
+            session.request_input(f"approve step {asked[0]}?")
+            return "waiting"
+        session.tool("deploy", {})
+        return "deployed"
+
+    @define_eval
+    async def ev(t: EvalContext) -> None:
+        await t.send("deploy")
+        last = await t.respond_all("yes")
+        t.check(last.status, includes("completed"))
+        last.called_tool("deploy")
+
+    result = run(ev, three_approvals)
+    assert result.outcome == "passed", result.assertions
+    assert by_name(result) == {"includes('completed')": "passed", "turn 4: called_tool('deploy')": "passed"}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import Any, Literal, Self
 
@@ -19,6 +20,16 @@ Severity = Literal["gate", "soft"]
 State = Literal["passed", "failed", "inconclusive"]
 Cause = Literal["timeout", "provider_error", "rate_limited", "parse_error", "no_api_key", "no_price", "error"]
 """Why an assertion is inconclusive (or, for ``error``, why a matcher crashed)."""
+
+CURRENT_GROUP: ContextVar[tuple[str, ...]] = ContextVar("niceeval_assertion_group", default=())
+"""The `t.group(...)` blocks the eval is in, outermost first: assertions made there are named by them."""
+
+
+def grouped(name: str) -> str:
+    """`name` as recorded inside the current `t.group(...)` blocks: `checkout › includes('total')`."""
+    groups = CURRENT_GROUP.get()
+    return " › ".join((*groups, name)) if groups else name
+
 
 SOFT_DEFAULT_THRESHOLD = 0.8
 """Threshold of a soft matcher when nothing else is said (similarity's default)."""

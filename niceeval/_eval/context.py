@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from anyio.abc import TaskGroup
 from anyio.from_thread import BlockingPortal
 
-from niceeval._core.assertion import AssertionResult, Matcher, ScoreLike
+from niceeval._core.assertion import CURRENT_GROUP, AssertionResult, Matcher, ScoreLike, grouped
 from niceeval._core.awaits import AwaitTracker, tracked
 from niceeval._core.errors import ErrorInfo, UsageError, caller_location, error_info
 from niceeval._core.events import Event, EventLog
@@ -168,6 +169,20 @@ class ContextBase(Observations, SpanAssertions, CaseChecks):
         """
         return self._record(value, matcher, caller_location(1), required=True, verb="require")
 
+    @contextmanager
+    def group(self, name: str) -> Iterator[None]:
+        """Group the assertions made inside the block: reports name them `name › assertion` (groups nest).
+
+        `with t.group("checkout"): t.check(t.reply, includes("total"))` records `checkout › includes('total')`.
+        """
+        if not isinstance(name, str) or not name.strip():
+            raise UsageError(f"t.group() at {caller_location(2)} needs a name, e.g. with t.group('checkout'): ...")
+        token = CURRENT_GROUP.set((*CURRENT_GROUP.get(), name.strip()))
+        try:
+            yield
+        finally:
+            CURRENT_GROUP.reset(token)
+
     def skip(self, reason: str) -> NoReturn:
         """Stop the eval and mark it `skipped` (unless a gate already failed)."""
         self._state.skip_reason = str(reason)
@@ -184,6 +199,8 @@ class ContextBase(Observations, SpanAssertions, CaseChecks):
             )
         if required:
             matcher = matcher.gate()
+        if CURRENT_GROUP.get():
+            matcher = matcher._chained(name=grouped(matcher.name))
         handle = Check(location, required=required)
         try:
             raw = matcher.score_fn(value)
@@ -304,6 +321,10 @@ class EvalContext(ContextBase):
         """Answer the agent's request for human input (the last turn was `waiting`) and continue (await it)."""
         return tracked(self._conversation.respond(value), "t.respond(...)")
 
+    def respond_all(self, value: object) -> Coroutine[Any, Any, Turn]:
+        """Answer every input request the agent makes with `value`, until it stops asking (await it)."""
+        return tracked(self._conversation.respond_all(value), "t.respond_all(...)")
+
     def revive(self) -> Coroutine[Any, Any, None]:
         """Close the session and reopen it by the same id: the conversation must continue from storage (await it)."""
         return tracked(self._conversation.revive(), "t.revive()")
@@ -333,6 +354,10 @@ class SyncEvalContext(ContextBase):
     def respond(self, value: object) -> Turn:
         """Answer the agent's request for human input (the last turn was `waiting`) and continue."""
         return self._call_in_loop(self._conversation.respond, value)
+
+    def respond_all(self, value: object) -> Turn:
+        """Answer every input request the agent makes with `value`, until it stops asking."""
+        return self._call_in_loop(self._conversation.respond_all, value)
 
     def revive(self) -> None:
         """Close the session and reopen it by the same id: the conversation must continue from storage."""

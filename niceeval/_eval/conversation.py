@@ -241,6 +241,17 @@ class Conversation:
         self.turns += 1
         return await self.send(text)
 
+    async def respond_all(self, value: object, limit: int = 20) -> Turn:
+        """Answer with `value` while the agent keeps asking (at most `limit` times); the last turn."""
+        if self.last_status != "waiting":
+            raise UsageError("t.respond_all() answers an agent that asked for input, but the last turn is not waiting.")
+        turn = await self.respond(value)
+        for _ in range(limit - 1):
+            if turn.status != "waiting":
+                break
+            turn = await self.respond(value)
+        return turn
+
     async def revive(self) -> None:
         """Close the session and reopen it by the same id: the agent must restore it from its own storage."""
         await self.close()

@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Self
 
-from niceeval._core.assertion import AssertionResult, Chainable, Matcher
+from niceeval._core.assertion import AssertionResult, Chainable, Matcher, grouped
 from niceeval._core.errors import UsageError, caller_location
 from niceeval._core.events import Event, EventType
 from niceeval._core.settings import Price
@@ -25,7 +25,7 @@ class Scoped(Chainable):
     `select` picks that scope's events out of the run's stream.
     """
 
-    __slots__ = ("matcher", "location", "scope", "select")
+    __slots__ = ("matcher", "location", "scope", "select", "groups")
 
     def __init__(
         self, matcher: Matcher, location: str | None, *, scope: str | None = None, select: EventSelector | None = None
@@ -34,6 +34,8 @@ class Scoped(Chainable):
         self.location = location
         self.scope = scope
         self.select = select
+        self.groups = grouped("")
+        """The `t.group(...)` blocks it was registered in, as the prefix of its name (`checkout › `)."""
 
     def _chained(self, **changes: Any) -> Self:
         self.matcher = self.matcher._chained(**changes)
@@ -55,9 +57,10 @@ class Scoped(Chainable):
             raise
         except Exception as exc:
             result = self.matcher.crashed(exc, self.location)
-        if self.scope is None:
+        if self.scope is None and not self.groups:
             return result
-        return result.model_copy(update={"name": f"{self.scope}: {result.name}"})
+        scope = "" if self.scope is None else f"{self.scope}: "
+        return result.model_copy(update={"name": f"{self.groups}{scope}{result.name}"})
 
 
 class EventAssertions:

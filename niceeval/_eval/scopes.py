@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from niceeval._core.assertion import Matcher
+from niceeval._core.assertion import Matcher, grouped
 from niceeval._core.awaits import CURRENT_TRACKER
 from niceeval._core.errors import UsageError, caller_location
 from niceeval._core.events import ActionCalledEvent, Event
@@ -174,7 +174,8 @@ class ScopedJudge:
             kwargs.setdefault("input", self._asked)
             handle = method(*args, **kwargs)
             if hasattr(handle, "name"):
-                handle.name = f"{self._label}: {handle.name}"
+                groups = grouped("")  # the judge named it inside the eval's t.group blocks: the scope goes after
+                handle.name = f"{groups}{self._label}: {handle.name.removeprefix(groups)}"
             return handle
 
         return call

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from niceeval._core.assertion import AssertionResult
+from niceeval._core.assertion import AssertionResult, grouped
 from niceeval._core.errors import UsageError, caller_location
 from niceeval._core.values import short
 from niceeval.judge._cache import CacheMode, JudgeCache
@@ -141,6 +141,7 @@ class JudgeSession:
                 ruling = CrashedRuling(exc)
             handle._settle(ruling)
 
+        handle.name = grouped(handle.name)
         self.handles.append(handle)
         self.runtime.start(run)
         return handle

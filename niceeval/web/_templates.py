@@ -33,9 +33,7 @@ def environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(
-        pct=pct, duration=duration, usd=usd, when=when, score=score, pretty=pretty, clip=clip
-    )
+    env.filters.update(pct=pct, duration=duration, usd=usd, when=when, score=score, pretty=pretty, clip=clip)
     env.globals.update(
         outcome_bar=_charts.outcome_bar, TEXT_LIMIT=TEXT_LIMIT, diff_files=diff_files, DIFF_OPEN_UP_TO=OPEN_UP_TO
     )
