@@ -17,6 +17,7 @@ from niceeval._run.control import RunControl
 from niceeval._run.discovery import EvalEntry, LoadError
 from niceeval._run.execute import ExecOptions, execute_run
 from niceeval._run.judging import SuiteJudges, judging_modules
+from niceeval._run.keyword import compile_keyword
 from niceeval._run.shard import Shard
 from niceeval._run.watchdog import LoopWatchdog
 from niceeval.providers import shared_clients
@@ -47,11 +48,11 @@ class SuiteOptions:
 
 
 def select(entries: Sequence[EvalEntry], *, keyword: str | None = None, tags: Sequence[str] = ()) -> list[EvalEntry]:
-    """Keep the evals whose id contains `keyword` (case-insensitive) and that carry any of `tags`."""
+    """Keep the evals that `keyword` (pytest's -k grammar over eval ids) matches and that carry any of `tags`."""
     chosen = list(entries)
     if keyword:
-        needle = keyword.lower()
-        chosen = [e for e in chosen if needle in e.id.lower()]
+        matches = compile_keyword(keyword)
+        chosen = [e for e in chosen if matches(e.id)]
     if tags:
         wanted = set(tags)
         chosen = [e for e in chosen if wanted & set(e.tags)]

@@ -102,7 +102,11 @@ def add_config_flag(parser: argparse.ArgumentParser) -> None:
 
 def add_selection_flags(parser: argparse.ArgumentParser, *, tags: bool = True) -> None:
     """`-k TEXT` and `--tag T`."""
-    parser.add_argument("-k", dest="keyword", help="only evals whose id contains this text")
+    parser.add_argument(
+        "-k",
+        dest="keyword",
+        help='only evals whose id contains this text; pytest\'s grammar: -k "refund and not slow", -k "a or b"',
+    )
     if tags:
         parser.add_argument("--tag", action="append", default=[], help="only evals with this tag (repeatable)")
 

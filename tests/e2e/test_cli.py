@@ -181,6 +181,16 @@ def test_k_filter_runs_only_evals_whose_id_contains_the_text(project: Project) -
     assert "passes" not in result.stdout
 
 
+def test_k_takes_pytests_expressions_and_a_malformed_one_exits_2(project: Project) -> None:
+    _write_mixed(project)
+    result = project.run("-k", "miss and not soft or passes")
+    assert _ids(result.report()) == ["evals/mixed.py::gate_miss", "evals/mixed.py::passes"]
+    malformed = project.run("-k", "miss and")
+    assert malformed.code == 2
+    assert "-k 'miss and': expected a part of an eval's id at column 9, found the end" in malformed.stderr
+    assert malformed.json_text is None
+
+
 def test_tag_filter_runs_only_evals_with_that_tag(project: Project) -> None:
     _write_mixed(project)
     result = project.run("--tag", "soft", "--tag", "fast")
