@@ -1,4 +1,4 @@
-"""`niceeval init`: a starter config and one eval that pass offline."""
+"""`niceeval init`: a starter config and one eval that pass offline, and `.niceeval/.gitignore`."""
 
 from __future__ import annotations
 
@@ -24,8 +24,17 @@ config = define_config(
     evals=["evals"],
     concurrency=8,
     timeout=120,
+    # judge={"model": "openai/gpt-5.4-mini"},  # the model behind t.judge (needs OPENAI_API_KEY; docs/judge.md)
 )
 '''
+
+GITIGNORE = """\
+# niceeval's local data: the results store and scratch files stay out of git.
+*
+!.gitignore
+# The judge cache replays judged suites in CI with --cache-only and no API key (docs/judge.md): commit it.
+!judge-cache.sqlite
+"""
 
 EVAL = '''\
 """A first eval: send a message, check the reply."""
@@ -48,7 +57,12 @@ async def greets_back(t):
 def write_starter(folder: Path) -> list[str]:
     """Write the starter files that do not exist yet; return what was done and the next steps, one line each."""
     done, wrote = [], []
-    for path, text in ((folder / "niceeval.config.py", CONFIG), (folder / "evals" / "first.py", EVAL)):
+    files = (
+        (folder / "niceeval.config.py", CONFIG),
+        (folder / "evals" / "first.py", EVAL),
+        (folder / ".niceeval" / ".gitignore", GITIGNORE),
+    )
+    for path, text in files:
         if path.exists():
             done.append(f"kept {path.relative_to(folder)} (already exists)")
             continue
@@ -56,7 +70,7 @@ def write_starter(folder: Path) -> list[str]:
         path.write_text(text, encoding="utf-8")
         done.append(f"wrote {path.relative_to(folder)}")
         wrote.append(path.name)
-    starter = wrote == ["niceeval.config.py", "first.py"]
+    starter = {"niceeval.config.py", "first.py"} <= set(wrote)
     agent_at = f"niceeval.config.py:{_line_of(CONFIG, 'def agent')}" if "niceeval.config.py" in wrote else None
     return [*done, *next_steps(agent_at, starter=starter)]
 

@@ -46,7 +46,11 @@ def test_init_in_an_empty_folder_writes_a_project_that_passes(project: Project) 
     (project.root / "niceeval.config.py").unlink()
     result = project.cli("init", env={"OPENAI_API_KEY": "", "ANTHROPIC_API_KEY": ""})
     assert result.code == 0, result.output
-    assert result.stdout.splitlines()[:2] == ["wrote niceeval.config.py", "wrote evals/first.py"]
+    assert result.stdout.splitlines()[:3] == [
+        "wrote niceeval.config.py",
+        "wrote evals/first.py",
+        "wrote .niceeval/.gitignore",
+    ]
     run = project.run(env={"OPENAI_API_KEY": "", "ANTHROPIC_API_KEY": ""})
     assert run.code == 0, run.output
     assert run.report()["summary"]["passed"] == 1
@@ -56,7 +60,7 @@ def test_init_prints_the_next_steps_naming_the_line_of_the_agent(project: Projec
     (project.root / "niceeval.config.py").unlink()
     result = project.cli("init")
     agent_line = project.line_of("niceeval.config.py", "def agent")
-    assert result.stdout.splitlines()[2:] == [
+    assert result.stdout.splitlines()[3:] == [
         "",
         "The starter eval passes now, offline: niceeval run (or pytest evals/).",
         "Next:",
@@ -67,6 +71,18 @@ def test_init_prints_the_next_steps_naming_the_line_of_the_agent(project: Projec
         "     niceeval.agents (openai_agent, anthropic_agent, http_agent).",
         "  3. Browse the results: niceeval view",
     ]
+
+
+def test_init_keeps_the_store_out_of_git_and_the_judge_cache_in_it(project: Project) -> None:
+    (project.root / "niceeval.config.py").unlink()
+    assert project.cli("init").code == 0
+    assert '    # judge={"model": "openai/gpt-5.4-mini"},' in (project.root / "niceeval.config.py").read_text()
+    subprocess.run(["git", "init", "-q"], cwd=project.root, check=True, timeout=30)
+    paths = [".niceeval/results.db", ".niceeval/results.db-wal", ".niceeval/judge-cache.sqlite", ".niceeval/.gitignore"]
+    checked = subprocess.run(
+        ["git", "check-ignore", *paths], cwd=project.root, capture_output=True, text=True, timeout=30
+    )
+    assert checked.stdout.split() == [".niceeval/results.db", ".niceeval/results.db-wal"]
 
 
 def test_pytest_runs_the_evals_of_a_fresh_init_through_the_plugin(project: Project) -> None:
