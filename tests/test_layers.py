@@ -216,8 +216,14 @@ def test_assertion_chaining_is_implemented_once() -> None:
     assert defined == ["niceeval._core.assertion.Chainable"]
 
 
-SERVERLESS_WEB = ("niceeval.web._templates", "niceeval.web._rounds", "niceeval.web._charts", "niceeval.web._diffview")
-"""The viewer's parts the HTML report renders with: templates, filters and rounds, without the web server."""
+SERVERLESS_WEB = (
+    "niceeval.web._templates",
+    "niceeval.web._rounds",
+    "niceeval.web._charts",
+    "niceeval.web._diffview",
+    "niceeval.web._judging",
+)
+"""The viewer's parts the HTML report renders with: templates, filters, rounds, diffs and judge counts, no server."""
 
 
 def _server_side(name: str) -> bool:

@@ -350,7 +350,7 @@ def test_a_test_asking_for_the_fixture_by_name_is_planned_and_recorded(project: 
     _pytest(project, "tests/test_by_name.py")
     shown = _niceeval(project, "show", "latest")
     assert "PASS   tests/test_by_name.py::test_by_name" in shown.stdout, shown.stdout + shown.stderr
-    assert "1 passed, 0 scored, 0 failed, 0 skipped (1 evals, 1 runs)" in shown.stdout
+    assert "1 passed, 0 scored, 0 failed, 0 skipped (1 eval, 1 run)" in shown.stdout
 
 
 @pytest.mark.parametrize("off", ["--niceeval-no-store", "store=False"])

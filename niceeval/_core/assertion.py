@@ -66,9 +66,18 @@ class JudgeCall(BaseModel):
     fallback: bool = False
     """True when this is the fallback model, asked because the primary gave no verdict."""
     asked: bool = True
-    """False when no request reached the provider (no API key, `--cache-only` miss): not counted as spend."""
+    """False when no request reached the provider (a verdict from the cache, no API key, a `--cache-only` miss)."""
     cause: Cause | None = None
     """Why this call gave no verdict (`rate_limited`, `timeout`, ...); `None` when it gave one."""
+
+    @property
+    def sent(self) -> bool:
+        """A request reached the provider: what every report counts as a judge *call* (it spent tokens).
+
+        A cached verdict is counted apart as *cached* (stores written before 2026-11-24 kept `asked` true on
+        those, hence the check of both); a call neither sent nor cached was *not sent* (no key, `--cache-only`).
+        """
+        return self.asked and not self.cached
 
 
 class AssertionResult(BaseModel):

@@ -17,6 +17,7 @@ class Spend(BaseModel):
     """Model calls of one side of a run (the agent under test, or the judges): how many, tokens, USD."""
 
     calls: int = 0
+    """Requests that reached a provider. A judge verdict read from the judge cache is not a call (see `cached`)."""
     tokens: int = 0
     """All tokens: `input_tokens + output_tokens + cache_read_tokens`."""
     input_tokens: int = 0
@@ -27,7 +28,7 @@ class Spend(BaseModel):
     cost: float | None = 0.0
     """USD; `None` when some model has no price (named in `unpriced`)."""
     cached: int = 0
-    """Judge verdicts read from the judge cache (free)."""
+    """Judge verdicts read from the judge cache (free): counted apart from `calls`, never a part of them."""
     unpriced: list[str] = Field(default_factory=list)
 
     def __add__(self, other: Spend) -> Spend:

@@ -9,6 +9,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from niceeval._core.wording import plural
 from niceeval.cli._common import (
     EXIT_OK,
     EXIT_USAGE,
@@ -278,5 +279,5 @@ def _list(args: argparse.Namespace) -> int:
         print(f"{entry.id}{tags}")
     for error in discovery.errors:
         print(f"ERROR {error.describe()}", file=sys.stderr)
-    print(f"{len(discovery.evals)} evals", file=sys.stderr)
+    print(plural(len(discovery.evals), "eval"), file=sys.stderr)
     return EXIT_USAGE if discovery.errors else EXIT_OK

@@ -10,6 +10,7 @@ import contextlib
 import sys
 from typing import TYPE_CHECKING
 
+from niceeval._core.wording import plural
 from niceeval.cli._common import add_config_flag, add_report_flags, add_store_flag, open_existing_store
 from niceeval.cli._github import add_github_flags
 
@@ -218,5 +219,8 @@ def _gc(args: argparse.Namespace) -> int:
         raise ConfigError(f"--keep takes how many suite runs to keep (0 or more), got {args.keep}.")
     with open_existing_store(args) as store:
         suites, runs = store.gc(keep=args.keep)
-    print(f"deleted {suites} suite runs ({runs} eval runs); kept the latest {args.keep} and any still running")
+    print(
+        f"deleted {plural(suites, 'suite run')} ({plural(runs, 'eval run')}); "
+        f"kept the latest {args.keep} and any still running"
+    )
     return 0

@@ -9,6 +9,7 @@ from rich.console import Console
 
 from niceeval._core.results import RunResult
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
+from niceeval._core.wording import usd
 from niceeval.report import ConsoleReporter, JsonReporter, JUnitReporter, Reporter, ReporterSet
 from niceeval.report._text import clean
 from niceeval.store import RunDiff, RunNotFound, Store, SuiteRunDetail, SuiteRunInfo
@@ -25,7 +26,7 @@ def _commit(info: SuiteRunInfo) -> str:
 
 
 def _cost(info: SuiteRunInfo) -> str:
-    return "?" if info.cost is None else f"${info.cost:.4f}"
+    return usd(info.cost)
 
 
 def _shards_in(info: SuiteRunInfo) -> str:

@@ -137,6 +137,7 @@ async def _from_cache(
         cost=0.0,
         latency=time.monotonic() - started,
         cached=True,
+        asked=False,
         fallback=fallback,
     )
     return Consultation(call=call, parsed=parsed)

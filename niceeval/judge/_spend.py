@@ -17,9 +17,10 @@ class JudgeSpend:
     """
 
     calls: int = 0
-    """Models asked (a repair turn is part of its call; a fallback is a call of its own)."""
+    """Requests that reached a provider (`JudgeCall.sent`; a repair turn is part of its call, a fallback is a
+    call of its own). Verdicts read from the judge cache are not calls: they are counted in `cached`."""
     cached: int = 0
-    """Verdicts read from the judge cache."""
+    """Verdicts read from the judge cache (free; never a part of `calls`)."""
     input_tokens: int = 0
     output_tokens: int = 0
     cache_read_tokens: int = 0
@@ -56,8 +57,7 @@ def judge_spend(results: Iterable[AssertionResult]) -> JudgeSpend:
         for call in result.judge_calls:
             if call.cached:
                 cached += 1
-                continue
-            if not call.asked:
+            if not call.sent:
                 continue
             calls += 1
             tokens_in += call.input_tokens

@@ -1,4 +1,5 @@
-"""Misses repeated across `--runs N`, grouped: the console prints each distinct miss once, with the runs it hit."""
+"""Misses repeated across `--runs N`, grouped: the console, the HTML report and the GitHub annotations show each
+distinct miss once, with the runs it hit."""
 
 from __future__ import annotations
 
@@ -37,21 +38,44 @@ def _key(item: ErrorInfo | AssertionResult) -> Hashable:
     )
 
 
-def group_misses(runs: Sequence[RunResult]) -> list[Miss]:
-    """The distinct misses of runs that did not pass, in order of first appearance (runs taken in run order)."""
-    groups: dict[Hashable, Miss] = {}
-    for run in sorted(runs, key=lambda r: r.run_index):
+class MissGroups:
+    """Distinct misses collected as runs finish, in any order (the HTML reporter keeps one per eval, not the runs).
+
+    Bounded by the distinct misses, not the runs: a miss repeated by every one of 100 runs is kept once.
+    """
+
+    def __init__(self) -> None:
+        self._groups: dict[Hashable, Miss] = {}
+        self._first: dict[Hashable, tuple[int, int]] = {}
+        """Where each miss first appeared: (run index, position in that run), to order them as `group_misses`."""
+
+    def add(self, run: RunResult) -> None:
         if run.outcome in ("passed", "skipped"):
-            continue
+            return
         items: list[ErrorInfo | AssertionResult] = [run.error] if run.error is not None else []
         items += [a for a in run.assertions if a.state == "failed"]
-        for item in items:
+        for position, item in enumerate(items):
             key = _key(item)
-            if key not in groups:
-                groups[key] = Miss(error=item) if isinstance(item, ErrorInfo) else Miss(assertion=item)
-            if not groups[key].runs or groups[key].runs[-1] != run.run_index:
-                groups[key].runs.append(run.run_index)
-    return list(groups.values())
+            miss = self._groups.get(key)
+            if miss is None:
+                miss = self._groups[key] = Miss(error=item) if isinstance(item, ErrorInfo) else Miss(assertion=item)
+            if run.run_index not in miss.runs:
+                miss.runs.append(run.run_index)
+            self._first[key] = min(self._first.get(key, (run.run_index, position)), (run.run_index, position))
+
+    def misses(self) -> list[Miss]:
+        """The distinct misses, in order of first appearance (by run index), each with its runs in order."""
+        for miss in self._groups.values():
+            miss.runs.sort()
+        return [self._groups[key] for key in sorted(self._groups, key=self._first.__getitem__)]
+
+
+def group_misses(runs: Sequence[RunResult]) -> list[Miss]:
+    """The distinct misses of runs that did not pass, in order of first appearance (runs taken in run order)."""
+    groups = MissGroups()
+    for run in runs:
+        groups.add(run)
+    return groups.misses()
 
 
 def runs_text(indices: Sequence[int]) -> str:

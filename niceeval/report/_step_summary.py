@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from niceeval._core.outcome import Outcome
 from niceeval._core.results import Spend
 from niceeval._core.summary import Problem, SuiteSummary
+from niceeval._core.wording import judge_calls, plural, usd
 from niceeval.report._uncertainty import interval_text, suite_rate
 
 if TYPE_CHECKING:
@@ -107,14 +108,13 @@ def _rate_lines(summary: SuiteSummary) -> list[str]:
 def _cost(spent: Spend) -> str:
     if spent.cost is None:
         return "unknown (no price for " + md(", ".join(spent.unpriced), 120) + ")"
-    return f"${spent.cost:.4f}"
+    return usd(spent.cost)
 
 
 def _spend_table(summary: SuiteSummary) -> list[str]:
     rows = ["| spend | calls | tokens | cost |", "|---|---:|---:|---:|"]
     for side, spent in (("agent", summary.agent_spend), ("judge", summary.judge_spend)):
-        calls = f"{spent.calls}" + (f" ({spent.cached} cached)" if spent.cached else "")
-        rows.append(f"| {side} | {calls} | {spent.tokens:,} | {_cost(spent)} |")
+        rows.append(f"| {side} | {judge_calls(spent)} | {spent.tokens:,} | {_cost(spent)} |")
     return rows
 
 
@@ -140,17 +140,13 @@ def _problems(problems: Sequence[Problem]) -> list[str]:
     return lines
 
 
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
 def _diff(diff: RunDiff | str) -> list[str]:
     if isinstance(diff, str):
         return ["", "### Compared with the baseline", "", f"Not compared: {md(diff, 400)}"]
     regressions = sum(c.regressed for c in diff.changed) + sum(s.delta < 0 for s in diff.scores)
     lines = ["", f"### Compared with run {md(diff.base, 64)}", ""]
     lines.append(
-        f"**{_count(regressions, 'regression')}** · {_count(len(diff.changed), 'verdict')} changed · "
+        f"**{plural(regressions, 'regression')}** · {plural(len(diff.changed), 'verdict')} changed · "
         f"{len(diff.new)} new, {len(diff.gone)} gone · score moves of {diff.threshold:g} or less are ignored "
         "(as by `niceeval diff`)"
     )
@@ -186,14 +182,15 @@ def render(step: StepSummary) -> str:
     lines = [
         f"## niceeval{named}: {_verdict(summary)}",
         "",
-        f"{totals} · {len(summary.tallies)} evals, {summary.runs_done} runs · pass rate {_pass_rate(counts)} · "
-        f"{summary.duration_s:.2f} s",
+        f"{totals} · {plural(len(summary.tallies), 'eval')}, {plural(summary.runs_done, 'run')} · "
+        f"pass rate {_pass_rate(counts)} · {summary.duration_s:.2f} s",
         "",
         *_rate_lines(summary),
         *_spend_table(summary),
     ]
     if summary.inconclusive:
-        lines += ["", f"{summary.inconclusive} inconclusive assertions (no verdict: they count as passed)."]
+        inconclusive = plural(summary.inconclusive, "inconclusive assertion")
+        lines += ["", f"{inconclusive} (no verdict: they count as passed)."]
     lines += _problems(summary.problems)
     lines += _miss_table("Failed", step.failed_rows, step.failed_total)
     lines += _miss_table("Scored (soft misses; the suite passes on them)", step.scored_rows, step.scored_total)

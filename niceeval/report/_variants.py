@@ -13,6 +13,7 @@ from niceeval._core.assertion import assertion_kind
 from niceeval._core.events import latencies
 from niceeval._core.results import RunResult
 from niceeval._core.summary import latency_text, percentile
+from niceeval._core.wording import usd
 from niceeval.report._uncertainty import as_json, rate_over_cases, weighted_mean_over_cases
 from niceeval.stats import Estimate
 
@@ -140,7 +141,7 @@ class VariantTable:
 
 def _cells(row: VariantRow, kinds: list[str], strict: bool) -> list[str]:
     means = row.score_estimates()
-    cost = "unknown" if row.cost is None else f"${row.cost:.4f}"
+    cost = usd(row.cost)
     mean_s = row.duration_s / row.runs if row.runs else 0.0
     return [
         row.name,

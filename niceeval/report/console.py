@@ -16,6 +16,7 @@ from niceeval._core.assertion import AssertionResult
 from niceeval._core.outcome import Outcome
 from niceeval._core.results import RunResult, Spend
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary, latency_text
+from niceeval._core.wording import judge_calls, plural, usd
 from niceeval.report._grouping import group_misses, runs_text
 from niceeval.report._text import clean, clean_lines
 from niceeval.report._uncertainty import eval_rate, interval_text, suite_rate
@@ -31,10 +32,9 @@ _LABEL: dict[Outcome, tuple[str, str]] = {
 
 
 def _spend_text(side: str, spent: Spend) -> str:
-    calls = f"{spent.calls} calls" + (f" ({spent.cached} cached)" if spent.cached else "")
-    unknown = f"cost unknown (no price for {clean(', '.join(spent.unpriced))})"
-    cost = f"${spent.cost:.4f}" if spent.cost is not None else unknown
-    return f"{side}: {calls}, {spent.tokens:,} tokens, {cost}"
+    unknown = f"unpriced (no price for {clean(', '.join(spent.unpriced))})"
+    cost = usd(spent.cost) if spent.cost is not None else unknown
+    return f"{side}: {judge_calls(spent)}, {plural(spent.tokens, 'token')}, {cost}"
 
 
 def _pass_k_text(tally: EvalTally, strict: bool, gate: tuple[int, float] | None) -> str:
@@ -97,7 +97,7 @@ class ConsoleReporter:
     def start(self, plan: Sequence[PlannedEval], problems: Sequence[Problem]) -> None:
         total = sum(p.runs for p in plan)
         runs = plan[0].runs if plan else 1
-        self._print(Text(f"niceeval · {len(plan)} evals × {runs} run{'s' if runs != 1 else ''}", style="bold"))
+        self._print(Text(f"niceeval · {plural(len(plan), 'eval')} × {plural(runs, 'run')}", style="bold"))
         self._tallies = {p.id: EvalTally(eval=p) for p in plan}
         if self._progress is not None:
             if total:
@@ -210,11 +210,12 @@ class ConsoleReporter:
         counts = summary.eval_counts()
         parts = [f"{counts[o]} {o}" for o in ("passed", "scored", "failed", "skipped")]
         line = Text(", ".join(parts), style="bold")
-        line.append(f" ({len(summary.tallies)} evals, {summary.runs_done} runs) in {summary.duration_s:.2f}s")
+        size = f"{plural(len(summary.tallies), 'eval')}, {plural(summary.runs_done, 'run')}"
+        line.append(f" ({size}) in {summary.duration_s:.2f}s")
         if summary.inconclusive:
             line.append(f" · {summary.inconclusive} inconclusive", style="yellow")
         if summary.problems:
-            line.append(f" · {len(summary.problems)} errors", style="red")
+            line.append(f" · {plural(len(summary.problems), 'error')}", style="red")
         if summary.interrupted:
             line.append(" · interrupted", style="red")
         if summary.stopped is not None:

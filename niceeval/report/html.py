@@ -30,14 +30,16 @@ from markupsafe import Markup
 
 from niceeval._core.results import RunResult, Spend
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
+from niceeval._core.wording import miss_words
+from niceeval.report._grouping import Miss, MissGroups, runs_text
 from niceeval.report._variants import VariantTable
+from niceeval.web._judging import JudgeModelUse
 from niceeval.web._rounds import commands, rounds
 from niceeval.web._templates import STATIC_DIR, environment
 
 _ORDER: dict[str, int] = {"failed": 0, "scored": 1, "passed": 2, "skipped": 3, "not run": 4}
 _VERDICTS = {0: "passed", 1: "failed", 2: "errors", 130: "interrupted"}
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
-_MISS_LIMIT = 300
 _COPY_CHUNK = 1 << 16
 
 
@@ -81,29 +83,24 @@ class EvalRow:
     cost: float | None
     spent: bool
     first_miss: str | None
+    misses: list[MissLine] = field(default_factory=list)
+    """With `--runs N`: each distinct miss once, naming the runs it hit (the runs below are folded)."""
 
 
-@dataclass(kw_only=True, slots=True)
-class JudgeUse:
-    """The judge calls one model answered in the suite (as the viewer's run page counts them)."""
+@dataclass(frozen=True, kw_only=True, slots=True)
+class MissLine:
+    """One distinct miss of an eval over its runs, as the report lists it above the runs."""
 
-    model: str
-    calls: int = 0
-    asked: int = 0
-    """Calls that reached the provider (not from the cache, not refused for want of a key)."""
-    cached: int = 0
-    fallback: int = 0
-    failed: int = 0
-    """Calls that gave no verdict (`cause` set)."""
-    cost: float | None = 0.0
-    """USD; `None` when some call had no price."""
+    runs: str
+    """`runs 1-3 (3×)`, `run 2`."""
+    miss: Miss
 
 
 class _Judging:
     """Judge calls per model and inconclusive assertions per cause, counted as runs finish (small and bounded)."""
 
     def __init__(self) -> None:
-        self.models: dict[str, JudgeUse] = {}
+        self.models: dict[str, JudgeModelUse] = {}
         self.inconclusive: dict[str, int] = {}
 
     def add(self, result: RunResult) -> None:
@@ -114,13 +111,8 @@ class _Judging:
             for call in assertion.judge_calls:
                 use = self.models.get(call.model)
                 if use is None:
-                    use = self.models[call.model] = JudgeUse(model=call.model)
-                use.calls += 1
-                use.asked += call.asked
-                use.cached += call.cached
-                use.fallback += call.fallback
-                use.failed += call.cause is not None
-                use.cost = None if use.cost is None or call.cost is None else use.cost + call.cost
+                    use = self.models[call.model] = JudgeModelUse(model=call.model)
+                use.add(call)
 
 
 @dataclass(kw_only=True, slots=True)
@@ -133,19 +125,16 @@ class _EvalRecord:
     """(run index, position, length) of each rendered run in the spool."""
     miss: tuple[int, str] | None = None
     """(run index, words) of the first thing that went wrong, from the lowest run index that had one."""
+    misses: MissGroups = field(default_factory=MissGroups)
 
     def note_miss(self, result: RunResult) -> None:
         if result.outcome in ("passed", "skipped") or (self.miss and self.miss[0] <= result.run_index):
             return
         first = next((a for a in result.assertions if a.state == "failed"), None)
-        if result.error is not None:
-            words = f"{result.error.type}: {result.error.message}"
-        elif first is not None:
-            words = f"{first.name}: {first.shortfall()}"
-        else:
-            return
-        words = " ".join(words[: _MISS_LIMIT * 2].split())
-        self.miss = (result.run_index, words if len(words) <= _MISS_LIMIT else words[:_MISS_LIMIT] + "…")
+        error = f"{result.error.type}: {result.error.message}" if result.error is not None else None
+        words = miss_words(error, first)
+        if words is not None:
+            self.miss = (result.run_index, words)
 
 
 class HtmlReporter:
@@ -188,6 +177,7 @@ class HtmlReporter:
         self._spool.write(data)
         record.runs.append((result.run_index, position, len(data)))
         record.note_miss(result)
+        record.misses.add(result)
 
     def _render_run(self, result: RunResult, planned_runs: int) -> str:
         try:
@@ -224,7 +214,7 @@ class HtmlReporter:
             "rows": rows,
             "runs_planned": sum(record.planned.runs for record in self._evals.values()),
             "variants": _variant_rows(self._variants, strict=summary.strict),
-            "judges": sorted(self._judging.models.values(), key=lambda use: -use.calls),
+            "judges": sorted(self._judging.models.values(), key=lambda use: -(use.calls + use.cached + use.unsent)),
             "inconclusive": sorted(self._judging.inconclusive.items(), key=lambda item: -item[1]),
             "css": css,
             "style_hash": style_hash,
@@ -274,7 +264,12 @@ def _row(record: _EvalRecord, tally: EvalTally | None, summary: SuiteSummary) ->
         cost=spend.cost,
         spent=bool(spend.calls or spend.cached),
         first_miss=record.miss[1] if record.miss else None,
+        misses=_miss_lines(record) if record.planned.runs > 1 else [],
     )
+
+
+def _miss_lines(record: _EvalRecord) -> list[MissLine]:
+    return [MissLine(runs=runs_text(miss.runs), miss=miss) for miss in record.misses.misses()]
 
 
 def _variant_rows(table: VariantTable, *, strict: bool) -> dict[str, Any]:

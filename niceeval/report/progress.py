@@ -16,6 +16,7 @@ from rich.live import Live
 from rich.text import Text
 
 from niceeval._core.results import RunResult
+from niceeval._core.wording import usd
 from niceeval.report._text import clean
 
 Clock = Callable[[], float]
@@ -138,7 +139,7 @@ class LiveProgress:
             line.append(f" · ETA {clock_text(eta)}", style="dim")
         if state.cost or state.unpriced:
             more = " + unpriced" if state.unpriced else ""
-            line.append(f" · ${state.cost:.4f}{more}", style="dim")
+            line.append(f" · {usd(state.cost)}{more}", style="dim")
         return line
 
     @staticmethod

@@ -16,23 +16,7 @@ from starlette.exceptions import HTTPException
 
 from niceeval.store import RunNotFound, Store, SuiteRunInfo
 from niceeval.store._schema import assertions, eval_runs, judge_calls, suite_runs
-
-
-@dataclass(frozen=True, slots=True)
-class JudgeModelUse:
-    """The judge calls one model answered in a suite run."""
-
-    model: str
-    calls: int
-    asked: int
-    """Calls that reached the provider (not from the cache, not refused for want of a key)."""
-    cached: int
-    fallback: int
-    failed: int
-    """Calls that gave no verdict (`cause` set)."""
-    tokens: int
-    cost: float | None
-    """USD; `None` when some call had no price."""
+from niceeval.web._judging import JudgeModelUse
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,14 +24,21 @@ class RunJudging:
     """Judge calls, inconclusive causes and the most missed assertions of one suite run."""
 
     models: list[JudgeModelUse]
+    """Counted as `_judging.JudgeModelUse.add` counts them (a cached verdict is not a call)."""
     inconclusive: dict[str, int]
     """Inconclusive assertions by cause (`no_api_key`, `timeout`, ...)."""
     missed: list[tuple[str, int]]
     """Assertion names that failed most often, with how often (top ten)."""
 
     @property
-    def judge_calls(self) -> int:
+    def calls(self) -> int:
+        """Judge requests that reached a provider, over every model."""
         return sum(m.calls for m in self.models)
+
+    @property
+    def cached(self) -> int:
+        """Judge verdicts read from the judge cache, over every model."""
+        return sum(m.cached for m in self.models)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,23 +67,26 @@ _STATE_RANK = {"failed": 2, "inconclusive": 1, "passed": 0}
 def run_judging(store: Store, suite_run_id: str) -> RunJudging:
     """Judge use, inconclusive causes and most missed assertions of a suite run."""
     in_run = eval_runs.c.suite_run_id == suite_run_id
+    cached = judge_calls.c.cached
+    sent = judge_calls.c.asked & ~cached  # `JudgeCall.sent`: older stores kept `asked` true on cached verdicts
+    spent = judge_calls.c.input_tokens + judge_calls.c.output_tokens + judge_calls.c.cache_read_tokens
     by_model = (
         select(
             judge_calls.c.model,
-            func.count(),
-            func.sum(judge_calls.c.asked.cast(Integer)),
-            func.sum(judge_calls.c.cached.cast(Integer)),
+            func.sum(case((sent, 1), else_=0)),
+            func.sum(case((cached, 1), else_=0)),
+            func.sum(case((sent | cached, 0), else_=1)),
             func.sum(judge_calls.c.fallback.cast(Integer)),
-            func.sum(case((judge_calls.c.cause.is_not(None), 1), else_=0)),
-            func.sum(judge_calls.c.input_tokens + judge_calls.c.output_tokens),
-            func.sum(judge_calls.c.cost),
-            func.sum(case((judge_calls.c.cost.is_(None), 1), else_=0)),
+            func.sum(case((sent & judge_calls.c.cause.is_not(None), 1), else_=0)),
+            func.sum(case((sent, spent), else_=0)),
+            func.sum(case((sent, judge_calls.c.cost), else_=0.0)),
+            func.sum(case((sent & judge_calls.c.cost.is_(None) & (spent > 0), 1), else_=0)),
         )
         .join(assertions, assertions.c.id == judge_calls.c.assertion_id)
         .join(eval_runs, eval_runs.c.id == assertions.c.eval_run_id)
         .where(in_run)
         .group_by(judge_calls.c.model)
-        .order_by(func.count().desc())
+        .order_by(func.count().desc(), judge_calls.c.model)
     )
     causes = (
         select(assertions.c.cause, func.count())
@@ -113,15 +107,15 @@ def run_judging(store: Store, suite_run_id: str) -> RunJudging:
         models = [
             JudgeModelUse(
                 model=model,
-                calls=calls,
-                asked=int(asked or 0),
-                cached=int(cached or 0),
+                calls=int(calls or 0),
+                cached=int(from_cache or 0),
+                unsent=int(unsent or 0),
                 fallback=int(fallback or 0),
                 failed=int(failed or 0),
                 tokens=int(tokens or 0),
                 cost=None if unpriced else float(cost or 0.0),
             )
-            for model, calls, asked, cached, fallback, failed, tokens, cost, unpriced in conn.execute(by_model)
+            for model, calls, from_cache, unsent, fallback, failed, tokens, cost, unpriced in conn.execute(by_model)
         ]
         inconclusive = {str(cause or "unknown"): count for cause, count in conn.execute(causes)}
         top = [(str(name), int(count)) for name, count in conn.execute(missed)]

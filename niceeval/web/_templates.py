@@ -14,6 +14,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup, escape
 
+from niceeval._core.wording import judge_calls, plural, usd
 from niceeval.web import _charts
 from niceeval.web._diffview import OPEN_UP_TO, diff_files
 
@@ -37,6 +38,7 @@ def environment() -> jinja2.Environment:
     env.globals.update(
         outcome_bar=_charts.outcome_bar, TEXT_LIMIT=TEXT_LIMIT, diff_files=diff_files, DIFF_OPEN_UP_TO=OPEN_UP_TO
     )
+    env.filters.update(plural=plural, judge_calls=judge_calls)
     return env
 
 
@@ -63,17 +65,6 @@ def duration(seconds: float | None) -> str:
         return f"{minutes} m {secs:02d} s"
     hours, minutes = divmod(minutes, 60)
     return f"{hours} h {minutes:02d} m"
-
-
-def usd(cost: float | None) -> str:
-    """USD with precision that suits the amount; `None` (a model without a price) -> `unpriced`."""
-    if cost is None:
-        return "unpriced"
-    if cost == 0:
-        return "$0"
-    if cost < 0.01:
-        return f"${cost:.4f}"
-    return f"${cost:.2f}"
 
 
 def when(moment: datetime | None) -> str:

@@ -30,7 +30,7 @@ def test_datasets_guide_examples_run_as_documented(tmp_path: Path) -> None:
     picked = subprocess.run(
         [*run, "run", "--no-store", "--tag", "short"], cwd=tmp_path, capture_output=True, text=True, timeout=60
     )
-    assert "(1 evals, 1 runs)" in picked.stdout and "shouts[bye]" in picked.stdout
+    assert "(1 eval, 1 run)" in picked.stdout and "shouts[bye]" in picked.stdout
     data = subprocess.run(
         [*run, "run", "--no-store", "data/shout.yaml"], cwd=tmp_path, capture_output=True, text=True, timeout=60
     )

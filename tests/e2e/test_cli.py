@@ -203,7 +203,7 @@ def test_file_and_name_selects_one_eval(project: Project) -> None:
     result = project.run("evals/mixed.py::passes")
     assert result.code == 0, result.output
     assert _ids(result.report()) == ["evals/mixed.py::passes"]
-    assert "1 evals × 1 run" in result.stdout
+    assert "1 eval × 1 run" in result.stdout
 
 
 def test_unknown_name_after_file_is_a_usage_error_listing_the_names(project: Project) -> None:

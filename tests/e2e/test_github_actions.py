@@ -154,7 +154,7 @@ def test_the_step_summary_is_appended_and_model_output_stays_text(ci_project: Pr
     assert result.code == 1
     assert text.startswith("## an earlier step\n## niceeval: failed\n")
     assert "1 passed, 1 scored, **2 failed**, 0 skipped · 4 evals, 4 runs · pass rate 50%" in text
-    assert "| agent | 0 | 0 | $0.0000 |" in text
+    assert "| agent | 0 calls | 0 | $0 |" in text
     assert "### Failed (3)" in text and "### Scored (soft misses; the suite passes on them) (1)" in text
     rows = [line for line in text.splitlines() if line.startswith("| evals/ci")]
     assert len(rows) == 4

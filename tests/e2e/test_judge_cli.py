@@ -288,7 +288,7 @@ def test_a_second_identical_run_reads_every_verdict_from_the_cache(project: Proj
     assert [a["score"] for a in _assertions(again, "polite")] == [0.9, 1.0]
     spend = again.report()["summary"]["judge_spend"]
     assert (spend["calls"], spend["cached"], spend["tokens"], spend["cost"]) == (0, 2, 0, 0.0)
-    assert "judge: 0 calls (2 cached), 0 tokens, $0.0000" in again.stdout
+    assert "judge: 0 calls + 2 cached, 0 tokens, $0" in again.stdout
 
 
 def test_no_cache_asks_the_judge_again(project: Project, server: LLMServer) -> None:

@@ -166,7 +166,7 @@ def test_the_step_summary_has_totals_spend_and_a_row_per_miss(tmp_path: Path, ev
     _, summary = github_output(tmp_path, runs, run_id="abc123")
     assert summary.startswith("## niceeval run abc123: failed\n")
     assert "1 passed, 1 scored, **1 failed**, 0 skipped · 3 evals, 3 runs · pass rate 67% · 1.25 s" in summary
-    assert "| agent | 0 | 0 | $0.0000 |" in summary
+    assert "| agent | 0 calls | 0 | $0 |" in summary
     assert (
         "| evals/x&#46;py&#58;&#58;a | ✗ gate exact | evals/x&#46;py&#58;3 | score 0&#46;00 &#60; 1&#46;00;" in summary
     )

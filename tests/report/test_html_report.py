@@ -205,13 +205,47 @@ def test_an_error_shows_its_type_message_location_and_traceback(tmp_path: Path) 
     assert panel.one("details").one("pre").text == error.traceback
 
 
-def test_runs_of_an_eval_are_shown_in_order_and_the_ones_that_missed_are_open(tmp_path: Path) -> None:
+def test_runs_of_an_eval_are_shown_in_order_folded_below_their_misses(tmp_path: Path) -> None:
     runs = [result("a::flaky", "failed", index=1, assertions=[miss("x")]), result("a::flaky", "passed", index=0)]
     page = report(tmp_path, runs, n_runs=2)
     shown = page.all("details", "run-report")
     assert [r.one("summary").words for r in shown] == ["passed Run 1 of 2 500 ms", "failed Run 2 of 2 500 ms"]
-    assert ["open" in r.attrs for r in shown] == [False, True]
+    assert ["open" in r.attrs for r in shown] == [False, False]
+    assert [m.one(cls="miss-head").words for m in page.all("div", "miss")] == [
+        "run 2 x gate score 0.00 < 1.00 evals/x.py:3"
+    ]
     assert page.one(cls="eval-meta").words.startswith("evals/x.py:1 1/2 runs passed (50%)")
+
+
+def test_a_miss_repeated_by_several_runs_is_listed_once_with_the_runs_it_hit(tmp_path: Path) -> None:
+    crash = ErrorInfo(kind="exception", type="KeyError", message="'id'", location="evals/x.py:7")
+    runs = [
+        result("a::flaky", "failed", index=2, assertions=[miss("x")]),
+        result("a::flaky", "failed", index=0, assertions=[miss("x"), miss("y", "soft", actual="maybe")]),
+        result("a::flaky", "failed", index=1, error=crash, assertions=[miss("x")]),
+        result("a::flaky", "passed", index=3),
+    ]
+    eval_section = section(report(tmp_path, runs, n_runs=4), "a::flaky")
+    misses = eval_section.one("section", "grouped-misses")
+    assert misses.one("h3").words == "Misses 3 distinct over 4 runs; each run in full below"
+    assert [m.one(cls="miss-head").words for m in misses.all("div", "miss")] == [
+        "runs 1-3 (3×) x gate score 0.00 < 1.00 evals/x.py:3",
+        "run 1 y soft score 0.00 < 1.00 evals/x.py:3",
+        "run 2 Exception: KeyError 'id' evals/x.py:7",
+    ]
+    assert [m.attrs["class"] for m in misses.all("div", "miss")] == ["miss failed", "miss scored", "miss failed"]
+    fields = misses.all("div", "miss")[1].one("dl")
+    assert [n.text for n in fields.all("dt")] == ["expected", "actual", "reason"]
+    assert [n.text for n in fields.all("dd")] == ["something", "maybe", "nope"]
+    # each run's own assertions are still there, folded: the miss is printed once open, not once per run
+    assert len(eval_section.all("details", "run-report")) == 4
+    assert all("open" not in r.attrs for r in eval_section.all("details", "run-report"))
+
+
+def test_a_single_run_has_no_grouped_misses(tmp_path: Path) -> None:
+    page = report(tmp_path, [result("a::once", "failed", assertions=[miss("x")])])
+    assert page.all("section", "grouped-misses") == []
+    assert "open" in page.one("details", "assertion").attrs
 
 
 def test_an_eval_the_pass_rate_tolerates_is_scored_and_the_suite_passes(tmp_path: Path) -> None:

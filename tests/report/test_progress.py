@@ -98,7 +98,7 @@ def test_scored_counts_as_failed_under_strict_and_unpriced_spend_is_flagged() ->
     progress.run_finished(run("evals/a.py::skip", "skipped"))
     line = snapshot(progress).splitlines()[0]
     assert "✓ 0  ✗ 1  ↷ 1" in line
-    assert "$0.0000 + unpriced" in line
+    assert "$0 + unpriced" in line
     progress.stop()
 
 

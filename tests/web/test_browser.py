@@ -176,6 +176,21 @@ def test_drill_into_the_failed_eval_and_read_the_judge_per_round(site: Site, pag
     assert "Go away." in judged.locator(".prompt-msg").last.inner_text()  # the exact prompt sent
 
 
+def test_every_fold_shows_its_marker_and_opens_from_the_keyboard(site: Site, page: Any) -> None:
+    assert page.goto(f"{site.url}/runs/{site.after}/eval?id=evals/shop.py::refund").status == 200
+    markers = page.locator("details > summary").evaluate_all(
+        "summaries => summaries.map(s => [getComputedStyle(s).display, getComputedStyle(s, '::before').content])"
+    )
+    assert ["flex", '"\u25b8"'] in markers  # the assertions' summaries are flex boxes: they keep a marker too
+    assert all(content == '"\u25b8"' for _, content in markers), markers
+    closed = page.locator("details.assertion").evaluate_all("folds => folds.map(f => f.open)").index(False)
+    folded = page.locator("details.assertion").nth(closed)
+    folded.locator("summary").focus()
+    page.keyboard.press("Enter")
+    assert folded.get_attribute("open") is not None
+    assert folded.locator("summary").evaluate("s => getComputedStyle(s, '::before').transform") != "none"
+
+
 def test_compare_shows_the_flip_and_the_two_replies(site: Site, page: Any) -> None:
     page.goto(f"{site.url}/compare?base={site.before}&head={site.after}")
     flip = page.locator("table.flips tbody tr")

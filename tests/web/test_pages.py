@@ -7,6 +7,7 @@ import re
 from _stored import ActionCalledEvent, ErrorInfo, check, judged, record, result, talk
 from starlette.testclient import TestClient
 
+from niceeval._core.assertion import JudgeCall
 from niceeval.store import Store
 
 REPLY = "Your refund for order #1234 is on its way."
@@ -85,10 +86,13 @@ def test_a_run_filters_by_outcome_tag_and_text(store: Store, browser: TestClient
 def test_a_run_summarises_judge_calls_inconclusive_causes_and_spend(store: Store, browser: TestClient) -> None:
     run = record(store, [result("evals/a.py::x", assertions=[
         judged("polite", 0.9, "fine", reply=REPLY),
-        check("factual", "inconclusive", severity="soft", cause="no_api_key", reason="no key"),
+        check("factual", "inconclusive", severity="soft", cause="no_api_key", reason="no key", judge_calls=[
+            JudgeCall(model="openai/gpt-judge", asked=False, cause="no_api_key", reason="no key"),
+        ]),
     ])])  # fmt: skip
     html = browser.get(f"/runs/{run}").text
     assert "<code>openai/gpt-judge</code></th><td>1 call</td>" in html
+    assert "1 not sent</span> · 150 tokens · $0.0004" in html  # the keyless one: neither a call nor cached
     assert '<span class="badge inconclusive">no_api_key</span> 1' in html
     assert "$0.0005" in html  # agent 0.0001 + judge 0.0004
 

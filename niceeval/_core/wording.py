@@ -1,0 +1,69 @@
+"""How every report says a number: money, a count with its noun, judge calls.
+
+One rule each, used by the console, the progress line, the GitHub step summary, the HTML report, `niceeval runs`
+and the viewer, so the same run reads the same everywhere (the JSON report keeps plain numbers).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from niceeval._core.assertion import AssertionResult
+
+MISS_WORDS = 300
+"""Characters of an eval's first miss shown in a list of evals (the HTML report's index, the viewer's run page)."""
+
+
+def usd(cost: float | None) -> str:
+    """USD as every report shows it.
+
+    `$0` when nothing was spent, `<$0.0001` for less than that, four decimals under a dollar (`$0.0042`,
+    `$0.1250`), two from a dollar up (`$12.34`), and `unpriced` when some model had no price (`None`).
+    """
+    if cost is None:
+        return "unpriced"
+    if cost == 0:
+        return "$0"
+    if cost < 0.00005:
+        return "<$0.0001"
+    if cost < 1:
+        return f"${cost:.4f}"
+    return f"${cost:,.2f}"
+
+
+def plural(count: int, noun: str, nouns: str | None = None) -> str:
+    """`1 eval`, `2 evals`, `0 evals` (`nouns` for an irregular plural: `plural(n, "match", "matches")`)."""
+    return f"{count:,} {noun if count == 1 else nouns or noun + 's'}"
+
+
+class JudgeCounts(Protocol):
+    """What `judge_calls` reads: `calls` made to a provider and verdicts read from the judge cache."""
+
+    @property
+    def calls(self) -> int: ...
+
+    @property
+    def cached(self) -> int: ...
+
+
+def judge_calls(counts: JudgeCounts) -> str:
+    """Judge calls as every report says them: `4 calls + 2 cached`, `1 call`, `0 calls + 3 cached`.
+
+    A *call* is a request that reached a provider (it spent tokens); a *cached* verdict was read from the judge
+    cache instead of a call, so the two add up to the verdicts used, and `cached` is never a part of `calls`.
+    """
+    said = plural(counts.calls, "call")
+    return f"{said} + {counts.cached:,} cached" if counts.cached else said
+
+
+def miss_words(error: str | None, assertion: AssertionResult | None) -> str | None:
+    """An eval's first miss in one line, as lists of evals show it: the error that ended the run (`Type:
+    message`), else its first failed assertion (`name: shortfall`); `None` when there is neither."""
+    if error is not None:
+        words = error
+    elif assertion is not None:
+        words = f"{assertion.name}: {assertion.shortfall()}"
+    else:
+        return None
+    words = " ".join(words[: MISS_WORDS * 2].split())
+    return words if len(words) <= MISS_WORDS else words[:MISS_WORDS] + "…"
