@@ -14,6 +14,7 @@ from datetime import datetime
 from sqlalchemy import Integer, case, func, select
 from starlette.exceptions import HTTPException
 
+from niceeval._core.assertion import AssertionResult, JudgeCall
 from niceeval.store import RunNotFound, Store, SuiteRunInfo
 from niceeval.store._schema import assertions, eval_runs, judge_calls, suite_runs
 from niceeval.web._judging import JudgeModelUse
@@ -120,6 +121,49 @@ def run_judging(store: Store, suite_run_id: str) -> RunJudging:
         inconclusive = {str(cause or "unknown"): count for cause, count in conn.execute(causes)}
         top = [(str(name), int(count)) for name, count in conn.execute(missed)]
     return RunJudging(models=models, inconclusive=inconclusive, missed=top)
+
+
+def first_misses(store: Store, suite_run_id: str) -> dict[tuple[str, int], AssertionResult]:
+    """The first failed assertion of each eval run that missed, by `(eval id, run index)` (the run page's lines).
+
+    With the pass flags of its judges, so its `shortfall()` reads as in the HTML report (`judge said fail`).
+    """
+    ranked = (
+        select(
+            eval_runs.c.eval_id,
+            eval_runs.c.run_index,
+            assertions.c.id,
+            assertions.c.name,
+            assertions.c.severity,
+            assertions.c.score,
+            assertions.c.threshold,
+            func.row_number().over(partition_by=assertions.c.eval_run_id, order_by=assertions.c.position).label("n"),
+        )
+        .join(eval_runs, eval_runs.c.id == assertions.c.eval_run_id)
+        .where(
+            eval_runs.c.suite_run_id == suite_run_id,
+            eval_runs.c.outcome.in_(("failed", "scored")),
+            assertions.c.state == "failed",
+        )
+        .subquery()
+    )
+    with store.engine.connect() as conn:
+        rows = conn.execute(select(ranked).where(ranked.c.n == 1)).all()
+        flags = conn.execute(
+            select(judge_calls.c.assertion_id, judge_calls.c.score, judge_calls.c.passed)
+            .where(judge_calls.c.assertion_id.in_(select(ranked.c.id).where(ranked.c.n == 1)))
+            .order_by(judge_calls.c.assertion_id, judge_calls.c.position)
+        ).all()
+    calls: dict[int, list[JudgeCall]] = {}
+    for assertion_id, score, passed in flags:
+        calls.setdefault(assertion_id, []).append(JudgeCall(model="", score=score, passed=passed))
+    return {
+        (eval_id, run_index): AssertionResult(
+            name=name, severity=severity, score=score, threshold=threshold, state="failed",
+            judge_calls=calls.get(assertion_id, []),
+        )
+        for eval_id, run_index, assertion_id, name, severity, score, threshold, _ in rows
+    }  # fmt: skip
 
 
 def score_history(store: Store, eval_id: str, *, limit: int = 30) -> ScoreHistory:

@@ -8,8 +8,10 @@ from urllib.parse import urlencode
 from starlette.requests import Request
 from starlette.responses import Response
 
+from niceeval._core.assertion import AssertionResult
 from niceeval._core.outcome import OUTCOMES, Outcome
 from niceeval._core.summary import EvalTally, PlannedEval
+from niceeval._core.wording import miss_words
 from niceeval.store import EvalRunInfo, Store, SuiteRunDetail, SuiteRunInfo
 from niceeval.web import _queries
 from niceeval.web._charts import Point, trend_line
@@ -20,6 +22,8 @@ from niceeval.web._templates import when
 RUNS_PER_PAGE = 25
 EVALS_PER_PAGE = 200
 TREND_RUNS = 30
+TREND_LOOKBACK = 200
+"""Latest suite runs searched for the trend's complete ones."""
 _VERDICT_ORDER: dict[str, int] = {"failed": 0, "scored": 1, "passed": 2, "skipped": 3}
 
 
@@ -41,6 +45,8 @@ class EvalLine:
     mean_duration_s: float
     cost: float | None
     error: str | None
+    """The first miss, as the HTML report's index says it: the error that ended the lowest missing run, else
+    that run's first failed assertion (`name: shortfall`)."""
     focus_run: int
     """The run index to open: the first failed run, else the first scored, else run 0."""
 
@@ -50,16 +56,18 @@ class EvalLine:
 
 
 def runs_page(request: Request) -> Response:
-    """`/`: suite runs, latest first, paginated; a pass-rate trend over the latest runs."""
+    """`/`: suite runs, latest first, paginated; a pass-rate trend over the latest complete runs."""
     store = store_of(request)
     page = page_number(request)
     found = store.runs(limit=RUNS_PER_PAGE + 1, offset=(page - 1) * RUNS_PER_PAGE)
-    latest = found if page == 1 and len(found) > TREND_RUNS else store.runs(limit=TREND_RUNS)
+    recent = store.runs(limit=TREND_LOOKBACK)
+    charted = [r for r in recent if charted_in_trend(r)][:TREND_RUNS]
+    oldest = recent.index(charted[-1]) + 1 if charted else len(recent)
     trend = trend_line(
-        [Point(f"{when(r.started_at)} ({r.id[:8]})", r.pass_rate, href=f"/runs/{r.id}") for r in reversed(latest)],
+        [Point(f"{when(r.started_at)} ({r.id[:8]})", r.pass_rate, href=f"/runs/{r.id}") for r in reversed(charted)],
         width=1200,
         height=170,
-        title="Pass rate over the latest runs",
+        title="Pass rate over the latest complete runs",
     )
     return render(
         request,
@@ -68,8 +76,19 @@ def runs_page(request: Request) -> Response:
         page=page,
         has_next=len(found) > RUNS_PER_PAGE,
         trend=trend,
+        trend_runs=len(charted),
+        left_out=oldest - len(charted),
         store_url=store.url,
     )
+
+
+def charted_in_trend(run: SuiteRunInfo) -> bool:
+    """Whether the runs page's trend draws `run`: a whole `niceeval run` (or `--rerun-failed`) that finished.
+
+    A pytest session, a rescore or a calibration measures something else, and an interrupted run or one with
+    shards missing holds part of the suite: on one line with full runs, each would look like a jump.
+    """
+    return run.kind in ("run", "rerun") and run.status == "finished" and not run.shards_pending
 
 
 def run_page(request: Request) -> Response:
@@ -79,7 +98,7 @@ def run_page(request: Request) -> Response:
     outcome = request.query_params.get("outcome", "")
     tag = request.query_params.get("tag", "")
     text = request.query_params.get("q", "").strip()
-    lines = eval_lines(detail)
+    lines = eval_lines(detail, _queries.first_misses(store, detail.run.id))
     tags = sorted({t for line in lines for t in line.tags})
     shown = [
         line
@@ -112,8 +131,14 @@ def run_page(request: Request) -> Response:
     )
 
 
-def eval_lines(detail: SuiteRunDetail) -> list[EvalLine]:
-    """One line per planned eval (with its runs folded into a verdict), failures first, then plan order."""
+def eval_lines(
+    detail: SuiteRunDetail, misses: dict[tuple[str, int], AssertionResult] | None = None
+) -> list[EvalLine]:
+    """One line per planned eval (with its runs folded into a verdict), failures first, then plan order.
+
+    `misses`: the first failed assertion of each eval run that missed (`_queries.first_misses`).
+    """
+    misses = misses or {}
     runs: dict[str, list[EvalRunInfo]] = {}
     for info in detail.eval_runs:
         runs.setdefault(info.eval_id, []).append(info)
@@ -140,7 +165,7 @@ def eval_lines(detail: SuiteRunDetail) -> list[EvalLine]:
                 pass_rate=tally.pass_rate(strict=strict),
                 mean_duration_s=tally.mean_duration_s,
                 cost=_cost(done),
-                error=next((i.error for i in done if i.error), None),
+                error=_first_miss(done, misses),
                 focus_run=_focus(done),
             )
         )
@@ -154,6 +179,14 @@ def _cost(runs: list[EvalRunInfo]) -> float | None:
             return None
         total += info.agent_cost + info.judge_cost
     return total
+
+
+def _first_miss(runs: list[EvalRunInfo], misses: dict[tuple[str, int], AssertionResult]) -> str | None:
+    missed = [info for info in runs if info.outcome in ("failed", "scored")]
+    if not missed:
+        return None
+    first = min(missed, key=lambda info: info.run_index)
+    return miss_words(first.error, misses.get((first.eval_id, first.run_index)))
 
 
 def _focus(runs: list[EvalRunInfo]) -> int:

@@ -17,6 +17,7 @@ from niceeval._core.outcome import Outcome
 from niceeval._core.results import RunResult, Spend
 from niceeval._core.summary import PlannedEval
 from niceeval.store import Store, SuiteRunStart
+from niceeval.store._models import SuiteKind, SuiteStatus
 
 __all__ = ["ActionCalledEvent", "ErrorInfo", "check", "demo_suite", "judged", "record", "result", "talk"]
 
@@ -96,8 +97,15 @@ def result(
     )
 
 
-def record(store: Store, results: Sequence[RunResult], *, tags: dict[str, list[str]] | None = None) -> str:
-    """Write one finished suite run holding `results`; returns its id."""
+def record(
+    store: Store,
+    results: Sequence[RunResult],
+    *,
+    tags: dict[str, list[str]] | None = None,
+    kind: SuiteKind = "run",
+    status: SuiteStatus = "finished",
+) -> str:
+    """Write one suite run holding `results` (finished, of kind `run`, unless told); returns its id."""
     run_id = uuid.uuid4().hex[:12]
     plan: dict[str, PlannedEval] = {}
     for r in results:
@@ -106,10 +114,11 @@ def record(store: Store, results: Sequence[RunResult], *, tags: dict[str, list[s
             r.eval_id, PlannedEval(id=r.eval_id, file=r.file, line=r.line, tags=tuple((tags or {}).get(r.eval_id, [])),
                                    runs=runs)
         )  # fmt: skip
-    store.begin(SuiteRunStart(id=run_id, command=["niceeval", "run"], git_commit="0123abcd" * 5), list(plan.values()))
+    start = SuiteRunStart(id=run_id, command=["niceeval", "run"], git_commit="0123abcd" * 5, kind=kind)
+    store.begin(start, list(plan.values()))
     store.add(run_id, list(results))
     failed = any(r.outcome == "failed" for r in results)
-    store.finish(run_id, status="finished", exit_code=1 if failed else 0, duration_s=3.5)
+    store.finish(run_id, status=status, exit_code=1 if failed else 0, duration_s=3.5)
     return run_id
 
 

@@ -46,6 +46,23 @@ def test_the_runs_list_shows_each_run_with_its_pass_rate_and_a_trend(store: Stor
     assert html.count('<circle class="dot series-0"') == 2
 
 
+def test_the_trend_draws_complete_runs_only_and_says_what_it_left_out(store: Store, browser: TestClient) -> None:
+    full = [record(store, [result("evals/a.py::x"), result("evals/a.py::y", y)]) for y in ("passed", "failed")]
+    others = [
+        record(store, [result("evals/a.py::x", "failed")], kind="pytest"),
+        record(store, [result("evals/a.py::x", "failed")], kind="rescore"),
+        record(store, [result("evals/a.py::x", "failed")], kind="calibrate"),
+        record(store, [result("evals/a.py::x", "failed")], status="interrupted"),
+    ]
+    rerun = record(store, [result("evals/a.py::x"), result("evals/a.py::y")], kind="rerun")
+    html = browser.get("/").text
+    drawn = re.findall(r'<a href="/runs/(\w+)"><circle class="dot series-0"', html)
+    assert drawn == [*full, rerun]  # oldest first
+    assert not set(drawn) & set(others)
+    assert "The latest 3 complete runs of <code>niceeval run</code>; 4 runs between them left out" in html
+    assert len(rows(html, "runs")) == 7  # the table still lists every run, each marked
+
+
 def test_the_runs_list_is_paginated(store: Store, browser: TestClient) -> None:
     ids = [record(store, [result("evals/a.py::x")]) for _ in range(27)]
     first, second = browser.get("/").text, browser.get("/?page=2").text
@@ -61,6 +78,29 @@ def test_a_run_lists_failures_first(store: Store, browser: TestClient) -> None:
     assert [line.split()[:2] for line in listed] == [
         ["failed", "evals/a.py::bad"], ["scored", "evals/a.py::soft"], ["passed", "evals/a.py::ok"]
     ]  # fmt: skip
+
+
+def test_each_eval_names_its_first_miss_as_the_html_report_does(store: Store, browser: TestClient) -> None:
+    failing = JudgeCall(model="openai/gpt-judge", score=0.9, passed=False, reason="rude")
+    run = record(store, [
+        result("evals/a.py::crash", "failed", error=ErrorInfo(kind="exception", type="KeyError", message="'id'")),
+        result("evals/a.py::judged", "failed", run_index=0, assertions=[
+            check("includes('x')"),
+            check("rubric('polite')", "failed", score=0.9, threshold=0.0, judge_calls=[failing]),
+        ]),
+        result("evals/a.py::judged", "failed", run_index=1, assertions=[check("equals(2)", "failed")]),
+        result("evals/a.py::soft", "scored", assertions=[check("similarity", "failed", severity="soft", score=0.4,
+                                                                 threshold=0.6)]),
+        result("evals/a.py::ok"),
+    ])  # fmt: skip
+    html = browser.get(f"/runs/{run}").text
+    lines = {m[0]: (m[2], bool(m[1])) for m in re.findall(
+        r'>(evals/a\.py::\w+)</a>\s*<div class="error-line( soft-line)?">([^<]*)<', html)}  # fmt: skip
+    assert lines == {
+        "evals/a.py::crash": ("KeyError: &#39;id&#39;", False),
+        "evals/a.py::judged": ("rubric(&#39;polite&#39;): judge said fail (score 0.90)", False),
+        "evals/a.py::soft": ("similarity: score 0.40 &lt; 0.60", True),
+    }
 
 
 def test_a_run_shows_the_pass_rate_over_repeated_runs(store: Store, browser: TestClient) -> None:
