@@ -85,6 +85,46 @@ def test_the_limiter_grows_back_after_successes() -> None:
     assert limiter.limit == 3
 
 
+def test_the_limiter_never_drops_below_its_floor_and_is_back_at_the_ceiling_after_few_successes() -> None:
+    limiter = AdaptiveLimiter(64)
+    for _ in range(100):  # a long storm of 429s
+        limiter.rate_limited()
+    assert (limiter.floor, limiter.limit) == (8, 8)
+    successes = 0
+    while limiter.limit < 64:
+        limiter.succeeded()
+        successes += 1
+    assert successes == 44  # 8 -> 10 -> 12 -> 15 -> 18 -> 22 -> 27 -> 33 -> 41 -> 51 -> 63 -> 64, 4 successes each
+
+
+def test_429s_of_one_burst_cut_the_limit_once() -> None:
+    limiter = AdaptiveLimiter(64)
+    started = limiter.epoch
+    for _ in range(20):  # twenty requests in flight together, all answered 429
+        limiter.rate_limited(started)
+    assert limiter.limit == 32
+    limiter.rate_limited(limiter.epoch)  # a request started after the cut is news
+    assert limiter.limit == 16
+
+
+async def test_at_the_floor_retry_after_holds_every_new_request_of_the_provider() -> None:
+    limiter = AdaptiveLimiter(4, floor=2)
+    limiter.rate_limited()
+    limiter.rate_limited(retry_after=30)
+    entered = False
+    with anyio.move_on_after(0.2):
+        async with limiter:
+            entered = True
+    assert not entered
+    assert await _enters(AdaptiveLimiter(4, floor=2))
+
+
+async def _enters(limiter: AdaptiveLimiter) -> bool:
+    limiter.rate_limited(retry_after=30)  # above the floor: only the request that got the 429 waits
+    async with limiter:
+        return True
+
+
 async def test_a_401_is_not_retried_and_says_to_check_the_key(llm_server: LLMServer) -> None:
     llm_server.push(Fault.unauthorized())
     async with client(llm_server) as sdk:

@@ -7,7 +7,8 @@
   SDK-level retries are off: `call()` retries itself so it can honour `Retry-After` and adapt concurrency.
 - `call(ref, fn, ...)`: runs one provider request under the provider's shared adaptive limiter (agents and judges
   draw from the same one), retrying 429 / 5xx / timeouts / connection errors with exponential backoff and jitter,
-  honouring `Retry-After`, halving the provider's concurrency on 429 and growing it back after successes. Errors
+  honouring `Retry-After` (no request to that provider starts before it), halving the provider's concurrency once
+  per burst of 429s (never below a floor) and growing it back by a quarter after a few successes. Errors
   that remain are raised as `ProviderError` with a `cause` (`rate_limited`, `timeout`, `provider_error`,
   `parse_error`, `no_api_key`) and a message naming the provider and model.
 """
@@ -197,33 +198,54 @@ def anthropic_client(*, key: str | None = None, url: str | None = None, timeout:
 
 
 class AdaptiveLimiter:
-    """Concurrency for one provider: halves on a 429, grows by one after `grow_after` successes, up to `ceiling`."""
+    """Concurrency for one provider, steered by its 429s.
 
-    def __init__(self, ceiling: int, *, grow_after: int = 20) -> None:
+    - A 429 halves the limit once per burst: the requests already in flight when the limit was cut answer from
+      before the cut, and their 429s say nothing new (`epoch` tells them apart). The limit never goes below
+      `floor` (a quarter of the ceiling up to 8): a provider that rate-limits a share of requests is still
+      served by several at once, each retrying when told.
+    - A 429's `Retry-After` is when the provider takes requests again: no new request starts before it.
+    - After `grow_after` successes in a row the limit grows by a quarter (at least one), so it is back at the
+      ceiling within seconds of the 429s stopping.
+    """
+
+    def __init__(self, ceiling: int, *, grow_after: int = 4, floor: int | None = None) -> None:
         self.ceiling = ceiling
+        self.floor = max(1, min(ceiling, floor if floor is not None else min(8, ceiling // 4)))
         self._limiter = anyio.CapacityLimiter(ceiling)
         self._grow_after = grow_after
         self._successes = 0
+        self.epoch = 0
+        """Counts the cuts; a request notes it when it starts (see `rate_limited`)."""
+        self._resume_at = 0.0
 
     @property
     def limit(self) -> int:
         return int(self._limiter.total_tokens)
 
     async def __aenter__(self) -> None:
+        while (wait := self._resume_at - anyio.current_time()) > 0:
+            await anyio.sleep(wait)
         await self._limiter.acquire()
 
     async def __aexit__(self, *exc: object) -> None:
         self._limiter.release()
 
-    def rate_limited(self) -> None:
+    def rate_limited(self, epoch: int | None = None, retry_after: float | None = None) -> None:
+        """A 429 for a request started in `epoch` (None: cut anyway), asking to wait `retry_after` seconds."""
         self._successes = 0
-        self._limiter.total_tokens = max(1, self.limit // 2)
+        if retry_after is not None and self.limit <= self.floor:
+            self._resume_at = max(self._resume_at, anyio.current_time() + retry_after)
+        if epoch is not None and epoch != self.epoch:
+            return  # the limit was cut since this request started: its 429 is from the same burst
+        self.epoch += 1
+        self._limiter.total_tokens = max(self.floor, self.limit // 2)
 
     def succeeded(self) -> None:
         self._successes += 1
         if self._successes >= self._grow_after and self.limit < self.ceiling:
             self._successes = 0
-            self._limiter.total_tokens = self.limit + 1
+            self._limiter.total_tokens = min(self.ceiling, self.limit + max(1, self.limit // 4))
 
 
 _limiters: MutableMapping[object, dict[str, AdaptiveLimiter]] = weakref.WeakKeyDictionary()
@@ -332,8 +354,10 @@ async def call(
     limiter = limiter_for(ref.provider)
     attempt = 0
     while True:
+        epoch = limiter.epoch
         try:
             async with limiter:
+                epoch = limiter.epoch  # the limit as this request started (after any wait for a slot)
                 with anyio.fail_after(timeout):
                     result = await request()
             limiter.succeeded()
@@ -342,14 +366,15 @@ async def call(
             error, retryable = classify(exc, str(ref))
             if error is exc:
                 raise
+            asked = _retry_after(exc)
             if error.cause == "rate_limited":
-                limiter.rate_limited()
+                limiter.rate_limited(epoch, None if asked is None else min(asked, policy.max_delay))
             if not retryable or attempt >= policy.max_retries:
                 if attempt:
                     note = f"{error} (gave up after {attempt + 1} attempts)"
                     error = ProviderError(error.cause, note, model=error.model, status=error.status)
                 raise error from exc
-            delay = _retry_after(exc)
+            delay = asked
             if delay is None:
                 delay = min(policy.max_delay, policy.base_delay * 2**attempt) * (0.5 + random.random() / 2)
             attempt += 1
