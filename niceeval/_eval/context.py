@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from anyio.abc import TaskGroup
@@ -30,6 +31,7 @@ from niceeval._eval.observe import Observations, Scoped
 from niceeval._eval.scopes import ToolCall, tool_calls_of
 from niceeval._eval.spanmatch import SpanAssertions
 from niceeval._eval.variants import Variant
+from niceeval.agents._attachments import Attachment, load_attachments
 
 if TYPE_CHECKING:
     from niceeval.judge import Judge
@@ -304,7 +306,14 @@ class EvalContext(ContextBase):
     `send`, `respond` and `revive` return coroutines: a call left without `await` fails the run, naming its line.
     """
 
-    def send(self, text: str, *, output: type[Any] | None = None, followups: int = 0) -> Coroutine[Any, Any, Turn]:
+    def send(
+        self,
+        text: str,
+        *,
+        output: type[Any] | None = None,
+        followups: int = 0,
+        files: Sequence[str | Path | bytes | Attachment] | None = None,
+    ) -> Coroutine[Any, Any, Turn]:
         """Send `text` to the agent under test (continuing the same conversation) and return its turn.
 
         Await it: `turn = await t.send("hi")`.
@@ -314,8 +323,11 @@ class EvalContext(ContextBase):
             output: A pydantic model (or type) the reply must validate as; it becomes `turn.data`.
             followups: Answer up to this many clarification questions from the agent (detected by the judge
                 model) so the turn returned is the final answer.
+            files: Images, PDFs or text files (paths or bytes) sent with the message: content parts for
+                openai_agent / anthropic_agent, `session.files` for a function agent.
         """
-        return tracked(self._conversation.send_with_followups(text, output, followups), "t.send(...)")
+        attached = load_attachments(files, f"t.send() at {caller_location(1)}") if files else []
+        return tracked(self._conversation.send_with_followups(text, output, followups, attached), "t.send(...)")
 
     def respond(self, value: object) -> Coroutine[Any, Any, Turn]:
         """Answer the agent's request for human input (the last turn was `waiting`) and continue (await it)."""
@@ -347,9 +359,17 @@ class SyncEvalContext(ContextBase):
         result: T = self.portal.call(fn, *args)
         return result
 
-    def send(self, text: str, *, output: type[Any] | None = None, followups: int = 0) -> Turn:
-        """Send `text` to the agent under test (continuing the same conversation) and return its turn."""
-        return self._call_in_loop(self._conversation.send_with_followups, text, output, followups)
+    def send(
+        self,
+        text: str,
+        *,
+        output: type[Any] | None = None,
+        followups: int = 0,
+        files: Sequence[str | Path | bytes | Attachment] | None = None,
+    ) -> Turn:
+        """Send `text` (with `files`, when given) to the agent under test and return its turn."""
+        attached = load_attachments(files, f"t.send() at {caller_location(1)}") if files else []
+        return self._call_in_loop(self._conversation.send_with_followups, text, output, followups, attached)
 
     def respond(self, value: object) -> Turn:
         """Answer the agent's request for human input (the last turn was `waiting`) and continue."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import time
 import uuid
@@ -20,6 +21,7 @@ from niceeval._eval.observe import EventSelector
 from niceeval._eval.scoped import waiting_for_input
 from niceeval._eval.scopes import ScopeAssertions, ScopeHost, ToolCall, tool_calls_of
 from niceeval.agents import Agent, AgentSession, FunctionAgent, TurnStatus
+from niceeval.agents._attachments import Attachment
 from niceeval.expect._matchers import equals, matches
 
 
@@ -164,14 +166,22 @@ class Conversation:
             self._session = await self._agent.open(self.id, self._log)
         return self._session
 
-    async def send(self, text: str, output: type[Any] | None = None) -> Turn:
+    async def send(self, text: str, output: type[Any] | None = None, files: Sequence[Attachment] = ()) -> Turn:
         if not isinstance(text, str):
             raise UsageError(f"t.send() takes the message as a string, got {type(text).__name__}.")
         session = await self._open()
+        extra: dict[str, Any] = {}
+        if files:
+            if "files" not in inspect.signature(session.send).parameters:
+                raise UsageError(
+                    f"t.send(files=...): this agent ({type(self._agent).__name__}) cannot take files; openai_agent, "
+                    "anthropic_agent and function agents (which read session.files) can."
+                )
+            extra["files"] = files
         start = len(self._log.events)
         began = time.perf_counter()
         try:
-            reply = await session.send(text, output=output)
+            reply = await session.send(text, output=output, **extra)
         except Exception as exc:  # the run fails with this exception; the stream shows where it happened
             self._log.emit(ErrorEvent(message=f"{type(exc).__name__}: {exc}", error_type=type(exc).__name__))
             raise
@@ -194,7 +204,9 @@ class Conversation:
             _host=self._host,
         )
 
-    async def send_with_followups(self, text: str, output: type[Any] | None, followups: int) -> Turn:
+    async def send_with_followups(
+        self, text: str, output: type[Any] | None, followups: int, files: Sequence[Attachment] = ()
+    ) -> Turn:
         """Send, then answer up to `followups` clarification questions so the eval judges the final answer.
 
         The turn returned is the final answer, with the events and usage of the whole exchange (every sub-turn;
@@ -206,7 +218,7 @@ class Conversation:
             self.asked = text
         self.turns += 1
         start = len(self._log.events)
-        turn = await self.send(text, output)
+        turn = await self.send(text, output, files)
         if followups and self._followup_model is None:
             raise UsageError(
                 "t.send(followups=N) needs a model to detect clarification questions: set "

@@ -139,4 +139,3 @@ def import_suite(path: Path, root: Path) -> Imported:
     )
     problems = [str(p) for p in loading.problems]
     return Imported(code=code, cases=len(rows), notes=loading.notes, problems=problems)
-

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from niceeval.agents._attachments import Attachment
 from niceeval.agents._function import FunctionAgent, FunctionSession, function_agent
 from niceeval.agents._protocol import Agent, AgentSession, Reply, TurnStatus, current_workspace
 from niceeval.agents._variant import per_variant
@@ -60,6 +61,7 @@ _LAZY = {
 __all__ = [
     "Agent",
     "AgentError",
+    "Attachment",
     "AgentSession",
     "BridgeAgent",
     "BridgeSession",

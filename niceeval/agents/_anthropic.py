@@ -8,11 +8,12 @@ and calling `final_answer` ends the turn.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from niceeval._core.errors import UsageError
 from niceeval._core.events import UsageEvent
+from niceeval.agents._attachments import Attachment, anthropic_blocks
 from niceeval.agents._model import Messages, ModelAgent, ModelAgentOptions, ModelOptions, ModelStep, model_ref
 from niceeval.agents._schema import output_name, output_schema
 from niceeval.agents._tools import ToolRequest, ToolResult, describe_all
@@ -100,7 +101,7 @@ class AnthropicDialect:
         message = await self._client.messages.create(**request)
         return self._step(message, structured=output is not None)
 
-    def add_user(self, messages: Messages, text: str) -> None:
+    def add_user(self, messages: Messages, text: str, files: Sequence[Attachment] = ()) -> None:
         """Append a user message, answering tool calls the last turn left open and merging with a user message."""
         content: list[dict[str, Any]] = []
         last = messages[-1] if messages else None
@@ -113,7 +114,9 @@ class AnthropicDialect:
         elif last is not None and last["role"] == "user":
             # The last turn ended on tool results (max_steps): one user message, as the API alternates roles.
             content, messages[-1:] = _blocks(last), []
-        messages.append({"role": "user", "content": [*content, {"type": "text", "text": text}]})
+        messages.append(
+            {"role": "user", "content": [*content, *anthropic_blocks(files), {"type": "text", "text": text}]}
+        )
 
     def add_tool_results(self, messages: Messages, results: list[ToolResult]) -> None:
         """Append one user message with a `tool_result` block per result."""

@@ -11,7 +11,7 @@ import json
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar, overload
 
@@ -29,6 +29,7 @@ from niceeval._core.events import (
     UsageEvent,
 )
 from niceeval._core.threads import call_in_thread
+from niceeval.agents._attachments import Attachment
 from niceeval.agents._protocol import Reply, current_workspace
 
 AgentFunction = Callable[..., Any]
@@ -74,9 +75,14 @@ class FunctionSession:
         """The conversation so far (kept by the agent across `t.revive()`)."""
         self._fn = fn
         self._takes_session = len(inspect.signature(fn).parameters) >= 2
+        self.files: list[Attachment] = []
+        """The files sent with the current message (`t.send(..., files=[...])`): name, media_type, data, path."""
 
-    async def send(self, message: str, *, output: type[Any] | None = None) -> Reply:
-        user = MessageEvent(role="user", text=message)
+    async def send(self, message: str, *, output: type[Any] | None = None, files: Sequence[Attachment] = ()) -> Reply:
+        self.files = list(files)
+        user = MessageEvent(
+            role="user", text=message, data={"files": [f.described() for f in files]} if files else None
+        )
         self.log.emit(user)
         self.history.append(user)
         reply = structure(_as_reply(await self._answer(message)), output, self.log)

@@ -8,12 +8,13 @@ store after each turn; a turn that raises leaves the stored conversation as it w
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from niceeval._core.errors import UsageError
 from niceeval._core.events import ErrorEvent, EventLog, MessageEvent, UsageEvent
+from niceeval.agents._attachments import Attachment
 from niceeval.agents._checkpoints import CheckpointStore, SQLiteCheckpoints
 from niceeval.agents._function import structure
 from niceeval.agents._protocol import Reply
@@ -127,7 +128,7 @@ class Dialect(Protocol):
         """Ask the model for the next step of the conversation `messages`."""
         ...
 
-    def add_user(self, messages: Messages, text: str) -> None:
+    def add_user(self, messages: Messages, text: str, files: Sequence[Attachment] = ()) -> None:
         """Append a user message to `messages`."""
         ...
 
@@ -198,8 +199,8 @@ class ModelSession:
         self._dialect = dialect
         self._checkpoints = checkpoints
 
-    async def send(self, message: str, *, output: type[Any] | None = None) -> Reply:
-        """Send a user message and run the tool loop until the model answers.
+    async def send(self, message: str, *, output: type[Any] | None = None, files: Sequence[Attachment] = ()) -> Reply:
+        """Send a user message (with `files` as content parts) and run the tool loop until the model answers.
 
         Raises:
             ProviderError: The model could not be reached (after retries); the message names the model.
@@ -207,9 +208,10 @@ class ModelSession:
         output = output if output is not None else self._options.output
         if output is not None:
             output_schema(output)
-        self.log.emit(MessageEvent(role="user", text=message))
+        described = {"files": [f.described() for f in files]} if files else None
+        self.log.emit(MessageEvent(role="user", text=message, data=described))
         messages = list(self.messages)
-        self._dialect.add_user(messages, message)
+        self._dialect.add_user(messages, message, files)
         reply = await self._turn(messages, output)
         self.messages = messages
         await self._checkpoints.save(self.id, messages)

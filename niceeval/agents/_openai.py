@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from niceeval._core.events import UsageEvent
+from niceeval.agents._attachments import Attachment, openai_parts
 from niceeval.agents._model import Messages, ModelAgent, ModelAgentOptions, ModelOptions, ModelStep, model_ref
 from niceeval.agents._schema import output_name, output_schema, strict_schema
 from niceeval.agents._tools import ToolRequest, ToolResult, describe_all
@@ -90,9 +91,9 @@ class OpenAIDialect:
         completion = await self._client.chat.completions.create(**request)
         return self._step(completion)
 
-    def add_user(self, messages: Messages, text: str) -> None:
-        """Append a user message."""
-        messages.append({"role": "user", "content": text})
+    def add_user(self, messages: Messages, text: str, files: Sequence[Attachment] = ()) -> None:
+        """Append a user message (with files: content parts)."""
+        messages.append({"role": "user", "content": openai_parts(text, files) if files else text})
 
     def add_tool_results(self, messages: Messages, results: list[ToolResult]) -> None:
         """Append one `tool` message per result."""

@@ -13,6 +13,7 @@ def test_agents_exports() -> None:
         [
             "Agent",
             "AgentError",
+            "Attachment",
             "AgentSession",
             "BridgeAgent",
             "BridgeSession",
