@@ -305,3 +305,22 @@ def test_define_eval_rejects_unknown_options() -> None:
 def test_define_eval_rejects_a_non_positive_timeout() -> None:
     with pytest.raises(UsageError, match="timeout"):
         define_eval(timeout=0)
+
+
+@pytest.mark.parametrize("verb", ["check", "require"])
+def test_check_without_arguments_says_what_to_write_naming_no_internal_class(verb: str) -> None:
+    @define_eval
+    async def ev(t: EvalContext) -> None:
+        getattr(t, verb)()
+
+    result = run(ev)
+    assert result.error is not None and result.error.type == "UsageError"
+    assert result.error.message == (
+        f"t.{verb}() needs the value to score and a matcher, e.g. t.{verb}(t.reply, includes('refund'))."
+    )
+    assert "ContextBase" not in result.error.message
+
+
+def test_define_eval_given_a_name_positionally_points_to_name() -> None:
+    with pytest.raises(UsageError, match=r"@define_eval\('my name'\) takes .* write @define_eval\(name='my name'\)"):
+        define_eval("my name")  # type: ignore[call-overload]

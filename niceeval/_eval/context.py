@@ -64,6 +64,17 @@ class RunState:
     """`t.max_score` / `t.select_best`: resolved by the runner once every variant of the case has run."""
 
 
+_NO_VALUE: Any = object()
+"""`t.check()` called without the value to score."""
+
+
+def _needs_value(value: object, verb: str) -> None:
+    if value is _NO_VALUE:
+        raise UsageError(
+            f"t.{verb}() needs the value to score and a matcher, e.g. t.{verb}(t.reply, includes('refund'))."
+        )
+
+
 class ContextBase(Observations, SpanAssertions, CaseChecks):
     """What sync and async eval contexts share: checks, skip, the reply, the event stream, scoped assertions."""
 
@@ -160,15 +171,17 @@ class ContextBase(Observations, SpanAssertions, CaseChecks):
     def _span_list(self) -> list[Span]:
         return self._state.log.spans
 
-    def check(self, value: Any, matcher: Matcher | None = None, /) -> Check:
+    def check(self, value: Any = _NO_VALUE, matcher: Matcher | None = None, /) -> Check:
         """Score `value` with `matcher` and record it; the eval goes on whatever the result."""
+        _needs_value(value, "check")
         return self._record(value, matcher, caller_location(1), required=False, verb="check")
 
-    def require(self, value: Any, matcher: Matcher | None = None, /) -> Check:
+    def require(self, value: Any = _NO_VALUE, matcher: Matcher | None = None, /) -> Check:
         """Like `check`, but a miss stops the eval (as a failed gate): use it for preconditions.
 
         With an async matcher, write `await t.require(...)`.
         """
+        _needs_value(value, "require")
         return self._record(value, matcher, caller_location(1), required=True, verb="require")
 
     @contextmanager

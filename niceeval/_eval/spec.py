@@ -225,6 +225,11 @@ def define_eval(
     unknown = sorted(set(options) - known)
     if unknown:
         raise UsageError(f"define_eval() got unknown option(s) {unknown}; known options: {sorted(known)}.")
+    if isinstance(fn, str):
+        raise UsageError(
+            f"{caller_location(1)}: @define_eval({fn!r}) takes the eval's name as a keyword: "
+            f"write @define_eval(name={fn!r})."
+        )
     if fn is not None:
         return _make_spec(fn, options)
     _check_options(options, caller_location(1))
