@@ -28,7 +28,7 @@ from niceeval._run.execute import ExecOptions, execute
 from niceeval.agents import CodingAgentOptions, claude_code_agent, codex_agent
 from niceeval.expect import equals
 from niceeval.sandbox import bwrap_problem
-from niceeval.testing import LLMRequest, LLMServer, Reply, ToolCall
+from niceeval.testing import Fault, LLMRequest, LLMServer, Reply, ToolCall
 
 pytestmark = pytest.mark.slow  # each test starts the real CLIs (about a second each on an idle machine)
 
@@ -271,3 +271,32 @@ def test_the_example_compares_skills_on_and_off_for_both_clis(tmp_path: Path) ->
         (shell,) = [e for e in run_["events"] if e["type"] == "action.called"]
         assert (shell["kind"], shell["exit_code"]) == ("shell", 0)
         assert "greeter.py" in run_["workspace_diff"]
+
+
+@pytest.mark.parametrize("sandbox", ["local", "bwrap"])
+def test_a_timeout_kills_the_cli_and_keeps_what_it_did(sandbox: str, project: Path, server: LLMServer) -> None:
+    if sandbox == "bwrap" and bwrap_problem() is not None:
+        pytest.skip(str(bwrap_problem()))
+    marker = project / "still-running.txt"
+
+    def script(request: LLMRequest) -> Reply:
+        if tool_results(request) == 0:  # a background job that would outlive a careless kill
+            return shell_call(request, f"(sleep 4; echo alive > {marker}) > /dev/null 2>&1 &")
+        return Reply(fault=Fault.hang())  # then the model never answers
+
+    server.set_script(script)
+
+    @define_eval(fixture="fixtures/notes", agent=codex(base_url=server.base_url, timeout=4), sandbox=sandbox)
+    async def hangs(t: EvalContext) -> None:
+        turn = await t.send("start, then wait forever")
+        t.check(turn.status, equals("failed"))
+
+    result = run(hangs, project)
+    assert result.error is None, result.error
+    (started,) = actions(result)
+    assert started.status == "success"
+    (stopped,) = [e for e in result.events if isinstance(e, ErrorEvent) and e.error_type == "CodingAgentStopped"]
+    assert "timed out after 4 s" in stopped.message
+    assert result.outcome == "passed"
+    anyio.run(anyio.sleep, 5)
+    assert not marker.exists(), "the CLI's background job outlived it"
