@@ -44,6 +44,10 @@ class Config(BaseModel):
     """What runs sandbox evals' commands (`local`, `bwrap`, `docker`); None: `bwrap` where it works, else `local`."""
     store: str | bool | None = None
     """Results store: a SQLite path or `postgresql://...` URL; `False` turns it off (default `.niceeval/results.db`)."""
+    min_suite_pass_rate: float | None = Field(default=None, ge=0, le=1)
+    """Suite gate: the share of cases (planned evals) that must pass; `--min-suite-pass-rate` wins."""
+    min_mean: dict[str, float] = Field(default_factory=dict)
+    """Suite gates: the least mean score per assertion name or kind (`{"rubric": 0.8}`); `--min-mean` adds."""
     root: Path = Field(default_factory=Path.cwd)
     """The project root: the folder holding `niceeval.config.py` (set by the loader)."""
 
@@ -97,7 +101,7 @@ def define_config(**settings: Any) -> Config:
     """Build the project configuration in `niceeval.config.py` (assign it to `config`).
 
     Keys: `evals`, `concurrency`, `timeout`, `judge`, `pricing`, `agent`, `fail_on_inconclusive`, `variants`,
-    `store`, `sandbox`.
+    `store`, `sandbox`, `min_suite_pass_rate`, `min_mean`.
     A wrong key or value raises a `ConfigError` naming the key and what to write instead.
     """
     where = caller_location(1) or CONFIG_FILE

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from niceeval._eval.config import Config
     from niceeval._run.discovery import Discovery, EvalEntry
     from niceeval._run.storing import StoredPlan
+    from niceeval._run.suite_gates import SuiteGates
 
 
 def add_run_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -79,6 +80,7 @@ def add_run_commands(commands: argparse._SubParsersAction[argparse.ArgumentParse
     add_judge_flags(run)
     _add_recording_flags(run)
     _add_control_flags(run)
+    _add_suite_gate_flags(run)
     add_github_flags(run)
     run.set_defaults(handler=_run)
 
@@ -130,6 +132,35 @@ def _usd(text: str) -> float:
     return value
 
 
+def _add_suite_gate_flags(run: argparse.ArgumentParser) -> None:
+    """`--min-suite-pass-rate R`, `--min-mean NAME=R` (also `min_suite_pass_rate=`, `min_mean=` in the config)."""
+    run.add_argument(
+        "--min-suite-pass-rate",
+        type=rate("--min-suite-pass-rate"),
+        metavar="R",
+        help="pass the suite when at least R of its cases pass (a failing case alone no longer fails it)",
+    )
+    run.add_argument(
+        "--min-mean",
+        action="append",
+        default=[],
+        metavar="NAME=R",
+        help="fail the suite when the mean score of the assertions named (or of kind) NAME is under R; repeatable",
+    )
+
+
+def _suite_gates(config: Config, args: argparse.Namespace) -> SuiteGates:
+    from niceeval._run.suite_gates import SuiteGates, parse_min_mean
+
+    means = dict(config.min_mean)
+    means.update(parse_min_mean(text) for text in getattr(args, "min_mean", []))
+    given = getattr(args, "min_suite_pass_rate", None)
+    return SuiteGates(
+        min_pass_rate=given if given is not None else config.min_suite_pass_rate,
+        min_means=tuple(means.items()),
+    )
+
+
 def _add_control_flags(run: argparse.ArgumentParser) -> None:
     """`--budget USD`, `-x/--exitfirst`, `--dry-run`, `--jsonl PATH|-`."""
     run.add_argument(
@@ -179,6 +210,7 @@ def _run(args: argparse.Namespace) -> int:
 
     from niceeval._run.execute import ExecOptions
     from niceeval._run.suite import SuiteOptions, run_suite, select
+    from niceeval._run.suite_gates import GateCollector, gated_exit_code
     from niceeval.cli._github import github_reporters
     from niceeval.cli._store import print_stored
     from niceeval.report import ConsoleReporter, JsonReporter, JUnitReporter, Reporter
@@ -206,7 +238,8 @@ def _run(args: argparse.Namespace) -> int:
             strict=args.strict,
             min_pass_rate=args.min_pass_rate,
             min_pass_at_k=args.min_pass_at_k,
-        )
+        ),
+        collector := GateCollector(gates=_suite_gates(config, args)),
     ]
     if sink is not None:
         reporters.insert(0, sink)  # the store first: a run is kept before any reporter can fail on it
@@ -250,10 +283,11 @@ def _run(args: argparse.Namespace) -> int:
         exitfirst=getattr(args, "exitfirst", False),
     )
     summary = anyio.run(run_suite, entries, discovery.errors, options, reporters)
+    print("".join(f"suite gate: {verdict.describe()}\n" for verdict in collector.verdicts), end="")
     if sink is not None:
         sink.store.close()
         print_stored(sink)
-    return summary.exit_code
+    return gated_exit_code(summary, collector.gates, collector.verdicts)
 
 
 def _plan_runs(
