@@ -300,3 +300,77 @@ def test_a_timeout_kills_the_cli_and_keeps_what_it_did(sandbox: str, project: Pa
     assert result.outcome == "passed"
     anyio.run(anyio.sleep, 5)
     assert not marker.exists(), "the CLI's background job outlived it"
+
+
+MCP_SERVER = """
+import json, sys
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" not in message:
+        continue
+    method, answer = message["method"], {}
+    if method == "initialize":
+        answer = {"protocolVersion": message["params"]["protocolVersion"], "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "docs", "version": "1"}}
+    elif method == "tools/list":
+        answer = {"tools": [{"name": "search_docs", "description": "Search the docs.",
+                             "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}}}]}
+    elif method == "tools/call":
+        answer = {"content": [{"type": "text", "text": "docs say: " + message["params"]["arguments"]["q"]}]}
+    print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": answer}), flush=True)
+"""
+
+
+def test_claude_code_gets_its_instructions_and_calls_an_mcp_server(
+    project: Path, server: LLMServer, tmp_path: Path
+) -> None:
+    script_file = tmp_path / "docs_mcp.py"
+    script_file.write_text(MCP_SERVER)
+
+    def script(request: LLMRequest) -> Reply:
+        body = json.dumps(request.body)
+        if "Answer in French." not in body or "mcp__docs__search_docs" not in body:
+            return Reply(text="setup missing")
+        if tool_results(request) == 0:  # Claude Code defers MCP tools: their schemas load through ToolSearch
+            return Reply(tool_calls=[ToolCall(name="ToolSearch", arguments={"query": "select:mcp__docs__search_docs"})])
+        if tool_results(request) == 1:
+            return Reply(tool_calls=[ToolCall(name="mcp__docs__search_docs", arguments={"q": "greet"})])
+        return Reply(text="Bonjour.")
+
+    server.set_script(script)
+    agent = claude(
+        base_url=server.url,
+        instructions="Answer in French.",
+        mcp_servers={"docs": {"command": sys.executable, "args": [str(script_file)]}},
+        allowed_tools=["ToolSearch", "mcp__docs__search_docs"],
+    )
+
+    @define_eval(fixture="fixtures/notes", agent=agent, sandbox="local")
+    async def uses_docs(t: EvalContext) -> None:
+        turn = await t.send("How do I greet?")
+        t.check(turn.message, equals("Bonjour."))
+        t.called_tool("mcp__docs__search_docs", input={"q": "greet"}, count=1)
+
+    result = run(uses_docs, project)
+    assert result.error is None, result.error
+    assert result.outcome == "passed", [(a.name, a.reason) for a in result.assertions]
+    search, call = actions(result)
+    assert (search.name, call.name, call.status) == ("ToolSearch", "mcp__docs__search_docs", "success")
+    assert "docs say: greet" in str(call.output)
+
+
+def test_codex_loads_the_mcp_servers_it_is_given(project: Path, server: LLMServer, tmp_path: Path) -> None:
+    script_file = tmp_path / "docs_mcp.py"
+    script_file.write_text(MCP_SERVER)
+    server.set_script(["Noted."])
+    agent = codex(
+        base_url=server.base_url, mcp_servers={"docs": {"command": sys.executable, "args": [str(script_file)]}}
+    )
+
+    @define_eval(fixture="fixtures/notes", agent=agent, sandbox="local")
+    async def lists_docs(t: EvalContext) -> None:
+        await t.send("hi")
+
+    result = run(lists_docs, project)
+    assert result.error is None, result.error
+    assert "mcp__docs" in [tool.name for tool in server.requests[0].tools]
