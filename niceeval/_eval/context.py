@@ -25,7 +25,7 @@ from niceeval._eval.checks import RequireFailed as RequireFailed
 from niceeval._eval.checks import Skipped as Skipped
 from niceeval._eval.checks import StopEval as StopEval
 from niceeval._eval.compare import Comparison
-from niceeval._eval.conversation import Conversation, Session, Turn
+from niceeval._eval.conversation import Conversation, Message, Session, Turn, split_chat
 from niceeval._eval.efficiency import Usage, usage_of
 from niceeval._eval.observe import Observations, Scoped
 from niceeval._eval.scopes import ToolCall, tool_calls_of
@@ -321,7 +321,7 @@ class EvalContext(ContextBase):
 
     def send(
         self,
-        text: str,
+        text: Message,
         *,
         output: type[Any] | None = None,
         followups: int = 0,
@@ -332,14 +332,17 @@ class EvalContext(ContextBase):
         Await it: `turn = await t.send("hi")`.
 
         Args:
-            text: The user message.
+            text: The user message, or a chat ending with it: `[{"role": "user", "content": ...}, ...]` (a
+                function agent gets the list; openai_agent / anthropic_agent continue from it).
             output: A pydantic model (or type) the reply must validate as; it becomes `turn.data`.
             followups: Answer up to this many clarification questions from the agent (detected by the judge
                 model) so the turn returned is the final answer.
             files: Images, PDFs or text files (paths or bytes) sent with the message: content parts for
                 openai_agent / anthropic_agent, `session.files` for a function agent.
         """
-        attached = load_attachments(files, f"t.send() at {caller_location(1)}") if files else []
+        where = f"t.send() at {caller_location(1)}"
+        split_chat(text, where)  # a malformed chat is an error here, at the line
+        attached = load_attachments(files, where) if files else []
         return tracked(self._conversation.send_with_followups(text, output, followups, attached), "t.send(...)")
 
     def respond(self, value: object) -> Coroutine[Any, Any, Turn]:
@@ -374,14 +377,16 @@ class SyncEvalContext(ContextBase):
 
     def send(
         self,
-        text: str,
+        text: Message,
         *,
         output: type[Any] | None = None,
         followups: int = 0,
         files: Sequence[str | Path | bytes | Attachment] | None = None,
     ) -> Turn:
         """Send `text` (with `files`, when given) to the agent under test and return its turn."""
-        attached = load_attachments(files, f"t.send() at {caller_location(1)}") if files else []
+        where = f"t.send() at {caller_location(1)}"
+        split_chat(text, where)  # a malformed chat is an error here, at the line
+        attached = load_attachments(files, where) if files else []
         return self._call_in_loop(self._conversation.send_with_followups, text, output, followups, attached)
 
     def respond(self, value: object) -> Turn:

@@ -97,6 +97,37 @@ class Turn(ScopeAssertions):
         return self.message, self.asked
 
 
+Message = str | Sequence[Mapping[str, str]]
+"""What `t.send` takes: the user's text, or a chat (`[{"role": "user", "content": "..."}, ...]`) ending with it."""
+_ROLES = ("system", "user", "assistant")
+
+
+def split_chat(message: object, where: str) -> tuple[list[dict[str, str]] | None, str]:
+    """`(earlier messages, the last user text)` of a chat list, or `(None, text)` for a string; a usage error
+    saying what to write for anything else."""
+    if isinstance(message, str):
+        return None, message
+    example = 'e.g. [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}, ...]'
+    if not isinstance(message, list | tuple) or not message:
+        raise UsageError(f"{where} takes the message as a string or a list of chat messages, got {short(message)}.")
+    chat: list[dict[str, str]] = []
+    for position, item in enumerate(message, start=1):
+        if (
+            not isinstance(item, Mapping)
+            or item.get("role") not in _ROLES
+            or not isinstance(item.get("content"), str)
+            or set(item) - {"role", "content"}
+        ):
+            raise UsageError(
+                f"{where}: message {position} must be {{'role': 'system' | 'user' | 'assistant', 'content': text}}, "
+                f"got {short(item)}; {example}"
+            )
+        chat.append({"role": str(item["role"]), "content": str(item["content"])})
+    if chat[-1]["role"] != "user":
+        raise UsageError(f"{where}: a chat must end with the user's message (the one sent now); {example}")
+    return chat[:-1], chat[-1]["content"]
+
+
 def _stamp_latency(events: Sequence[Event], seconds: float) -> None:
     """Record the turn's duration on its reply (the last assistant message), so the run's record keeps it."""
     for event in reversed(events):
@@ -166,11 +197,17 @@ class Conversation:
             self._session = await self._agent.open(self.id, self._log)
         return self._session
 
-    async def send(self, text: str, output: type[Any] | None = None, files: Sequence[Attachment] = ()) -> Turn:
-        if not isinstance(text, str):
-            raise UsageError(f"t.send() takes the message as a string, got {type(text).__name__}.")
+    async def send(self, text: Message, output: type[Any] | None = None, files: Sequence[Attachment] = ()) -> Turn:
+        history, text = split_chat(text, "t.send()")
         session = await self._open()
         extra: dict[str, Any] = {}
+        if history is not None:
+            if "history" not in inspect.signature(session.send).parameters:
+                raise UsageError(
+                    f"t.send([...messages]): this agent ({type(self._agent).__name__}) takes one message; "
+                    "openai_agent, anthropic_agent and function agents (which get the list) take a conversation."
+                )
+            extra["history"] = history
         if files:
             if "files" not in inspect.signature(session.send).parameters:
                 raise UsageError(
@@ -205,7 +242,7 @@ class Conversation:
         )
 
     async def send_with_followups(
-        self, text: str, output: type[Any] | None, followups: int, files: Sequence[Attachment] = ()
+        self, message: Message, output: type[Any] | None, followups: int, files: Sequence[Attachment] = ()
     ) -> Turn:
         """Send, then answer up to `followups` clarification questions so the eval judges the final answer.
 
@@ -214,11 +251,11 @@ class Conversation:
         """
         if isinstance(followups, bool) or not isinstance(followups, int) or followups < 0:
             raise UsageError(f"t.send(followups=...) is how many clarifications to answer, >= 0; got {followups!r}.")
-        if isinstance(text, str):
-            self.asked = text
+        _, text = split_chat(message, "t.send()")
+        self.asked = text
         self.turns += 1
         start = len(self._log.events)
-        turn = await self.send(text, output, files)
+        turn = await self.send(message, output, files)
         if followups and self._followup_model is None:
             raise UsageError(
                 "t.send(followups=N) needs a model to detect clarification questions: set "

@@ -74,6 +74,8 @@ def anthropic_agent(
 class AnthropicDialect:
     """Messages API requests and messages, over one `AsyncAnthropic` client."""
 
+    system_in_messages = False
+
     def __init__(self, options: ModelOptions) -> None:
         self._options = options
         self._client: AsyncAnthropic = anthropic_client(

@@ -78,20 +78,30 @@ class FunctionSession:
         self.files: list[Attachment] = []
         """The files sent with the current message (`t.send(..., files=[...])`): name, media_type, data, path."""
 
-    async def send(self, message: str, *, output: type[Any] | None = None, files: Sequence[Attachment] = ()) -> Reply:
+    async def send(
+        self,
+        message: str,
+        *,
+        output: type[Any] | None = None,
+        files: Sequence[Attachment] = (),
+        history: Sequence[dict[str, str]] | None = None,
+    ) -> Reply:
+        """Send `message`; with `history` (from `t.send([...messages])`) the function gets the whole list."""
         self.files = list(files)
-        user = MessageEvent(
-            role="user", text=message, data={"files": [f.described() for f in files]} if files else None
-        )
+        data: dict[str, Any] = {"files": [f.described() for f in files]} if files else {}
+        if history is not None:
+            data["history"] = list(history)
+        user = MessageEvent(role="user", text=message, data=data or None)
         self.log.emit(user)
         self.history.append(user)
-        reply = structure(_as_reply(await self._answer(message)), output, self.log)
+        given: Any = message if history is None else [*history, {"role": "user", "content": message}]
+        reply = structure(_as_reply(await self._answer(given)), output, self.log)
         answer = MessageEvent(role="assistant", text=reply.text, data=reply.data)
         self.log.emit(answer)
         self.history.append(answer)
         return reply
 
-    async def _answer(self, message: str) -> Any:
+    async def _answer(self, message: Any) -> Any:
         """What the function returns for `message` (awaited; a sync function runs in a thread)."""
         args: tuple[Any, ...] = (message, self) if self._takes_session else (message,)
         if inspect.iscoroutinefunction(self._fn):

@@ -124,6 +124,9 @@ class ModelStep:
 class Dialect(Protocol):
     """One provider's request and message formats, over a client opened for one session."""
 
+    system_in_messages: bool
+    """Whether the API takes `system` messages among the others (Chat Completions does, Anthropic does not)."""
+
     async def complete(self, messages: Messages, output: type[Any] | None) -> ModelStep:
         """Ask the model for the next step of the conversation `messages`."""
         ...
@@ -199,7 +202,14 @@ class ModelSession:
         self._dialect = dialect
         self._checkpoints = checkpoints
 
-    async def send(self, message: str, *, output: type[Any] | None = None, files: Sequence[Attachment] = ()) -> Reply:
+    async def send(
+        self,
+        message: str,
+        *,
+        output: type[Any] | None = None,
+        files: Sequence[Attachment] = (),
+        history: Sequence[dict[str, str]] | None = None,
+    ) -> Reply:
         """Send a user message (with `files` as content parts) and run the tool loop until the model answers.
 
         Raises:
@@ -208,9 +218,18 @@ class ModelSession:
         output = output if output is not None else self._options.output
         if output is not None:
             output_schema(output)
-        described = {"files": [f.described() for f in files]} if files else None
-        self.log.emit(MessageEvent(role="user", text=message, data=described))
+        described: dict[str, Any] = {"files": [f.described() for f in files]} if files else {}
+        if history is not None:
+            described["history"] = list(history)
+        self.log.emit(MessageEvent(role="user", text=message, data=described or None))
         messages = list(self.messages)
+        for earlier in history or ():
+            if earlier["role"] == "system" and not self._dialect.system_in_messages:
+                raise UsageError(
+                    f"{self._options.model}: a system message in t.send([...]) cannot be sent to this provider; "
+                    "give the agent its system prompt (system=...) instead."
+                )
+            messages.append({"role": earlier["role"], "content": earlier["content"]})
         self._dialect.add_user(messages, message, files)
         reply = await self._turn(messages, output)
         self.messages = messages

@@ -63,6 +63,8 @@ def openai_agent(
 class OpenAIDialect:
     """Chat Completions requests and messages, over one `AsyncOpenAI` client."""
 
+    system_in_messages = True
+
     def __init__(self, options: ModelOptions) -> None:
         self._options = options
         self._client: AsyncOpenAI = openai_client(key=options.api_key, url=options.base_url, timeout=options.timeout)

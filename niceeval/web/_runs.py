@@ -131,9 +131,7 @@ def run_page(request: Request) -> Response:
     )
 
 
-def eval_lines(
-    detail: SuiteRunDetail, misses: dict[tuple[str, int], AssertionResult] | None = None
-) -> list[EvalLine]:
+def eval_lines(detail: SuiteRunDetail, misses: dict[tuple[str, int], AssertionResult] | None = None) -> list[EvalLine]:
     """One line per planned eval (with its runs folded into a verdict), failures first, then plan order.
 
     `misses`: the first failed assertion of each eval run that missed (`_queries.first_misses`).

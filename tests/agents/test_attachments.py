@@ -135,3 +135,76 @@ def test_an_agent_that_cannot_take_files_says_which_can(files: dict[str, Path]) 
         "this agent (HTTPAgent) cannot take files; openai_agent, anthropic_agent and function agents"
         in result.error.message
     )
+
+
+CHAT = [
+    {"role": "user", "content": "My order is 1234."},
+    {"role": "assistant", "content": "Noted."},
+    {"role": "user", "content": "Where is it?"},
+]
+
+
+def test_a_chat_list_reaches_a_function_agent_whole() -> None:
+    got: list[Any] = []
+
+    def chat_agent(messages: Any) -> str:
+        got.append(messages)
+        return "on its way"
+
+    @define_eval
+    async def ev(t: EvalContext) -> None:
+        turn = await t.send(CHAT)
+        assert turn.asked == "Where is it?"
+
+    result = run(ev, chat_agent)
+    assert result.error is None, result.error
+    assert got == [CHAT]
+    user = next(e for e in result.events if e.type == "message" and e.role == "user")
+    assert (user.text, user.data) == ("Where is it?", {"history": CHAT[:2]})
+
+
+def test_a_chat_list_continues_an_openai_conversation(llm_server: LLMServer) -> None:
+    llm_server.push("It shipped.")
+    agent = model_agent(openai_agent, "openai/test-model", llm_server.base_url, system="Support.")
+
+    @define_eval
+    async def ev(t: EvalContext) -> None:
+        await t.send([{"role": "system", "content": "Be brief."}, *CHAT])
+
+    assert run(ev, agent).error is None
+    (request,) = llm_server.requests
+    assert request.body["messages"] == [
+        {"role": "system", "content": "Support."},
+        {"role": "system", "content": "Be brief."},
+        *CHAT,
+    ]
+
+
+def test_a_system_message_for_anthropic_says_to_use_system(llm_server: LLMServer) -> None:
+    agent = model_agent(anthropic_agent, "anthropic/test-model", llm_server.anthropic_base_url)
+
+    @define_eval
+    async def ev(t: EvalContext) -> None:
+        await t.send([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}])
+
+    result = run(ev, agent)
+    assert result.error is not None and "give the agent its system prompt (system=...)" in result.error.message
+
+
+@pytest.mark.parametrize(
+    ("chat", "message"),
+    [
+        ([{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}], "a chat must end with the user's"),
+        ([{"role": "robot", "content": "a"}], "message 1 must be {'role': 'system' | 'user' | 'assistant'"),
+        ([], "takes the message as a string or a list of chat messages"),
+    ],
+)
+def test_a_malformed_chat_is_an_error_at_the_send_line(chat: Any, message: str) -> None:
+    @define_eval
+    async def ev(t: EvalContext) -> None:
+        await t.send(chat)
+
+    result = run(ev, lambda m: "x")
+    assert result.error is not None and result.error.kind == "usage"
+    assert message in result.error.message
+    assert re.match(r"t\.send\(\) at \S*tests/agents/test_attachments\.py:\d+", result.error.message)
