@@ -25,7 +25,7 @@ async def answers(t):
 @define_eval(cases=CHOICES)
 async def multiple_choice(t):
     letters = [chr(ord("A") + i) for i in range(len(t.case["choices"]))]
-    listed = "\n".join(f"{letter}) {choice}" for letter, choice in zip(letters, t.case["choices"]))
+    listed = "\n".join(f"{letter}) {choice}" for letter, choice in zip(letters, t.case["choices"], strict=True))
     await t.send(
         "Answer the following multiple choice question. The entire content of your response should be of the "
         f"following format: 'ANSWER: $LETTER' (without quotes) where LETTER is one of {','.join(letters)}.\n\n"
