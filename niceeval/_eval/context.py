@@ -326,6 +326,7 @@ class EvalContext(ContextBase):
         output: type[Any] | None = None,
         followups: int = 0,
         files: Sequence[str | Path | bytes | Attachment] | None = None,
+        deps: Any = None,
     ) -> Coroutine[Any, Any, Turn]:
         """Send `text` to the agent under test (continuing the same conversation) and return its turn.
 
@@ -339,11 +340,14 @@ class EvalContext(ContextBase):
                 model) so the turn returned is the final answer.
             files: Images, PDFs or text files (paths or bytes) sent with the message: content parts for
                 openai_agent / anthropic_agent, `session.files` for a function agent.
+            deps: This turn's dependencies for a framework agent: pydantic-ai `deps`, the OpenAI Agents SDK's
+                `context`, or a dict merged into a LangGraph config.
         """
         where = f"t.send() at {caller_location(1)}"
         split_chat(text, where)  # a malformed chat is an error here, at the line
         attached = load_attachments(files, where) if files else []
-        return tracked(self._conversation.send_with_followups(text, output, followups, attached), "t.send(...)")
+        turn = self._conversation.send_with_followups(text, output, followups, attached, deps)
+        return tracked(turn, "t.send(...)")
 
     def respond(self, value: object) -> Coroutine[Any, Any, Turn]:
         """Answer the agent's request for human input (the last turn was `waiting`) and continue (await it)."""
@@ -382,12 +386,13 @@ class SyncEvalContext(ContextBase):
         output: type[Any] | None = None,
         followups: int = 0,
         files: Sequence[str | Path | bytes | Attachment] | None = None,
+        deps: Any = None,
     ) -> Turn:
         """Send `text` (with `files`, when given) to the agent under test and return its turn."""
         where = f"t.send() at {caller_location(1)}"
         split_chat(text, where)  # a malformed chat is an error here, at the line
         attached = load_attachments(files, where) if files else []
-        return self._call_in_loop(self._conversation.send_with_followups, text, output, followups, attached)
+        return self._call_in_loop(self._conversation.send_with_followups, text, output, followups, attached, deps)
 
     def respond(self, value: object) -> Turn:
         """Answer the agent's request for human input (the last turn was `waiting`) and continue."""

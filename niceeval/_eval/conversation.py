@@ -197,10 +197,19 @@ class Conversation:
             self._session = await self._agent.open(self.id, self._log)
         return self._session
 
-    async def send(self, text: Message, output: type[Any] | None = None, files: Sequence[Attachment] = ()) -> Turn:
+    async def send(
+        self, text: Message, output: type[Any] | None = None, files: Sequence[Attachment] = (), deps: Any = None
+    ) -> Turn:
         history, text = split_chat(text, "t.send()")
         session = await self._open()
         extra: dict[str, Any] = {}
+        if deps is not None:
+            if "deps" not in inspect.signature(session.send).parameters:
+                raise UsageError(
+                    f"t.send(deps=...): this agent ({type(self._agent).__name__}) takes no dependencies; "
+                    "pydantic_ai_agent (deps), openai_agents_agent (context) and langgraph_agent (config) do."
+                )
+            extra["deps"] = deps
         if history is not None:
             if "history" not in inspect.signature(session.send).parameters:
                 raise UsageError(
@@ -242,7 +251,12 @@ class Conversation:
         )
 
     async def send_with_followups(
-        self, message: Message, output: type[Any] | None, followups: int, files: Sequence[Attachment] = ()
+        self,
+        message: Message,
+        output: type[Any] | None,
+        followups: int,
+        files: Sequence[Attachment] = (),
+        deps: Any = None,
     ) -> Turn:
         """Send, then answer up to `followups` clarification questions so the eval judges the final answer.
 
@@ -255,7 +269,7 @@ class Conversation:
         self.asked = text
         self.turns += 1
         start = len(self._log.events)
-        turn = await self.send(message, output, files)
+        turn = await self.send(message, output, files, deps)
         if followups and self._followup_model is None:
             raise UsageError(
                 "t.send(followups=N) needs a model to detect clarification questions: set "
@@ -277,7 +291,7 @@ class Conversation:
                 break
             if answer is None:
                 break
-            turn = await self.send(answer, output)
+            turn = await self.send(answer, output, deps=deps)
         if followups:
             events = tuple(self._log.events[start:])
             turn = replace(turn, events=events, usage=usage_of(events, self._pricing), asked=self.asked)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
+from niceeval._core.errors import UsageError
 from niceeval._core.events import MessageEvent
 from niceeval.agents._kit import Histories, ToolCalls, final_reply, priced_model, require, usage_event
 from niceeval.agents._protocol import Reply
@@ -81,11 +82,12 @@ class LangGraphSession:
         self._adapter = adapter
         self.trace: SessionTrace | None = None
 
-    async def send(self, message: str, *, output: type[Any] | None = None) -> Reply:
+    async def send(self, message: str, *, output: type[Any] | None = None, deps: Any = None) -> Reply:
         """Run the graph on `message` and return its last message's text, with `structured_response` as data.
 
         `output=` validates the graph's `structured_response` when it sets one, else the last message's text
-        as JSON: the graph decides how it answers, so ask for structure inside it.
+        as JSON: the graph decides how it answers, so ask for structure inside it. `deps` (from
+        `t.send(..., deps={...})`) is merged into this run's config (its `configurable` key by key).
         """
         from langchain_core.messages import HumanMessage
         from langsmith import tracing_context
@@ -93,7 +95,8 @@ class LangGraphSession:
         adapter = self._adapter
         self.log.emit(MessageEvent(role="user", text=message))
         calls = ToolCalls(self.log)
-        config = {**adapter.config, "callbacks": [*adapter.config.get("callbacks", []), _recorder(self.log, calls)]}
+        base = adapter.config if deps is None else _merged(adapter.config, deps)
+        config = {**base, "callbacks": [*base.get("callbacks", []), _recorder(self.log, calls)]}
         checkpointed = getattr(adapter.graph, "checkpointer", None) is not None
         if checkpointed:
             config["configurable"] = {**config.get("configurable", {}), "thread_id": self.id}
@@ -160,3 +163,16 @@ def _recorder(log: EventLog, calls: ToolCalls) -> AsyncCallbackHandler:
             calls.ended(call_id)
 
     return Recorder()
+
+
+def _merged(config: dict[str, Any], deps: Any) -> dict[str, Any]:
+    """The adapter's config with a turn's `deps` (a RunnableConfig dict) over it, `configurable` merged by key."""
+    if not isinstance(deps, dict):
+        raise UsageError(
+            f"langgraph_agent: t.send(..., deps=...) is merged into the graph's config, so it must be a dict "
+            f"(e.g. {{'configurable': {{'user_id': 'u1'}}}}), got {type(deps).__name__}."
+        )
+    merged = {**config, **deps}
+    if "configurable" in config and "configurable" in deps:
+        merged["configurable"] = {**config["configurable"], **deps["configurable"]}
+    return merged

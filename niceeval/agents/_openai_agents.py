@@ -152,8 +152,9 @@ class OpenAIAgentsSession:
         self._trace: SessionTrace | None = None
         """Set by `open` with `traces=True`."""
 
-    async def send(self, message: str, *, output: type[Any] | None = None) -> Reply:
-        """Run the agent on `message` (after the conversation so far) and return its final output."""
+    async def send(self, message: str, *, output: type[Any] | None = None, deps: Any = None) -> Reply:
+        """Run the agent on `message` (after the conversation so far) and return its final output; `deps` (from
+        `t.send(..., deps=...)`) is the run's `context`, replacing the adapter's."""
         from agents import MaxTurnsExceeded, Runner
 
         adapter = self._adapter
@@ -169,7 +170,7 @@ class OpenAIAgentsSession:
                 result = await Runner.run(
                     agent,
                     [*history, {"role": "user", "content": message}],
-                    context=adapter.context,
+                    context=adapter.context if deps is None else deps,
                     max_turns=adapter.max_turns,
                     hooks=_hooks(self.log, calls, config),
                     run_config=config,

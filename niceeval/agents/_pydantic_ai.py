@@ -155,8 +155,9 @@ class PydanticAISession:
         self._client = client
         self._trace = trace
 
-    async def send(self, message: str, *, output: type[Any] | None = None) -> Reply:
-        """Run the agent on `message` (after the conversation so far) and return its output."""
+    async def send(self, message: str, *, output: type[Any] | None = None, deps: Any = None) -> Reply:
+        """Run the agent on `message` (after the conversation so far) and return its output; `deps` (from
+        `t.send(..., deps=...)`) replaces the adapter's for this run."""
         adapter = self._adapter
         self.log.emit(MessageEvent(role="user", text=message))
         calls = ToolCalls(self.log)
@@ -168,7 +169,7 @@ class PydanticAISession:
                     message,
                     message_history=adapter.histories.get(self.id),
                     model=self._model,
-                    deps=adapter.deps,
+                    deps=adapter.deps if deps is None else deps,
                     capabilities=capabilities,
                     **extra,
                 )
