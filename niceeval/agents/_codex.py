@@ -51,6 +51,10 @@ class CodexAgent(CodingAgentBase):
     def _config(self) -> str:
         lines = [
             'model_provider = "niceeval"',
+            # No usage analytics from eval runs (as DISABLE_TELEMETRY for Claude Code); in a sandbox without
+            # network Codex would also wait seconds at exit trying to send them.
+            "[analytics]",
+            "enabled = false",
             "[model_providers.niceeval]",
             'name = "niceeval"',
             f"base_url = {_toml(self._base_url())}",

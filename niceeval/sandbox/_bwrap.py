@@ -30,6 +30,7 @@ from niceeval.sandbox._workspace import LocalSandbox
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
 """Host folders a sandboxed command reads (read-only), when they exist."""
 _SHIM = Path(__file__).with_name("_netshim.py")
+_PRLIMIT = shutil.which("prlimit", path="/usr/bin:/bin")
 _LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 
 
@@ -184,16 +185,21 @@ class BwrapSandbox(LocalSandbox):
             args += ["--ro-bind", str(path), str(path)]
         for path in (self.path, root / "home", root / "tmp", *options.writable):
             args += ["--bind", str(path), str(path)]
-        shim = [sys.executable, "-I", "-S", str(_SHIM)]
-        args += ["--ro-bind", str(_SHIM), str(_SHIM), "--chdir", str(cwd)]
+        args += ["--chdir", str(cwd)]
+        forwards: list[str] = []
         for endpoint in dict.fromkeys((*self._allowed, *(loopback_endpoint(e) for e in options.allow_network))):
             path = self._forwarder.socket_for(endpoint)
             args += ["--ro-bind", str(path), str(path)]
-            shim += ["--forward", f"{endpoint}={path}"]
-        shim += ["--nproc", str(self._limits.processes), "--fsize", str(self._limits.file_size)]
+            forwards += ["--forward", f"{endpoint}={path}"]
+        limits = ["--nproc", str(self._limits.processes), "--fsize", str(self._limits.file_size)]
+        if forwards or _PRLIMIT is None:
+            args += ["--ro-bind", str(_SHIM), str(_SHIM)]
+            start = [sys.executable, "-I", "-S", str(_SHIM), *forwards, *limits]
+        else:  # nothing to forward: util-linux's prlimit sets the limits for a fraction of Python's start-up
+            start = [_PRLIMIT, f"--nproc={self._limits.processes}", f"--fsize={self._limits.file_size}", "--core=0"]
         # The new root is a tmpfs holding the mount points: read-only, so a write outside the binds fails.
         args += ["--remount-ro", "/"]
-        return (*args, "--", *shim, "--", *argv)
+        return (*args, "--", *start, "--", *argv)
 
 
 def loopback_endpoint(endpoint: str) -> str:

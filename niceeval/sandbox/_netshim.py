@@ -10,9 +10,9 @@ Usage: `python -I -S _netshim.py [--nproc N] [--fsize BYTES] [--forward HOST:POR
 
 from __future__ import annotations
 
+import os
 import resource
 import socket
-import subprocess
 import sys
 import threading
 
@@ -68,11 +68,17 @@ def main(args: list[str]) -> int:
         elif flag == "--fsize":
             resource.setrlimit(resource.RLIMIT_FSIZE, (int(value), int(value)))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    try:
-        return subprocess.call(argv)
-    except OSError as error:
-        print(f"niceeval sandbox: cannot run {argv[0]!r}: {error.strerror or error}", file=sys.stderr)
-        return 127 if isinstance(error, FileNotFoundError) else 126
+    child = os.fork()
+    if child == 0:
+        try:
+            os.execvp(argv[0], argv)
+        except OSError as error:
+            print(f"niceeval sandbox: cannot run {argv[0]!r}: {error.strerror or error}", file=sys.stderr)
+            os._exit(127 if isinstance(error, FileNotFoundError) else 126)
+    code = os.waitstatus_to_exitcode(os.waitpid(child, 0)[1])
+    if code < 0:  # killed by a signal: end the same way, so the caller sees the signal too
+        os.kill(os.getpid(), -code)
+    return code
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from niceeval.sandbox import BwrapSandbox, CommandResult, SandboxUnavailableError, bwrap_problem
+from niceeval.sandbox import BwrapSandbox, CommandResult, ProcessLimits, SandboxUnavailableError, bwrap_problem
 from niceeval.testing import LLMServer
 
 pytestmark = pytest.mark.anyio
@@ -126,3 +126,15 @@ async def test_a_missing_bwrap_says_how_to_install_it(fixture: Path, monkeypatch
     finally:
         monkeypatch.undo()
         bwrap_problem.cache_clear()
+
+
+@pytest.mark.parametrize("forwarding", [False, True], ids=["prlimit", "relay"])
+async def test_the_file_size_limit_applies(sandbox: BwrapSandbox, forwarding: bool) -> None:
+    sandbox.set_limits(ProcessLimits(file_size=1000))
+    with LLMServer() as server:
+        if forwarding:  # the limits are set by the relay when there are endpoints to forward, else by prlimit
+            sandbox.allow_network(f"127.0.0.1:{server.port}")
+        small = await sandbox.run_shell("head -c 500 /dev/zero > small.bin")
+        big = await sandbox.run_shell("head -c 5000 /dev/zero > big.bin")
+    assert small.exit_code == 0
+    assert big.status == "failed" and (sandbox.path / "big.bin").stat().st_size <= 1000
