@@ -5,6 +5,8 @@ set -euo pipefail
 packages=()
 packages+=(postgresql)   # the results store's tests run against a throwaway cluster (tests/_postgres.py)
 packages+=(bubblewrap)   # the bwrap sandbox and its isolation tests (tests/sandbox/test_bwrap.py)
+# npm installs the coding-agent CLIs the tests drive (scripts/coding-clis.sh); any Node.js 18+ with npm will do
+command -v npm >/dev/null || packages+=(nodejs npm)
 packages+=(chromium)     # the viewer's browser tests: Playwright drives /usr/bin/chromium (tests/web/_viewer.py)
 missing=()
 for pkg in "${packages[@]}"; do
