@@ -374,3 +374,33 @@ def test_codex_loads_the_mcp_servers_it_is_given(project: Path, server: LLMServe
     result = run(lists_docs, project)
     assert result.error is None, result.error
     assert "mcp__docs" in [tool.name for tool in server.requests[0].tools]
+
+
+def test_claude_codes_subagent_is_recorded_as_a_subagent_call(project: Path, server: LLMServer) -> None:
+    def script(request: LLMRequest) -> Reply:
+        asked = " ".join(m.content for m in request.messages if m.role == "user")
+        if "SUBTASK: count the notes" in asked:
+            return Reply(text="There is one note.")  # the subagent's own conversation
+        if tool_results(request) == 0:
+            arguments = {
+                "description": "Count",
+                "prompt": "SUBTASK: count the notes",
+                "subagent_type": "general-purpose",
+            }
+            return Reply(tool_calls=[ToolCall(name="Agent", arguments=arguments)])
+        return Reply(text="One note.")
+
+    server.set_script(script)
+
+    @define_eval(fixture="fixtures/notes", agent=claude(base_url=server.url, allowed_tools=["Agent", "Task"]))
+    async def delegates(t: EvalContext) -> None:
+        await t.send("How many notes are there?")
+
+    result = run(delegates, project)
+    assert result.error is None, result.error
+    (subagent,) = [e for e in result.events if e.type == "subagent.called"]
+    assert (subagent.name, subagent.status) == ("general-purpose", "success")
+    assert subagent.input["prompt"] == "SUBTASK: count the notes"
+    # Claude Code 2.1.330 runs subagents in the background: the call's result is its launch notice.
+    assert "agent launched" in str(subagent.output).lower()
+    assert not [e for e in result.events if e.type == "action.called" and e.name == "Agent"]
