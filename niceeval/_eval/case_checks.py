@@ -47,6 +47,14 @@ def _threshold_of(item: Chainable) -> float:
     return 1.0 if threshold is None else float(threshold)
 
 
+def _row_context(row: object) -> object:
+    if not isinstance(row, Mapping):
+        return None
+    variables = row.get("vars")
+    found = row.get("context")
+    return found if found is not None else variables.get("context") if isinstance(variables, Mapping) else None
+
+
 def _name_of(item: object) -> str:
     if isinstance(item, Scoped):
         return item.matcher.name
@@ -139,6 +147,22 @@ class CaseChecks(Comparisons):
             raise UsageError(f"called_tool takes {sorted(known)}; got {sorted(set(spec) - known)}")
         return scoped.called_tool(spec.pop("name"), **spec)
 
+    def _rag_entry(self, item: Declared, target: dict[str, Any], location: str | None) -> Any:
+        entry, rag, name = item.entry, self.judge.rag, item.type.name
+        if name == "answer_relevance":
+            return rag.answer_relevance(model=entry.model, **target)
+        context = entry.value if name != "context_recall" and entry.value is not None else _row_context(self.case)
+        if context is None:
+            raise UsageError(
+                f"{location}: a {name} entry needs the retrieved context: a `context` field in the row "
+                "(or `vars.context`), or the entry's `value`"
+            )
+        if name == "faithfulness":
+            return rag.faithfulness(context, model=entry.model, **target)
+        if name == "context_relevance":
+            return rag.context_relevance(context, model=entry.model)
+        return rag.context_recall(context, entry.value, model=entry.model)
+
     def _judge_entry(self, item: Declared, on: object, location: str | None) -> Chainable:
         entry, judge = item.entry, self.judge
         target: dict[str, Any] = {} if on is _REPLY else {"on": on}
@@ -152,8 +176,10 @@ class CaseChecks(Comparisons):
             handle = judge.autoevals.closed_qa(text, model=entry.model, **target)
         elif name == "g_eval":
             handle = judge.g_eval(text, model=entry.model, **target)
-        else:
+        elif name == "summarizes":
             handle = judge.summarizes(text, model=entry.model, **target)
+        else:
+            handle = self._rag_entry(item, target, location)
         handle.location = location
         chainable: Chainable = handle
         return chainable

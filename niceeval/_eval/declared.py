@@ -27,7 +27,9 @@ from niceeval._core.events import Event, MessageEvent
 from niceeval._core.values import short
 from niceeval.expect._matchers import equals, excludes, includes, matches, similarity
 
-ValueKind = Literal["text", "regex", "texts", "any", "schema", "optional schema", "number", "tool", "none"]
+ValueKind = Literal[
+    "text", "regex", "texts", "any", "schema", "optional schema", "number", "tool", "none", "optional text"
+]
 Build = Callable[["Entry"], Matcher]
 Kind = Literal["value", "scoped", "judge", "compare"]
 
@@ -373,6 +375,36 @@ TYPES: tuple[AssertionType, ...] = (
         promptfoo=("g-eval",),
         note="scores 1-5 mapped to [0, 1]; promptfoo's g-eval asks for 0-10",
     ),
+    AssertionType(
+        name="faithfulness",
+        kind="judge",
+        value="optional text",
+        maps_to="`t.judge.rag.faithfulness(context)`: the row's `context` (or `vars.context`), or the value",
+        promptfoo=("context-faithfulness",),
+        note="labelled choices (1.0 / 0.5 / 0.0) where promptfoo and RAGAS count the supported claims",
+    ),
+    AssertionType(
+        name="answer_relevance",
+        kind="judge",
+        value="none",
+        maps_to="`t.judge.rag.answer_relevance()`",
+        promptfoo=("answer-relevance",),
+        note="asked directly, where promptfoo generates questions from the answer and compares embeddings",
+    ),
+    AssertionType(
+        name="context_relevance",
+        kind="judge",
+        value="optional text",
+        maps_to="`t.judge.rag.context_relevance(context)`",
+        promptfoo=("context-relevance",),
+    ),
+    AssertionType(
+        name="context_recall",
+        kind="judge",
+        value="text",
+        maps_to="`t.judge.rag.context_recall(context, value)`: does the context hold the expected answer's facts",
+        promptfoo=("context-recall",),
+    ),
     AssertionType(name="summarizes", kind="judge", value="text", maps_to="`t.judge.summarizes(value)` (the source)"),
     AssertionType(
         name="max_cost",
@@ -432,10 +464,6 @@ NO_EQUIVALENT: dict[str, str] = {
     "is-refusal": "a `rubric` ('the reply refuses') stands in",
     "guardrails": "no guardrail provider is called",
     "similar": "embedding similarity is not built yet; `similarity` (edit distance) is the nearest",
-    "answer-relevance": "not built yet; a `rubric` stands in",
-    "context-faithfulness": "not built yet; `summarizes` with the context, or a `rubric`",
-    "context-recall": "not built yet; a `rubric` stands in",
-    "context-relevance": "not built yet; a `rubric` stands in",
     "conversation-relevance": "not built yet; a `rubric` over the session stands in",
     "is-valid-openai-tools-call": "`called_tool` checks the tool calls the agent made",
     "is-valid-openai-function-call": "`called_tool` checks the tool calls the agent made",
@@ -481,6 +509,8 @@ def _check_value(kind: ValueKind, value: object, name: str) -> None:
         problem = "a list of strings"
     elif kind == "schema" and not isinstance(value, dict):
         problem = "a JSON Schema object"
+    elif kind == "optional text" and value is not None and (not isinstance(value, str) or not value.strip()):
+        problem = "a non-empty string, or nothing"
     elif kind == "optional schema" and value is not None and not isinstance(value, dict):
         problem = "a JSON Schema object, or nothing"
     elif kind == "number" and (isinstance(value, bool) or not isinstance(value, int | float) or value <= 0):

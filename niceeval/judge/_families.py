@@ -194,3 +194,48 @@ G_EVAL = Family(
     ),
     parse=_parse_g_eval,
 )
+
+FAITHFULNESS = _choice_family(
+    "faithfulness",
+    "Judge whether the output is faithful to the context it was given (retrieved documents): break the output "
+    "into its claims and check each against the context. Knowledge the context does not state counts as "
+    "unsupported, even when it is true.",
+    {
+        "fully_supported": (1.0, "every claim of the output is stated in, or follows from, the context."),
+        "mostly_supported": (0.5, "the main claims are supported, but some detail is not in the context."),
+        "unsupported": (0.0, "a main claim is not in the context, or contradicts it."),
+    },
+)
+
+ANSWER_RELEVANCE = _choice_family(
+    "answer_relevance",
+    "Judge whether the output answers the question in the input: directly, completely and without going off "
+    "topic. Whether the answer is true does not matter here, only whether it addresses the question.",
+    {
+        "relevant": (1.0, "the output answers the question asked, and stays on it."),
+        "partly_relevant": (0.5, "the output addresses the question only in part, or wanders off it."),
+        "irrelevant": (0.0, "the output does not answer the question."),
+    },
+)
+
+CONTEXT_RELEVANCE = _choice_family(
+    "context_relevance",
+    "Judge whether the context (retrieved documents, shown as the output) holds what is needed to answer the "
+    "question in the input.",
+    {
+        "relevant": (1.0, "the context holds what the answer needs, with little unrelated text."),
+        "partly_relevant": (0.5, "the context holds some of what the answer needs, or much unrelated text."),
+        "irrelevant": (0.0, "the context does not help to answer the question."),
+    },
+)
+
+CONTEXT_RECALL = _choice_family(
+    "context_recall",
+    "Judge whether the context (retrieved documents, shown as the output) contains the facts of the reference "
+    "answer, which an expert wrote: could the reference be written from the context alone?",
+    {
+        "all": (1.0, "every fact of the reference is in the context."),
+        "some": (0.5, "some facts of the reference are in the context, others are missing."),
+        "none": (0.0, "the context holds none of the reference's facts."),
+    },
+)

@@ -19,6 +19,7 @@ from niceeval.judge._engine import Env, decide, poll
 from niceeval.judge._families import CLOSED_QA, FACTUALITY, G_EVAL, RUBRIC, SUMMARIZES, SUMMARY, Family
 from niceeval.judge._handle import JudgeHandle
 from niceeval.judge._prompts import as_text, build_messages
+from niceeval.judge._rag import DEFAULT, Rag
 from niceeval.judge._ruling import CrashedRuling, Ruling, SingleRuling, Voter, VoteRuling
 from niceeval.judge._templates import fill_criteria, load_template, placeholders, templated_messages
 from niceeval.providers import ModelRef, RetryPolicy, parse_model
@@ -37,6 +38,10 @@ FAMILIES = (
     "autoevals.factuality",
     "autoevals.closed_qa",
     "autoevals.summary",
+    "rag.faithfulness",
+    "rag.answer_relevance",
+    "rag.context_relevance",
+    "rag.context_recall",
 )
 _SHOWN = 200
 
@@ -174,6 +179,8 @@ class Judge:
         self._session = session
         self.autoevals = Autoevals(self)
         """Graders in the spirit of autoevals: `factuality`, `closed_qa`, `summarizes`."""
+        self.rag = Rag(self)
+        """Retrieval graders: `faithfulness`, `answer_relevance`, `context_relevance`, `context_recall`."""
 
     if not TYPE_CHECKING:  # type checkers should still flag a misspelt judge
 
@@ -350,6 +357,19 @@ class Judge:
             return as_text(field) if field not in (None, "") else None
         return asked
 
+    def _ask_with(
+        self,
+        family: Family,
+        data: Sequence[tuple[str, str]],
+        on: object,
+        input: object,
+        model: str | None,
+        **named: str,
+    ) -> JudgeHandle:
+        """A choice grader with extra data blocks (`t.judge.rag`); its `DEFAULT`s are the reply and the last input."""
+        on, input = (REPLY if on is DEFAULT else on), (ASKED if input is DEFAULT else input)
+        return self._ask(family, None, data, on, input, model, name=named["name"], where=named["where"])
+
     def _ask(
         self,
         family: Family,
@@ -379,7 +399,7 @@ class Judge:
             shown = judged_input if judged_input is not None else asked
             return SingleRuling(await decide(env, messages, family, primary, fallback, judged_input=shown))
 
-        expected = criteria if criteria is not None else context[0][1]
+        expected = criteria if criteria is not None else context[0][1] if context else ""
         threshold = self._session.runtime.settings.default_threshold
         if threshold is None and family is not RUBRIC:
             threshold = SCORE_ONLY_THRESHOLD

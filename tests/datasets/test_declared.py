@@ -369,3 +369,42 @@ def test_the_coverage_table_in_docs_is_generated_from_the_mapping() -> None:
     shown = page.split(start, 1)[1].split(end, 1)[0]
     assert shown == coverage_table(), "regenerate: python -m niceeval._eval.declared > the table in docs/judge.md"
     assert all(f"`{name}`" in shown for name in BY_NAME)
+
+
+def test_rag_entries_show_the_judge_the_rows_context(tmp_path: Path, judge_server: LLMServer) -> None:
+    write(tmp_path, "niceeval.config.py", AGENT)
+    write(
+        tmp_path,
+        "data/rag.yaml",
+        """\
+        - id: rag
+          input: What is the capital of France?
+          vars: {context: "Paris is the capital and largest city of France."}
+          assert:
+            - {type: context-faithfulness}
+            - {type: answer-relevance}
+            - {type: context-relevance}
+            - {type: context-recall, value: Paris}
+            - {type: faithfulness, value: "Lyon is in France.", threshold: 0.5}
+        - id: no-context
+          input: hi
+          assert: [{type: faithfulness}]
+        """,
+    )
+    by_id = run_targets(tmp_path, ["data/rag.yaml"]).by_id()
+    rag = by_id["data/rag.yaml::dataset[rag]"]
+    assert [(a.name, a.state, a.score) for a in rag.assertions] == [
+        ("faithfulness", "passed", 1.0),
+        ("answer_relevance", "passed", 1.0),
+        ("context_relevance", "passed", 1.0),
+        ("context_recall", "passed", 1.0),
+        ("faithfulness", "passed", 1.0),
+    ]
+    prompts = [r.last_user_text for r in judge_server.requests]
+    faithful = next(p for p in prompts if "faithful to the context" in p and "largest city" in p)
+    assert "<context-" in faithful and "The capital of France is Paris." in faithful  # the reply is the output
+    relevance = next(p for p in prompts if "holds what is needed" in p)
+    assert "largest city" in relevance and "The capital of France is Paris." not in relevance  # the context is
+    assert any("Lyon is in France." in p for p in prompts)
+    missing = by_id["data/rag.yaml::dataset[no-context]"]
+    assert missing.error is not None and "a faithfulness entry needs the retrieved context" in missing.error.message

@@ -1,0 +1,83 @@
+"""`t.judge.rag`: the retrieval-augmented generation graders (RAGAS' and promptfoo's four), as labelled choices.
+
+Each shows the judge the question (`input`), the retrieved context and, depending on the grader, the answer or
+the reference; the choice's fixed score is the verdict, like the autoevals graders.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from niceeval._core.errors import UsageError
+from niceeval.judge._families import ANSWER_RELEVANCE, CONTEXT_RECALL, CONTEXT_RELEVANCE, FAITHFULNESS
+from niceeval.judge._handle import JudgeHandle
+from niceeval.judge._prompts import as_text
+
+if TYPE_CHECKING:
+    from niceeval.judge._judge import Judge
+
+
+DEFAULT: Any = object()
+"""`on=`: the agent's reply; `input=`: the message last sent with `t.send` (`None`: show no input)."""
+
+
+def _text(value: object, where: str, what: str) -> str:
+    text = as_text(value)
+    if not text.strip():
+        raise UsageError(f"{where}() needs {what}, got {value!r}.")
+    return text
+
+
+class Rag:
+    """`t.judge.rag`: faithfulness, answer relevance, context relevance, context recall."""
+
+    def __init__(self, judge: Judge) -> None:
+        self._judge = judge
+
+    if not TYPE_CHECKING:
+
+        def __getattr__(self, name: str) -> NoReturn:
+            raise AttributeError(
+                f"t.judge.rag has no judge {name!r}; the judges are: faithfulness, answer_relevance, "
+                "context_relevance, context_recall."
+            )
+
+    def faithfulness(
+        self, context: object, *, on: object = DEFAULT, input: object = DEFAULT, model: str | None = None
+    ) -> JudgeHandle:
+        """Is every claim of the output supported by `context` (the retrieved documents)? Fully 1.0, mostly 0.5,
+        unsupported 0.0 (RAGAS' faithfulness, promptfoo's context-faithfulness).
+
+        Args:
+            context: The retrieved documents (text, or a list of them).
+            on: The value judged; the agent's reply by default.
+            input: The question; the message last sent with `t.send` by default, `None` for none.
+            model: The judge model for this call.
+        """
+        where = "t.judge.rag.faithfulness"
+        data = [("context", _text(context, where, "the retrieved context"))]
+        return self._judge._ask_with(FAITHFULNESS, data, on, input, model, name="faithfulness", where=where)
+
+    def answer_relevance(
+        self, *, on: object = DEFAULT, input: object = DEFAULT, model: str | None = None
+    ) -> JudgeHandle:
+        """Does the output answer the question (the input)? Relevant 1.0, partly 0.5, irrelevant 0.0."""
+        where = "t.judge.rag.answer_relevance"
+        handle = self._judge._ask_with(ANSWER_RELEVANCE, [], on, input, model, name="answer_relevance", where=where)
+        return handle
+
+    def context_relevance(self, context: object, *, input: object = DEFAULT, model: str | None = None) -> JudgeHandle:
+        """Does `context` hold what answering the question (the input) needs? Relevant 1.0, partly 0.5,
+        irrelevant 0.0. The context is what is judged, not the reply."""
+        where = "t.judge.rag.context_relevance"
+        text = _text(context, where, "the retrieved context")
+        return self._judge._ask_with(CONTEXT_RELEVANCE, [], text, input, model, name="context_relevance", where=where)
+
+    def context_recall(
+        self, context: object, expected: object, *, input: object = DEFAULT, model: str | None = None
+    ) -> JudgeHandle:
+        """Does `context` contain the facts of `expected` (a reference answer)? All 1.0, some 0.5, none 0.0."""
+        where = "t.judge.rag.context_recall"
+        text = _text(context, where, "the retrieved context")
+        data = [("reference", _text(expected, where, "the expected answer"))]
+        return self._judge._ask_with(CONTEXT_RECALL, data, text, input, model, name="context_recall", where=where)
