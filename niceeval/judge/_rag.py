@@ -6,15 +6,27 @@ the reference; the choice's fixed score is the verdict, like the autoevals grade
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NoReturn
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 from niceeval._core.errors import UsageError
-from niceeval.judge._families import ANSWER_RELEVANCE, CONTEXT_RECALL, CONTEXT_RELEVANCE, FAITHFULNESS
+from niceeval.judge._families import ANSWER_RELEVANCE, CONTEXT_RECALL, CONTEXT_RELEVANCE, FAITHFULNESS, Family
 from niceeval.judge._handle import JudgeHandle
 from niceeval.judge._prompts import as_text
 
-if TYPE_CHECKING:
-    from niceeval.judge._judge import Judge
+
+class _Asker(Protocol):
+    """What `Rag` needs of `t.judge` (a protocol, so that this module does not import `_judge`, which imports it)."""
+
+    def _ask_with(
+        self,
+        family: Family,
+        data: Sequence[tuple[str, str]],
+        on: object,
+        input: object,
+        model: str | None,
+        **named: str,
+    ) -> JudgeHandle: ...
 
 
 DEFAULT: Any = object()
@@ -31,7 +43,7 @@ def _text(value: object, where: str, what: str) -> str:
 class Rag:
     """`t.judge.rag`: faithfulness, answer relevance, context relevance, context recall."""
 
-    def __init__(self, judge: Judge) -> None:
+    def __init__(self, judge: _Asker) -> None:
         self._judge = judge
 
     if not TYPE_CHECKING:
