@@ -84,6 +84,7 @@ def test_store_exports() -> None:
     assert sorted(niceeval.store.__all__) == sorted(
         [
             "DEFAULT_PATH",
+            "DiffOptions",
             "EvalRunInfo",
             "OutcomeChange",
             "PlannedEvalInfo",

@@ -95,6 +95,41 @@ def run_id(text: str) -> str:
     return text
 
 
+def open_rate(flag: str) -> Callable[[str], float]:
+    """An argument type: a number strictly between 0 and 1 (a significance level), named in the error."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{flag} takes a number between 0 and 1, got {text!r}") from None
+        if not 0.0 < value < 1.0:
+            raise argparse.ArgumentTypeError(f"{flag} must be between 0 and 1 (exclusive, e.g. 0.05), got {value}")
+        return value
+
+    return parse
+
+
+def add_gate_flags(parser: argparse.ArgumentParser) -> None:
+    """How a comparison of two runs gates: `--alpha`, `--max-drop`, and the verdict rule for both sides."""
+    parser.add_argument(
+        "--alpha", type=open_rate("--alpha"), default=0.05,
+        help="a drop fails only when significant at this level, after false discovery control (default 0.05)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--max-drop", type=rate("--max-drop"), metavar="RATE",
+        help="also fail when the suite's pass rate drops by more than RATE, significant or not",
+    )  # fmt: skip
+    parser.add_argument(
+        "--strict", action=argparse.BooleanOptionalAction, default=None,
+        help="judge both runs with (or without) --strict (default: as the head run was)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--min-pass-rate", type=rate("--min-pass-rate"), metavar="RATE",
+        help="judge both runs with this --min-pass-rate (default: the head run's)",
+    )  # fmt: skip
+
+
 def add_config_flag(parser: argparse.ArgumentParser) -> None:
     """`--config PATH`."""
     parser.add_argument("--config", type=Path, metavar="PATH", help="config file (default: niceeval.config.py)")

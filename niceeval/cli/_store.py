@@ -11,14 +11,14 @@ import sys
 from typing import TYPE_CHECKING
 
 from niceeval._core.wording import plural
-from niceeval.cli._common import add_config_flag, add_report_flags, add_store_flag, open_existing_store
+from niceeval.cli._common import add_config_flag, add_gate_flags, add_report_flags, add_store_flag, open_existing_store
 from niceeval.cli._github import add_github_flags
 
 if TYPE_CHECKING:
     from niceeval._eval.config import Config
     from niceeval._run.discovery import EvalEntry
     from niceeval._run.storing import StoredPlan
-    from niceeval.store import StoreSink
+    from niceeval.store import DiffOptions, StoreSink
 
 
 def add_store_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -36,11 +36,15 @@ def add_store_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
     add_store_flag(show)
     show.set_defaults(handler=_show)
 
-    diff = commands.add_parser("diff", help="compare two suite runs; exit 1 when something regressed")
+    diff = commands.add_parser(
+        "diff",
+        help="compare two suite runs judged by one rule; exit 1 only for a drop beyond noise (or --max-drop)",
+    )
     diff.add_argument("base", metavar="BASE", help="the suite run to compare against (e.g. main's)")
     diff.add_argument("head", metavar="HEAD", help="the suite run to judge (a unique id prefix, or `latest`)")
     diff.add_argument("--threshold", type=float, default=0.1, help="score moves up to this are noise (default 0.1)")
     diff.add_argument("--json", action="store_true", help="print the diff as JSON")
+    add_gate_flags(diff)
     add_config_flag(diff)
     add_store_flag(diff)
     diff.set_defaults(handler=_diff)
@@ -161,13 +165,22 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _diff_options(args: argparse.Namespace) -> DiffOptions:
+    from niceeval.store import DiffOptions
+
+    return DiffOptions(
+        threshold=args.threshold, strict=args.strict, min_pass_rate=args.min_pass_rate, alpha=args.alpha,
+        max_drop=args.max_drop,
+    )  # fmt: skip
+
+
 def _diff(args: argparse.Namespace) -> int:
     import json
 
     from niceeval.cli._views import diff_lines, missing_runs
 
     with open_existing_store(args) as store:
-        diff = store.diff(args.base, args.head, threshold=args.threshold)
+        diff = store.diff(args.base, args.head, _diff_options(args))
         gaps = [f"{side} run {info.id}{missing_runs(info)}" for side, info in (
             ("base", store.run(diff.base).run), ("head", store.run(diff.head).run)) if missing_runs(info)]  # fmt: skip
     if args.json:

@@ -211,24 +211,43 @@ def _incomplete(detail: SuiteRunDetail) -> str:
 
 
 def diff_lines(diff: RunDiff) -> list[str]:
-    """`niceeval diff` as text: verdict changes (regressions first), new and gone evals, moved scores."""
-    lines = [f"diff {diff.base} -> {diff.head}"]
-    for change in sorted(diff.changed, key=lambda c: not c.regressed):
-        mark = "REGRESSED" if change.regressed else "changed"
-        lines.append(f"  {mark:<10} {clean(change.eval_id, 200)}  {change.base} -> {change.head}")
+    """`niceeval diff` as text: what else differed, changes by evidence, the suite's paired test, the verdict."""
+    rule = f"{'--strict ' if diff.strict else ''}--min-pass-rate {diff.min_pass_rate:g}"
+    lines = [f"diff {diff.base} -> {diff.head} (both judged with {rule})"]
+    lines += [
+        f"  differs: {clean(d.what, 40)}: {clean(d.base, 200)} -> {clean(d.head, 200)}" for d in diff.differences
+    ]
+    for change in diff.changed:
+        mark = {"regression": "REGRESSED", "improvement": "improved", "noise": "noise"}.get(change.change, "changed")
+        counts = f"{change.base_passes}/{change.base_runs} -> {change.head_passes}/{change.head_runs} runs passed"
+        lines.append(
+            f"  {mark:<10} {clean(change.eval_id, 200)}  {change.base} -> {change.head}  {counts}: "
+            f"{clean(change.evidence, 200)}" + (f" (q={change.q_value:.3g})" if change.q_value is not None else "")
+        )
     lines += [f"  {'new':<10} {clean(eval_id, 200)}" for eval_id in diff.new]
     lines += [f"  {'gone':<10} {clean(eval_id, 200)}" for eval_id in diff.gone]
     for score in diff.scores:
-        mark = "REGRESSED" if score.delta < 0 else "score"
         lines.append(
-            f"  {mark:<10} {clean(score.eval_id, 200)}  {clean(score.assertion, 120)}  "
+            f"  {'score':<10} {clean(score.eval_id, 200)}  {clean(score.assertion, 120)}  "
             f"{score.base:.2f} -> {score.head:.2f} ({score.delta:+.2f})"
         )
-    regressions = sum(c.regressed for c in diff.changed) + sum(s.delta < 0 for s in diff.scores)
-    if len(lines) == 1:
-        lines.append("  no changes")
-    lines.append(f"{regressions} regressions (score moves of {diff.threshold:g} or less are ignored)")
+    if diff.suite is not None:
+        rates = f"{_rate(diff.suite.base_rate)} -> {_rate(diff.suite.head_rate)}"
+        lines.append(f"suite pass rate over {diff.suite.cases} shared evals: {rates}, {diff.suite.evidence}")
+    if diff.reasons:
+        lines.append(f"REGRESSED: {'; '.join(clean(r, 300) for r in diff.reasons)}")
+    else:
+        noise = sum(c.change == "noise" for c in diff.changed)
+        lines.append(
+            f"no regression beyond noise at alpha {diff.alpha:g}"
+            + (f" ({noise} change{'s' * (noise != 1)} within noise)" if noise else "")
+            + (f" or larger than --max-drop {diff.max_drop:g}" if diff.max_drop is not None else "")
+        )
     return lines
+
+
+def _rate(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.0%}"
 
 
 def _print_record(result: RunResult, console: Console) -> None:

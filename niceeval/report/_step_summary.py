@@ -143,24 +143,32 @@ def _problems(problems: Sequence[Problem]) -> list[str]:
 def _diff(diff: RunDiff | str) -> list[str]:
     if isinstance(diff, str):
         return ["", "### Compared with the baseline", "", f"Not compared: {md(diff, 400)}"]
-    regressions = sum(c.regressed for c in diff.changed) + sum(s.delta < 0 for s in diff.scores)
+    regressions = sum(c.regressed for c in diff.changed)
+    noise = sum(c.change == "noise" for c in diff.changed)
     lines = ["", f"### Compared with run {md(diff.base, 64)}", ""]
     lines.append(
-        f"**{plural(regressions, 'regression')}** · {plural(len(diff.changed), 'verdict')} changed · "
-        f"{len(diff.new)} new, {len(diff.gone)} gone · score moves of {diff.threshold:g} or less are ignored "
-        "(as by `niceeval diff`)"
+        f"**{plural(regressions, 'regression')}** beyond noise (alpha {diff.alpha:g}) · {noise} within noise · "
+        f"{len(diff.new)} new, {len(diff.gone)} gone (as by `niceeval diff`)"
     )
-    changes = sorted(diff.changed, key=lambda c: not c.regressed)
-    if changes:
-        lines += ["", "| eval | verdict | |", "|---|---|---|"]
-        for change in changes[:MAX_ROWS]:
-            mark = "**regressed**" if change.regressed else "changed"
-            lines.append(f"| {md(change.eval_id)} | {change.base} → {change.head} | {mark} |")
+    if diff.suite is not None:
+        lines += ["", f"Suite over {diff.suite.cases} shared evals: {md(diff.suite.evidence, 300)}"]
+    if diff.differences:
+        shown = "; ".join(f"{md(d.what, 40)}: {md(d.base, 80)} → {md(d.head, 80)}" for d in diff.differences)
+        lines += ["", f"Also differed: {shown}"]
+    if diff.changed:
+        lines += ["", "| eval | verdict | runs passed | evidence | |", "|---|---|---|---|---|"]
+        for change in diff.changed[:MAX_ROWS]:
+            mark: str = "**regressed**" if change.regressed else change.change
+            counts = f"{change.base_passes}/{change.base_runs} → {change.head_passes}/{change.head_runs}"
+            lines.append(
+                f"| {md(change.eval_id)} | {change.base} → {change.head} | {counts} | {md(change.evidence, 200)} "
+                f"| {mark} |"
+            )
     scores = sorted(diff.scores, key=lambda s: s.delta)
     if scores:
         lines += ["", "| eval | assertion | mean score | |", "|---|---|---|---|"]
         for score in scores[:MAX_ROWS]:
-            mark = "**regressed**" if score.delta < 0 else "improved"
+            mark = "lower" if score.delta < 0 else "higher"
             moved = f"{score.base:.2f} → {score.head:.2f} ({score.delta:+.2f})"
             lines.append(f"| {md(score.eval_id)} | {md(score.assertion, 120)} | {moved} | {mark} |")
     for label, ids in (("New", diff.new), ("Gone", diff.gone)):

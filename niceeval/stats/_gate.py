@@ -11,7 +11,7 @@ by more than `max_drop`.
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from ._compare import benjamini_hochberg, compare_rates, mcnemar, paired_t
@@ -107,6 +107,8 @@ def compare_runs(
         suite = mcnemar([r == 1 for r in rates_before], [r == 1 for r in rates_after], alpha=alpha)
     else:
         suite = paired_t(rates_before, rates_after, keys, alpha=alpha)
+    if suite.low is not None and suite.high is not None:  # a change in pass rate lies within -1..1
+        suite = replace(suite, low=max(-1.0, suite.low), high=min(1.0, suite.high))
     return RunComparison(
         evals=changes,
         suite=suite,

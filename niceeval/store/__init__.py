@@ -9,12 +9,14 @@ The read API (what `niceeval runs/show/diff` and the viewer use):
 - `Store.turns(ref, eval_id, run_index=0)`: one eval run's exchanges with the agent (`TurnRecord`).
 - `Store.history(eval_id)`: the eval's runs across suite runs, latest first (`EvalRunInfo`).
 - `Store.shards(ref)`: the shards of a suite run written with `--run-id` that have reported (`ShardInfo`).
-- `Store.diff(base, head, threshold=0.1)`: verdicts that changed, new and gone evals, scores that moved (`RunDiff`).
+- `Store.diff(base, head, DiffOptions(...))`: both runs judged by one rule, changes weighed against noise, new and
+  gone evals, scores that moved (`RunDiff`).
 
 A suite run is named by its id (`ref` may also be a unique prefix of 4+ characters, or `latest`); inside it an
 eval run is keyed by `(eval_id, run_index)`. See docs/store.md.
 """
 
+from niceeval.store._compare import DiffOptions
 from niceeval.store._models import (
     EvalRunInfo,
     OutcomeChange,
@@ -33,6 +35,7 @@ from niceeval.store._sink import StoreSink
 from niceeval.store._store import Store
 
 __all__ = [
+    "DiffOptions",
     "DEFAULT_PATH",
     "EvalRunInfo",
     "OutcomeChange",

@@ -1,22 +1,40 @@
-"""Comparing two suite runs: verdicts that changed, evals new and gone, assertion scores that moved."""
+"""Comparing two suite runs: both judged by one verdict rule, changes weighed against noise.
+
+Each side's evals are tallied from the stored runs and judged by one rule (the head's `--strict` and
+`--min-pass-rate`, or the one given), so a flip caused only by a rule change is never reported. The pass counts
+go to `niceeval.stats.compare_runs`: Fisher's exact test per eval with Benjamini-Hochberg q-values, and a paired
+test of the suite over the shared evals. scipy is imported there, only when two runs are compared.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from sqlalchemy import Connection, func, select
 
+from niceeval._core.errors import ConfigError
 from niceeval._core.outcome import Outcome
 from niceeval._core.summary import EvalTally, PlannedEval
-from niceeval.store._models import OutcomeChange, RunDiff, ScoreChange
-from niceeval.store._schema import assertions, eval_runs, suite_evals, suite_runs
+from niceeval.store._models import OutcomeChange, RunDiff, RunDifference, ScoreChange, SuiteChange
+from niceeval.store._schema import assertions, eval_runs, judge_calls, suite_evals, suite_runs
 
 _RANK: dict[Outcome, int] = {"failed": 0, "scored": 1, "passed": 2}
 
 
-def verdicts(conn: Connection, suite_run_id: str) -> dict[str, Outcome]:
-    """Each eval's verdict over its stored runs, by the suite run's own `strict` and `min_pass_rate`."""
-    head = conn.execute(
-        select(suite_runs.c.strict, suite_runs.c.min_pass_rate).where(suite_runs.c.id == suite_run_id)
-    ).one()
+@dataclass(frozen=True, kw_only=True)
+class DiffOptions:
+    """How `niceeval diff` weighs two runs."""
+
+    threshold: float = 0.1
+    """Score moves up to this are not listed."""
+    strict: bool | None = None
+    """The verdict rule for both sides; None: the head's."""
+    min_pass_rate: float | None = None
+    alpha: float = 0.05
+    max_drop: float | None = None
+
+
+def _tallies(conn: Connection, suite_run_id: str) -> dict[str, EvalTally]:
     query = select(suite_evals.c.eval_id, suite_evals.c.runs).where(suite_evals.c.suite_run_id == suite_run_id)
     runs = {row.eval_id: row.runs for row in conn.execute(query)}
     tallies: dict[str, EvalTally] = {}
@@ -27,9 +45,17 @@ def verdicts(conn: Connection, suite_run_id: str) -> dict[str, Outcome]:
             planned = PlannedEval(id=eval_id, file="", line=0, runs=runs.get(eval_id, 1))
             tally = tallies[eval_id] = EvalTally(eval=planned)
         tally.counts[outcome] += 1
+    return tallies
+
+
+def verdicts(conn: Connection, suite_run_id: str) -> dict[str, Outcome]:
+    """Each eval's verdict over its stored runs, by the suite run's own `strict` and `min_pass_rate`."""
+    rule = conn.execute(
+        select(suite_runs.c.strict, suite_runs.c.min_pass_rate).where(suite_runs.c.id == suite_run_id)
+    ).one()
     return {
-        eval_id: tally.status(strict=head.strict, min_pass_rate=head.min_pass_rate)
-        for eval_id, tally in tallies.items()
+        eval_id: tally.status(strict=rule.strict, min_pass_rate=rule.min_pass_rate)
+        for eval_id, tally in _tallies(conn, suite_run_id).items()
     }
 
 
@@ -43,27 +69,104 @@ def _scores(conn: Connection, suite_run_id: str) -> dict[tuple[str, str], float]
     return {(eval_id, name): float(score) for eval_id, name, score in conn.execute(query)}
 
 
-def diff(conn: Connection, base: str, head: str, *, threshold: float = 0.1) -> RunDiff:
-    """What changed from suite run `base` to `head`; scores compare per eval and assertion name (mean over runs)."""
-    before, after = verdicts(conn, base), verdicts(conn, head)
+def diff(conn: Connection, base: str, head: str, options: DiffOptions) -> RunDiff:
+    """What changed from suite run `base` to `head`; ConfigError for a run compared with itself or with no eval
+    in common."""
+    from niceeval.stats import compare_runs
+
+    if base == head:
+        raise ConfigError(f"diff compares two different suite runs; both name {base}. Pick another BASE.")
+    row = conn.execute(select(suite_runs.c.strict, suite_runs.c.min_pass_rate).where(suite_runs.c.id == head)).one()
+    strict = row.strict if options.strict is None else options.strict
+    min_pass_rate = row.min_pass_rate if options.min_pass_rate is None else options.min_pass_rate
+    before, after = _tallies(conn, base), _tallies(conn, head)
+    try:
+        gate = compare_runs(
+            {e: (t.passing(strict=strict), t.counted) for e, t in before.items()},
+            {e: (t.passing(strict=strict), t.counted) for e, t in after.items()},
+            alpha=options.alpha,
+            max_drop=options.max_drop,
+        )
+    except ValueError as exc:
+        raise ConfigError(f"runs {base} and {head} cannot be compared: {exc}.") from None
     changed = []
-    for eval_id in sorted(before.keys() & after.keys()):
-        old, new = before[eval_id], after[eval_id]
-        if old != new:
-            worse = old in _RANK and new in _RANK and _RANK[new] < _RANK[old]
-            changed.append(OutcomeChange(eval_id=eval_id, base=old, head=new, regressed=worse))
+    for change in gate.evals:
+        old = before[change.eval_id].status(strict=strict, min_pass_rate=min_pass_rate)
+        new = after[change.eval_id].status(strict=strict, min_pass_rate=min_pass_rate)
+        if old == new and change.change != "regression" and change.change != "improvement":
+            continue
+        comparison = change.comparison
+        changed.append(
+            OutcomeChange(
+                eval_id=change.eval_id, base=old, head=new, regressed=change.change == "regression",
+                worse=old in _RANK and new in _RANK and _RANK[new] < _RANK[old],
+                base_passes=change.before[0], base_runs=change.before[1],
+                head_passes=change.after[0], head_runs=change.after[1],
+                p_value=comparison.p_value, q_value=change.q_value, evidence=str(comparison), change=change.change,
+            )
+        )  # fmt: skip
     old_scores, new_scores = _scores(conn, base), _scores(conn, head)
     scores = [
         ScoreChange(eval_id=key[0], assertion=key[1], base=old_scores[key], head=new_scores[key])
         for key in sorted(old_scores.keys() & new_scores.keys())
-        if abs(new_scores[key] - old_scores[key]) > threshold + 1e-9
+        if abs(new_scores[key] - old_scores[key]) > options.threshold + 1e-9
     ]
+    suite = gate.suite
     return RunDiff(
         base=base,
         head=head,
-        threshold=threshold,
+        threshold=options.threshold,
+        strict=strict,
+        min_pass_rate=min_pass_rate,
+        alpha=options.alpha,
+        max_drop=options.max_drop,
         changed=changed,
         new=sorted(after.keys() - before.keys()),
         gone=sorted(before.keys() - after.keys()),
         scores=scores,
+        suite=SuiteChange(
+            test=suite.test, cases=suite.n, base_rate=gate.before_rate.value, head_rate=gate.after_rate.value,
+            difference=suite.difference, low=suite.low, high=suite.high, p_value=suite.p_value, note=suite.note,
+            evidence=str(suite),
+        ),  # fmt: skip
+        differences=_differences(conn, base, head),
+        reasons=gate.reasons,
     )
+
+
+def _differences(conn: Connection, base: str, head: str) -> list[RunDifference]:
+    """What differed between the runs besides the code: flags, config, commit, niceeval version, judge models."""
+    columns = (
+        suite_runs.c.command, suite_runs.c.config_digest, suite_runs.c.git_commit, suite_runs.c.git_dirty,
+        suite_runs.c.niceeval_version, suite_runs.c.strict, suite_runs.c.min_pass_rate,
+    )  # fmt: skip
+    rows = {r.id: r for r in conn.execute(select(suite_runs.c.id, *columns).where(suite_runs.c.id.in_([base, head])))}
+    old, new = rows[base], rows[head]
+    pairs = {
+        "flags": (" ".join(old.command[1:]), " ".join(new.command[1:])),
+        "verdict rule": (_rule(old.strict, old.min_pass_rate), _rule(new.strict, new.min_pass_rate)),
+        "config digest": ((old.config_digest or "none")[:12], (new.config_digest or "none")[:12]),
+        "commit": (_commit(old.git_commit, old.git_dirty), _commit(new.git_commit, new.git_dirty)),
+        "niceeval version": (old.niceeval_version, new.niceeval_version),
+        "judge models": (_judge_models(conn, base), _judge_models(conn, head)),
+    }
+    return [RunDifference(what=what, base=b, head=h) for what, (b, h) in pairs.items() if b != h]
+
+
+def _rule(strict: bool, min_pass_rate: float) -> str:
+    return f"{'--strict ' if strict else ''}--min-pass-rate {min_pass_rate:g}"
+
+
+def _commit(commit: str | None, dirty: bool | None) -> str:
+    return "unknown" if commit is None else commit[:12] + (" (uncommitted changes)" if dirty else "")
+
+
+def _judge_models(conn: Connection, suite_run_id: str) -> str:
+    query = (
+        select(judge_calls.c.model)
+        .distinct()
+        .join(assertions, judge_calls.c.assertion_id == assertions.c.id)
+        .join(eval_runs, assertions.c.eval_run_id == eval_runs.c.id)
+        .where(eval_runs.c.suite_run_id == suite_run_id)
+    )
+    return ", ".join(sorted(str(model) for (model,) in conn.execute(query))) or "none"

@@ -166,17 +166,31 @@ class SuiteRunDetail(BaseModel):
 
 
 class OutcomeChange(BaseModel):
-    """An eval whose verdict differs between the two suite runs of a diff."""
+    """An eval whose verdict or pass rate differs between the two suite runs of a diff, with the evidence."""
 
     eval_id: str
     base: Outcome
     head: Outcome
     regressed: bool
+    """A significant drop in pass rate (false-discovery-adjusted q-value under the diff's alpha): the gate's
+    regression. A worse verdict within noise is not one (`worse` says the verdict got worse)."""
+    worse: bool = False
     """The head verdict is worse: passed or scored -> failed, or passed -> scored."""
+    base_passes: int = 0
+    base_runs: int = 0
+    head_passes: int = 0
+    head_runs: int = 0
+    p_value: float | None = None
+    """Fisher's exact test on the eval's runs (None: not enough runs to tell)."""
+    q_value: float | None = None
+    """The p-value adjusted for the number of evals compared (Benjamini-Hochberg)."""
+    evidence: str = ""
+    """The change in words: `-0.75 (95% -0.92 to -0.44), p=0.0004 (fisher)` or `3 vs 3 runs: not enough to tell`."""
+    change: Literal["regression", "improvement", "noise", "unchanged"] = "noise"
 
 
 class ScoreChange(BaseModel):
-    """An assertion whose mean score moved by more than the diff's threshold."""
+    """An assertion whose mean score moved by more than the diff's threshold (listed; the gate is pass rates)."""
 
     eval_id: str
     assertion: str
@@ -188,23 +202,58 @@ class ScoreChange(BaseModel):
         return self.head - self.base
 
 
+class SuiteChange(BaseModel):
+    """The suite's pass rate over the shared evals, before and after, and the paired test of its change."""
+
+    test: str
+    """`mcnemar` when every shared eval ran once on both sides, else `paired t` on per-eval pass rates."""
+    cases: int
+    base_rate: float | None
+    head_rate: float | None
+    difference: float | None
+    low: float | None
+    high: float | None
+    p_value: float | None
+    note: str | None
+    evidence: str
+
+
+class RunDifference(BaseModel):
+    """Something that differed between the two suite runs besides the code under test."""
+
+    what: str
+    base: str
+    head: str
+
+
 class RunDiff(BaseModel):
-    """What changed from suite run `base` to suite run `head`."""
+    """What changed from suite run `base` to suite run `head`, both judged by one verdict rule."""
 
     base: str
     head: str
     threshold: float
+    strict: bool = False
+    """The verdict rule both sides were judged by (the head's unless given)."""
+    min_pass_rate: float = 1.0
+    alpha: float = 0.05
+    max_drop: float | None = None
     changed: list[OutcomeChange] = Field(default_factory=list)
+    """Sorted by evidence: the smallest q-value first."""
     new: list[str] = Field(default_factory=list)
     """Evals in head only."""
     gone: list[str] = Field(default_factory=list)
     """Evals in base only."""
     scores: list[ScoreChange] = Field(default_factory=list)
+    suite: SuiteChange | None = None
+    differences: list[RunDifference] = Field(default_factory=list)
+    reasons: list[str] = Field(default_factory=list)
+    """Why the gate fails (empty: it passes)."""
 
     @property
     def regressed(self) -> bool:
-        """True when an eval got worse or a score dropped by more than the threshold."""
-        return any(c.regressed for c in self.changed) or any(s.delta < 0 for s in self.scores)
+        """A drop significant at `alpha` (an eval, after false discovery control, or the suite), or a suite drop
+        larger than `max_drop`."""
+        return bool(self.reasons)
 
     def describe(self) -> dict[str, Any]:
         """Plain data for JSON output."""

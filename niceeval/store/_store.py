@@ -13,6 +13,7 @@ from niceeval._core.outcome import Outcome
 from niceeval._core.results import RunResult
 from niceeval._core.summary import PlannedEval
 from niceeval.store import _compare, _read, _shards, _write
+from niceeval.store._compare import DiffOptions
 from niceeval.store._models import (
     EvalRunInfo,
     RunDiff,
@@ -130,10 +131,14 @@ class Store:
         with self._reading() as conn:
             return _read.history(conn, eval_id, limit=limit)
 
-    def diff(self, base: str, head: str, *, threshold: float = 0.1) -> RunDiff:
-        """What changed from suite run `base` to `head` (verdicts, new and gone evals, scores beyond `threshold`)."""
+    def diff(self, base: str, head: str, options: DiffOptions | None = None) -> RunDiff:
+        """What changed from suite run `base` to `head`, both judged by one verdict rule, weighed against noise.
+
+        A run compared with itself, or two runs with no eval in common, raise ConfigError.
+        """
+        options = options or DiffOptions()
         with self._reading() as conn:
-            return _compare.diff(conn, _read.resolve(conn, base), _read.resolve(conn, head), threshold=threshold)
+            return _compare.diff(conn, _read.resolve(conn, base), _read.resolve(conn, head), options)
 
     # writing (the runner's sink uses these; each call is one committed transaction)
 

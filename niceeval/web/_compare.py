@@ -1,4 +1,5 @@
-"""Comparing two suite runs (flips first, score deltas, new and gone evals), and one eval's two runs side by side."""
+"""Comparing two suite runs (changes by evidence, score deltas, new and gone evals), and one eval's two runs side
+by side."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from niceeval._core.assertion import AssertionResult
+from niceeval._core.errors import ConfigError
 from niceeval._core.results import RunResult
-from niceeval.store import RunNotFound, Store, SuiteRunDetail
+from niceeval.store import DiffOptions, RunNotFound, Store, SuiteRunDetail
 from niceeval.web import _queries
 from niceeval.web._render import render
 from niceeval.web._requests import required, store_of, suite_run
@@ -55,7 +57,10 @@ def compare_page(request: Request) -> Response:
         store, request.query_params.get("base") or _queries.previous_run(store, head) or recent[1].id
     )
     threshold = _threshold(request.query_params.get("threshold", "0.1"))
-    diff = store.diff(base.id, head.id, threshold=threshold)
+    try:
+        diff = store.diff(base.id, head.id, DiffOptions(threshold=threshold))
+    except ConfigError as exc:
+        raise HTTPException(400, str(exc)) from None
     show_all = request.query_params.get("show") == "all"
     pairs = _pairs(suite_run(store, base.id), suite_run(store, head.id)) if show_all else []
     return render(
@@ -66,7 +71,7 @@ def compare_page(request: Request) -> Response:
         base=base,
         head=head,
         diff=diff,
-        flips=sorted(diff.changed, key=lambda change: (not change.regressed, change.eval_id)),
+        flips=diff.changed,
         changed={c.eval_id for c in diff.changed} | {s.eval_id for s in diff.scores},
         pairs=pairs,
         show_all=show_all,

@@ -174,8 +174,8 @@ def test_baseline_adds_the_diff_with_a_flip_to_the_step_summary(ci_project: Proj
     head = result.report()["run_id"]
     assert f"## niceeval run {head}: passed" in text
     assert f"### Compared with run {base}" in text
-    assert "**0 regressions** · 1 verdict changed" in text
-    assert "| evals/ci&#46;py&#58;&#58;fine | failed → passed | changed |" in text
+    assert "**0 regressions** beyond noise (alpha 0.05) · 1 within noise" in text
+    assert "| evals/ci&#46;py&#58;&#58;fine | failed → passed | 0/1 → 1/1 |" in text
 
     result, _, text = github_run(ci_project, "--store", store, "-k", "fine", "--baseline", base[:6])
     assert result.code == 0

@@ -49,14 +49,73 @@ def run_id(project: Project, store_url: str, *, broken: str = "") -> str:
     return str(result.report()["run_id"])
 
 
-def test_diff_reports_a_regression_and_exits_1(versioned: Project, store_url: str) -> None:
+def test_one_flip_of_one_run_is_noise_unless_it_exceeds_max_drop(versioned: Project, store_url: str) -> None:
     base = run_id(versioned, store_url)
     head = run_id(versioned, store_url, broken="fragile,drifting")
     diff = versioned.cli("diff", base, head, "--store", store_url)
-    assert diff.code == 1
-    assert "REGRESSED  evals/v.py::fragile  passed -> failed" in diff.stdout
-    assert "REGRESSED  evals/v.py::drifting  similarity  1.00 -> 0.50 (-0.50)" in diff.stdout
-    assert "3 regressions" in diff.stdout
+    assert diff.code == 0, diff.output
+    assert (
+        "noise      evals/v.py::fragile  passed -> failed  1/1 -> 0/1 runs passed: -1.00 (95% -1.00 to +0.12), "
+        "1 vs 1 runs: not enough to tell"
+    ) in diff.stdout
+    assert "score      evals/v.py::drifting  similarity  1.00 -> 0.50 (-0.50)" in diff.stdout
+    assert "suite pass rate over 3 shared evals: 100% -> 67%, -0.33" in diff.stdout
+    assert "3 shared cases: not enough to tell" in diff.stdout
+    assert diff.stdout.rstrip().endswith("no regression beyond noise at alpha 0.05 (1 change within noise)")
+    gated = versioned.cli("diff", base, head, "--max-drop", "0.2", "--store", store_url)
+    assert gated.code == 1, gated.output
+    assert "REGRESSED: suite pass rate dropped by 0.333, more than --max-drop 0.2" in gated.stdout
+
+
+CASES = """\
+import os
+
+from niceeval import define_eval
+from niceeval.expect import includes
+
+
+@define_eval(cases=[{"q": i} for i in range(12)])
+async def answers(t):
+    t.check("bad" if os.environ.get("BREAK") else "ok", includes("ok"))
+"""
+
+
+def test_a_drop_across_many_cases_is_a_significant_regression(project: Project, store_url: str) -> None:
+    project.write("evals/c.py", CASES)
+    base = run_id(project, store_url)
+    head = run_id(project, store_url, broken="yes")
+    diff = project.cli("diff", base, head, "--store", store_url)
+    assert diff.code == 1, diff.output
+    assert "suite pass rate over 12 shared evals: 100% -> 0%, -1.00" in diff.stdout
+    assert "p=0.000488 (mcnemar)" in diff.stdout
+    assert "REGRESSED: suite pass rate: -1.00" in diff.stdout
+    data = json.loads(project.cli("diff", base, head, "--json", "--store", store_url).stdout)
+    assert data["regressed"] is True and data["suite"]["test"] == "mcnemar" and data["suite"]["cases"] == 12
+
+
+def test_diff_judges_both_runs_by_the_heads_rule(versioned: Project, store_url: str) -> None:
+    base = str(versioned.run("--store", store_url, "--strict").report()["run_id"])
+    head = run_id(versioned, store_url)
+    diff = versioned.cli("diff", base, head, "--store", store_url)
+    assert diff.code == 0, diff.output
+    assert "both judged with --min-pass-rate 1" in diff.stdout
+    assert "differs: flags: run --store" in diff.stdout and "--strict" in diff.stdout
+    assert "differs: verdict rule: --strict --min-pass-rate 1 -> --min-pass-rate 1" in diff.stdout
+    assert "noise      " not in diff.stdout and "REGRESSED" not in diff.stdout
+
+
+@pytest.mark.parametrize("alpha", ["0", "1.5", "x"])
+def test_alpha_outside_zero_one_exits_2_naming_the_flag(versioned: Project, store_url: str, alpha: str) -> None:
+    diff = versioned.cli("diff", "a", "b", "--alpha", alpha, "--store", store_url)
+    assert diff.code == 2
+    assert "--alpha" in diff.stderr
+
+
+def test_a_run_compared_with_itself_is_an_error(versioned: Project, store_url: str) -> None:
+    run = run_id(versioned, store_url)
+    diff = versioned.cli("diff", run, run, "--store", store_url)
+    assert diff.code == 2
+    assert "both name" in diff.stderr
 
 
 def test_diff_without_regressions_exits_0(versioned: Project, store_url: str) -> None:
@@ -64,7 +123,7 @@ def test_diff_without_regressions_exits_0(versioned: Project, store_url: str) ->
     head = run_id(versioned, store_url)
     diff = versioned.cli("diff", base, head, "--store", store_url)
     assert diff.code == 0, diff.output
-    assert "changed    evals/v.py::fragile  failed -> passed" in diff.stdout
+    assert "noise      evals/v.py::fragile  failed -> passed  0/1 -> 1/1 runs passed" in diff.stdout
 
 
 def test_diff_as_json_names_new_and_gone_evals(versioned: Project, store_url: str) -> None:

@@ -207,23 +207,28 @@ def test_the_rendered_step_summary_reads_as_the_model_wrote_it() -> None:
     assert html.unescape(md(hostile)) == hostile
 
 
-def test_the_baseline_diff_shows_flips_regressions_first(tmp_path: Path, evals_file: Path) -> None:
+def test_the_baseline_diff_shows_changes_by_evidence(tmp_path: Path, evals_file: Path) -> None:
     diff = RunDiff(
         base="base1",
         head="head1",
         threshold=0.1,
         changed=[
-            OutcomeChange(eval_id="evals/x.py::up", base="failed", head="passed", regressed=False),
-            OutcomeChange(eval_id="evals/x.py::down", base="passed", head="failed", regressed=True),
+            OutcomeChange(
+                eval_id="evals/x.py::down", base="passed", head="failed", regressed=True, change="regression",
+                base_passes=10, base_runs=10, head_passes=0, head_runs=10, evidence="-1.00, p=1.08e-05 (fisher)",
+            ),
+            OutcomeChange(eval_id="evals/x.py::up", base="failed", head="passed", regressed=False, change="noise"),
         ],
         new=["evals/x.py::fresh"],
-    )
+        reasons=["evals/x.py::down: -1.00"],
+    )  # fmt: skip
     _, summary = github_output(tmp_path, [result("evals/x.py::c", "passed")], baseline=lambda: diff)
     assert "### Compared with run base1" in summary
-    assert "**1 regression** · 2 verdicts changed · 1 new, 0 gone" in summary
-    down = summary.index("| evals/x&#46;py&#58;&#58;down | passed → failed | **regressed** |")
-    up = summary.index("| evals/x&#46;py&#58;&#58;up | failed → passed | changed |")
+    assert "**1 regression** beyond noise (alpha 0.05) · 1 within noise · 1 new, 0 gone" in summary
+    down = summary.index("| evals/x&#46;py&#58;&#58;down | passed → failed | 10/10 → 0/10 |")
+    up = summary.index("| evals/x&#46;py&#58;&#58;up | failed → passed | 0/0 → 0/0 |  | noise |")
     assert down < up
+    assert "**regressed**" in summary[down:up]
     assert "New: evals/x&#46;py&#58;&#58;fresh" in summary
 
 

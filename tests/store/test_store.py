@@ -8,12 +8,12 @@ import pytest
 
 from niceeval import AssertionResult, RunResult
 from niceeval._core.assertion import JudgeCall
-from niceeval._core.errors import ErrorInfo
+from niceeval._core.errors import ConfigError, ErrorInfo
 from niceeval._core.events import ActionCalledEvent, MessageEvent, UsageEvent
 from niceeval._core.outcome import Outcome
 from niceeval._core.results import Spend
 from niceeval._core.summary import PlannedEval
-from niceeval.store import RunNotFound, Store, SuiteRunStart
+from niceeval.store import DiffOptions, RunNotFound, Store, SuiteRunStart
 
 
 @pytest.fixture
@@ -192,18 +192,41 @@ def test_diff_finds_flips_new_and_gone_evals_and_moved_scores(store: Store) -> N
     record(store, "base", [result("keeps"), result("breaks"), result("gone"), result("drifts", "scored", score=0.9)])
     record(store, "head", [result("keeps"), result("breaks", "failed", score=0.0), result("new"),
                            result("drifts", "scored", score=0.5)])  # fmt: skip
-    diff = store.diff("base", "head", threshold=0.1)
-    assert [(c.eval_id, c.base, c.head, c.regressed) for c in diff.changed] == [("breaks", "passed", "failed", True)]
+    diff = store.diff("base", "head", DiffOptions(threshold=0.1))
+    assert [(c.eval_id, c.base, c.head, c.worse, c.change) for c in diff.changed] == [
+        ("breaks", "passed", "failed", True, "noise")  # one run of one eval: not enough to tell
+    ]
     assert (diff.new, diff.gone) == (["new"], ["gone"])
     assert [(s.eval_id, round(s.delta, 2)) for s in diff.scores] == [("breaks", -1.0), ("drifts", -0.4)]
-    assert diff.regressed
+    assert not diff.regressed
+
+
+def test_diff_calls_a_drop_over_many_runs_a_regression(store: Store) -> None:
+    plan = planned("a", "b", runs=12)
+    store.begin(SuiteRunStart(id="base", command=["niceeval", "run"]), plan)
+    store.add("base", [result(e, run_index=i) for e in "ab" for i in range(12)])
+    store.begin(SuiteRunStart(id="head", command=["niceeval", "run"]), plan)
+    store.add("head", [result("a", run_index=i) for i in range(12)])
+    store.add("head", [result("b", "failed", run_index=i) for i in range(12)])
+    diff = store.diff("base", "head")
+    assert [(c.eval_id, c.regressed, c.base_passes, c.head_passes) for c in diff.changed] == [("b", True, 12, 0)]
+    assert diff.regressed and diff.reasons[0].startswith("b: -1.00")
+
+
+def test_diff_of_a_run_with_itself_or_with_nothing_in_common_is_an_error(store: Store) -> None:
+    record(store, "one", [result("a")])
+    record(store, "other", [result("b")])
+    with pytest.raises(ConfigError, match="both name one"):
+        store.diff("one", "one")
+    with pytest.raises(ConfigError, match="share no eval"):
+        store.diff("one", "other")
 
 
 def test_diff_of_a_run_that_only_improved_is_no_regression(store: Store) -> None:
     record(store, "base", [result("a", "failed", score=0.0)])
     record(store, "head", [result("a")])
     diff = store.diff("base", "head")
-    assert [(c.base, c.head, c.regressed) for c in diff.changed] == [("failed", "passed", False)]
+    assert [(c.base, c.head, c.regressed, c.change) for c in diff.changed] == [("failed", "passed", False, "noise")]
     assert not diff.regressed
 
 

@@ -229,7 +229,11 @@ def test_an_eval_run_that_does_not_exist_is_a_404_page(store: Store, browser: Te
 def test_compare_lists_flips_first_with_new_and_gone_evals(store: Store, browser: TestClient) -> None:
     base, head = two_runs(store)
     html = browser.get(f"/compare?base={base}&head={head}").text
-    assert rows(html, "flips") == ["evals/a.py::refund passed → failed side by side"]
+    assert rows(html, "flips") == [
+        "evals/a.py::refund passed → failed 1/1 → 0/1 noise: -1.00 (95% -1.00 to +0.12), 1 vs 1 runs: not enough to "
+        "tell – side by side"
+    ]
+    assert "1 shared case: not enough to tell" in html or "shared cases: not enough to tell" in html
     assert "evals/a.py::greeting" in html.split("New evals")[1].split("</section>")[0]
     assert "evals/a.py::old" in html.split("Gone evals")[1].split("</section>")[0]
     assert "0.90" in rows(html, "scores")[0] and "-0.70" in rows(html, "scores")[0]
