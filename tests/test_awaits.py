@@ -76,6 +76,18 @@ def test_an_unawaited_send_fails_the_eval_and_names_what_followed() -> None:
     assert result.error is not None and "The eval then ended with" not in result.error.message  # require is no error
 
 
+def test_reading_the_reply_after_an_unawaited_send_stops_there_with_no_spurious_miss() -> None:
+    @define_eval
+    async def ev(t: EvalContext) -> None:
+        t.send("hi")
+        t.check(t.reply, includes("echo"))
+
+    result = plain_run(ev)
+    assert_add_await(result, "t.send(...)", ev.line + 2)
+    assert result.assertions == []  # no `includes('echo')` miss of the reply before the send
+    assert result.error is not None and result.error.message.count("never awaited") == 1
+
+
 def test_the_error_after_a_missing_await_is_kept_in_the_message() -> None:
     @define_eval
     async def ev(t: EvalContext) -> None:

@@ -298,7 +298,9 @@ def test_an_eval_with_two_required_arguments_is_rejected_with_its_line() -> None
 
 
 def test_define_eval_rejects_unknown_options() -> None:
-    with pytest.raises(UsageError, match="unknown option"):
+    with pytest.raises(
+        UsageError, match=r"test_context.py:\d+: define_eval\(\) has no option .tag.; did you mean .tags"
+    ):
         define_eval(tag=["x"])  # type: ignore[call-overload]
 
 

@@ -48,6 +48,10 @@ class AwaitTracker:
         self._pending.append((coro, Unawaited(what, location)))
         return coro
 
+    def unstarted(self) -> Unawaited | None:
+        """The first tracked coroutine not started yet (it is kept: `never_awaited` still closes it)."""
+        return next((unawaited for coro, unawaited in self._pending if _never_started(coro)), None)
+
     def never_awaited(self) -> list[Unawaited]:
         """The tracked coroutines never started, each closed (so Python does not warn about it later)."""
         found = []

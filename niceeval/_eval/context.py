@@ -108,7 +108,14 @@ class ContextBase(Observations, SpanAssertions, CaseChecks):
 
     @property
     def reply(self) -> str:
-        """The agent's last reply text in the current conversation ("" before the first `send`)."""
+        """The agent's last reply text in the current conversation ("" before the first `send`).
+
+        Raises:
+            UsageError: A `t.send(...)` before it was never awaited, so this would be the reply before it.
+        """
+        forgotten = self._state.awaits.unstarted()
+        if forgotten is not None:
+            raise UsageError(forgotten.message())  # now, not a check of the stale reply and the same error later
         return self._conversation.reply
 
     def _reply_text(self) -> str:

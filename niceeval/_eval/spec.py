@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import difflib
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
-from typing import Any, Literal, overload
+from typing import Any, Literal, cast, overload
 
 from pydantic import BaseModel
 
@@ -222,19 +225,61 @@ def define_eval(
         *("name", "tags", "timeout", "judge", "description", "agent", "fixture", "validation", "scripts"),
         *("cases", "case_model", "variants", "sequential_runs", "sandbox", "setup", "cluster"),
     }
-    unknown = sorted(set(options) - known)
-    if unknown:
-        raise UsageError(f"define_eval() got unknown option(s) {unknown}; known options: {sorted(known)}.")
-    if isinstance(fn, str):
-        raise UsageError(
-            f"{caller_location(1)}: @define_eval({fn!r}) takes the eval's name as a keyword: "
-            f"write @define_eval(name={fn!r})."
-        )
-    if fn is not None:
-        return _make_spec(fn, options)
-    _check_options(options, caller_location(1))
+    where = caller_location(1)
+    try:
+        _check_known(options, known, where)
+        if isinstance(fn, str):
+            raise UsageError(
+                f"{where}: @define_eval({fn!r}) takes the eval's name as a keyword: write @define_eval(name={fn!r})."
+            )
+        if fn is not None:
+            return _make_spec(fn, options)
+        _check_options(options, where)
+    except UsageError as exc:
+        _defer(exc)
+        return cast(EvalSpec, fn) if fn is not None and not isinstance(fn, str) else _skipped
 
     def decorate(inner: EvalFunction) -> EvalSpec:
-        return _make_spec(inner, options)
+        try:
+            return _make_spec(inner, options)
+        except UsageError as exc:
+            _defer(exc)
+            return cast(EvalSpec, inner)
 
     return decorate
+
+
+_DEFERRED: ContextVar[list[UsageError] | None] = ContextVar("niceeval_definition_errors", default=None)
+
+
+@contextmanager
+def collecting_definition_errors() -> Iterator[list[UsageError]]:
+    """While discovery imports an eval file: a wrong `@define_eval` is recorded in the list instead of raised,
+    and leaves its function undecorated (not an eval), so the file's other evals still load."""
+    errors: list[UsageError] = []
+    token = _DEFERRED.set(errors)
+    try:
+        yield errors
+    finally:
+        _DEFERRED.reset(token)
+
+
+def _defer(exc: UsageError) -> None:
+    """Record `exc` for discovery, or raise it when no discovery is collecting (a plain import, a test)."""
+    deferred = _DEFERRED.get()
+    if deferred is None:
+        raise exc
+    deferred.append(exc)
+
+
+def _skipped(inner: EvalFunction) -> EvalSpec:
+    return cast(EvalSpec, inner)
+
+
+def _check_known(options: dict[str, Any], known: set[str], where: str | None) -> None:
+    for name in sorted(set(options) - known):
+        close = difflib.get_close_matches(name, sorted(known), n=1)
+        guess = f"did you mean {close[0]!r}? " if close else ""
+        raise UsageError(
+            f"{where}: define_eval() has no option {name!r}; {guess}The options: {', '.join(sorted(known))}."
+        )

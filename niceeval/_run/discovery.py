@@ -12,10 +12,11 @@ from pathlib import Path
 from niceeval._core.errors import ConfigError, NiceevalError, relative, user_location
 from niceeval._eval.cases import Case
 from niceeval._eval.dataset_eval import dataset_eval, is_dataset
-from niceeval._eval.spec import EvalSpec
+from niceeval._eval.spec import EvalSpec, collecting_definition_errors
 from niceeval._eval.variants import Variant
+from niceeval._run.load_hints import import_hint
 
-_LEADING_LOCATION = re.compile(r"^\S+\.py:\d+: ")
+_LEADING_LOCATION = re.compile(r"^(\S+\.py):(\d+): ")
 SKIP_DIRS = {"fixtures", "__pycache__", "node_modules"}
 
 
@@ -158,8 +159,11 @@ def _load_error(file: Path, exc: BaseException) -> LoadError:
     where = user_location(exc.__traceback__)
     line = int(where.rsplit(":", 1)[1]) if where and where.startswith(relative(str(file))) else None
     if isinstance(exc, NiceevalError):  # our errors already say where; keep one location
+        said = _LEADING_LOCATION.match(str(exc))
+        if line is None and said and said.group(1) == relative(str(file)):
+            line = int(said.group(2))  # a deferred `define_eval` error: its traceback ends inside niceeval
         return LoadError(file=relative(str(file)), line=line, message=_LEADING_LOCATION.sub("", str(exc), count=1))
-    hint = " (is the package installed?)" if isinstance(exc, ImportError) else ""
+    hint = import_hint(exc, file)
     return LoadError(file=relative(str(file)), line=line, message=f"{type(exc).__name__}: {exc}{hint}")
 
 
@@ -179,10 +183,12 @@ def discover(root: Path, targets: Sequence[str]) -> Discovery:
                 _collect(result, root, resolved, [dataset_eval(resolved)], target.name)
                 continue
             try:
-                specs = import_eval_file(root, resolved)
+                with collecting_definition_errors() as wrong:
+                    specs = import_eval_file(root, resolved)
             except (Exception, SystemExit) as exc:
                 result.errors.append(_load_error(resolved, exc))
                 continue
+            result.errors.extend(_load_error(resolved, exc) for exc in wrong)  # the file's other evals still run
             _collect(result, root, resolved, specs, target.name)
     return result
 

@@ -92,7 +92,7 @@ def _never_awaited(state: RunState, error: ErrorInfo | None) -> ErrorInfo | None
     message = forgotten[0].message()
     if len(forgotten) > 1:
         message += f" ({len(forgotten) - 1} more call(s) were not awaited either.)"
-    if error is not None:
+    if error is not None and error.message != forgotten[0].message():  # `t.reply` already raised this one
         message += f" The eval then ended with {error.type}: {error.message}"
     return ErrorInfo(type="UsageError", message=message, location=forgotten[0].location, kind="usage")
 

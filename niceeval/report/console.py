@@ -205,7 +205,9 @@ class ConsoleReporter:
             self._print(Text(clean(row, 2000)))
         for problem in summary.problems:
             text = Text(" ERROR  ", style="bold red")
-            text.append(clean(f"{problem.location}: {problem.message}", 2000))
+            # a usage error's message is printed under its eval already: here only where, for the exit code 2
+            message = "the API misuse shown above" if problem.kind == "usage" else problem.message
+            text.append(clean(f"{problem.location}: {message}", 2000))
             self._print(text)
         counts = summary.eval_counts()
         parts = [f"{counts[o]} {o}" for o in ("passed", "scored", "failed", "skipped")]

@@ -49,7 +49,7 @@ from niceeval import define_eval
 import niceeval_no_such_package_xyz
 """,
         marker="import niceeval_no_such_package_xyz",
-        hint="No module named 'niceeval_no_such_package_xyz' (is the package installed?)",
+        hint="(is 'niceeval_no_such_package_xyz' installed? pip install it, or fix the name)",
     ),
     "similarity_of_a_number_at_module_level": Mistake(
         module="""\
@@ -91,9 +91,53 @@ async def misspelt(t):
     pass
 """,
         marker="@define_eval(tag=",
-        hint="define_eval() got unknown option(s) ['tag']",
+        hint="define_eval() has no option 'tag'; did you mean 'tags'?",
+    ),
+    "a_misspelt_name_from_niceeval": Mistake(
+        module="""\
+from niceeval import define_eval
+from niceeval.expect import include
+""",
+        marker="from niceeval.expect import include",
+        hint="cannot import name 'include' from 'niceeval.expect'",
     ),
 }
+
+
+def test_a_misspelt_import_from_niceeval_says_which_names_are_close(project: Project) -> None:
+    project.write("evals/broken.py", MODULE_MISTAKES["a_misspelt_name_from_niceeval"].module)
+    result = project.run()
+    assert result.code == 2
+    assert "(did you mean 'includes'" in result.stdout
+    assert "installed" not in result.stdout
+
+
+def test_an_eval_file_named_like_a_package_is_told_to_rename(project: Project) -> None:
+    project.write("evals/yaml.py", "from niceeval import define_eval\nfrom yaml import safe_load\n")
+    result = project.run()
+    assert result.code == 2
+    assert (
+        "(yaml.py in the eval's folder is imported instead of the package 'yaml': an eval file's folder comes first "
+        "on sys.path. Rename yaml.py" in result.stdout
+    )
+    assert "installed" not in result.stdout
+
+
+def test_one_wrong_define_eval_does_not_hide_the_other_evals_of_its_file(project: Project) -> None:
+    project.write("evals/mixed.py", f"{GOOD}\n\n@define_eval\nasync def two_args(t, other):\n    pass\n")
+    project.write(
+        "evals/more.py", "from niceeval import define_eval\n\n\n@define_eval(timout=3)\nasync def typo(t):\n    pass\n"
+    )
+    result = project.run()
+    assert result.code == 2
+    assert "PASS   evals/mixed.py::still_runs" in result.stdout
+    where = project.line_of("evals/mixed.py", "async def two_args") - 1
+    assert f" ERROR  evals/mixed.py:{where}: eval two_args(t, other) must take exactly one argument" in result.stdout
+    assert " ERROR  evals/more.py:4: define_eval() has no option 'timout'; did you mean 'timeout'?" in result.stdout
+    assert sorted(e["location"] for e in result.report()["errors"]) == [
+        "evals/mixed.py:" + str(where),
+        "evals/more.py:4",
+    ]
 
 
 @pytest.mark.parametrize("mistake", MODULE_MISTAKES.values(), ids=MODULE_MISTAKES.keys())
