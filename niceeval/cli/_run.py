@@ -6,6 +6,7 @@ Only argparse is imported at module level (`niceeval --help` stays fast).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import TYPE_CHECKING
 
@@ -180,6 +181,24 @@ def _add_control_flags(run: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="write one JSON object per finished run and per suite event to PATH (- for stdout), flushed as they come",
     )
+    run.add_argument(
+        "--otel-endpoint",
+        metavar="URL",
+        help="export the suite as OpenTelemetry traces (suite -> eval run -> turn -> judge call) to this OTLP/HTTP "
+        "traces URL; default: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT when set",
+    )
+
+
+_OTEL_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+
+
+def _otel_endpoint(args: argparse.Namespace) -> str | None:
+    flag = getattr(args, "otel_endpoint", None)
+    if flag is None and not any(os.environ.get(name) for name in _OTEL_VARIABLES):
+        return None  # nothing asked: the OpenTelemetry SDK is not even imported
+    from niceeval.report.otel import otel_endpoint
+
+    return otel_endpoint(flag)
 
 
 def _dry_run(config: Config, args: argparse.Namespace, entries: list[EvalEntry]) -> int:
@@ -255,6 +274,11 @@ def _run(args: argparse.Namespace) -> int:
         from niceeval.report.jsonl import JsonlReporter
 
         reporters.append(JsonlReporter(jsonl))
+    endpoint = _otel_endpoint(args)
+    if endpoint:
+        from niceeval.report.otel import OtelReporter
+
+        reporters.append(OtelReporter(endpoint, run_id=sink.run_id if sink else None))
     reporters += github_reporters(args, sink)  # last: they turn GitHub workflow commands back on at the end
     options = SuiteOptions(
         runs=stored.runs if stored else args.runs or 1,
