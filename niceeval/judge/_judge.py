@@ -46,6 +46,19 @@ FAMILIES = (
 _SHOWN = 200
 
 
+def one_line(prose: object) -> object:
+    """A rubric's words on one line: its line breaks and indents are one space each (they carry no meaning)."""
+    return " ".join(prose.split()) if isinstance(prose, str) else prose  # not text: refused, naming it as it is
+
+
+def named(prose: object) -> str:
+    """How criteria appear in an assertion's name: on one line, bounded (`rubric('Polite. Names the order.')`).
+
+    A multi-line rubric named by its repr showed a literal `\\n` in every report, chart label and heat map.
+    """
+    return short(one_line(prose))
+
+
 class _Reply:
     """The default of `on=`: the agent's reply as it is when the judge method is called."""
 
@@ -212,7 +225,7 @@ class Judge:
         variables = self._session.runtime.variables()
         criteria = fill_criteria(_criteria(criteria, where), variables, location)
         template = load_template(rubric_prompt, location) if rubric_prompt is not None else None
-        name = f"rubric({short(criteria)})"
+        name = f"rubric({named(criteria)})"
         prompt = Prompt(template, variables, location) if template is not None else None
         return self._ask(RUBRIC, criteria, (), on, input, model, name=name, where=where, prompt=prompt)
 
@@ -228,7 +241,7 @@ class Judge:
             model: The judge model for this call.
         """
         where = "t.judge.g_eval"
-        name = f"g_eval({short(criteria)})"
+        name = f"g_eval({named(criteria)})"
         return self._ask(G_EVAL, _criteria(criteria, where), (), on, input, model, name=name, where=where)
 
     def vote(
@@ -276,8 +289,9 @@ class Judge:
             voters = [Voter(c, SingleRuling([a])) for (c, _, _), a in zip(ballots, answers, strict=True)]
             return VoteRuling(voters, threshold)
 
+        shown = named(rubrics[0]) if len(rubrics) == 1 else short([one_line(r) for r in rubrics])
         handle = JudgeHandle(
-            name=f"vote({short(rubrics[0] if len(rubrics) == 1 else rubrics)}, {need} of {total})",
+            name=f"vote({shown}, {need} of {total})",
             threshold=need / total,
             expected=_shorten("; ".join(rubrics)),
             actual=_shorten(text),
@@ -479,7 +493,7 @@ class Autoevals:
             input: The task; the message last sent with `t.send` by default, `None` for none.
             model: The judge model for this call.
         """
-        where, name = "t.judge.autoevals.closed_qa", f"closed_qa({short(criteria)})"
+        where, name = "t.judge.autoevals.closed_qa", f"closed_qa({named(criteria)})"
         return self._judge._ask(CLOSED_QA, _criteria(criteria, where), (), on, input, model, name=name, where=where)
 
     def summary(

@@ -14,6 +14,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup, escape
 
+from niceeval._core.assertion import AssertionResult
 from niceeval._core.wording import judge_calls, plural, usd
 from niceeval.web import _charts
 from niceeval.web._diffview import OPEN_UP_TO, diff_files
@@ -38,7 +39,7 @@ def environment() -> jinja2.Environment:
     env.globals.update(
         outcome_bar=_charts.outcome_bar, TEXT_LIMIT=TEXT_LIMIT, diff_files=diff_files, DIFF_OPEN_UP_TO=OPEN_UP_TO
     )
-    env.filters.update(plural=plural, judge_calls=judge_calls)
+    env.filters.update(plural=plural, judge_calls=judge_calls, decided_by=decided_by)
     return env
 
 
@@ -65,6 +66,21 @@ def duration(seconds: float | None) -> str:
         return f"{minutes} m {secs:02d} s"
     hours, minutes = divmod(minutes, 60)
     return f"{hours} h {minutes:02d} m"
+
+
+def decided_by(assertion: AssertionResult) -> str:
+    """An assertion's score beside what decided it: `score 0.62 / threshold 0.70`.
+
+    A judge with a pass flag and no threshold (`.at_least()` not called) is recorded with threshold 0, which would
+    read as "anything passes"; its pass flag decided, so that is what is shown: `score 0.90 · judge said pass (no
+    threshold)`. With both, both held: `score 0.80 / threshold 0.70 · judge said pass`.
+    """
+    flags = [call.passed for call in assertion.judge_calls if call.passed is not None and call.score is not None]
+    said = f"judge said {'pass' if flags[0] else 'fail'}" if len(flags) == 1 else None
+    if said and assertion.threshold == 0:
+        return f"score {score(assertion.score)} · {said} (no threshold)"
+    shown = f"score {score(assertion.score)} / threshold {score(assertion.threshold)}"
+    return f"{shown} · {said}" if said else shown
 
 
 def when(moment: datetime | None) -> str:

@@ -64,6 +64,21 @@ def test_the_model_resolution_order(run: Run) -> None:
     assert [r.judge_calls[0].model for r in results] == ["openai/gpt-5-mini", "openai/gpt-5-mini"]
 
 
+def test_a_multi_line_rubric_is_named_on_one_line_and_sent_whole(run: Run) -> None:
+    run.server.set_script(always(RUBRIC_PASS))
+    rubric = """Polite.
+        Names the order number.
+
+    Promises a date."""
+    results = run(lambda t: [t.rubric(rubric), t.g_eval(rubric), t.vote([rubric, "short"], models=[OPENAI])])
+    assert [r.name for r in results] == [
+        "rubric('Polite. Names the order number. Promises a date.')",
+        "g_eval('Polite. Names the order number. Promises a date.')",
+        "vote(['Polite. Names the order number. Promises a date.', 'short'], 2 of 2)",
+    ]
+    assert "Names the order number.\n\n    Promises a date." in results[0].judge_calls[0].messages[-1]["content"]
+
+
 def test_on_defaults_to_the_reply_when_the_call_is_made(run: Run) -> None:
     run.server.set_script(always(RUBRIC_PASS))
 

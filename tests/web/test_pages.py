@@ -7,7 +7,7 @@ import re
 from _stored import ActionCalledEvent, ErrorInfo, check, judged, record, result, talk
 from starlette.testclient import TestClient
 
-from niceeval._core.assertion import JudgeCall
+from niceeval._core.assertion import AssertionResult, JudgeCall
 from niceeval.store import Store
 
 REPLY = "Your refund for order #1234 is on its way."
@@ -186,6 +186,29 @@ def test_an_eval_run_shows_every_assertion_field_and_the_exact_judge_prompt(stor
     ):
         assert text in assertions, text  # fmt: skip
     assert f"&lt;ai_response&gt;\n{REPLY}" in assertions  # the prompt exactly as sent, escaped
+
+
+def test_a_judge_without_a_threshold_shows_that_its_pass_flag_decided(store: Store, browser: TestClient) -> None:
+    def rubric(name: str, passed: bool, threshold: float) -> AssertionResult:
+        call = JudgeCall(model="openai/gpt-judge", score=0.9, passed=passed, reason="why")
+        state = "passed" if passed and 0.9 >= threshold else "failed"
+        return check(name, state, score=0.9, threshold=threshold, severity="soft", judge_calls=[call])
+
+    run = record(store, [result("evals/a.py::x", "failed", assertions=[
+        rubric("rubric('free')", True, 0.0),
+        rubric("rubric('vetoed')", False, 0.0),
+        rubric("rubric('both')", True, 0.7),
+        check("equals", "failed"),
+    ])])  # fmt: skip
+    html = browser.get(f"/runs/{run}/eval?id=evals/a.py::x").text
+    shown = re.findall(r'<span class="score">([^<]+)</span>', html.split("<h2>Assertions")[1])
+    assert shown == [
+        "score 0.90 · judge said pass (no threshold)",
+        "score 0.90 · judge said fail (no threshold)",
+        "score 0.90 / threshold 0.70 · judge said pass",
+        "score 0.00 / threshold 1.00",
+    ]
+    assert "/ 0.00" not in html and "threshold 0.00" not in html
 
 
 def test_an_eval_run_shows_the_error_with_its_traceback(store: Store, browser: TestClient) -> None:
