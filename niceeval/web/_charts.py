@@ -39,6 +39,24 @@ class Series:
 
     name: str
     values: Sequence[float | None]
+    same: Sequence[str] = ()
+    """Other series with exactly these values, drawn as this one line (`score_lines` merges them)."""
+
+    @property
+    def tooltip(self) -> str:
+        """Every name this line stands for, one per line."""
+        return "\n".join([self.name, *self.same]) + (" (the same scores)" if self.same else "")
+
+
+def merge_identical(series: Sequence[Series]) -> list[Series]:
+    """Series with the same values become one line naming the others: drawn apart, they would lie on top of
+    each other and the chart would seem to show one line (or only the last one's colour)."""
+    merged: dict[tuple[float | None, ...], Series] = {}
+    for line in series:
+        key = tuple(None if v is None else round(v, 6) for v in line.values)
+        first = merged.get(key)
+        merged[key] = line if first is None else Series(first.name, first.values, [*first.same, line.name, *line.same])
+    return list(merged.values())
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +143,7 @@ def score_lines(
         height: Height of the plotting area plus axes; the legend adds a row per two series.
         title: Accessible name of the chart.
     """
+    series = merge_identical(series)
     legend_rows = (len(series) + LEGEND_COLUMNS - 1) // LEGEND_COLUMNS
     frame = _Frame(width, height)
     total_height = height + legend_rows * 18
@@ -135,13 +154,13 @@ def score_lines(
     for number, line in enumerate(series):
         css = f"series-{number % SERIES_CLASSES}"
         values = list(line.values)[: len(labels)]
-        parts.append(f'<g class="series"><title>{escape(line.name)}</title>')
+        parts.append(f'<g class="series"><title>{escape(line.tooltip)}</title>')
         parts.append(_polylines(frame, values, f"line {css}", count=len(labels)))
         for index, value in enumerate(values):
             if value is not None:
                 parts.append(
                     f'<circle class="dot {css}" cx="{frame.x(index, len(labels)):.1f}" cy="{frame.y(value):.1f}" '
-                    f'r="2.5"><title>{escape(line.name)} @ {escape(labels[index])}: {value:.2f}</title></circle>'
+                    f'r="2.5"><title>{escape(line.tooltip)} @ {escape(labels[index])}: {value:.2f}</title></circle>'
                 )
         parts.append("</g>")
     parts.append(_x_labels(frame, labels))
@@ -258,10 +277,12 @@ def _legend(series: Sequence[Series], width: int, top: int) -> str:
     for number, line in enumerate(series):
         x = 40 + (number % LEGEND_COLUMNS) * column_width
         y = top + (number // LEGEND_COLUMNS) * 18 + 4
-        name = line.name if len(line.name) <= fits else line.name[: fits - 1] + "\u2026"
+        more = f" (+{len(line.same)} same)" if line.same else ""
+        room = max(fits - len(more), 4)
+        name = (line.name if len(line.name) <= room else line.name[: room - 1] + "\u2026") + more
         parts.append(
             f'<rect class="swatch series-{number % SERIES_CLASSES}" x="{x:.0f}" y="{y}" width="10" height="10" '
-            f'rx="2"/><text class="legend" x="{x + 14:.0f}" y="{y + 9}"><title>{escape(line.name)}</title>'
+            f'rx="2"/><text class="legend" x="{x + 14:.0f}" y="{y + 9}"><title>{escape(line.tooltip)}</title>'
             f"{escape(name)}</text>"
         )
     return "".join(parts)

@@ -68,9 +68,29 @@ def test_score_lines_draw_one_group_per_series_with_its_own_colour_class() -> No
 
 
 def test_score_lines_legend_names_every_series() -> None:
-    svg = parse(score_lines([Series(f"a{i}", [0.5]) for i in range(6)], ["r1"]))
+    svg = parse(score_lines([Series(f"a{i}", [i / 10]) for i in range(6)], ["r1"]))
     legend = [t for t in svg.iter(f"{SVG}text") if t.get("class") == "legend"]
     assert [t.findtext(f"{SVG}title") for t in legend] == [f"a{i}" for i in range(6)]
+
+
+def test_identical_score_lines_are_drawn_once_and_the_legend_says_so() -> None:
+    same = [1.0, 0.5, None, 1.0]
+    svg = parse(score_lines(
+        [Series("rubric('a')", same), Series("includes", [1.0, 1.0, 1.0, 1.0]), Series("rubric('b')", list(same)),
+         Series("rubric('c')", same)],
+        ["r1", "r2", "r3", "r4"],
+    ))  # fmt: skip
+    groups = svg.findall(f".//{SVG}g")
+    assert [g.findtext(f"{SVG}title") for g in groups] == [
+        "rubric('a')\nrubric('b')\nrubric('c') (the same scores)",
+        "includes",
+    ]
+    legend = [t for t in svg.iter(f"{SVG}text") if t.get("class") == "legend"]
+    assert ["".join(t.itertext()).removeprefix(t.findtext(f"{SVG}title") or "") for t in legend] == [
+        "rubric('a') (+2 same)",
+        "includes",
+    ]
+    assert [p.get("class") for p in svg.iter(f"{SVG}polyline")] == ["line series-0", "line series-1"]
 
 
 def test_heat_map_has_one_cell_per_assertion_and_run() -> None:
