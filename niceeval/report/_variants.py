@@ -117,6 +117,26 @@ class VariantTable:
             row = self.rows[name] = VariantRow(name=name)
         row.add(result)
 
+    def for_page(self, *, strict: bool) -> dict[str, Any]:
+        """The table as the HTML report and the viewer's run page show it (`variants_table` in `_macros.html`):
+        up to eight assertion kinds as columns; no rows without variants."""
+        rows = list(self.rows.values())
+        kinds = list(dict.fromkeys(kind for row in rows for kind in row.scores))[:_MAX_KINDS]
+        return {
+            "kinds": kinds,
+            "rows": [
+                {
+                    "name": row.name,
+                    "runs": row.runs,
+                    "pass_rate": row.pass_rate(strict=strict),
+                    "scores": [row.mean_scores().get(kind) for kind in kinds],
+                    "cost": row.cost,
+                    "mean_duration_s": row.duration_s / row.runs if row.runs else 0.0,
+                }
+                for row in rows
+            ],
+        }
+
     def as_list(self, *, strict: bool) -> list[dict[str, Any]]:
         return [row.as_dict(strict=strict) for row in self.rows.values()]
 

@@ -213,7 +213,7 @@ class HtmlReporter:
             "verdict": _VERDICTS.get(summary.exit_code, "failed"),
             "rows": rows,
             "runs_planned": sum(record.planned.runs for record in self._evals.values()),
-            "variants": _variant_rows(self._variants, strict=summary.strict),
+            "variants": self._variants.for_page(strict=summary.strict),
             "judges": sorted(self._judging.models.values(), key=lambda use: -(use.calls + use.cached + use.unsent)),
             "inconclusive": sorted(self._judging.inconclusive.items(), key=lambda item: -item[1]),
             "css": css,
@@ -270,23 +270,3 @@ def _row(record: _EvalRecord, tally: EvalTally | None, summary: SuiteSummary) ->
 
 def _miss_lines(record: _EvalRecord) -> list[MissLine]:
     return [MissLine(runs=runs_text(miss.runs), miss=miss) for miss in record.misses.misses()]
-
-
-def _variant_rows(table: VariantTable, *, strict: bool) -> dict[str, Any]:
-    """The per-variant comparison (empty without variants): up to eight assertion kinds as columns."""
-    rows = list(table.rows.values())
-    kinds = list(dict.fromkeys(kind for row in rows for kind in row.scores))[:8]
-    return {
-        "kinds": kinds,
-        "rows": [
-            {
-                "name": row.name,
-                "runs": row.runs,
-                "pass_rate": row.pass_rate(strict=strict),
-                "scores": [row.mean_scores().get(kind) for kind in kinds],
-                "cost": row.cost,
-                "mean_duration_s": row.duration_s / row.runs if row.runs else 0.0,
-            }
-            for row in rows
-        ],
-    }

@@ -127,6 +127,10 @@ class EvalRunInfo(BaseModel):
     judge_cost: float | None
     tokens: int
     """Agent and judge tokens together."""
+    case_id: str | None = None
+    """The dataset case the run used (`None`: no dataset, or stored before schema 0006)."""
+    variant: dict[str, str] | None = None
+    """The variant combination, as dimension -> value name (`None`: no variants, or stored before 0006)."""
 
 
 class ShardInfo(BaseModel):

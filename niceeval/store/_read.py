@@ -126,6 +126,8 @@ def _summary(row: RowMapping) -> EvalRunInfo:
         agent_cost=row["agent_cost"],
         judge_cost=row["judge_cost"],
         tokens=row["agent_tokens"] + row["judge_tokens"],
+        case_id=row["case_id"],
+        variant=row["variant"],
     )
 
 

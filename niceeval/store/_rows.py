@@ -74,6 +74,8 @@ def to_rows(suite_run_id: str, result: RunResult) -> RunRows:
             "input_tokens": input_tokens,
             "output_tokens": output_tokens,
             "cache_read_tokens": cache_read,
+            "case_id": result.case_id,
+            "variant": result.variant,
         }
     )
     for position, assertion in enumerate(result.assertions):
@@ -166,5 +168,7 @@ def from_rows(
         workspace_diff=row["workspace_diff"],
         agent_spend=_spend(row, "agent"),
         judge_spend=_spend(row, "judge"),
+        case_id=row["case_id"],
+        variant=row["variant"],
         spans=[SpanRecord.model_validate(span["payload"]) for span in span_rows],
     )

@@ -25,7 +25,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_REVISION = "0005"
+SCHEMA_REVISION = "0006"
 """The Alembic revision this niceeval writes and reads (the head of `_migrations/versions`)."""
 
 metadata = MetaData(
@@ -148,6 +148,8 @@ eval_runs = Table(
     Column("input_tokens", BigInteger, nullable=False),
     Column("output_tokens", BigInteger, nullable=False),
     Column("cache_read_tokens", BigInteger, nullable=False),
+    Column("case_id", Text),
+    Column("variant", Json),
     UniqueConstraint("suite_run_id", "eval_id", "run_index"),
     Index(None, "eval_id", "finished_at"),
 )

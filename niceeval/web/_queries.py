@@ -166,6 +166,26 @@ def first_misses(store: Store, suite_run_id: str) -> dict[tuple[str, int], Asser
     }  # fmt: skip
 
 
+def variant_scores(
+    store: Store, suite_run_id: str, eval_ids: Sequence[str]
+) -> dict[tuple[str, int], list[tuple[str, float | None]]]:
+    """The `(name, score)` of every assertion of these evals' runs (those with variants), by `(eval id, run index)`.
+
+    Selected by eval id: a JSON column's missing value may be stored as JSON `null`, not SQL NULL.
+    """
+    query = (
+        select(eval_runs.c.eval_id, eval_runs.c.run_index, assertions.c.name, assertions.c.score)
+        .join(assertions, assertions.c.eval_run_id == eval_runs.c.id)
+        .where(eval_runs.c.suite_run_id == suite_run_id, eval_runs.c.eval_id.in_(list(eval_ids)))
+        .order_by(eval_runs.c.id, assertions.c.position)
+    )
+    found: dict[tuple[str, int], list[tuple[str, float | None]]] = {}
+    with store.engine.connect() as conn:
+        for eval_id, run_index, name, score in conn.execute(query):
+            found.setdefault((eval_id, run_index), []).append((name, score))
+    return found
+
+
 def score_history(store: Store, eval_id: str, *, limit: int = 30) -> ScoreHistory:
     """The eval's assertion scores in the last `limit` suite runs it ran in (oldest first)."""
     recent = (

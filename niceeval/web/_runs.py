@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlencode
 
 from starlette.requests import Request
@@ -10,8 +11,10 @@ from starlette.responses import Response
 
 from niceeval._core.assertion import AssertionResult
 from niceeval._core.outcome import OUTCOMES, Outcome
+from niceeval._core.results import RunResult, Spend
 from niceeval._core.summary import EvalTally, PlannedEval
 from niceeval._core.wording import miss_words
+from niceeval.report._variants import VariantTable
 from niceeval.store import EvalRunInfo, Store, SuiteRunDetail, SuiteRunInfo
 from niceeval.web import _queries
 from niceeval.web._charts import Point, trend_line
@@ -128,7 +131,33 @@ def run_page(request: Request) -> Response:
         judging=_queries.run_judging(store, detail.run.id),
         previous=_queries.previous_run(store, detail.run),
         missing_shards=detail.missing_shards,
+        variants=variant_table(store, detail),
     )
+
+
+def variant_table(store: Store, detail: SuiteRunDetail) -> dict[str, Any]:
+    """The per-variant comparison of the HTML report, from the stored runs (empty without variants).
+
+    Each eval run with a variant is folded as the report folds it, from its summary and its assertions' scores.
+    """
+    varied = [info for info in detail.eval_runs if info.variant]
+    table = VariantTable()
+    if not varied:
+        return table.for_page(strict=detail.run.strict)
+    scores = _queries.variant_scores(store, detail.run.id, sorted({info.eval_id for info in varied}))
+    for info in varied:
+        checks = [
+            AssertionResult(name=name, severity="soft", score=score, threshold=0.0, state="passed")
+            for name, score in scores.get((info.eval_id, info.run_index), [])
+        ]
+        table.add(
+            RunResult(
+                eval_id=info.eval_id, file="", line=0, run_index=info.run_index, outcome=info.outcome,
+                duration_s=info.duration_s, assertions=checks, agent_spend=Spend(cost=info.agent_cost),
+                judge_spend=Spend(cost=info.judge_cost), case_id=info.case_id, variant=info.variant,
+            )
+        )  # fmt: skip
+    return table.for_page(strict=detail.run.strict)
 
 
 def eval_lines(detail: SuiteRunDetail, misses: dict[tuple[str, int], AssertionResult] | None = None) -> list[EvalLine]:

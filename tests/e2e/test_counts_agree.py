@@ -115,3 +115,35 @@ def test_judge_calls_and_cost_read_the_same_in_every_report(project: Project, se
     viewer_row = page[page.index("<code>openai/judge</code></th>") :]
     assert "440 tokens · $0.0018" in viewer_row
     assert "<th>Judges</th><td>$0.0018</td>" in page
+
+
+VARIANT_EVALS = """\
+from niceeval import define_eval
+from niceeval.expect import includes
+
+
+@define_eval(cases=[{"id": "hi", "input": "hi"}, {"id": "bye", "input": "bye"}],
+             variants={"tone": {"plain": "", "loud": "!"}})
+async def greets(t):
+    await t.send(t.case["input"] + t.variant["tone"])
+    t.check(t.reply, includes("!"))
+"""
+
+
+def _table(html: str) -> list[str]:
+    body = html.split('<table class="data variants">', 1)[1].split("</table>", 1)[0]
+    return [" ".join(re.sub(r"<[^>]+>", " ", row).split()) for row in body.split("<tr>")[2:]]
+
+
+def test_the_viewers_run_page_shows_the_variants_table_of_the_html_report(project: Project) -> None:
+    project.write("evals/varied.py", VARIANT_EVALS)
+    html_path = project.out / "report.html"
+    result = project.run("--runs", "2", "--html", str(html_path))
+    assert result.code == 1 and "FAIL" in result.output, result.output
+    assert "PASS   evals/varied.py::greets[hi][tone=loud]" in result.stdout, result.output
+    in_report = _table(html_path.read_text(encoding="utf-8"))
+    assert [row.split()[:3] for row in in_report] == [["tone=plain", "4", "0%"], ["tone=loud", "4", "100%"]]
+    run_id = re.search(r"stored as run (\w+)", result.stdout)
+    assert run_id is not None
+    in_viewer = _table(_viewer_page(project.root, f"/runs/{run_id.group(1)}"))
+    assert [row.rsplit(" ", 2)[0] for row in in_viewer] == [row.rsplit(" ", 2)[0] for row in in_report]
