@@ -242,6 +242,12 @@ def test_a_miss_repeated_by_several_runs_is_listed_once_with_the_runs_it_hit(tmp
     assert all("open" not in r.attrs for r in eval_section.all("details", "run-report"))
 
 
+def test_an_eval_without_model_calls_costs_0_as_in_the_viewer(tmp_path: Path) -> None:
+    page = report(tmp_path, [result("a::free", "passed")])
+    (row,) = page.one("table", "evals").one("tbody").all("tr")
+    assert [cell.words for cell in row.all("td")][4] == "$0"
+
+
 def test_a_single_run_has_no_grouped_misses(tmp_path: Path) -> None:
     page = report(tmp_path, [result("a::once", "failed", assertions=[miss("x")])])
     assert page.all("section", "grouped-misses") == []

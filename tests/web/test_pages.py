@@ -211,6 +211,22 @@ def test_a_judge_without_a_threshold_shows_that_its_pass_flag_decided(store: Sto
     assert "/ 0.00" not in html and "threshold 0.00" not in html
 
 
+def test_a_judge_calls_tokens_count_as_the_spend_does(store: Store, browser: TestClient) -> None:
+    fresh = JudgeCall(model="openai/j", score=0.9, input_tokens=100, output_tokens=10, cache_read_tokens=1000,
+                      cost=0.0004)  # fmt: skip
+    cached = fresh.model_copy(update={"cached": True, "asked": False, "cost": 0.0})
+    run = record(store, [result("evals/a.py::x", assertions=[
+        check("rubric('a')", score=0.9, threshold=0.5, judge_calls=[fresh]),
+        check("rubric('b')", score=0.9, threshold=0.5, judge_calls=[cached]),
+    ])])  # fmt: skip
+    html = browser.get(f"/runs/{run}/eval?id=evals/a.py::x").text
+    heads = [re.sub(r"<[^>]+>", "", h) for h in re.findall(r'<div class="judge-head">(.*?)</div>', html)]
+    assert [" · ".join(h.split(" · ")[2:4]) for h in heads] == [
+        "1,110 tokens · $0.0004",
+        "1,110 tokens when first asked · $0",
+    ]
+
+
 def test_an_eval_run_shows_the_error_with_its_traceback(store: Store, browser: TestClient) -> None:
     error = ErrorInfo(type="KeyError", message="'order'", location="evals/a.py:31",
                       traceback='File "evals/a.py", line 31\nKeyError: \'order\'')  # fmt: skip
