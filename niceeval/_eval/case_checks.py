@@ -178,6 +178,12 @@ class CaseChecks(Comparisons):
             handle = judge.g_eval(text, model=entry.model, **target)
         elif name == "summarizes":
             handle = judge.summarizes(text, model=entry.model, **target)
+        elif name == "goal_completion":
+            handle = judge.conversation.goal_completion(text, model=entry.model)
+        elif name == "role_adherence":
+            handle = judge.conversation.role_adherence(text, model=entry.model)
+        elif name == "knowledge_retention":
+            handle = judge.conversation.knowledge_retention(model=entry.model)
         else:
             handle = self._rag_entry(item, target, location)
         handle.location = location

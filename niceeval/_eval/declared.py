@@ -405,6 +405,27 @@ TYPES: tuple[AssertionType, ...] = (
         maps_to="`t.judge.rag.context_recall(context, value)`: does the context hold the expected answer's facts",
         promptfoo=("context-recall",),
     ),
+    AssertionType(
+        name="goal_completion",
+        kind="judge",
+        value="text",
+        maps_to="`t.judge.conversation.goal_completion(value)` over the run's transcript",
+        note="DeepEval's ConversationCompleteness / goal accuracy, as labelled choices",
+    ),
+    AssertionType(
+        name="role_adherence",
+        kind="judge",
+        value="text",
+        maps_to="`t.judge.conversation.role_adherence(value)` over the run's transcript",
+        note="DeepEval's RoleAdherence, as labelled choices",
+    ),
+    AssertionType(
+        name="knowledge_retention",
+        kind="judge",
+        value="none",
+        maps_to="`t.judge.conversation.knowledge_retention()` over the run's transcript",
+        note="DeepEval's KnowledgeRetention, as labelled choices",
+    ),
     AssertionType(name="summarizes", kind="judge", value="text", maps_to="`t.judge.summarizes(value)` (the source)"),
     AssertionType(
         name="max_cost",

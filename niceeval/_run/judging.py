@@ -7,7 +7,7 @@ open no client and touch no cache file.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine, Iterable, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +15,7 @@ from anyio.abc import TaskGroup
 from pydantic import BaseModel
 
 from niceeval._core.assertion import AssertionResult
+from niceeval._core.events import Event, MessageEvent
 from niceeval._core.results import Spend
 from niceeval._core.settings import JudgeSettings, Price
 from niceeval._eval.context import ContextBase, SyncEvalContext
@@ -22,6 +23,16 @@ from niceeval._eval.context import ContextBase, SyncEvalContext
 if TYPE_CHECKING:
     from niceeval._run.discovery import EvalEntry
     from niceeval.judge import Judge, JudgeCache, JudgeClients, JudgeSession
+
+
+def transcript_of(events: Sequence[Event]) -> str:
+    """The run's messages as `User: ...` / `Assistant: ...` lines, for the conversation graders."""
+    lines = [
+        f"{event.role.capitalize()}: {event.text}"
+        for event in events
+        if isinstance(event, MessageEvent) and event.role in ("user", "assistant")
+    ]
+    return "\n".join(lines)
 
 
 def judging_modules(entries: Iterable[EvalEntry]) -> tuple[str, ...]:
@@ -99,6 +110,7 @@ class JudgeSlot:
                 start=_starter(ctx, task_group),
                 reply=lambda: ctx.reply,
                 asked=lambda: ctx._conversation.asked,
+                transcript=lambda: transcript_of(ctx.events),
                 variables=lambda: template_variables(ctx),
                 pricing=self._pricing,
                 cache=self._suite.cache(),

@@ -239,3 +239,36 @@ CONTEXT_RECALL = _choice_family(
         "none": (0.0, "the context holds none of the reference's facts."),
     },
 )
+
+GOAL_COMPLETION = _choice_family(
+    "goal_completion",
+    "Judge the whole conversation (the output is its transcript): did the assistant get the user to this goal?\n"
+    "{criteria}",
+    {
+        "completed": (1.0, "the goal was reached by the end of the conversation."),
+        "partly_completed": (0.5, "progress was made, but the goal was not fully reached."),
+        "not_completed": (0.0, "the goal was not reached, or the assistant worked against it."),
+    },
+)
+
+ROLE_ADHERENCE = _choice_family(
+    "role_adherence",
+    "Judge the whole conversation (the output is its transcript): did the assistant keep to this role in every "
+    "turn, whatever the user asked?\n{criteria}",
+    {
+        "in_role": (1.0, "every assistant turn stays in the role."),
+        "slipped": (0.5, "the assistant left the role in a minor way, once or twice."),
+        "out_of_role": (0.0, "the assistant dropped the role, or acted against it."),
+    },
+)
+
+KNOWLEDGE_RETENTION = _choice_family(
+    "knowledge_retention",
+    "Judge the whole conversation (the output is its transcript): does the assistant remember what the user "
+    "told it earlier? Asking again for something already given, or contradicting it, is forgetting.",
+    {
+        "retained": (1.0, "the assistant uses what it was told and never asks for it again."),
+        "forgot_some": (0.5, "the assistant forgot or re-asked one detail the user had given."),
+        "forgot": (0.0, "the assistant lost track of what the user said."),
+    },
+)

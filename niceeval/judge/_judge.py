@@ -15,6 +15,7 @@ from niceeval._core.errors import UsageError, caller_location
 from niceeval._core.values import short
 from niceeval.judge._cache import CacheMode, JudgeCache
 from niceeval.judge._client import JudgeClients
+from niceeval.judge._conversation import ConversationJudges
 from niceeval.judge._engine import Env, decide, poll
 from niceeval.judge._families import CLOSED_QA, FACTUALITY, G_EVAL, RUBRIC, SUMMARIZES, SUMMARY, Family
 from niceeval.judge._handle import JudgeHandle
@@ -38,6 +39,9 @@ FAMILIES = (
     "autoevals.factuality",
     "autoevals.closed_qa",
     "autoevals.summary",
+    "conversation.goal_completion",
+    "conversation.role_adherence",
+    "conversation.knowledge_retention",
     "rag.faithfulness",
     "rag.answer_relevance",
     "rag.context_relevance",
@@ -113,6 +117,8 @@ class JudgeRuntime:
     reply: Callable[[], str] = _no_reply
     asked: Callable[[], str | None] = _nothing_asked
     """Returns the message last sent with `t.send` in the current conversation (None before the first)."""
+    transcript: Callable[[], str] = str
+    """Returns the run's conversation so far as `User: ...` / `Assistant: ...` lines (`t.judge.conversation`)."""
     variables: Callable[[], Mapping[str, object]] = dict
     """Values for rubric templates: the case's fields and `input` (the last message sent to the agent)."""
     grader: str | None = None
@@ -192,6 +198,8 @@ class Judge:
         self._session = session
         self.autoevals = Autoevals(self)
         """Graders in the spirit of autoevals: `factuality`, `closed_qa`, `summarizes`."""
+        self.conversation = ConversationJudges(self)
+        """Graders over the whole conversation: `goal_completion`, `role_adherence`, `knowledge_retention`."""
         self.rag = Rag(self)
         """Retrieval graders: `faithfulness`, `answer_relevance`, `context_relevance`, `context_recall`."""
 
@@ -383,6 +391,15 @@ class Judge:
         """A choice grader with extra data blocks (`t.judge.rag`); its `DEFAULT`s are the reply and the last input."""
         on, input = (REPLY if on is DEFAULT else on), (ASKED if input is DEFAULT else input)
         return self._ask(family, None, data, on, input, model, name=named["name"], where=named["where"])
+
+    def _ask_criteria(
+        self, family: Family, criteria: str | None, on: str, model: str | None, *, name: str, where: str
+    ) -> JudgeHandle:
+        """A grader of a given value with no input shown (`t.judge.conversation`: the transcript holds it)."""
+        return self._ask(family, criteria, [], on, None, model, name=name, where=where)
+
+    def _transcript(self) -> str:
+        return self._session.runtime.transcript()
 
     def _ask(
         self,
