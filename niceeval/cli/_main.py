@@ -12,6 +12,7 @@ from niceeval.cli._calibrate import add_calibrate_command
 from niceeval.cli._cases import add_case_commands
 from niceeval.cli._common import EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_USAGE
 from niceeval.cli._import import add_import_command
+from niceeval.cli._power import add_power_command
 from niceeval.cli._project import add_project_commands
 from niceeval.cli._run import add_run_commands
 from niceeval.cli._store import add_store_commands
@@ -26,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_store_commands(commands)
     add_case_commands(commands)
     add_calibrate_command(commands)
+    add_power_command(commands)
     add_import_command(commands)
     add_project_commands(commands)
     return parser

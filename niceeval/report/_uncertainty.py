@@ -8,11 +8,12 @@ every `niceeval run`, and scipy takes seconds to import.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Hashable, Iterable, Sequence
 from typing import Any
 
 from niceeval._core.summary import EvalTally
-from niceeval.stats import Estimate, clustered_mean_of_sums, clustered_rate, wilson
+from niceeval.stats import Estimate, Power, clustered_mean_of_sums, clustered_rate, power, wilson
 
 
 def eval_rate(tally: EvalTally, *, strict: bool) -> Estimate:
@@ -24,6 +25,24 @@ def suite_rate(tallies: Iterable[EvalTally], *, strict: bool) -> Estimate:
     """The suite's pass rate over its counted runs, clustered by case (or by `cluster=`)."""
     return rate_over_cases(
         (tally.eval.cluster or tally.eval.id, tally.passing(strict=strict), tally.counted) for tally in tallies
+    )
+
+
+def suite_power(tallies: Iterable[EvalTally], *, strict: bool) -> Power:
+    """The smallest drop in pass rate the suite can detect (80% power, alpha 0.05), from its evals' rates."""
+    counted = [t for t in tallies if t.counted]
+    rates = [t.passing(strict=strict) / t.counted for t in counted]
+    runs = Counter(t.counted for t in counted).most_common(1)
+    return power(rates, runs[0][0] if runs else 1)
+
+
+def power_text(result: Power) -> str:
+    """`detects a drop of 0.20 in pass rate (80% power, alpha 0.05)`; empty with fewer than two cases."""
+    if result.detectable_drop is None or result.cases < 2:
+        return ""
+    return (
+        f"detects a drop of {result.detectable_drop:.2f} in pass rate or more ({result.power:.0%} power, alpha "
+        f"{result.alpha:g}; niceeval power)"
     )
 
 

@@ -19,7 +19,7 @@ from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
 from niceeval._core.wording import judge_calls, plural, usd
 from niceeval.report._grouping import group_misses, runs_text
 from niceeval.report._text import clean, clean_lines
-from niceeval.report._uncertainty import eval_rate, interval_text, suite_rate
+from niceeval.report._uncertainty import eval_rate, interval_text, power_text, suite_power, suite_rate
 from niceeval.report._variants import VariantTable
 from niceeval.report.progress import Clock, LiveProgress
 
@@ -52,9 +52,10 @@ def _suite_rate_text(summary: SuiteSummary) -> str:
     if rate.value is None or rate.stderr is None:
         return ""
     units = "clusters" if any(t.eval.cluster not in (None, t.eval.id) for t in summary.tallies) else "cases"
+    detects = power_text(suite_power(summary.tallies, strict=summary.strict))
     return (
         f"pass rate {rate.value:.0%} ({interval_text(rate)}; standard error {rate.stderr:.0%} over "
-        f"{rate.clusters} {units})"
+        f"{rate.clusters} {units})" + (f"\npower: {detects}" if detects else "")
     )
 
 

@@ -17,7 +17,7 @@ from typing import IO, Any
 from niceeval._core.results import RunResult
 from niceeval._core.summary import PlannedEval, Problem, SuiteSummary
 from niceeval.report._text import scrub
-from niceeval.report._uncertainty import as_json, eval_rate, suite_rate
+from niceeval.report._uncertainty import as_json, eval_rate, suite_power, suite_rate
 from niceeval.report._variants import VariantTable
 from niceeval.stats import Estimate
 
@@ -90,6 +90,7 @@ class JsonReporter:
                 "judge_spend": summary.judge_spend.model_dump(),
                 "errors": len(summary.problems),
                 "pass_rate": as_json(suite_rate(summary.tallies, strict=summary.strict)),
+                "detectable_drop": suite_power(summary.tallies, strict=summary.strict).detectable_drop,
             },
             "errors": [{"location": p.location, "message": p.message} for p in summary.problems],
             "variants": self._variants.as_list(strict=summary.strict),

@@ -59,7 +59,8 @@ def test_console_shows_each_evals_wilson_interval() -> None:
 def test_console_shows_the_suite_rate_over_cases_before_the_counts() -> None:
     runs = eight_of_ten("a::x") + [run("a::y", "passed", i) for i in range(10)]
     lines = console(runs, 10).splitlines()
-    assert lines[-2] == "pass rate 90% (95% CI 0%-100%; standard error 10% over 2 cases)"
+    assert lines[-3] == "pass rate 90% (95% CI 0%-100%; standard error 10% over 2 cases)"
+    assert lines[-2] == "power: detects a drop of 0.81 in pass rate or more (80% power, alpha 0.05; niceeval power)"
     assert lines[-1].startswith("1 passed, 1 scored")
 
 
