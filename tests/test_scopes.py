@@ -291,3 +291,22 @@ def test_respond_all_answers_until_the_agent_stops_asking() -> None:
     result = run(ev, three_approvals)
     assert result.outcome == "passed", result.assertions
     assert by_name(result) == {"includes('completed')": "passed", "turn 4: called_tool('deploy')": "passed"}
+
+
+def test_key_is_recorded_on_checks_scoped_assertions_and_misses() -> None:
+    @define_eval
+    async def ev(t: EvalContext) -> None:
+        turn = await t.send("book it")
+        t.check(turn.message, includes("Booked").key("booked"))
+        turn.called_tool("search_flights").key("searched")
+
+    result = run(ev, travel)
+    assert {a.name: (a.key, a.state) for a in result.assertions} == {
+        "includes('Booked')": ("booked", "passed"),
+        "turn 1: called_tool('search_flights')": ("searched", "failed"),
+    }
+
+
+def test_key_needs_a_name() -> None:
+    with pytest.raises(Exception, match=r"key\(\) needs a non-empty string"):
+        includes("x").key("  ")

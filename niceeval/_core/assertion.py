@@ -109,6 +109,8 @@ class AssertionResult(BaseModel):
     """Machine-readable reason for an inconclusive result (or `error` when the scorer raised)."""
     judge_calls: list[JudgeCall] = Field(default_factory=list)
     """The model calls behind a judge assertion, in order (empty for other assertions)."""
+    key: str | None = None
+    """A stable id given with `.key("id")`: `niceeval diff` matches assertions across runs by it (else by name)."""
 
     @property
     def missed(self) -> bool:
@@ -210,6 +212,13 @@ class Chainable:
         """An inconclusive result is expected: shown in reports, never counted against the eval."""
         return self._chained(is_optional=True)
 
+    def key(self, id: str) -> Self:
+        """A stable id for the assertion: reports show it, and `niceeval diff` matches runs by it, so renaming
+        the label (or the matcher's text) keeps its history."""
+        if not isinstance(id, str) or not id.strip():
+            raise UsageError(f"{self._chain_name()}.key() needs a non-empty string, got {id!r}.")
+        return self._chained(key_id=id.strip())
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Matcher(Chainable):
@@ -227,6 +236,8 @@ class Matcher(Chainable):
     is_optional: bool = False
     threshold_chained: bool = False
     """True once `.at_least(x)` set the threshold: the score decides, even over a verdict's own `passed`."""
+    key_id: str | None = None
+    """`.key("id")`: recorded as the result's `key`."""
 
     def _chained(self, **changes: Any) -> Self:
         if "threshold" in changes:
@@ -252,12 +263,13 @@ class Matcher(Chainable):
             actual=verdict.actual,
             location=location,
             optional=self.is_optional,
+            key=self.key_id,
         )
 
     def crashed(self, exc: BaseException, location: str | None) -> AssertionResult:
         """The result recorded when the score function raised: inconclusive for `Inconclusive`, else a miss."""
         if isinstance(exc, Inconclusive):
-            return inconclusive(
+            undecided = inconclusive(
                 self.name,
                 severity=self.severity,
                 threshold=self.threshold,
@@ -266,6 +278,7 @@ class Matcher(Chainable):
                 location=location,
                 optional=self.is_optional,
             )
+            return undecided.model_copy(update={"key": self.key_id}) if self.key_id else undecided
         return AssertionResult(
             name=self.name,
             severity=self.severity,
@@ -277,6 +290,7 @@ class Matcher(Chainable):
             location=location,
             optional=self.is_optional,
             cause="error",
+            key=self.key_id,
         )
 
 

@@ -82,7 +82,7 @@ class SelectBest:
 class Comparison(Chainable):
     """A registered comparison across variants. Chain `.gate()`, `.soft()`, `.label(text)`, `.optional()`."""
 
-    __slots__ = ("settings", "name", "severity", "location", "is_optional")
+    __slots__ = ("settings", "name", "severity", "location", "is_optional", "key_id")
 
     def __init__(self, settings: MaxScore | SelectBest, name: str, severity: Severity, location: str | None) -> None:
         self.settings = settings
@@ -90,6 +90,7 @@ class Comparison(Chainable):
         self.severity: Severity = severity
         self.location = location
         self.is_optional = False
+        self.key_id: str | None = None
 
     def _chained(self, **changes: Any) -> Self:
         if "threshold" in changes:
@@ -117,6 +118,7 @@ class Comparison(Chainable):
             reason=reason,
             location=self.location,
             optional=self.is_optional,
+            key=self.key_id,
             **extra,
         )
 

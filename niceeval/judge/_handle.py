@@ -21,7 +21,18 @@ class JudgeHandle(Chainable):
     for the eval to end. The result is recorded with the run either way; awaiting is never required.
     """
 
-    __slots__ = ("name", "severity", "threshold", "is_optional", "expected", "actual", "location", "_ruling", "_done")
+    __slots__ = (
+        "name",
+        "severity",
+        "threshold",
+        "is_optional",
+        "key_id",
+        "expected",
+        "actual",
+        "location",
+        "_ruling",
+        "_done",
+    )
 
     def __init__(
         self, *, name: str, threshold: float | None, expected: str | None, actual: str | None, location: str | None
@@ -31,6 +42,7 @@ class JudgeHandle(Chainable):
         self.threshold = threshold
         """None for a judge with a pass flag and no threshold set: its pass decides (recorded as threshold 0)."""
         self.is_optional = False
+        self.key_id: str | None = None
         self.expected = expected
         self.actual = actual
         self.location = location
@@ -84,6 +96,7 @@ class JudgeHandle(Chainable):
             location=self.location,
             optional=self.is_optional,
             cause="timeout",
+            key=self.key_id,
         )
 
     def _build(self, ruling: Ruling) -> AssertionResult:
@@ -101,4 +114,5 @@ class JudgeHandle(Chainable):
             optional=self.is_optional,
             cause=settled.cause,
             judge_calls=ruling.calls,
+            key=self.key_id,
         )

@@ -184,6 +184,8 @@ class ConsoleReporter:
         mark, style = ("✗", "red") if a.severity == "gate" else ("~", "yellow")
         text = Text(prefix)
         text.append(f"{mark} {clean(a.name, 120)}", style=f"bold {style}")
+        if a.key:
+            text.append(f" (key {clean(a.key, 60)})", style="dim")
         text.append(f" [{a.severity}] {a.shortfall()}", style=style)
         if a.location:
             text.append(f"  {clean(a.location)}", style="dim")

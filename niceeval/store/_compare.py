@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, func, literal, select
 
 from niceeval._core.errors import ConfigError
 from niceeval._core.outcome import Outcome
@@ -60,11 +60,13 @@ def verdicts(conn: Connection, suite_run_id: str) -> dict[str, Outcome]:
 
 
 def _scores(conn: Connection, suite_run_id: str) -> dict[tuple[str, str], float]:
+    # An assertion with `.key("id")` is matched by its key (shown as `[id]`), so renaming its label keeps history.
+    identity = func.coalesce(literal("[") + assertions.c.key + literal("]"), assertions.c.name)
     query = (
-        select(eval_runs.c.eval_id, assertions.c.name, func.avg(assertions.c.score))
+        select(eval_runs.c.eval_id, identity, func.avg(assertions.c.score))
         .join(assertions, assertions.c.eval_run_id == eval_runs.c.id)
         .where(eval_runs.c.suite_run_id == suite_run_id, assertions.c.score.is_not(None))
-        .group_by(eval_runs.c.eval_id, assertions.c.name)
+        .group_by(eval_runs.c.eval_id, identity)
     )
     return {(eval_id, name): float(score) for eval_id, name, score in conn.execute(query)}
 

@@ -171,6 +171,7 @@ assertions = Table(
     Column("location", Text),
     Column("optional", Boolean, nullable=False),
     Column("cause", String(32)),
+    Column("key", Text),
     Index(None, "eval_run_id", "position"),
 )
 

@@ -234,3 +234,18 @@ def test_results_stream_every_eval_run_of_a_suite_run(store: Store) -> None:
     written = [result(f"e{i}", run_index=0) for i in range(450)]  # more than one chunk
     record(store, "big", written)
     assert sorted(r.eval_id for r in store.results("big")) == sorted(r.eval_id for r in written)
+
+
+def keyed(name: str, score: float) -> RunResult:
+    run = result("a", "scored", score=score)
+    (only,) = run.assertions
+    return run.model_copy(update={"assertions": [only.model_copy(update={"name": name, "key": "tone"})]})
+
+
+def test_diff_matches_keyed_assertions_by_key_across_a_rename(store: Store) -> None:
+    record(store, "base", [keyed("polite?", 0.9)])
+    record(store, "head", [keyed("is the reply polite?", 0.4)])
+    diff = store.diff("base", "head", threshold=0.1)
+    assert [(s.assertion, round(s.delta, 2)) for s in diff.scores] == [("[tone]", -0.5)]
+    (stored,) = next(iter(store.results("head"))).assertions
+    assert (stored.name, stored.key) == ("is the reply polite?", "tone")
