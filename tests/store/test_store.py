@@ -245,7 +245,7 @@ def keyed(name: str, score: float) -> RunResult:
 def test_diff_matches_keyed_assertions_by_key_across_a_rename(store: Store) -> None:
     record(store, "base", [keyed("polite?", 0.9)])
     record(store, "head", [keyed("is the reply polite?", 0.4)])
-    diff = store.diff("base", "head", threshold=0.1)
+    diff = store.diff("base", "head", DiffOptions(threshold=0.1))
     assert [(s.assertion, round(s.delta, 2)) for s in diff.scores] == [("[tone]", -0.5)]
     (stored,) = next(iter(store.results("head"))).assertions
     assert (stored.name, stored.key) == ("is the reply polite?", "tone")
