@@ -146,6 +146,17 @@ def test_max_tool_calls_and_no_failed_actions() -> None:
     result = run(ev, support)
     assert states(result) == {"at most 4": "passed", "at most 3": "failed", "no_failed_actions": "failed"}
     assert "send_email: smtp down" in result.assertions[2].reason
+    assert result.assertions[1].actual == "4 calls"
+
+
+def test_max_tool_calls_says_one_call_in_the_singular() -> None:
+    @define_eval
+    async def ev(t: EvalContext) -> None:
+        await t.send("x")
+        t.max_tool_calls(0)
+
+    (only,) = run(ev, lambda message, session: session.tool("lookup", {}) or "ok").assertions
+    assert (only.state, only.actual) == ("failed", "1 call")
 
 
 def test_called_subagent_matches_name_and_url() -> None:

@@ -21,6 +21,7 @@ from niceeval._core.events import (
 )
 from niceeval._core.toolmatch import InputSpec, check_spec, input_matches, render_spec, serialise
 from niceeval._core.values import short
+from niceeval._core.wording import plural
 from niceeval.expect._patterns import EventPattern, ToolPattern, as_pattern
 
 _EVENT_TYPES = {"message", "action.called", "subagent.called", "input.requested", "error", "usage"}
@@ -141,7 +142,7 @@ def max_tool_calls(limit: int) -> Matcher:
 
     def score(events: Sequence[Event]) -> ScoreLike:
         calls = len(_actions(events))
-        return True if calls <= limit else Verdict(False, describe_calls(events), actual=f"{calls} calls")
+        return True if calls <= limit else Verdict(False, describe_calls(events), actual=plural(calls, "call"))
 
     return Matcher(name=f"max_tool_calls({limit})", score_fn=score, expected=f"at most {limit} tool calls")
 

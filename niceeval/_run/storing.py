@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from niceeval._core.wording import plural
+
 if TYPE_CHECKING:
     from niceeval._core.results import RunResult
     from niceeval._core.summary import PlannedEval
@@ -218,7 +220,8 @@ def plan_resume(
     planned = store.planned(run_id)
     by_id = {e.id: e for e in entries}
     gone = [p.id for p in planned if p.id not in by_id]
-    notes = (f"{len(gone)} evals planned in suite run {run_id} were not found now and do not run: {', '.join(gone)}",)
+    planned_gone = f"{plural(len(gone), 'eval')} planned in suite run {run_id}"
+    notes = (f"{planned_gone} not found now, so not run: {', '.join(gone)}",)
     return StoredPlan(
         entries=[by_id[p.id] for p in planned if p.id in by_id],
         runs=max([runs or 0, *(p.runs for p in planned)]),

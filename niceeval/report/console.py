@@ -224,7 +224,8 @@ class ConsoleReporter:
         if summary.interrupted:
             line.append(" · interrupted", style="red")
         if summary.stopped is not None:
-            line.append(f" · {clean(summary.stopped, 500)}: {summary.not_started} runs not started", style="red")
+            not_started = plural(summary.not_started, "run")
+            line.append(f" · {clean(summary.stopped, 500)}: {not_started} not started", style="red")
         line.stylize("green" if summary.exit_code == 0 else "red", 0, len(", ".join(parts)))
         rate = _suite_rate_text(summary)
         if rate:

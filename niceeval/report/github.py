@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Literal, NamedTuple, TextIO
 from niceeval._core.outcome import Outcome
 from niceeval._core.results import RunResult
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
+from niceeval._core.wording import plural
 from niceeval.report._grouping import Miss, group_misses, runs_text
 from niceeval.report._step_summary import MAX_ROWS, MissRow, StepSummary, render
 
@@ -227,7 +228,8 @@ class GitHubReporter:
             note = Annotation(
                 level="notice",
                 title="niceeval",
-                message=f"{self._left_out} more misses not annotated (GitHub shows {SHOWN_PER_LEVEL} errors and "
+                message=f"{plural(self._left_out, 'more miss', 'more misses')} not annotated "
+                f"(GitHub shows {SHOWN_PER_LEVEL} errors and "
                 f"{SHOWN_PER_LEVEL} warnings per step); the step summary and the reports list them.",
             )
             self._print(note.command())
