@@ -153,7 +153,7 @@ def test_load_problems_come_first_among_the_errors(tmp_path: Path, evals_file: P
     problem = Problem(location="evals/x.py:2", message="SyntaxError: invalid syntax")
     commands, summary = github_output(tmp_path, runs, problems=[problem])
     assert commands[0] == "::error file=evals/x.py,line=2,title=niceeval load error::SyntaxError: invalid syntax"
-    assert commands[-1].startswith("::notice title=niceeval::1 more misses")
+    assert commands[-1].startswith("::notice title=niceeval::1 more miss not annotated")
     assert "## niceeval: errors" in summary
 
 
