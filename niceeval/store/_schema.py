@@ -25,7 +25,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_REVISION = "0006"
+SCHEMA_REVISION = "0007"
 """The Alembic revision this niceeval writes and reads (the head of `_migrations/versions`)."""
 
 metadata = MetaData(
