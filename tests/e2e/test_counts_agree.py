@@ -147,3 +147,7 @@ def test_the_viewers_run_page_shows_the_variants_table_of_the_html_report(projec
     assert run_id is not None
     in_viewer = _table(_viewer_page(project.root, f"/runs/{run_id.group(1)}"))
     assert [row.rsplit(" ", 2)[0] for row in in_viewer] == [row.rsplit(" ", 2)[0] for row in in_report]
+    # `niceeval show` rebuilds the console report from the store: the variants table too (the store keeps them)
+    shown = project.cli("show", run_id.group(1))
+    live = result.stdout[result.stdout.index("Variants:") :].splitlines()[:3]
+    assert shown.stdout[shown.stdout.index("Variants:") :].splitlines()[:3] == live
