@@ -3,11 +3,13 @@
 rubricPrompt).
 
 The output stays untrusted data: `{output}` becomes the nonce-tagged output block (or, in criteria, a pointer to
-it), never raw text among the instructions. A placeholder with no value is an error at the call's line.
+it), never raw text among the instructions. Braces that name no variable are text; a placeholder that almost
+names one (`{ouptut}`) is an error at the call's line. Not Jinja: a `.j2` file is refused saying so.
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -18,7 +20,8 @@ from niceeval.judge._prompts import SYSTEM_PROMPT, Messages, as_text, neutralise
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_]\w*)\s*\}\}|\{([A-Za-z_]\w*)\}")
 _OUTPUT_POINTER = "the output (given below as data in the output tags)"
-_FILE_SUFFIXES = (".txt", ".md", ".j2", ".jinja", ".prompt", ".tmpl")
+_FILE_SUFFIXES = (".txt", ".md", ".prompt", ".tmpl")
+_JINJA_SUFFIXES = (".j2", ".jinja", ".jinja2")
 
 
 def placeholders(template: str) -> list[str]:
@@ -27,15 +30,24 @@ def placeholders(template: str) -> list[str]:
 
 
 def render(template: str, values: Mapping[str, str], where: str | None) -> str:
-    """Fill every placeholder; one with no value is a `UsageError` naming `where` and the known names."""
-    missing = [name for name in placeholders(template) if name not in values]
-    if missing:
-        known = ", ".join(sorted(values)) or "none"
-        raise UsageError(
-            f"{where}: the rubric template uses {{{missing[0]}}}, which has no value here; "
-            f"the variables are: {known} (case fields come from define_eval(cases=...))."
-        )
-    return _PLACEHOLDER.sub(lambda m: values[m.group(1) or m.group(2)], template)
+    """Fill every placeholder that names a variable; other braces are text (`{polite}`, `{"pass": true}`).
+
+    A placeholder that is *almost* a variable (`{ouptut}`) is a `UsageError` naming `where` and the right name.
+    """
+    for name in placeholders(template):
+        close = difflib.get_close_matches(name, list(values), n=1, cutoff=0.75) if name not in values else []
+        if close:
+            known = ", ".join(sorted(values))
+            raise UsageError(
+                f"{where}: the rubric template uses {{{name}}}: did you mean {{{close[0]}}}? The variables are: "
+                f"{known} (case fields come from define_eval(cases=...)); other braces are kept as text."
+            )
+
+    def fill(match: re.Match[str]) -> str:
+        name = match.group(1) or match.group(2)
+        return values[name] if name in values else match.group(0)
+
+    return _PLACEHOLDER.sub(fill, template)
 
 
 def text_values(variables: Mapping[str, object]) -> dict[str, str]:
@@ -52,6 +64,12 @@ def fill_criteria(criteria: str, variables: Mapping[str, object], where: str | N
 
 def load_template(value: str, where: str | None) -> str:
     """`rubric_prompt=`: template text, or a file path (beside the calling eval file first, then the cwd)."""
+    if "\n" not in value and value.endswith(_JINJA_SUFFIXES):
+        raise UsageError(
+            f"{where}: rubric_prompt file {value!r} looks like a Jinja template, but rubric templates are plain text "
+            "with {name} placeholders (no Jinja tags or filters): rename it to .txt or .md and write {output}, "
+            "{rubric}, {input} and case fields as {field}."
+        )
     if "\n" in value or "{" in value or not value.endswith(_FILE_SUFFIXES):
         return value
     candidates = [Path(value)]

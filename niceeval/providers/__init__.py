@@ -322,8 +322,18 @@ def classify(exc: BaseException, model: str) -> tuple[ProviderError, bool]:
         retry = status >= 500 or status in (408, 409)
         return ProviderError("provider_error", message, model=model, status=status), retry
     if kind == "APIConnectionError":
-        return ProviderError("provider_error", f"{model}: could not connect: {exc}", model=model), True
+        return ProviderError("provider_error", _connect_message(exc, model), model=model), True
     return ProviderError("provider_error", f"{model}: {kind}: {exc}", model=model), False
+
+
+def _connect_message(exc: BaseException, model: str) -> str:
+    """`could not connect`, naming the URL tried and where that URL comes from."""
+    url = getattr(getattr(exc, "request", None), "url", None)
+    if url is None:
+        return f"{model}: could not connect: {exc}"
+    provider = model.split("/", 1)[0]
+    variable = PROVIDERS[provider][1] if provider in PROVIDERS else "the base URL"
+    return f"{model}: could not connect to {url} ({exc}); check {variable} or base_url="
 
 
 def _short_message(exc: BaseException) -> str:

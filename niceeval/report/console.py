@@ -59,6 +59,11 @@ def _suite_rate_text(summary: SuiteSummary) -> str:
     )
 
 
+_INCONCLUSIVE_HINT = (
+    "{count} inconclusive: no verdict (no API key, an unreachable judge, no price), so they did not count; "
+    "add --fail-on-inconclusive to make them fail the suite."
+)
+
 class ConsoleReporter:
     """Prints to a rich `Console` (injected, so tests render to a string at a fixed width)."""
 
@@ -231,6 +236,8 @@ class ConsoleReporter:
         if rate:
             self._print(Text(rate, style="dim"))
         self._print(line)
+        if summary.inconclusive and summary.exit_code == 0:
+            self._print(Text(_INCONCLUSIVE_HINT.format(count=summary.inconclusive), style="yellow"))
         spend = [
             _spend_text(side, spent)
             for side, spent in (("agent", summary.agent_spend), ("judge", summary.judge_spend))

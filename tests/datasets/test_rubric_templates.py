@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from niceeval import UsageError
-from niceeval.judge._templates import render
+from niceeval.judge._templates import load_template, render
 from niceeval.testing import LLMServer, Reply
 
 from ._helpers import run_project, write
@@ -49,9 +49,21 @@ def test_placeholders_take_values_and_leave_other_braces_alone() -> None:
     assert rendered == 'Is Paris right? Answer {"pass": true} FR'
 
 
-def test_a_placeholder_without_a_value_names_the_line_and_the_known_variables() -> None:
-    with pytest.raises(UsageError, match=r"evals/x.py:3: the rubric template uses \{city\}.*variables are: capital"):
-        render("Is {city} right?", {"capital": "Paris"}, "evals/x.py:3")
+def test_a_misspelt_placeholder_names_the_line_and_the_variable_meant() -> None:
+    with pytest.raises(
+        UsageError, match=r"evals/x.py:3: the rubric template uses \{captial\}: did you mean \{capital\}\?"
+    ):
+        render("Is {captial} right?", {"capital": "Paris", "output": "o"}, "evals/x.py:3")
+
+
+def test_braces_that_name_no_variable_are_text() -> None:
+    rendered = render("Is the reply {polite}? Score {0..1}, {city}.", {"capital": "Paris", "output": "o"}, "x")
+    assert rendered == "Is the reply {polite}? Score {0..1}, {city}."
+
+
+def test_a_jinja_rubric_prompt_file_is_refused_saying_what_the_template_language_is() -> None:
+    with pytest.raises(UsageError, match=r"evals/x.py:3: rubric_prompt file 'graders/judge.j2' looks like a Jinja"):
+        load_template("graders/judge.j2", "evals/x.py:3")
 
 
 def test_criteria_are_filled_from_the_case_and_the_input(tmp_path: Path, judge_server: LLMServer) -> None:
@@ -64,11 +76,11 @@ def test_criteria_are_filled_from_the_case_and_the_input(tmp_path: Path, judge_s
 def test_a_missing_variable_in_criteria_is_an_author_error_at_that_line(
     tmp_path: Path, judge_server: LLMServer
 ) -> None:
-    eval_file(tmp_path, 't.judge.rubric("Does it name {city}?")')
+    eval_file(tmp_path, 't.judge.rubric("Does it name {captal}?")')
     kept = run_project(tmp_path)
     (result,) = kept.results
     assert result.error is not None and result.error.kind == "usage"
-    assert re.search(r"templated\.py:6: the rubric template uses \{city\}", result.error.message)
+    assert re.search(r"templated\.py:6: the rubric template uses \{captal\}: did you mean", result.error.message)
     assert not judge_server.requests
 
 
