@@ -37,6 +37,7 @@ def pydantic_ai_agent(
     deps: Any = None,
     timeout: float = 60.0,
     traces: bool = False,
+    model: str | None = None,
 ) -> PydanticAIAdapter:
     """A pydantic-ai agent as the agent under test, its tool calls and usage recorded as they happen.
 
@@ -58,6 +59,8 @@ def pydantic_ai_agent(
         timeout: Seconds to wait for each model response (with `base_url`).
         traces: Also keep the run's OpenTelemetry spans (pydantic-ai's instrumentation is switched on for each
             run) for `t.span(...)` and the viewer; events still come from the hooks, so nothing counts twice.
+        model: Run the agent with this model instead of its own (`'openai:gpt-5-mini'`), without copying the
+            agent: a variant's model, `per_variant(lambda v: pydantic_ai_agent(agent, model=v["model"]))`.
 
     Raises:
         ImportError: pydantic-ai is not installed (`pip install 'niceeval[pydantic-ai]'`).
@@ -67,8 +70,10 @@ def pydantic_ai_agent(
     # Imported now, while the config loads: the first run would otherwise block the suite's loop importing it.
     require("pydantic_ai.models.openai", _EXTRA)
     if base_url is not None:
-        _openai_model(agent)
-    return PydanticAIAdapter(agent, base_url=base_url, api_key=api_key, deps=deps, timeout=timeout, traces=traces)
+        _openai_model(agent, model)
+    adapter = PydanticAIAdapter(agent, base_url=base_url, api_key=api_key, deps=deps, timeout=timeout, traces=traces)
+    adapter.model = model
+    return adapter
 
 
 class PydanticAIAdapter:
@@ -92,18 +97,20 @@ class PydanticAIAdapter:
         self._timeout = timeout
         self.traces = traces
         """Keep each run's spans too (`pydantic_ai_agent(traces=True)`)."""
+        self.model: str | None = None
+        """The model runs use instead of the agent's own (`pydantic_ai_agent(model=...)`)."""
 
     async def open(self, session_id: str, log: EventLog) -> PydanticAISession:
         """Start (or continue) the conversation `session_id`."""
         trace = await session_trace(log, TraceOptions(events=False)) if self.traces else None
         if self._base_url is None:
-            return PydanticAISession(self, session_id, log, None, None, trace)
+            return PydanticAISession(self, session_id, log, self.model, None, trace)
         key = self._api_key or os.environ.get("OPENAI_API_KEY") or "niceeval"
         client = openai_client(key=key, url=self._base_url, timeout=self._timeout)
-        return PydanticAISession(self, session_id, log, _model_over(self.agent, client), client, trace)
+        return PydanticAISession(self, session_id, log, _model_over(self.agent, client, self.model), client, trace)
 
 
-def _openai_model(agent: Agent[Any, Any]) -> tuple[str, str]:
+def _openai_model(agent: Agent[Any, Any], override: str | None = None) -> tuple[str, str]:
     """`(kind, name)` of the agent's OpenAI model: kind `chat` or `responses`.
 
     Raises:
@@ -111,7 +118,7 @@ def _openai_model(agent: Agent[Any, Any]) -> tuple[str, str]:
     """
     from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
 
-    model = agent.model
+    model = agent.model if override is None else override
     if isinstance(model, OpenAIChatModel | OpenAIResponsesModel):
         return ("chat" if isinstance(model, OpenAIChatModel) else "responses"), model.model_name
     if isinstance(model, str) and model.split(":", 1)[0] in _OPENAI_KINDS:
@@ -124,12 +131,12 @@ def _openai_model(agent: Agent[Any, Any]) -> tuple[str, str]:
     )
 
 
-def _model_over(agent: Agent[Any, Any], client: AsyncOpenAI) -> Model:
+def _model_over(agent: Agent[Any, Any], client: AsyncOpenAI, override: str | None = None) -> Model:
     """The agent's OpenAI model, rebuilt over `client` (SDK retries on, as the model would have alone)."""
     from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
     from pydantic_ai.providers.openai import OpenAIProvider
 
-    kind, name = _openai_model(agent)
+    kind, name = _openai_model(agent, override)
     provider = OpenAIProvider(openai_client=client.with_options(max_retries=2))
     if kind == "chat":
         return OpenAIChatModel(name, provider=provider)
@@ -144,7 +151,7 @@ class PydanticAISession:
         adapter: PydanticAIAdapter,
         session_id: str,
         log: EventLog,
-        model: Model | None,
+        model: Model | str | None,
         client: AsyncOpenAI | None,
         trace: SessionTrace | None = None,
     ) -> None:

@@ -47,7 +47,11 @@ async def test_tool_calls_are_recorded_with_their_input_and_output(llm_server: L
     (call,) = of_type(log, "action.called")
     assert isinstance(call, ActionCalledEvent)
     assert (call.id, call.name, call.input, call.status, call.output) == (
-        "call_0001", "lookup", {"order_id": "42"}, "success", "order 42: shipped"
+        "call_0001",
+        "lookup",
+        {"order_id": "42"},
+        "success",
+        "order 42: shipped",
     )
     assert [r.api for r in llm_server.requests] == ["responses", "responses"]
 
@@ -85,7 +89,10 @@ async def test_usage_counts_cached_tokens_once_under_the_priced_model_name(llm_s
     (usage,) = of_type(log, "usage")
     assert isinstance(usage, UsageEvent)
     assert (usage.model, usage.input_tokens, usage.cache_read_tokens, usage.output_tokens) == (
-        "openai/gpt-5-mini", 40, 60, 7
+        "openai/gpt-5-mini",
+        40,
+        60,
+        7,
     )
 
 
@@ -108,8 +115,10 @@ async def test_events_arrive_while_the_run_goes(llm_server: LLMServer) -> None:
 
 async def test_structured_output_per_send_through_the_output_tool(llm_server: LLMServer) -> None:
     llm_server.set_script(
-        lambda request: ToolCall(name=next(t.name for t in request.tools if t.name.startswith("final_result")),
-                                 arguments={"status": "shipped"})
+        lambda request: ToolCall(
+            name=next(t.name for t in request.tools if t.name.startswith("final_result")),
+            arguments={"status": "shipped"},
+        )
     )
     async with opened(pydantic_ai_agent(support(), base_url=llm_server.base_url)) as (session, log):
         reply = await session.send("Status?", output=Status)
@@ -130,3 +139,16 @@ async def test_a_revived_session_continues_the_conversation(llm_server: LLMServe
 def test_base_url_with_a_non_openai_model_says_what_to_do() -> None:
     with pytest.raises(UsageError, match="drop base_url"):
         pydantic_ai_agent(support("anthropic:claude-haiku-4-5"), base_url="http://127.0.0.1:9/v1")
+
+
+async def test_model_runs_the_agent_with_another_model_without_copying_it(llm_server: LLMServer) -> None:
+    llm_server.push("a", "b")
+    agent = support("openai:gpt-5-mini")
+    for variant in ("openai-chat:gpt-4o-mini", "openai:gpt-5"):
+        async with opened(pydantic_ai_agent(agent, base_url=llm_server.base_url, model=variant)) as (s, _):
+            await s.send("hello")
+    assert [(r.api, r.body["model"]) for r in llm_server.requests] == [
+        ("chat.completions", "gpt-4o-mini"),
+        ("responses", "gpt-5"),
+    ]
+    assert agent.model == "openai:gpt-5-mini"  # the user's agent is untouched
