@@ -1,8 +1,8 @@
 """The trace of one eval run as a server-rendered SVG waterfall, lined up with the conversation's rounds.
 
-One row per span, indented under its parent, a bar from its start to its end on a shared time axis; each round
-(each turn's own parent span, which niceeval made) starts with a heading row, so the waterfall reads in the order
-of the conversation above it. Bars are coloured by what the span does (its semantic attributes: model, tool,
+One row per span, indented under its parent, a bar from its start to its end; each round (each turn's own parent
+span, which niceeval made) starts with a heading row carrying its own time axis, so the waterfall reads in the
+order of the conversation above it. Bars are coloured by what the span does (its semantic attributes: model, tool,
 agent, chain) through CSS classes, a failed span is marked; every name is escaped (spans come from the agent),
 and the markup needs no script, so the page's Content-Security-Policy stays as it is.
 """
@@ -10,6 +10,7 @@ and the markup needs no script, so the page's Content-Security-Policy stays as i
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from markupsafe import Markup, escape
 
@@ -27,6 +28,17 @@ _LABEL_CHARS = 40
 """Label characters that fit the label column at depth 0 (monospace, 11 px); deeper rows fit fewer."""
 
 
+@dataclass(frozen=True, slots=True)
+class _Row:
+    depth: int
+    span: Span | None
+    """None: the heading of a round."""
+    window: tuple[int, int]
+    """The round's first start and last end (ns): each round has its own time scale, so the gaps between turns
+    (the eval's own work) do not squash the agent's spans into slivers."""
+    heading: str = ""
+
+
 def waterfall(records: Sequence[SpanRecord]) -> Markup | None:
     """The run's spans as an SVG waterfall, or None when the run has none."""
     if not records:
@@ -34,45 +46,47 @@ def waterfall(records: Sequence[SpanRecord]) -> Markup | None:
     spans = link(record.span() for record in records)
     rows = _rows(spans)
     shown = rows[:MAX_ROWS]
-    start = min(span.start_ns for span in spans)
-    end = max(max(span.end_ns, span.start_ns) for span in spans)
-    scale = (_WIDTH - _LABEL - 16) / max(end - start, 1)
     height = _TOP + _ROW * len(shown) + (_ROW if len(rows) > len(shown) else 0) + 6
     parts = [
         f'<svg class="chart waterfall" viewBox="0 0 {_WIDTH} {height}" role="img" '
         f'aria-label="Trace: {len(spans)} spans" xmlns="http://www.w3.org/2000/svg">',
-        _axis(end - start, height),
+        _grid(height),
     ]
-    for number, (depth, span, heading) in enumerate(shown):
+    if not rows[0].heading:
+        parts.append(_ticks(rows[0].window, 14))
+    for number, row in enumerate(shown):
         y = _TOP + number * _ROW
-        if heading is not None:
-            parts.append(f'<text class="round" x="4" y="{y + 13}">{escape(heading)}</text>')
+        if row.span is None:
+            parts.append(f'<text class="round" x="4" y="{y + 13}">{escape(row.heading)}</text>')
+            parts.append(_ticks(row.window, y + 13))
             continue
-        assert span is not None
-        parts.append(_bar(span, depth, y, (span.start_ns - start) * scale, span.duration * 1e9 * scale))
+        low, high = row.window
+        scale = (_WIDTH - _LABEL - 16) / max(high - low, 1)
+        parts.append(_bar(row.span, row.depth, y, (row.span.start_ns - low) * scale, row.span.duration * 1e9 * scale))
     if len(rows) > len(shown):
         y = _TOP + len(shown) * _ROW
         parts.append(f'<text class="axis" x="4" y="{y + 13}">... {len(rows) - len(shown)} more rows not drawn</text>')
     return Markup("".join(parts) + "</svg>")
 
 
-def _rows(spans: Sequence[Span]) -> list[tuple[int, Span | None, str | None]]:
-    """`(depth, span, None)` per span in tree order, with a `(0, None, "round N")` heading per turn."""
+def _rows(spans: Sequence[Span]) -> list[_Row]:
+    """A row per span in tree order, with a heading per round when there are several."""
     rounds: dict[str | None, list[Span]] = {}
     for span in spans:
         if span.parent is None:
             rounds.setdefault(span.parent_id, []).append(span)
-    rows: list[tuple[int, Span | None, str | None]] = []
+    rows: list[_Row] = []
     for number, tops in enumerate(rounds.values(), start=1):
+        members = [member for top in tops for member in (top, *top.descendants())]
+        window = (min(m.start_ns for m in members), max(max(m.end_ns, m.start_ns) for m in members))
         if len(rounds) > 1:
-            rows.append((0, None, f"round {number}"))
-        for top in tops:
-            rows += _subtree(top, 0)
+            rows.append(_Row(0, None, window, f"round {number}"))
+        rows += [_Row(depth, span, window) for top in tops for depth, span in _subtree(top, 0)]
     return rows
 
 
-def _subtree(span: Span, depth: int) -> list[tuple[int, Span | None, str | None]]:
-    rows: list[tuple[int, Span | None, str | None]] = [(depth, span, None)]
+def _subtree(span: Span, depth: int) -> list[tuple[int, Span]]:
+    rows: list[tuple[int, Span]] = [(depth, span)]
     for child in span.children:
         rows += _subtree(child, depth + 1)
     return rows
@@ -95,17 +109,26 @@ def _bar(span: Span, depth: int, y: int, x: float, width: float) -> str:
     )
 
 
-def _axis(total_ns: int, height: int) -> str:
-    ticks = []
-    for step in range(5):
-        x = _LABEL + (_WIDTH - _LABEL - 16) * step / 4
-        ms = total_ns / 1e6 * step / 4
-        ticks.append(
-            f'<line class="grid" x1="{x:.1f}" y1="{_TOP - 4}" x2="{x:.1f}" y2="{height - 4}"/>'
-            f'<text class="axis" x="{x:.1f}" y="14" text-anchor="{"end" if step == 4 else "middle"}">{_ms(ms)}</text>'
-        )
-    return "".join(ticks)
+def _grid(height: int) -> str:
+    return "".join(
+        f'<line class="grid" x1="{x:.1f}" y1="{_TOP - 4}" x2="{x:.1f}" y2="{height - 4}"/>' for x in _tick_xs()
+    )
+
+
+def _ticks(window: tuple[int, int], y: int) -> str:
+    total = window[1] - window[0]
+    return "".join(
+        f'<text class="axis" x="{x:.1f}" y="{y}" text-anchor="{"end" if step == 4 else "middle"}">'
+        f"{_ms(total / 1e6 * step / 4)}</text>"
+        for step, x in enumerate(_tick_xs())
+    )
+
+
+def _tick_xs() -> list[float]:
+    return [_LABEL + (_WIDTH - _LABEL - 16) * step / 4 for step in range(5)]
 
 
 def _ms(value: float) -> str:
-    return f"{value / 1000:.2f} s" if value >= 1000 else f"{value:.0f} ms"
+    if value >= 1000:
+        return f"{value / 1000:.2f} s"
+    return f"{value:.0f} ms" if value >= 10 or value == 0 else f"{value:.2f} ms"

@@ -127,3 +127,10 @@ def test_the_eval_run_page_shows_the_waterfall_under_the_csp(site: tuple[str, st
         assert (target / "viewer-eval-run-trace.png").stat().st_size > 10_000
         assert complaints == [] and dialogs == []
         context.close()
+
+
+def test_each_round_has_its_own_time_axis() -> None:
+    spans = [record("1", "turn1", "first", 0, 2_000_000), record("2", "turn2", "second", 9_000_000_000, 9_004_000_000)]
+    markup = str(waterfall(spans))
+    assert ">2.00 ms</text>" in markup and ">4.00 ms</text>" in markup  # not one 9 s axis that squashes both
+    assert markup.count('width="644.0"') == 2  # each span fills its round's width
