@@ -32,6 +32,7 @@ from niceeval._core.results import RunResult, Spend
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
 from niceeval._core.wording import miss_words
 from niceeval.report._grouping import Miss, MissGroups, runs_text
+from niceeval.report._uncertainty import suite_rate
 from niceeval.report._variants import VariantTable
 from niceeval.web._judging import JudgeModelUse
 from niceeval.web._rounds import commands, rounds
@@ -202,14 +203,14 @@ class HtmlReporter:
         rows = self._rows(summary)
         css, style_hash, icon = _page_assets()
         counts = summary.eval_counts()
-        counted = counts["passed"] + counts["scored"] + counts["failed"]
         page = {
             "run_id": self.run_id,
             "started_at": self.started_at,
             "generated_at": datetime.now(UTC),
             "summary": summary,
             "counts": counts,
-            "pass_rate": (counts["passed"] + counts["scored"]) / counted if counted else None,
+            # over runs, as the console and the JSON report say it (the eval counts are the cards beside it)
+            "pass_rate": suite_rate(summary.tallies, strict=summary.strict).value,
             "verdict": _VERDICTS.get(summary.exit_code, "failed"),
             "rows": rows,
             "runs_planned": sum(record.planned.runs for record in self._evals.values()),

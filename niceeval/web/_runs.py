@@ -132,7 +132,16 @@ def run_page(request: Request) -> Response:
         previous=_queries.previous_run(store, detail.run),
         missing_shards=detail.missing_shards,
         variants=variant_table(store, detail),
+        pass_rate=runs_pass_rate(detail),
     )
+
+
+def runs_pass_rate(detail: SuiteRunDetail) -> float | None:
+    """The share of counted runs that passed (`scored` too unless strict): the console's and the JSON report's
+    suite pass rate, not the share of evals (the runs list's column, one verdict per eval)."""
+    counted = [info for info in detail.eval_runs if info.outcome != "skipped"]
+    ok = ("passed",) if detail.run.strict else ("passed", "scored")
+    return sum(info.outcome in ok for info in counted) / len(counted) if counted else None
 
 
 def variant_table(store: Store, detail: SuiteRunDetail) -> dict[str, Any]:

@@ -151,3 +151,49 @@ def test_the_viewers_run_page_shows_the_variants_table_of_the_html_report(projec
     shown = project.cli("show", run_id.group(1))
     live = result.stdout[result.stdout.index("Variants:") :].splitlines()[:3]
     assert shown.stdout[shown.stdout.index("Variants:") :].splitlines()[:3] == live
+
+
+FLAKY_CONFIG = """\
+import itertools
+
+from niceeval import define_config
+
+_sent = itertools.count()
+
+
+def flaky(message: str) -> str:
+    return "no" if next(_sent) % 3 == 0 else "ok"
+
+
+config = define_config(agent=flaky)
+"""
+FLAKY_EVALS = """\
+from niceeval import define_eval
+from niceeval.expect import includes
+
+
+@define_eval(sequential_runs=True)
+async def sometimes(t):
+    await t.send("x")
+    t.check(t.reply, includes("ok"))
+
+
+@define_eval
+async def always(t):
+    t.check("ok", includes("ok"))
+"""
+
+
+def test_the_pass_rate_is_over_runs_in_every_view(project: Project) -> None:
+    project.write("niceeval.config.py", FLAKY_CONFIG)
+    project.write("evals/flaky.py", FLAKY_EVALS)
+    html_path = project.out / "report.html"
+    result = project.run("--runs", "3", "--html", str(html_path))
+    assert "1 passed, 0 scored, 1 failed" in result.stdout, result.output  # the evals' verdicts
+    assert "pass rate 83% (" in result.stdout  # 5 of the 6 runs
+    assert result.report()["summary"]["pass_rate"]["value"] == pytest.approx(5 / 6)
+    card = r'<div class="label">Pass rate</div><div class="value"[^>]*>([^<]+)<'
+    assert re.findall(card, html_path.read_text(encoding="utf-8")) == ["83%"]
+    run_id = re.search(r"stored as run (\w+)", result.stdout)
+    assert run_id is not None
+    assert re.findall(card, _viewer_page(project.root, f"/runs/{run_id.group(1)}")) == ["83%"]
