@@ -18,6 +18,9 @@ class JudgeSettings(BaseModel):
     """`provider/model`, e.g. `openai/gpt-5.4-mini`."""
     fallback: str | None = None
     """Used when the primary model is still unavailable after retries."""
+    embedding_model: str | None = None
+    """`openai/...` model of `t.judge.similar` (an OpenAI-compatible `/embeddings`); `openai/text-embedding-3-small`
+    when unset."""
     default_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
     """Threshold of a judge assertion that does not say `.at_least(x)`. Unset: 0.7 for judges that only give a
     score (`autoevals.*`, `g_eval`), none for `rubric` and `vote` voters (the judge's pass decides). Set: every

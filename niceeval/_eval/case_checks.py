@@ -176,6 +176,8 @@ class CaseChecks(Comparisons):
             handle = judge.autoevals.closed_qa(text, model=entry.model, **target)
         elif name == "g_eval":
             handle = judge.g_eval(text, model=entry.model, **target)
+        elif name == "similar":
+            handle = judge.similar(text, model=entry.model, **target)
         elif name == "summarizes":
             handle = judge.summarizes(text, model=entry.model, **target)
         elif name == "goal_completion":

@@ -426,6 +426,14 @@ TYPES: tuple[AssertionType, ...] = (
         maps_to="`t.judge.conversation.knowledge_retention()` over the run's transcript",
         note="DeepEval's KnowledgeRetention, as labelled choices",
     ),
+    AssertionType(
+        name="similar",
+        kind="judge",
+        value="text",
+        maps_to="`t.judge.similar(value)`: cosine of embeddings (`embedding_model`), soft 0.75",
+        promptfoo=("similar",),
+        note="through an OpenAI-compatible `/embeddings` only; cached and priced like a judge call",
+    ),
     AssertionType(name="summarizes", kind="judge", value="text", maps_to="`t.judge.summarizes(value)` (the source)"),
     AssertionType(
         name="max_cost",
@@ -484,7 +492,6 @@ NO_EQUIVALENT: dict[str, str] = {
     "contains-xml": "no XML check; a `satisfies` check with xml.etree",
     "is-refusal": "a `rubric` ('the reply refuses') stands in",
     "guardrails": "no guardrail provider is called",
-    "similar": "embedding similarity is not built yet; `similarity` (edit distance) is the nearest",
     "conversation-relevance": "not built yet; a `rubric` over the session stands in",
     "is-valid-openai-tools-call": "`called_tool` checks the tool calls the agent made",
     "is-valid-openai-function-call": "`called_tool` checks the tool calls the agent made",

@@ -122,6 +122,29 @@ async def ask(clients: JudgeClients, request: Request) -> ModelAnswer:
     return await _ask_anthropic(clients.anthropic(), request)
 
 
+async def embed_similarity(clients: JudgeClients, request: Request) -> ModelAnswer:
+    """Embed the request's two texts (OpenAI-compatible `/embeddings`) and answer their cosine similarity.
+
+    Raises:
+        ProviderError: No key, or the provider still failed after retries.
+    """
+    import math
+
+    await clients.ready("openai")
+    client = clients.openai()
+    texts = [message["content"] for message in request.messages]
+
+    async def send() -> Any:
+        return await client.embeddings.create(model=request.ref.name, input=texts, timeout=request.timeout)
+
+    response = await providers.call(request.ref, send, policy=request.retry, timeout=request.timeout)
+    first, second = (item.embedding for item in sorted(response.data, key=lambda item: item.index))
+    norms = math.sqrt(sum(x * x for x in first)) * math.sqrt(sum(y * y for y in second))
+    cosine = sum(x * y for x, y in zip(first, second, strict=True)) / norms if norms else 0.0
+    tokens = response.usage.prompt_tokens if response.usage else 0
+    return ModelAnswer(f'{{"cosine": {cosine}}}', {"cosine": cosine}, None, tokens, 0, 0)
+
+
 async def _ask_openai(client: AsyncOpenAI, request: Request) -> ModelAnswer:
     from openai.types.chat import ChatCompletionMessageParam
 

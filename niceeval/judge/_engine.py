@@ -19,7 +19,7 @@ import anyio
 from niceeval._core.assertion import Cause, JudgeCall
 from niceeval._core.text import without_surrogates
 from niceeval.judge._cache import CachedVerdict, CacheMode, JudgeCache, cache_key
-from niceeval.judge._client import ANTHROPIC_MAX_TOKENS, JudgeClients, ModelAnswer, Request, ask
+from niceeval.judge._client import ANTHROPIC_MAX_TOKENS, JudgeClients, ModelAnswer, Request, ask, embed_similarity
 from niceeval.judge._families import AnswerError, Family, Parsed
 from niceeval.judge._prompts import Messages, repair_messages
 from niceeval.providers import ModelRef, ProviderError, RetryPolicy
@@ -153,6 +153,10 @@ async def _ask_and_parse(env: Env, ref: ModelRef, family: Family, attempt: _Atte
     def request(messages: Messages) -> Request:
         return Request(ref=ref, messages=messages, schema=family.schema, timeout=env.timeout, retry=env.retry)
 
+    if family.embeds:  # no repair turn: the answer is computed, not written by a model
+        answer = await embed_similarity(env.clients, request(attempt.messages))
+        attempt.spent(answer)
+        return _parse(family, answer)
     answer = await ask(env.clients, request(attempt.messages))
     attempt.spent(answer)
     try:

@@ -80,6 +80,8 @@ class Family:
     schema: dict[str, Any]
     parse: Callable[[object], Parsed]
     """Validate an answer and score it; raises `AnswerError` (said in words, for the repair turn)."""
+    embeds: bool = False
+    """Not a chat question: the two messages' texts are embedded and their cosine similarity is the answer."""
 
 
 def _choice_family(name: str, task: str, choices: dict[str, tuple[float, str]]) -> Family:
@@ -271,4 +273,20 @@ KNOWLEDGE_RETENTION = _choice_family(
         "forgot_some": (0.5, "the assistant forgot or re-asked one detail the user had given."),
         "forgot": (0.0, "the assistant lost track of what the user said."),
     },
+)
+
+
+def _parse_similarity(data: object) -> Parsed:
+    if not isinstance(data, dict) or not isinstance(data.get("cosine"), int | float):
+        raise AnswerError("expected {'cosine': number}")
+    cosine = float(data["cosine"])
+    return Parsed(min(max(cosine, 0.0), 1.0), None, f"cosine similarity {cosine:.3f}", {"cosine": cosine})
+
+
+SIMILAR = Family(
+    name="similar",
+    task="",
+    schema={"embeddings": "cosine"},
+    parse=_parse_similarity,
+    embeds=True,
 )

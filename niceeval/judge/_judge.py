@@ -17,7 +17,7 @@ from niceeval.judge._cache import CacheMode, JudgeCache
 from niceeval.judge._client import JudgeClients
 from niceeval.judge._conversation import ConversationJudges
 from niceeval.judge._engine import Env, decide, poll
-from niceeval.judge._families import CLOSED_QA, FACTUALITY, G_EVAL, RUBRIC, SUMMARIZES, SUMMARY, Family
+from niceeval.judge._families import CLOSED_QA, FACTUALITY, G_EVAL, RUBRIC, SIMILAR, SUMMARIZES, SUMMARY, Family
 from niceeval.judge._handle import JudgeHandle
 from niceeval.judge._prompts import as_text, build_messages
 from niceeval.judge._rag import DEFAULT, Rag
@@ -36,6 +36,7 @@ FAMILIES = (
     "g_eval",
     "vote",
     "summarizes",
+    "similar",
     "autoevals.factuality",
     "autoevals.closed_qa",
     "autoevals.summary",
@@ -302,6 +303,34 @@ class Judge:
             name=f"vote({shown}, {need} of {total})",
             threshold=need / total,
             expected=_shorten("; ".join(rubrics)),
+            actual=_shorten(text),
+            location=caller_location(1),
+        )
+        return self._session.launch(handle, work)
+
+    def similar(self, expected: object, *, on: object = REPLY, model: str | None = None) -> JudgeHandle:
+        """Cosine similarity of the embeddings of the output and `expected` (promptfoo's `similar`): soft,
+        threshold 0.75 unless `.at_least(x)`. The model is `model=`, else the settings' `embedding_model`, else
+        `openai/text-embedding-3-small`, over an OpenAI-compatible `/embeddings` endpoint (`OPENAI_BASE_URL`).
+        """
+        where = "t.judge.similar"
+        reference, text = _data(expected, where, "the expected text"), self._on(on, where)
+        chosen = model or self._session.runtime.settings.embedding_model or "openai/text-embedding-3-small"
+        ref = parse_model(chosen)
+        if ref.provider != "openai":
+            raise UsageError(
+                f"{where}(): embeddings go through an OpenAI-compatible endpoint; {chosen!r} is not openai/"
+            )
+        messages = [{"role": "expected", "content": reference}, {"role": "output", "content": text}]
+        env = self._session.env
+
+        async def work() -> Ruling:
+            return SingleRuling(await decide(env, messages, SIMILAR, ref, None))
+
+        handle = JudgeHandle(
+            name=f"similar({short(reference)})",
+            threshold=0.75,
+            expected=_shorten(reference),
             actual=_shorten(text),
             location=caller_location(1),
         )

@@ -17,6 +17,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from niceeval.testing import _anthropic, _openai, _responses, _streams
+from niceeval.testing._embeddings import embeddings_body
 from niceeval.testing._replies import Fault, Reply
 from niceeval.testing._request import LLMRequest, RequestShapeError
 from niceeval.testing._script import ScriptExhaustedError, ScriptRunner, count_input_tokens
@@ -26,7 +27,8 @@ _SSE = "text/event-stream"
 
 ENDPOINTS = (
     "POST /v1/chat/completions and POST /v1/responses (OpenAI), POST /v1/messages and "
-    "POST /v1/messages/count_tokens (Anthropic), GET /v1/models; each completion also streams (stream: true)"
+    "POST /v1/messages/count_tokens (Anthropic), GET /v1/models, POST /v1/embeddings (deterministic vectors); "
+    "each completion also streams (stream: true)"
 )
 
 
@@ -106,6 +108,7 @@ class LLMApp:
                 Route("/v1/messages", self._messages, methods=["POST"]),
                 Route("/v1/messages/count_tokens", self._count_tokens, methods=["POST"]),
                 Route("/v1/models", self._models, methods=["GET"]),
+                Route("/v1/embeddings", self._embeddings, methods=["POST"]),
             ],
             exception_handlers={HTTPException: self._http_error},
         )
@@ -128,6 +131,15 @@ class LLMApp:
         except RequestShapeError as exc:
             return self._error(_ANTHROPIC, 400, f"Invalid request: {exc}", request_id)
         return JSONResponse({"input_tokens": count_input_tokens(request)}, headers={"request-id": request_id})
+
+    async def _embeddings(self, http: Request) -> Response:
+        try:
+            answer = embeddings_body(_json_object(await http.body()))
+        except ValueError as exc:
+            answer = str(exc)
+        if isinstance(answer, str):
+            return JSONResponse({"error": {"message": answer, "type": "invalid_request_error"}}, status_code=400)
+        return JSONResponse(answer)
 
     async def _models(self, http: Request) -> Response:
         if _dialect_of(http) is _ANTHROPIC:
