@@ -11,6 +11,16 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from niceeval._core.events import (
+    ActionCalledEvent,
+    ErrorEvent,
+    Event,
+    EventLog,
+    InputRequestedEvent,
+    MessageEvent,
+    SubagentCalledEvent,
+    UsageEvent,
+)
 from niceeval.agents._attachments import Attachment
 from niceeval.agents._function import FunctionAgent, FunctionSession, function_agent
 from niceeval.agents._protocol import Agent, AgentSession, Reply, TurnStatus, current_workspace
@@ -59,6 +69,15 @@ _LAZY = {
 }
 
 __all__ = [
+    # what an agent of your own records, without reaching into niceeval's internals
+    "ActionCalledEvent",
+    "ErrorEvent",
+    "Event",
+    "EventLog",
+    "InputRequestedEvent",
+    "MessageEvent",
+    "SubagentCalledEvent",
+    "UsageEvent",
     "Agent",
     "AgentError",
     "Attachment",

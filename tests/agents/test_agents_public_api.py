@@ -11,6 +11,14 @@ import niceeval.agents
 def test_agents_exports() -> None:
     assert sorted(niceeval.agents.__all__) == sorted(
         [
+            "ActionCalledEvent",
+            "ErrorEvent",
+            "Event",
+            "EventLog",
+            "InputRequestedEvent",
+            "MessageEvent",
+            "SubagentCalledEvent",
+            "UsageEvent",
             "Agent",
             "AgentError",
             "Attachment",
