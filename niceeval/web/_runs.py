@@ -66,8 +66,9 @@ def runs_page(request: Request) -> Response:
     recent = store.runs(limit=TREND_LOOKBACK)
     charted = [r for r in recent if charted_in_trend(r)][:TREND_RUNS]
     oldest = recent.index(charted[-1]) + 1 if charted else len(recent)
+    rates = _queries.runs_pass_rates(store, [*found, *charted])
     trend = trend_line(
-        [Point(f"{when(r.started_at)} ({r.id[:8]})", r.pass_rate, href=f"/runs/{r.id}") for r in reversed(charted)],
+        [Point(f"{when(r.started_at)} ({r.id[:8]})", rates[r.id], href=f"/runs/{r.id}") for r in reversed(charted)],
         width=1200,
         height=170,
         title="Pass rate over the latest complete runs",
@@ -79,6 +80,7 @@ def runs_page(request: Request) -> Response:
         page=page,
         has_next=len(found) > RUNS_PER_PAGE,
         trend=trend,
+        rates=rates,
         trend_runs=len(charted),
         left_out=oldest - len(charted),
         store_url=store.url,

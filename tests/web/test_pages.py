@@ -63,6 +63,16 @@ def test_the_trend_draws_complete_runs_only_and_says_what_it_left_out(store: Sto
     assert len(rows(html, "runs")) == 7  # the table still lists every run, each marked
 
 
+def test_the_runs_list_and_its_trend_give_the_pass_rate_over_runs(store: Store, browser: TestClient) -> None:
+    run = record(store, [result("evals/a.py::flaky", run_index=0), result("evals/a.py::flaky", "failed", run_index=1),
+                         result("evals/a.py::flaky", run_index=2)])  # fmt: skip
+    html = browser.get("/").text
+    (line,) = rows(html, "runs")
+    assert line.split()[0] == run and "67%" in line.split()  # 2 of 3 runs, though the eval's verdict is failed
+    assert re.findall(r"<title>[^<]*\(\w{8}\): (\d+%)</title>", html) == ["67%"]
+    assert "67%" in browser.get(f"/runs/{run}").text.split("Pass rate</div>")[1][:120]
+
+
 def test_the_runs_list_is_paginated(store: Store, browser: TestClient) -> None:
     ids = [record(store, [result("evals/a.py::x")]) for _ in range(27)]
     first, second = browser.get("/").text, browser.get("/?page=2").text
