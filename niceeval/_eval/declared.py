@@ -472,6 +472,30 @@ TYPES: tuple[AssertionType, ...] = (
     ),
 )
 
+INSPECT_NEAREST: dict[str, str] = {
+    "icontains": "`includes()` (its default ignores case)",
+    "regex": "`pattern()`",
+    "equals": "`exact()` (which also normalises whitespace and punctuation)",
+    "rubric": "`model_graded_qa()`",
+    "factuality": "`model_graded_fact()`",
+}
+"""Inspect's scorer nearest to each type, for the docs (a task's scorer is Python and never loaded)."""
+
+DEEPEVAL_NEAREST: dict[str, str] = {
+    "json_schema": "`JsonCorrectnessMetric`",
+    "g_eval": "`GEval`",
+    "summarizes": "`SummarizationMetric`",
+    "faithfulness": "`FaithfulnessMetric`",
+    "answer_relevance": "`AnswerRelevancyMetric`",
+    "context_relevance": "`ContextualRelevancyMetric`",
+    "context_recall": "`ContextualRecallMetric`",
+    "goal_completion": "`ConversationCompletenessMetric`",
+    "role_adherence": "`RoleAdherenceMetric`",
+    "knowledge_retention": "`KnowledgeRetentionMetric`",
+    "called_tool": "`ToolCorrectnessMetric`",
+}
+"""DeepEval's metric nearest to each type, for the docs (DeepEval suites are Python; nothing is loaded)."""
+
 BY_NAME: dict[str, AssertionType] = {t.name: t for t in TYPES}
 ALIASES: dict[str, str] = {alias: t.name for t in TYPES for alias in t.promptfoo}
 
@@ -626,18 +650,19 @@ def row_assertions(row: object) -> object:
 def coverage_table() -> str:
     """docs/judge.md's table of declarative types, generated from `TYPES` and `NO_EQUIVALENT`."""
     lines = [
-        "| `type:` | promptfoo | pydantic-evals | niceeval | differences |",
-        "| --- | --- | --- | --- | --- |",
+        "| `type:` | promptfoo | pydantic-evals | Inspect | DeepEval | niceeval | differences |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for kind in TYPES:
         peers = ", ".join(f"`{p}`" for p in kind.promptfoo) or "-"
         if kind.negatable and kind.promptfoo:
             peers += " (and `not-`)"
-        pydantic = kind.pydantic_evals or "-"
-        lines.append(f"| `{kind.name}` | {peers} | {pydantic} | {kind.maps_to} | {kind.note or '-'} |")
+        nearest = (kind.pydantic_evals, INSPECT_NEAREST.get(kind.name, ""), DEEPEVAL_NEAREST.get(kind.name, ""))
+        others = " | ".join(text or "-" for text in nearest)
+        lines.append(f"| `{kind.name}` | {peers} | {others} | {kind.maps_to} | {kind.note or '-'} |")
     for name, why in NO_EQUIVALENT.items():
-        lines.append(f"| - | `{name}` | - | none | {why} |")
-    lines.append("| - | - | `HasMatchingSpan`, custom evaluators | none | listed at load, not run |")
+        lines.append(f"| - | `{name}` | - | - | - | none | {why} |")
+    lines.append("| - | - | `HasMatchingSpan`, custom evaluators | - | - | none | listed at load, not run |")
     return "\n".join(lines) + "\n"
 
 

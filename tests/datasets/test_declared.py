@@ -12,7 +12,15 @@ import pytest
 
 from niceeval._core.assertion import Matcher, Verdict
 from niceeval._eval.config import load_config
-from niceeval._eval.declared import BY_NAME, TYPES, DeclaredError, coverage_table, parse_entry
+from niceeval._eval.declared import (
+    BY_NAME,
+    DEEPEVAL_NEAREST,
+    INSPECT_NEAREST,
+    TYPES,
+    DeclaredError,
+    coverage_table,
+    parse_entry,
+)
 from niceeval._run.discovery import discover
 from niceeval._run.execute import ExecOptions
 from niceeval._run.plan import expand
@@ -369,6 +377,7 @@ def test_the_coverage_table_in_docs_is_generated_from_the_mapping() -> None:
     shown = page.split(start, 1)[1].split(end, 1)[0]
     assert shown == coverage_table(), "regenerate: python -m niceeval._eval.declared > the table in docs/judge.md"
     assert all(f"`{name}`" in shown for name in BY_NAME)
+    assert set(INSPECT_NEAREST) | set(DEEPEVAL_NEAREST) <= set(BY_NAME)  # the peers' columns name real types
 
 
 def test_rag_entries_show_the_judge_the_rows_context(tmp_path: Path, judge_server: LLMServer) -> None:
