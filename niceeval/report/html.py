@@ -32,8 +32,9 @@ from niceeval._core.results import RunResult, Spend
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
 from niceeval._core.wording import miss_words
 from niceeval.report._grouping import Miss, MissGroups, runs_text
-from niceeval.report._uncertainty import suite_rate
+from niceeval.report._uncertainty import interval_text, suite_rate
 from niceeval.report._variants import VariantTable
+from niceeval.stats import wilson
 from niceeval.web._judging import JudgeModelUse
 from niceeval.web._rounds import commands, rounds
 from niceeval.web._templates import STATIC_DIR, environment
@@ -86,6 +87,11 @@ class EvalRow:
     first_miss: str | None
     misses: list[MissLine] = field(default_factory=list)
     """With `--runs N`: each distinct miss once, naming the runs it hit (the runs below are folded)."""
+
+    @property
+    def interval(self) -> str:
+        """`95% CI 49%-94%`: the Wilson interval of the pass rate over the runs (empty without runs)."""
+        return interval_text(wilson(self.passing, self.counted)) if self.counted else ""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -211,6 +217,7 @@ class HtmlReporter:
             "counts": counts,
             # over runs, as the console and the JSON report say it (the eval counts are the cards beside it)
             "pass_rate": suite_rate(summary.tallies, strict=summary.strict).value,
+            "run_rate": suite_rate(summary.tallies, strict=summary.strict),
             "verdict": _VERDICTS.get(summary.exit_code, "failed"),
             "rows": rows,
             "runs_planned": sum(record.planned.runs for record in self._evals.values()),

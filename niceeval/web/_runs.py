@@ -57,6 +57,16 @@ class EvalLine:
     def done(self) -> int:
         return sum(self.counts.values())
 
+    @property
+    def interval(self) -> str:
+        """`95% CI 49%-94%`: the Wilson interval of the pass rate over the runs (empty without runs)."""
+        from niceeval.stats import wilson
+
+        if not self.counted:
+            return ""
+        estimate = wilson(self.passing, self.counted)
+        return f"95% CI {estimate.low:.0%}-{estimate.high:.0%}"
+
 
 def runs_page(request: Request) -> Response:
     """`/`: suite runs, latest first, paginated; a pass-rate trend over the latest complete runs."""

@@ -119,3 +119,13 @@ def test_step_summary_shows_the_pass_rate_of_runs_with_its_interval() -> None:
     step = StepSummary(summary=summary, run_id=None, failed_rows=[], failed_total=0, scored_rows=[], scored_total=0)
     text = render(step)
     assert "Pass rate of runs: 90% (95% CI 0%-100%; standard error 10% over 2 cases)" in text
+
+
+def test_html_report_shows_each_evals_interval_and_the_rate_over_cases(tmp_path: Path) -> None:
+    from niceeval.report.html import HtmlReporter
+
+    path = tmp_path / "r.html"
+    drive(HtmlReporter(path), eight_of_ten("a::x") + [run("a::y", "passed", i) for i in range(10)], 10)
+    page = path.read_text()
+    assert "8/10 runs passed (80%), 95% CI 49%-94%" in page
+    assert "Pass rate of runs over cases: 90% (95% CI 0%-100%; standard error 10% over 2 cases)" in page

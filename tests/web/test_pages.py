@@ -117,7 +117,7 @@ def test_a_run_shows_the_pass_rate_over_repeated_runs(store: Store, browser: Tes
     run = record(store, [result("evals/a.py::flaky", run_index=0), result("evals/a.py::flaky", "failed", run_index=1),
                          result("evals/a.py::flaky", run_index=2)])  # fmt: skip
     (line,) = rows(browser.get(f"/runs/{run}").text, "evals")
-    assert "2/3 (67%)" in line and line.startswith("failed")
+    assert "2/3 (67%) 95% CI 21%-94%" in line and line.startswith("failed")
 
 
 def test_a_run_filters_by_outcome_tag_and_text(store: Store, browser: TestClient) -> None:
