@@ -1,0 +1,70 @@
+"""Adaptive repeats (`--runs 3..10`) against a fixed `--runs 10`: calls made and decisions that agree.
+
+Run by hand: `python bench/adaptive.py [--evals 200] [--gate 0.8] [--repeat 50]`. An in-process simulation of
+the decision rule (`niceeval.stats.AdaptiveRuns.wants_more`), not of the runner: each eval is a coin with its
+own pass probability, drawn from a mix of flake rates (most evals always pass, some flake a little, a few a
+lot, some always fail). An eval's decision is the runner's rule: its observed pass rate meets the gate
+(`--min-pass-rate`). Printed: eval runs made by each, how often the adaptive decision equals the fixed one, and
+how often each equals the truth (the eval's pass probability meets the gate).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+
+from niceeval.stats import AdaptiveRuns
+
+MIX = [(0.55, 1.0), (0.15, 0.97), (0.1, 0.9), (0.08, 0.75), (0.07, 0.5), (0.05, 0.0)]
+"""(share of evals, pass probability)."""
+
+
+def _evals(count: int, rng: random.Random) -> list[float]:
+    rates = [p for share, p in MIX for _ in range(round(share * count))]
+    rng.shuffle(rates)
+    return rates[:count]
+
+
+def _fixed(p: float, runs: int, rng: random.Random) -> tuple[int, int]:
+    return sum(rng.random() < p for _ in range(runs)), runs
+
+
+def _adaptive(p: float, policy: AdaptiveRuns, gate: float, rng: random.Random) -> tuple[int, int]:
+    passes = runs = 0
+    while policy.wants_more(passes, runs, gate=gate):
+        passes += rng.random() < p
+        runs += 1
+    return passes, runs
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--evals", type=int, default=200)
+    parser.add_argument("--gate", type=float, default=0.8)
+    parser.add_argument("--repeat", type=int, default=50)
+    args = parser.parse_args()
+    policy = AdaptiveRuns(least=3, most=10)
+    totals = {"fixed calls": 0, "adaptive calls": 0, "agree": 0, "fixed right": 0, "adaptive right": 0}
+    for seed in range(args.repeat):
+        rng = random.Random(seed)
+        for p in _evals(args.evals, rng):
+            fk, fn = _fixed(p, 10, rng)
+            ak, an = _adaptive(p, policy, args.gate, rng)
+            fixed, adaptive, truth = fk / fn >= args.gate, ak / an >= args.gate, p >= args.gate
+            totals["fixed calls"] += fn
+            totals["adaptive calls"] += an
+            totals["agree"] += fixed == adaptive
+            totals["fixed right"] += fixed == truth
+            totals["adaptive right"] += adaptive == truth
+    decisions = args.evals * args.repeat
+    saved = 1 - totals["adaptive calls"] / totals["fixed calls"]
+    print(f"{args.evals} evals x {args.repeat} seeds, gate {args.gate:g}, --runs 10 vs --runs {policy}")
+    print(f"eval runs per suite: fixed {totals['fixed calls'] / args.repeat:.0f}, "
+          f"adaptive {totals['adaptive calls'] / args.repeat:.0f} ({saved:.0%} saved)")
+    print(f"decisions that agree: {totals['agree'] / decisions:.1%}")
+    print(f"decisions equal to the truth: fixed {totals['fixed right'] / decisions:.1%}, "
+          f"adaptive {totals['adaptive right'] / decisions:.1%}")
+
+
+if __name__ == "__main__":
+    main()
