@@ -149,7 +149,8 @@ def _runs(args: argparse.Namespace) -> int:
     from niceeval.cli._views import runs_table
 
     with open_existing_store(args) as store:
-        for line in runs_table(store.runs(limit=args.limit)):
+        found = store.runs(limit=args.limit)
+        for line in runs_table(found, store.pass_rates(found)):
             print(line)
     return 0
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from rich.console import Console
@@ -50,15 +50,17 @@ def missing_runs(info: SuiteRunInfo) -> str:
     return f" · {missing} of {info.runs_planned} eval runs missing (`niceeval run --resume {info.id}` runs them)"
 
 
-def runs_table(runs: Iterable[SuiteRunInfo]) -> list[str]:
-    """One line per suite run: id, when, commit, passed/scored/failed/skipped, pass rate, cost, duration."""
+def runs_table(runs: Sequence[SuiteRunInfo], rates: Mapping[str, float | None] | None = None) -> list[str]:
+    """One line per suite run: id, when, commit, evals passed/scored/failed/skipped, pass rate (over runs, from
+    `rates`: `Store.pass_rates`), cost, duration."""
     lines = [
         f"{'RUN':<12}  {'STARTED':<16}  {'COMMIT':<9}  {'PASS/SCORED/FAIL/SKIP':<22}  {'RATE':>5}  "
         f"{'COST':>9}  {'TIME':>8}  STATUS"
     ]
     for info in runs:
         counts = f"{info.passed}/{info.scored}/{info.failed}/{info.skipped}"
-        rate = "-" if info.pass_rate is None else f"{info.pass_rate:.0%}"
+        run_rate = (rates or {}).get(info.id, info.pass_rate)
+        rate = "-" if run_rate is None else f"{run_rate:.0%}"
         took = "-" if info.duration_s is None else f"{info.duration_s:.1f}s"
         status = info.status + (f" ({info.runs_done}/{info.runs_planned} runs)" if info.status != "finished" else "")
         if info.shards_pending:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, RowMapping, select
+from sqlalchemy import Connection, RowMapping, func, select
 
 from niceeval._core.outcome import Outcome
 from niceeval._core.results import RunResult
@@ -129,6 +129,25 @@ def _summary(row: RowMapping) -> EvalRunInfo:
         case_id=row["case_id"],
         variant=row["variant"],
     )
+
+
+def pass_rates(conn: Connection, runs: Sequence[SuiteRunInfo]) -> dict[str, float | None]:
+    """Each suite run's pass rate over its counted eval runs (`scored` too unless strict)."""
+    query = (
+        select(eval_runs.c.suite_run_id, eval_runs.c.outcome, func.count())
+        .where(eval_runs.c.suite_run_id.in_(list({run.id for run in runs})))
+        .group_by(eval_runs.c.suite_run_id, eval_runs.c.outcome)
+    )
+    counts: dict[str, dict[str, int]] = {}
+    for suite_run_id, outcome, count in conn.execute(query):
+        counts.setdefault(suite_run_id, {})[outcome] = int(count)
+    rates: dict[str, float | None] = {}
+    for run in runs:
+        seen = counts.get(run.id, {})
+        counted = seen.get("passed", 0) + seen.get("scored", 0) + seen.get("failed", 0)
+        passing = seen.get("passed", 0) + (0 if run.strict else seen.get("scored", 0))
+        rates[run.id] = passing / counted if counted else None
+    return rates
 
 
 def history(conn: Connection, eval_id: str, *, limit: int = 50) -> list[EvalRunInfo]:

@@ -126,6 +126,12 @@ class Store:
         with self._reading() as conn:
             return _shards.list_shards(conn, _read.resolve(conn, ref))
 
+    def pass_rates(self, runs: Sequence[SuiteRunInfo]) -> dict[str, float | None]:
+        """Each suite run's pass rate over its counted eval runs (`scored` too unless strict), by id: the rate
+        the console and the JSON report give (`SuiteRunInfo.pass_rate` is the share of evals)."""
+        with self._reading() as conn:
+            return _read.pass_rates(conn, runs)
+
     def history(self, eval_id: str, *, limit: int = 50) -> list[EvalRunInfo]:
         """The eval's runs across suite runs, latest first."""
         with self._reading() as conn:

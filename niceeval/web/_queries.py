@@ -124,24 +124,8 @@ def run_judging(store: Store, suite_run_id: str) -> RunJudging:
 
 
 def runs_pass_rates(store: Store, runs: Sequence[SuiteRunInfo]) -> dict[str, float | None]:
-    """Each suite run's pass rate over its counted eval runs (`scored` too unless strict), as the console says it."""
-    ids = list({run.id for run in runs})
-    query = (
-        select(eval_runs.c.suite_run_id, eval_runs.c.outcome, func.count())
-        .where(eval_runs.c.suite_run_id.in_(ids))
-        .group_by(eval_runs.c.suite_run_id, eval_runs.c.outcome)
-    )
-    counts: dict[str, dict[str, int]] = {}
-    with store.engine.connect() as conn:
-        for suite_run_id, outcome, count in conn.execute(query):
-            counts.setdefault(suite_run_id, {})[outcome] = int(count)
-    rates: dict[str, float | None] = {}
-    for run in runs:
-        seen = counts.get(run.id, {})
-        counted = seen.get("passed", 0) + seen.get("scored", 0) + seen.get("failed", 0)
-        passing = seen.get("passed", 0) + (0 if run.strict else seen.get("scored", 0))
-        rates[run.id] = passing / counted if counted else None
-    return rates
+    """Each suite run's pass rate over its counted eval runs (`Store.pass_rates`)."""
+    return store.pass_rates(runs)
 
 
 def first_misses(store: Store, suite_run_id: str) -> dict[tuple[str, int], AssertionResult]:

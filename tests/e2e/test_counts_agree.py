@@ -197,3 +197,6 @@ def test_the_pass_rate_is_over_runs_in_every_view(project: Project) -> None:
     run_id = re.search(r"stored as run (\w+)", result.stdout)
     assert run_id is not None
     assert re.findall(card, _viewer_page(project.root, f"/runs/{run_id.group(1)}")) == ["83%"]
+    (listed,) = [line for line in project.cli("runs").stdout.splitlines() if line.startswith(run_id.group(1))]
+    assert "1/0/1/0" in listed and " 83% " in listed  # the evals' verdicts, and the pass rate over runs
+    assert "83%" in _viewer_page(project.root, "/").split(f'href="/runs/{run_id.group(1)}"', 1)[1][:2000]
