@@ -226,10 +226,10 @@ from niceeval import define_eval
 
 @define_eval
 async def bad(t):
-    await t.send(["not", "text"])
+    await t.send(42)
 """,
         marker="t.send(",
-        hint="t.send() takes the message as a string, got list",
+        hint="takes the message as a string or a list of chat messages, got 42",
     ),
 }
 

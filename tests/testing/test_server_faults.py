@@ -157,14 +157,14 @@ def test_truncated_body_is_a_connection_error() -> None:
 
 
 def test_global_and_per_reply_latency() -> None:
-    with LLMServer(["fast", Reply(text="slow", latency=0.2)], latency=0.1) as server:
+    with LLMServer(["fast", Reply(text="slow", latency=1.0)], latency=0.1) as server:
         start = time.monotonic()
         assert ask_openai(server) == "fast"
         first = time.monotonic() - start
         assert ask_openai(server) == "slow"
         second = time.monotonic() - start - first
-    assert 0.1 <= first < 0.3
-    assert second >= 0.3
+    assert 0.1 <= first < 1.0  # the global latency only (the margin holds on a loaded machine)
+    assert second >= 1.1  # the reply's own latency on top of the global one
 
 
 def test_latency_can_change_while_running(llm_server: LLMServer) -> None:
