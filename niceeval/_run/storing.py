@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from niceeval._core.summary import PlannedEval
     from niceeval._run.discovery import EvalEntry
     from niceeval._run.shard import Shard
-    from niceeval.store import Store, StoreSink, SuiteRunStart
+    from niceeval.store import Store, StoreSink, SuiteRunInfo, SuiteRunStart
+    from niceeval.store._lease import Lease
 
 ENV_VAR = "NICEEVAL_STORE"
 
@@ -115,11 +116,11 @@ def suite_start(
     )
 
 
-def store_sink(store: Store, start: SuiteRunStart, *, resume: bool = False) -> StoreSink:
-    """The sink that records the suite run `start.id` in `store`."""
+def store_sink(store: Store, start: SuiteRunStart, *, resume: bool = False, lease: Lease | None = None) -> StoreSink:
+    """The sink that records the suite run `start.id` in `store` (holding `lease`, when taken already)."""
     from niceeval.store import StoreSink
 
-    return StoreSink(store, start, resume=resume)
+    return StoreSink(store, start, resume=resume, lease=lease)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -210,6 +211,23 @@ def plan_resume(
                 f"`niceeval run --rerun-failed {info.id}` reruns its failed evals."
             )
     run_id = info.id
+    lease = store.lease(run_id)  # a second `--resume` of the same run refuses here, before anything runs
+    try:
+        return _resume_plan(store, start, entries, runs, info, lease)
+    except BaseException:
+        lease.release()
+        raise
+
+
+def _resume_plan(
+    store: Store, start: SuiteRunStart, entries: list[EvalEntry], runs: int | None, info: SuiteRunInfo, lease: Lease
+) -> StoredPlan:
+    from niceeval.store import StoreError
+
+    run_id = info.id
+    info = store.run(run_id).run  # again, now that no one else writes it: a resume that just ended may have finished it
+    if info.status == "finished":
+        raise StoreError(f"suite run {run_id} already finished: nothing to resume.")
     if info.shard_count is not None:
         shard = f" --shard I/{info.shard_count}" if info.shard_count > 1 else ""
         raise StoreError(
@@ -225,7 +243,7 @@ def plan_resume(
     return StoredPlan(
         entries=[by_id[p.id] for p in planned if p.id in by_id],
         runs=max([runs or 0, *(p.runs for p in planned)]),
-        sink=store_sink(store, start.model_copy(update={"id": run_id}), resume=True),
+        sink=store_sink(store, start.model_copy(update={"id": run_id}), resume=True, lease=lease),
         done=frozenset(store.outcomes(run_id)),
         prior=store.results(run_id),
         notes=notes if gone else (),

@@ -18,6 +18,7 @@ from typing import TextIO
 
 from niceeval._core.results import RunResult
 from niceeval._core.summary import PlannedEval, Problem, SuiteSummary
+from niceeval.store._lease import Lease
 from niceeval.store._models import SuiteRunStart, SuiteStatus
 from niceeval.store._store import Store
 
@@ -47,6 +48,8 @@ class StoreSink:
         shard: Write as this shard of suite run `start.id`, which `Store.join_shard` made or joined already;
             finishing closes the shard (and the suite run, when it is the last shard to finish).
         warnings: Where the end-of-run warning goes when some runs could not be stored.
+        lease: The suite run's lease, already taken (`--resume` takes it before planning); without one, a new
+            suite run takes its own when it starts. Released when the suite run is closed.
     """
 
     def __init__(
@@ -57,8 +60,10 @@ class StoreSink:
         resume: bool = False,
         shard: int | None = None,
         warnings: TextIO | None = None,
+        lease: Lease | None = None,
     ) -> None:
         self.store = store
+        self._lease = lease
         self.start_info = start
         self.resume = resume
         self.shard = shard
@@ -86,6 +91,8 @@ class StoreSink:
                 self.store.extend(self.run_id, plan)
             elif self.shard is None:  # a shard's suite run and plan were recorded when it joined
                 self.store.begin(self.start_info, plan)
+            if self._lease is None and self.shard is None:
+                self._lease = self.store.lease(self.run_id)  # a resume of this run while it runs is refused
             self._open = True
         except Exception as exc:  # the suite runs anyway; the warning at the end counts what was lost
             self._failed(exc)
@@ -148,6 +155,13 @@ class StoreSink:
                 self._write([result])
 
     def _close(self, summary: SuiteSummary) -> None:
+        try:
+            self._record_end(summary)
+        finally:
+            if self._lease is not None:
+                self._lease.release()
+
+    def _record_end(self, summary: SuiteSummary) -> None:
         if not self._open:
             return
         status: SuiteStatus = "interrupted" if summary.interrupted else "incomplete" if self.unstored else "finished"

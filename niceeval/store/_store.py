@@ -14,6 +14,7 @@ from niceeval._core.results import RunResult
 from niceeval._core.summary import PlannedEval
 from niceeval.store import _compare, _read, _shards, _write
 from niceeval.store._compare import DiffOptions
+from niceeval.store._lease import Lease, LeaseHeld, take_lease
 from niceeval.store._models import (
     EvalRunInfo,
     RunDiff,
@@ -25,7 +26,7 @@ from niceeval.store._models import (
     SuiteStatus,
     TurnRecord,
 )
-from niceeval.store._open import create_store_engine, resolve_url
+from niceeval.store._open import StoreError, create_store_engine, resolve_url
 
 
 class Store:
@@ -147,6 +148,20 @@ class Store:
             return _compare.diff(conn, _read.resolve(conn, base), _read.resolve(conn, head), options)
 
     # writing (the runner's sink uses these; each call is one committed transaction)
+
+    def lease(self, suite_run_id: str) -> Lease:
+        """The right to write suite run `suite_run_id`, held until released or this process ends.
+
+        Raises:
+            StoreError: another process is writing it (running or resuming it) right now.
+        """
+        try:
+            return take_lease(self.engine, suite_run_id)
+        except LeaseHeld:
+            raise StoreError(
+                f"suite run {suite_run_id} is being written by another niceeval process right now (running or "
+                f"resuming it): let it finish, then `niceeval runs` shows whether anything is still missing."
+            ) from None
 
     def begin(self, start: SuiteRunStart, plan: Sequence[PlannedEval]) -> None:
         """Record a new suite run, status `running`, with the evals it plans."""

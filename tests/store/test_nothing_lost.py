@@ -4,6 +4,8 @@ runs the store could not take is `incomplete`, resumable, and reported as such."
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +16,7 @@ from niceeval._core.events import MessageEvent
 from niceeval._core.results import RunResult
 from niceeval._run.storing import plan_resume
 from niceeval.cli._views import report_run, runs_table
-from niceeval.store import Store, StoreSink, SuiteRunStart
+from niceeval.store import Store, StoreError, StoreSink, SuiteRunStart
 
 from .test_sink import summary_of
 from .test_store import planned, result
@@ -89,3 +91,38 @@ def test_the_store_password_in_the_command_line_is_never_stored(store: Store, tm
     assert start.command[3] == "postgresql://ci:[redacted]@db.internal/evals"
     store.begin(start, planned("a"))
     assert "s3cret-store-pass" not in str(store.run(start.id).run.command)
+
+
+HOLDER = """
+import sys
+from niceeval.store import Store
+
+with Store.open(sys.argv[1]) as store:
+    lease = store.lease(sys.argv[2])
+    print("held", flush=True)
+    sys.stdin.read()  # until the test closes it
+"""
+
+
+def test_a_second_resume_of_a_run_being_written_refuses_and_goes_once_the_writer_is_gone(
+    store: Store, store_url: str
+) -> None:
+    incomplete_suite(store)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, store_url, "s1"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        with pytest.raises(StoreError, match="suite run s1 is being written by another niceeval process right now"):
+            plan_resume(store, SuiteRunStart(id="new"), [], None, "s1")
+    finally:
+        holder.communicate(timeout=30)  # a killed writer frees the lease the same way
+    plan = plan_resume(store, SuiteRunStart(id="new"), [], None, "s1")
+    other = subprocess.run(  # now this process is the writer: another is refused
+        [sys.executable, "-c", HOLDER, store_url, "s1"], capture_output=True, text=True, timeout=30
+    )
+    assert other.returncode == 1 and "being written by another niceeval process" in other.stderr
+    plan.sink.start(planned("a", "b", "c"), [])
+    plan.sink.run_finished(result("c"))
+    plan.sink.finish(summary_of(["a", "b", "c"]))
+    assert (store.run("s1").run.status, store.run("s1").run.runs_done) == ("finished", 3)
