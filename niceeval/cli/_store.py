@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from niceeval._eval.config import Config
     from niceeval._run.discovery import EvalEntry
     from niceeval._run.storing import StoredPlan
-    from niceeval.store import DiffOptions, StoreSink
+    from niceeval.store import DiffOptions, Store, StoreSink, SuiteRunInfo
 
 
 def add_store_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -67,6 +67,15 @@ def add_store_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
     add_store_flag(report)
     add_github_flags(report)
     report.set_defaults(handler=_report)
+
+    store = commands.add_parser("store", help="look after the results store itself")
+    store_commands = store.add_subparsers(dest="store_command", metavar="COMMAND", required=True)
+    check = store_commands.add_parser(
+        "check", help="read every page of the results store: say whether it is sound and which suite runs can be read"
+    )
+    add_config_flag(check)
+    add_store_flag(check)
+    check.set_defaults(handler=_check)
 
     gc = commands.add_parser("gc", help="delete all but the latest suite runs from the results store")
     gc.add_argument("--keep", type=int, required=True, metavar="N", help="how many of the latest suite runs to keep")
@@ -224,6 +233,45 @@ def _report(args: argparse.Namespace) -> int:
         )
     sys.stdout.flush()
     return code
+
+
+def _check(args: argparse.Namespace) -> int:
+    from niceeval.store import StoreError
+
+    try:
+        store = open_existing_store(args)
+    except StoreError as exc:  # refused on opening: empty, not SQLite, cut short
+        print(f"damaged: {exc}")
+        return 1
+    readable, unreadable = 0, []
+    try:
+        with store:
+            problems = store.check()
+            for info in _all_runs(store):
+                try:
+                    store.run(info.id)
+                    readable += 1
+                except Exception:
+                    unreadable.append(info.id)
+    except StoreError as exc:  # so damaged that not even the list of suite runs can be read
+        print(f"damaged: {exc}")
+        return 1
+    for problem in problems:
+        print(f"  {problem}")
+    print(f"{readable} suite runs readable" + (f"; unreadable: {', '.join(unreadable)}" if unreadable else ""))
+    if problems or unreadable:
+        print(f"damaged: {store.url}: copy what you need with `niceeval export RUN`, then move the file away.")
+        return 1
+    print(f"ok: {store.url} is sound")
+    return 0
+
+
+def _all_runs(store: Store) -> list[SuiteRunInfo]:
+    found, offset = [], 0
+    while batch := store.runs(limit=500, offset=offset):
+        found += batch
+        offset += len(batch)
+    return found
 
 
 def _gc(args: argparse.Namespace) -> int:

@@ -10,9 +10,11 @@ a lock for this process's threads, and every query off the event loop in a worke
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import sqlite3
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -65,6 +67,10 @@ def cache_key(model: str, messages: list[dict[str, str]], schema: dict[str, Any]
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
+class JudgeCacheDamaged(sqlite3.DatabaseError):
+    """The judge cache file is not a readable SQLite database: the message names it and says what to do."""
+
+
 class JudgeCache:
     """A judge cache file. Open it once per suite and close it at the end (or use it as a context manager).
 
@@ -77,6 +83,7 @@ class JudgeCache:
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
         self._wrote = False
+        self._said_damaged = False
 
     def _connect(self) -> sqlite3.Connection:
         if self._db is None:
@@ -84,11 +91,27 @@ class JudgeCache:
             db = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT, isolation_level=None, check_same_thread=False)
             try:
                 _setup(db)
+            except sqlite3.DatabaseError as exc:
+                db.close()
+                if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+                    raise
+                raise self._damaged(exc) from exc
             except BaseException:
                 db.close()
                 raise
             self._db = db
         return self._db
+
+    def _damaged(self, exc: sqlite3.DatabaseError) -> JudgeCacheDamaged:
+        damaged = JudgeCacheDamaged(
+            f"the judge cache {self.path} is damaged ({exc}): delete it (rm {self.path}) or move it away; until "
+            "then every verdict is asked of the judge again and none is stored"
+        )
+        if not self._said_damaged:  # once per cache, on stderr: each judge call's reason says it too
+            self._said_damaged = True
+            with contextlib.suppress(OSError, ValueError):
+                print(f"niceeval: warning: {damaged}", file=sys.stderr)
+        return damaged
 
     def _locked(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         with self._lock:

@@ -59,8 +59,13 @@ def _scrub(text: str, url: URL) -> str:
 
 
 def _sqlite_engine(url: URL) -> Engine:
+    from niceeval.store._damage import check_sqlite_file
+
     database = url.database or ""
     if database and database != ":memory:":
+        problem = check_sqlite_file(Path(database))
+        if problem is not None:
+            raise StoreError(problem)
         Path(database).parent.mkdir(parents=True, exist_ok=True)
     engine = create_engine(url, connect_args={"timeout": 60.0})
 
@@ -120,13 +125,13 @@ def _connect_args(url: URL) -> dict[str, Any]:
 
 def _explain(exc: SQLAlchemyError, url: URL) -> str:
     shown = url.render_as_string(hide_password=True)
+    from niceeval.store._damage import damage_message
+
     original = exc.orig if isinstance(exc, DBAPIError) else exc
     detail = _scrub(str(original).strip().splitlines()[0] if str(original).strip() else type(original).__name__, url)
-    if isinstance(original, sqlite3.DatabaseError) and "not a database" in detail:
-        return (
-            f"the results store {url.database} is not a SQLite database (corrupted or another file): move it "
-            "away and niceeval starts a new one there, or pass --store PATH or --no-store."
-        )
+    damaged = damage_message(exc, create_engine(url)) if isinstance(original, sqlite3.DatabaseError) else None
+    if damaged is not None:
+        return damaged
     return f"cannot open the results store {shown}: {detail}. Check the URL, or pass --no-store to run without it."
 
 

@@ -18,6 +18,7 @@ from typing import TextIO
 
 from niceeval._core.results import RunResult
 from niceeval._core.summary import PlannedEval, Problem, SuiteSummary
+from niceeval.store._damage import damage_message
 from niceeval.store._lease import Lease
 from niceeval.store._models import SuiteRunStart, SuiteStatus
 from niceeval.store._store import Store
@@ -118,7 +119,9 @@ class StoreSink:
     def _failed(self, exc: BaseException, result: RunResult | None = None) -> None:
         if self.error is None:
             text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-            self.error = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+            self.error = damage_message(exc, self.store.engine) or (
+                f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+            )
             if result is not None:
                 self.error += f"; first unstored: {result.eval_id} run {result.run_index + 1}"
 

@@ -14,6 +14,7 @@ from niceeval._core.results import RunResult
 from niceeval._core.summary import PlannedEval
 from niceeval.store import _compare, _read, _shards, _write
 from niceeval.store._compare import DiffOptions
+from niceeval.store._damage import damage_message, integrity_problems
 from niceeval.store._lease import Lease, LeaseHeld, take_lease
 from niceeval.store._models import (
     EvalRunInfo,
@@ -65,8 +66,17 @@ class Store:
     def __enter__(self) -> Store:
         return self
 
-    def __exit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, trace: TracebackType | None
+    ) -> None:
         self.close()
+        damaged = damage_message(exc, self.engine) if exc is not None else None
+        if damaged is not None:  # a garbled page met while reading: said as such, not as a traceback
+            raise StoreError(damaged) from None
+
+    def check(self) -> list[str]:
+        """Read every page of the store (`PRAGMA integrity_check` on SQLite): the problems found, [] if none."""
+        return integrity_problems(self.engine)
 
     @contextmanager
     def _reading(self) -> Iterator[Connection]:

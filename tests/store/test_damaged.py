@@ -1,0 +1,94 @@
+"""Damaged stores (issue 17): each kind of damage is named, with the file and what to do; nothing silently lost,
+nothing silently new, no traceback."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from niceeval.cli._main import main
+from niceeval.judge import JudgeCache
+from niceeval.judge._cache import JudgeCacheDamaged
+from niceeval.store import Store, StoreError, StoreSink, SuiteRunStart
+
+from .test_sink import summary_of
+from .test_store import planned, result
+
+MOVE_AWAY = "move it away"
+
+
+def _store_with_runs(path: Path) -> None:
+    with Store.open(f"sqlite:///{path}") as store:
+        for n in range(3):
+            sink = StoreSink(store, SuiteRunStart(id=f"s{n}"))
+            sink.start(planned(*(f"e{i}" for i in range(40))), [])
+            for i in range(40):
+                sink.run_finished(result(f"e{i}").model_copy(update={"skip_reason": "x" * 3000}))
+            sink.finish(summary_of([f"e{i}" for i in range(40)]))
+    with Store.open(f"sqlite:///{path}") as store, store.engine.connect() as conn:
+        conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+@pytest.fixture(scope="module")
+def sound(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("sound") / "results.db"
+    _store_with_runs(path)
+    return path
+
+
+def _copy(sound: Path, tmp_path: Path) -> Path:
+    path = tmp_path / "results.db"
+    shutil.copy(sound, path)
+    return path
+
+
+def test_an_empty_file_is_refused_not_made_a_new_store(tmp_path: Path) -> None:
+    path = tmp_path / "results.db"
+    path.touch()
+    os.utime(path, (time.time() - 60, time.time() - 60))  # not another process's store in the making
+    with pytest.raises(StoreError, match=rf"{path} is an empty file \(0 bytes\), not a results store: {MOVE_AWAY}"):
+        Store.open(str(path))
+    assert path.stat().st_size == 0
+
+
+def test_a_truncated_store_is_named_as_cut_short(sound: Path, tmp_path: Path) -> None:
+    path = _copy(sound, tmp_path)
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    with pytest.raises(StoreError, match=rf"{path} is cut short \(\d+ of \d+ bytes.*{MOVE_AWAY}"):
+        Store.open(str(path))
+
+
+def test_garbled_pages_met_while_reading_are_named_not_a_traceback(sound: Path, tmp_path: Path) -> None:
+    path = _copy(sound, tmp_path)
+    data = bytearray(path.read_bytes())
+    page = int.from_bytes(data[16:18], "big")
+    for n in range(10, len(data) // page - 2):
+        data[n * page + 8 : n * page + 400] = b"\xde\xad" * 196
+    path.write_bytes(bytes(data))
+    with pytest.raises(StoreError, match=rf"{path} is damaged \(.*\): {MOVE_AWAY}.*niceeval store check"):
+        with Store.open(str(path)) as store:
+            for info in store.runs():
+                list(store.results(info.id))
+
+
+def test_store_check_says_sound_or_damaged(sound: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _copy(sound, tmp_path)
+    assert main(["store", "check", "--store", str(path)]) == 0
+    assert "3 suite runs readable" in capsys.readouterr().out
+    path.write_bytes(path.read_bytes()[:5000])
+    assert main(["store", "check", "--store", str(path)]) == 1
+    assert f"damaged: the results store {path} is cut short" in capsys.readouterr().out
+
+
+def test_a_garbled_judge_cache_says_so_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "judge-cache.sqlite"
+    path.write_bytes(b"garbage, not a database " * 100)
+    cache = JudgeCache(path)
+    for _ in range(2):
+        with pytest.raises(JudgeCacheDamaged, match=rf"the judge cache {path} is damaged .*delete it"):
+            cache.get_sync("key")
+    assert capsys.readouterr().err.count("niceeval: warning: the judge cache") == 1
