@@ -150,8 +150,9 @@ class StoreSink:
         try:
             self.store.add(self.run_id, batch)
         except Exception as exc:
-            if len(batch) == 1 or _store_wide(exc):
-                self._failed(exc, batch[0] if len(batch) == 1 else None)
+            store_wide = _store_wide(exc)
+            if len(batch) == 1 or store_wide:
+                self._failed(exc, None if store_wide else batch[0])  # a run's own failure names the run
                 self.unstored += len(batch)
                 return
             for result in batch:  # one run's bad data never takes the runs written with it
