@@ -7,6 +7,7 @@ import contextlib
 import sys
 from collections.abc import Sequence
 from types import FrameType
+from typing import Any
 
 from niceeval.cli._calibrate import add_calibrate_command
 from niceeval.cli._cases import add_case_commands
@@ -60,6 +61,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("niceeval: terminated" if terminated else "niceeval: interrupted", file=sys.stderr)
         return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
+    finally:
+        terminated.restore()  # `main()` called in-process (tests, scripts) leaves the caller's handler in place
     _quiet_if_stdout_closed()
     _leave_stray_threads(code)
     return code
@@ -70,9 +73,17 @@ class _Terminated:
 
     def __init__(self) -> None:
         self.arrived = False
+        self.previous: Any = None
+        """The SIGTERM handler before ours (None: ours was not installed)."""
 
     def __bool__(self) -> bool:
         return self.arrived
+
+    def restore(self) -> None:
+        if self.previous is not None:
+            import signal
+
+            signal.signal(signal.SIGTERM, self.previous)
 
 
 def _terminate_as_interrupt() -> _Terminated:
@@ -93,7 +104,7 @@ def _terminate_as_interrupt() -> _Terminated:
             return
         raise KeyboardInterrupt  # SIGINT ignored or left to the system: stop here all the same
 
-    signal.signal(signal.SIGTERM, on_term)
+    terminated.previous = signal.signal(signal.SIGTERM, on_term)
     return terminated
 
 
