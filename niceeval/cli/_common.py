@@ -110,8 +110,8 @@ def open_rate(flag: str) -> Callable[[str], float]:
     return parse
 
 
-def add_gate_flags(parser: argparse.ArgumentParser) -> None:
-    """How a comparison of two runs gates: `--alpha`, `--max-drop`, and the verdict rule for both sides."""
+def add_noise_flags(parser: argparse.ArgumentParser) -> None:
+    """What a comparison of two runs calls a regression: `--alpha`, `--max-drop`."""
     parser.add_argument(
         "--alpha", type=open_rate("--alpha"), default=0.05,
         help="a drop fails only when significant at this level, after false discovery control (default 0.05)",
@@ -120,6 +120,11 @@ def add_gate_flags(parser: argparse.ArgumentParser) -> None:
         "--max-drop", type=rate("--max-drop"), metavar="RATE",
         help="also fail when the suite's pass rate drops by more than RATE, significant or not",
     )  # fmt: skip
+
+
+def add_gate_flags(parser: argparse.ArgumentParser) -> None:
+    """How a comparison of two runs gates: `--alpha`, `--max-drop`, and the verdict rule for both sides."""
+    add_noise_flags(parser)
     parser.add_argument(
         "--strict", action=argparse.BooleanOptionalAction, default=None,
         help="judge both runs with (or without) --strict (default: as the head run was)",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,28 +27,27 @@ def add_github_flags(run: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--baseline",
         metavar="RUN",
-        help="add `niceeval diff RUN <this run>` to the GitHub step summary: a stored suite run id (a unique prefix "
-        "is enough), or `latest` for the latest suite run other than this one; empty for none",
+        help="compare this run with RUN as `niceeval diff RUN <this run>` does, print it (and add it to the GitHub "
+        "step summary), and exit 1 for a regression beyond noise (--alpha) or past --max-drop: a stored suite run "
+        "id (a unique prefix is enough), or `latest` for the latest suite run other than this one; empty for none",
     )
 
 
-def github_reporters(args: argparse.Namespace, sink: StoreSink | None) -> list[GitHubReporter]:
-    """The GitHub reporter when `--github` or `GITHUB_ACTIONS=true` (and not `--no-github`), else none.
-
-    `--baseline` is resolved here, before anything runs: a wrong id exits 2 at once, and `latest` is the latest
-    suite run other than this one (`latest` as `niceeval diff` reads it would be this run, once it started).
+def resolve_baseline(args: argparse.Namespace, sink: StoreSink | None) -> str | None:
+    """`niceeval run --baseline RUN`, resolved before anything runs: a wrong id exits 2 at once, and `latest` is the
+    latest suite run other than this one (`latest` as `niceeval diff` reads it would be this run, once it started).
     """
+    return _resolve_baseline(args.baseline, sink) if args.baseline else None
+
+
+def github_reporters(
+    args: argparse.Namespace, sink: StoreSink | None, baseline: str | None, diff: Callable[[], RunDiff] | None
+) -> list[GitHubReporter]:
+    """The GitHub reporter when `--github` or `GITHUB_ACTIONS=true` (and not `--no-github`), else none; with a
+    baseline, its step summary holds `diff()` (the comparison the run's exit code follows)."""
     from niceeval.report.github import GitHubOptions, GitHubReporter
 
-    on = _github_on(args)
-    baseline = _resolve_baseline(args.baseline, sink) if args.baseline else None
-    if not on:
-        if baseline is not None:
-            print(
-                "niceeval: --baseline only adds to the GitHub step summary (GitHub output is off); "
-                f"`niceeval diff {baseline} {sink.run_id if sink else 'RUN'}` compares the runs anywhere.",
-                file=sys.stderr,
-            )
+    if not _github_on(args):
         return []
     options = GitHubOptions(
         summary_path=_summary_path(),
@@ -58,8 +57,8 @@ def github_reporters(args: argparse.Namespace, sink: StoreSink | None) -> list[G
         min_pass_at_k=args.min_pass_at_k,
         run_id=sink.run_id if sink else None,
     )
-    if baseline is not None and sink is not None:
-        options.baseline = lambda: _diff(sink, baseline)
+    if baseline is not None and diff is not None:
+        options.baseline = diff
     return [GitHubReporter(options)]
 
 
@@ -127,11 +126,3 @@ def _resolve_baseline(ref: str, sink: StoreSink | None) -> str:
     except Exception:
         sink.store.close()
         raise
-
-
-def _diff(sink: StoreSink, baseline: str) -> RunDiff:
-    from niceeval._core.errors import NiceevalError
-
-    if sink.error is not None:
-        raise NiceevalError(f"this run was not fully stored ({sink.error}), so it cannot be compared")
-    return sink.store.diff(baseline, sink.run_id)

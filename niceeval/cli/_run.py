@@ -12,11 +12,13 @@ from typing import TYPE_CHECKING
 
 from niceeval._core.wording import plural
 from niceeval.cli._common import (
+    EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
     add_concurrency_flag,
     add_config_flag,
     add_judge_flags,
+    add_noise_flags,
     add_report_flags,
     add_selection_flags,
     add_store_flag,
@@ -36,6 +38,8 @@ if TYPE_CHECKING:
     from niceeval._run.discovery import Discovery, EvalEntry
     from niceeval._run.storing import StoredPlan
     from niceeval._run.suite_gates import SuiteGates
+    from niceeval.report import Reporter
+    from niceeval.store import RunDiff, StoreSink
 
 
 def add_run_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -83,6 +87,7 @@ def add_run_commands(commands: argparse._SubParsersAction[argparse.ArgumentParse
     _add_control_flags(run)
     _add_suite_gate_flags(run)
     add_github_flags(run)
+    add_noise_flags(run)
     run.set_defaults(handler=_run)
 
     listing = commands.add_parser("list", help="list the evals found, with ids and tags")
@@ -230,9 +235,9 @@ def _run(args: argparse.Namespace) -> int:
     from niceeval._run.execute import ExecOptions
     from niceeval._run.suite import SuiteOptions, run_suite, select
     from niceeval._run.suite_gates import GateCollector, gated_exit_code
-    from niceeval.cli._github import github_reporters
+    from niceeval.cli._github import github_reporters, resolve_baseline
     from niceeval.cli._store import print_stored
-    from niceeval.report import ConsoleReporter, JsonReporter, JUnitReporter, Reporter
+    from niceeval.report import ConsoleReporter
 
     config, discovery = _load(args)
     if args.min_pass_at_k and args.min_pass_at_k[0] > (args.runs or 1):
@@ -262,24 +267,13 @@ def _run(args: argparse.Namespace) -> int:
     ]
     if sink is not None:
         reporters.insert(0, sink)  # the store first: a run is kept before any reporter can fail on it
-    if args.json:
-        reporters.append(JsonReporter(args.json, run_id=sink.run_id if sink else None))
-    if args.junit:
-        reporters.append(JUnitReporter(args.junit, strict=args.strict, min_pass_rate=args.min_pass_rate))
-    if args.html:
-        from niceeval.report.html import HtmlReporter
-
-        reporters.append(HtmlReporter(args.html, run_id=sink.run_id if sink else None))
-    if jsonl:
-        from niceeval.report.jsonl import JsonlReporter
-
-        reporters.append(JsonlReporter(jsonl))
-    endpoint = _otel_endpoint(args)
-    if endpoint:
-        from niceeval.report.otel import OtelReporter
-
-        reporters.append(OtelReporter(endpoint, run_id=sink.run_id if sink else None))
-    reporters += github_reporters(args, sink)  # last: they turn GitHub workflow commands back on at the end
+    reporters += _file_reporters(args, sink)
+    gate = _BaselineGate(sink, resolve_baseline(args, sink), args) if sink is not None else None
+    if gate is None and args.baseline:
+        resolve_baseline(args, sink)  # says that --baseline needs the store
+    baseline = gate.baseline if gate else None
+    # last: they turn GitHub workflow commands back on at the end
+    reporters += github_reporters(args, sink, baseline, gate.diff if gate and baseline else None)
     options = SuiteOptions(
         runs=stored.runs if stored else args.runs or 1,
         concurrency=args.concurrency or config.concurrency,
@@ -308,10 +302,79 @@ def _run(args: argparse.Namespace) -> int:
     )
     summary = anyio.run(run_suite, entries, discovery.errors, options, reporters)
     print("".join(f"suite gate: {verdict.describe()}\n" for verdict in collector.verdicts), end="")
+    code = gated_exit_code(summary, collector.gates, collector.verdicts)
     if sink is not None:
+        if gate is not None and gate.baseline is not None:
+            code = gate.exit_code(code)
         sink.store.close()
         print_stored(sink)
-    return gated_exit_code(summary, collector.gates, collector.verdicts)
+    return code
+
+
+def _file_reporters(args: argparse.Namespace, sink: StoreSink | None) -> list[Reporter]:
+    """The reports `run` writes as asked: JSON, JUnit, HTML, JSON lines, OpenTelemetry spans."""
+    from niceeval.report import JsonReporter, JUnitReporter
+
+    reporters: list[Reporter] = []
+    jsonl = getattr(args, "jsonl", None)
+    if args.json:
+        reporters.append(JsonReporter(args.json, run_id=sink.run_id if sink else None))
+    if args.junit:
+        reporters.append(JUnitReporter(args.junit, strict=args.strict, min_pass_rate=args.min_pass_rate))
+    if args.html:
+        from niceeval.report.html import HtmlReporter
+
+        reporters.append(HtmlReporter(args.html, run_id=sink.run_id if sink else None))
+    if jsonl:
+        from niceeval.report.jsonl import JsonlReporter
+
+        reporters.append(JsonlReporter(jsonl))
+    endpoint = _otel_endpoint(args)
+    if endpoint:
+        from niceeval.report.otel import OtelReporter
+
+        reporters.append(OtelReporter(endpoint, run_id=sink.run_id if sink else None))
+    return reporters
+
+
+class _BaselineGate:
+    """`niceeval run --baseline RUN`: this run against RUN, as `niceeval diff RUN THIS --alpha --max-drop` weighs
+    them (both judged by this run's rule); a regression beyond noise makes the run exit 1. The comparison is made
+    once, after the last run is stored, and shared with the GitHub step summary."""
+
+    def __init__(self, sink: StoreSink, baseline: str | None, args: argparse.Namespace) -> None:
+        self.sink = sink
+        self.baseline = baseline
+        self.alpha: float = args.alpha
+        self.max_drop: float | None = args.max_drop
+        self._diff: RunDiff | None = None
+
+    def diff(self) -> RunDiff:
+        from niceeval._core.errors import NiceevalError
+        from niceeval.store import DiffOptions
+
+        if self._diff is None:
+            assert self.baseline is not None
+            if self.sink.error is not None:
+                raise NiceevalError(f"this run was not fully stored ({self.sink.error}), so it cannot be compared")
+            options = DiffOptions(alpha=self.alpha, max_drop=self.max_drop)
+            self._diff = self.sink.store.diff(self.baseline, self.sink.run_id, options)
+        return self._diff
+
+    def exit_code(self, code: int) -> int:
+        """The run's exit code with the baseline comparison's verdict: 1 for a regression beyond noise, or when
+        the runs cannot be compared (the gate cannot say the run is no worse)."""
+        from niceeval._core.errors import NiceevalError
+        from niceeval.cli._views import diff_lines
+
+        try:
+            diff = self.diff()
+        except NiceevalError as exc:
+            print(f"niceeval: --baseline {self.baseline}: {exc}", file=sys.stderr)
+            return max(code, EXIT_FAILED)
+        for line in diff_lines(diff):
+            print(line)
+        return max(code, EXIT_FAILED) if diff.regressed else code
 
 
 def _plan_runs(

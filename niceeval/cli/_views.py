@@ -9,7 +9,7 @@ from rich.console import Console
 
 from niceeval._core.results import RunResult
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
-from niceeval._core.wording import usd
+from niceeval._core.wording import plural, usd
 from niceeval.report import ConsoleReporter, JsonReporter, JUnitReporter, Reporter, ReporterSet
 from niceeval.report._text import clean
 from niceeval.store import RunDiff, RunNotFound, Store, SuiteRunDetail, SuiteRunInfo
@@ -235,7 +235,7 @@ def diff_lines(diff: RunDiff) -> list[str]:
         )
     if diff.suite is not None:
         rates = f"{_rate(diff.suite.base_rate)} -> {_rate(diff.suite.head_rate)}"
-        lines.append(f"suite pass rate over {diff.suite.cases} shared evals: {rates}, {diff.suite.evidence}")
+        lines.append(f"suite pass rate over {plural(diff.suite.cases, 'shared eval')}: {rates}, {diff.suite.evidence}")
     if diff.reasons:
         lines.append(f"REGRESSED: {'; '.join(clean(r, 300) for r in diff.reasons)}")
     else:

@@ -151,7 +151,7 @@ def _diff(diff: RunDiff | str) -> list[str]:
         f"{len(diff.new)} new, {len(diff.gone)} gone (as by `niceeval diff`)"
     )
     if diff.suite is not None:
-        lines += ["", f"Suite over {diff.suite.cases} shared evals: {md(diff.suite.evidence, 300)}"]
+        lines += ["", f"Suite over {plural(diff.suite.cases, 'shared eval')}: {md(diff.suite.evidence, 300)}"]
     if diff.differences:
         shown = "; ".join(f"{md(d.what, 40)}: {md(d.base, 80)} → {md(d.head, 80)}" for d in diff.differences)
         lines += ["", f"Also differed: {shown}"]
