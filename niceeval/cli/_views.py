@@ -264,4 +264,5 @@ def _print_record(result: RunResult, console: Console) -> None:
             out.write(f"      {clean(a.reason, 600)}\n")
     for event in result.events:
         payload = event.model_dump(mode="json", exclude={"seq", "at", "type"}, exclude_none=True, fallback=repr)
-        out.write(f"  #{event.seq} {event.type}: {clean(str(payload), 300)}\n")
+        readable = {k: round(v, 3) if isinstance(v, float) else v for k, v in payload.items()}  # seconds, in ms
+        out.write(f"  #{event.seq} {event.type}: {clean(str(readable), 300)}\n")
