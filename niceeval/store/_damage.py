@@ -23,7 +23,8 @@ _DAMAGE = ("malformed", "not a database", "file is encrypted", "disk i/o error",
 
 def _move_away(path: str | Path) -> str:
     return (
-        f"move it away (mv {path} {path}.damaged: the next run starts a new store there), pass --store PATH, or run with --no-store; "
+        f"move it away (mv {path} {path}.damaged: the next run starts a new store there), pass --store PATH, "
+        "or run with --no-store; "
         f"`niceeval store check --store {path}` says what can still be read from it"
     )
 

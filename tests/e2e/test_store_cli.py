@@ -116,7 +116,8 @@ def test_show_of_one_eval_prints_its_assertions_and_events(evals: Project, store
     shown = evals.cli("show", "latest", "evals/talk.py::says_goodbye", "--store", store_url)
     assert "greets" not in shown.stdout
     assert "failed       includes('goodbye') [gate] score 0.00 / 1.00" in shown.stdout
-    assert re.search(r"#1 message: \{'role': 'assistant', 'text': 'echo: hello', 'latency': \d+\.\d{1,3}\}", shown.stdout)
+    event = r"#1 message: \{'role': 'assistant', 'text': 'echo: hello', 'latency': \d+\.\d{1,3}\}"
+    assert re.search(event, shown.stdout)
 
 
 def test_show_of_an_unknown_run_exits_2_saying_how_to_list_runs(evals: Project, store_url: str) -> None:
