@@ -153,6 +153,8 @@ class SuiteSummary:
     strict: bool
     min_pass_rate: float
     interrupted: bool = False
+    terminated: bool = False
+    """Interrupted by SIGTERM rather than Ctrl-C (exit code 143, not 130)."""
     min_pass_at_k: tuple[int, float] | None = None
     """`--min-pass-at-k K:RATE`: an eval with `--runs N` fails when its pass@K is under RATE."""
     stopped: str | None = None
@@ -189,9 +191,9 @@ class SuiteSummary:
 
     @property
     def exit_code(self) -> int:
-        """0 all passed, 1 any failed, 2 a usage or configuration problem, 130 interrupted."""
+        """0 all passed, 1 any failed, 2 a usage or configuration problem, 130 interrupted (143 by SIGTERM)."""
         if self.interrupted:
-            return 130
+            return 143 if self.terminated else 130
         if self.problems:
             return 2
         ok = all(self.status_of(t) != "failed" for t in self.tallies)

@@ -10,6 +10,7 @@ import anyio
 
 from niceeval._core.redact import Redactor
 from niceeval._core.results import RunResult
+from niceeval._core.stopping import was_terminated
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
 from niceeval._core.threads import load_off_loop
 from niceeval._run.compare import CrossRuns
@@ -178,5 +179,6 @@ async def run_suite(
         summary.interrupted = False
     finally:
         summary.duration_s = time.perf_counter() - started
+        summary.terminated = summary.interrupted and was_terminated()
         sinks.finish(summary)
     return summary

@@ -92,12 +92,16 @@ def _terminate_as_interrupt() -> _Terminated:
     import signal
     import threading
 
+    from niceeval._core.stopping import clear_terminated, mark_terminated
+
     terminated = _Terminated()
+    clear_terminated()
     if threading.current_thread() is not threading.main_thread():
         return terminated
 
     def on_term(signum: int, frame: FrameType | None) -> None:
         terminated.arrived = True
+        mark_terminated()
         interrupt = signal.getsignal(signal.SIGINT)  # asyncio's while a suite runs: it cancels the suite's task
         if callable(interrupt) and interrupt is not on_term:
             interrupt(signal.SIGINT, frame)  # Python's own handler raises KeyboardInterrupt

@@ -62,7 +62,7 @@ def test_sigterm_mid_run_writes_the_partial_reports_marks_the_suite_run_and_exit
     assert proc.returncode == 143, stderr
     assert "niceeval: terminated" in stderr and "Traceback" not in stderr
     data = json.loads(report.read_text(encoding="utf-8"))
-    assert data["interrupted"] is True
+    assert (data["interrupted"], data["exit_code"]) == (True, 143)  # the report states the code the process exits with
     assert [e["id"].rsplit("::")[-1] for e in data["evals"] if e["runs"]] == ["finishes_first"]
     assert html.is_file()
     with Store.open(str(project.root / ".niceeval" / "results.db")) as store:
