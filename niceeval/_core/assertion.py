@@ -111,6 +111,9 @@ class AssertionResult(BaseModel):
     """The model calls behind a judge assertion, in order (empty for other assertions)."""
     key: str | None = None
     """A stable id given with `.key("id")`: `niceeval diff` matches assertions across runs by it (else by name)."""
+    unstable: bool = False
+    """A sampled judge (`samples=K`) whose verdict is not settled by its samples: their 95% interval straddles the
+    threshold, or their pass decisions disagree. The K verdicts are in `judge_calls`."""
 
     @property
     def missed(self) -> bool:

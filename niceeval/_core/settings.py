@@ -29,6 +29,9 @@ class JudgeSettings(BaseModel):
     """Seconds per judge call."""
     max_retries: int = Field(default=4, ge=0)
     """Retries of a judge request after a 429, a 5xx, a timeout or a connection error (0: ask once)."""
+    samples: int = Field(default=1, ge=1, le=100)
+    """How many times each judge call asks the judge on the same output (`--judge-samples K`; a call's
+    `samples=` wins): the score is the samples' mean, and a verdict they do not settle is `unstable`."""
 
 
 class Price(BaseModel):

@@ -58,6 +58,8 @@ class ExecOptions:
     """The config's judge settings (an eval's `judge=` overrides them per key)."""
     grader: str | None = None
     """`--grader MODEL`: overrides every judge model."""
+    judge_samples: int | None = None
+    """`--judge-samples K`: how many times each judge call asks (a call's `samples=` wins)."""
     no_cache: bool = False
     """`--no-cache`: judges always call their model."""
     cache_only: bool = False
@@ -129,6 +131,8 @@ def judge_settings(spec: EvalSpec, options: ExecOptions) -> JudgeSettings:
         merged = merged.model_copy(update=spec.judge.model_dump(exclude_unset=True))
     if options.grader:
         merged = merged.model_copy(update={"model": options.grader})
+    if options.judge_samples is not None:
+        merged = merged.model_copy(update={"samples": options.judge_samples})
     return merged
 
 

@@ -83,6 +83,12 @@ def add_run_commands(commands: argparse._SubParsersAction[argparse.ArgumentParse
         help="keep sandbox workspaces and print their paths: all (the default), or only those of failed runs",
     )
     add_judge_flags(run)
+    run.add_argument(
+        "--judge-samples",
+        type=positive_int("--judge-samples"),
+        metavar="K",
+        help="ask each judge K times on the same output: the mean scores, unsettled verdicts are unstable",
+    )
     _add_recording_flags(run)
     _add_control_flags(run)
     _add_suite_gate_flags(run)
@@ -290,6 +296,7 @@ def _run(args: argparse.Namespace) -> int:
             sandbox=config.sandbox,
             judge=config.judge,
             grader=args.grader,
+            judge_samples=getattr(args, "judge_samples", None),
             no_cache=args.no_cache,
             cache_only=args.cache_only,
             agent_for_run=stored.agent_for_run if stored else None,

@@ -20,7 +20,15 @@ class _Judge(Protocol):
     """What the conversation graders need of `t.judge` (a protocol: `_judge` imports this module)."""
 
     def _ask_criteria(
-        self, family: Family, criteria: str | None, on: str, model: str | None, *, name: str, where: str
+        self,
+        family: Family,
+        criteria: str | None,
+        on: str,
+        model: str | None,
+        *,
+        name: str,
+        where: str,
+        samples: int | None = None,
     ) -> JudgeHandle: ...
 
     def _transcript(self) -> str: ...
@@ -46,26 +54,34 @@ class ConversationJudges:
             raise UsageError(f"{where}() judges the conversation, and nothing was said yet: `await t.send(...)` first.")
         return text
 
-    def goal_completion(self, goal: str, *, on: object = _MINE, model: str | None = None) -> JudgeHandle:
+    def goal_completion(
+        self, goal: str, *, on: object = _MINE, model: str | None = None, samples: int | None = None
+    ) -> JudgeHandle:
         """Did the conversation reach `goal` (what the user came to do)? Completed 1.0, partly 0.5, not 0.0."""
         where = "t.judge.conversation.goal_completion"
+        criteria, text = _criteria(goal, where), self._on(on, where)
         return self._judge._ask_criteria(
-            GOAL_COMPLETION, _criteria(goal, where), self._on(on, where), model, name="goal_completion", where=where
+            GOAL_COMPLETION, criteria, text, model, name="goal_completion", where=where, samples=samples
         )
 
-    def role_adherence(self, role: str, *, on: object = _MINE, model: str | None = None) -> JudgeHandle:
+    def role_adherence(
+        self, role: str, *, on: object = _MINE, model: str | None = None, samples: int | None = None
+    ) -> JudgeHandle:
         """Did the assistant keep to `role` in every turn? In role 1.0, slipped 0.5, out of role 0.0."""
         where = "t.judge.conversation.role_adherence"
+        criteria, text = _criteria(role, where), self._on(on, where)
         return self._judge._ask_criteria(
-            ROLE_ADHERENCE, _criteria(role, where), self._on(on, where), model, name="role_adherence", where=where
+            ROLE_ADHERENCE, criteria, text, model, name="role_adherence", where=where, samples=samples
         )
 
-    def knowledge_retention(self, *, on: object = _MINE, model: str | None = None) -> JudgeHandle:
+    def knowledge_retention(
+        self, *, on: object = _MINE, model: str | None = None, samples: int | None = None
+    ) -> JudgeHandle:
         """Does the assistant remember what the user told it earlier? Retained 1.0, forgot some 0.5, forgot 0.0."""
         where = "t.judge.conversation.knowledge_retention"
         text = self._on(on, where)
         return self._judge._ask_criteria(
-            KNOWLEDGE_RETENTION, None, text, model, name="knowledge_retention", where=where
+            KNOWLEDGE_RETENTION, None, text, model, name="knowledge_retention", where=where, samples=samples
         )
 
 

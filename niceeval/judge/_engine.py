@@ -190,17 +190,27 @@ async def _store(cache: JudgeCache, key: str, call: JudgeCall, parsed: Parsed) -
 
 
 async def consult(
-    env: Env, ref: ModelRef, messages: Messages, family: Family, *, fallback: bool, judged_input: str | None = None
+    env: Env,
+    ref: ModelRef,
+    messages: Messages,
+    family: Family,
+    *,
+    fallback: bool,
+    judged_input: str | None = None,
+    sample: int = 0,
 ) -> Consultation:
     """Ask one model (or the cache) for a verdict; every failure becomes a failed consultation with a cause.
 
-    `judged_input` is the user's input shown in `messages`, kept on the call's record.
+    `judged_input` is the user's input shown in `messages`, kept on the call's record. `sample` is the index of
+    this ask among a call's `samples=K`: part of the cache key (the first sample's key is an unsampled call's),
+    so each of the K verdicts is stored, and replayed, on its own.
     """
     model = str(ref)
     # a lone surrogate in the judged text cannot be encoded (UTF-8, the cache key): it is judged as U+FFFD
     messages = [{name: without_surrogates(text) for name, text in message.items()} for message in messages]
     judged_input = without_surrogates(judged_input) if judged_input is not None else None
-    key = cache_key(model, messages, family.schema, _params(ref))
+    params = _params(ref) if sample == 0 else {**_params(ref), "sample": sample}
+    key = cache_key(model, messages, family.schema, params)
     if env.cache is not None and env.cache_mode != "write_only":
         hit = await _from_cache(env, key, model, messages, family, fallback, judged_input)
         if hit is not None:
@@ -237,12 +247,36 @@ async def decide(
     fallback: ModelRef | None,
     *,
     judged_input: str | None = None,
+    sample: int = 0,
 ) -> list[Consultation]:
     """Ask the primary model; when it gives no verdict and a different fallback is set, ask the fallback too."""
-    first = await consult(env, primary, messages, family, fallback=False, judged_input=judged_input)
+    first = await consult(env, primary, messages, family, fallback=False, judged_input=judged_input, sample=sample)
     if not first.failed or fallback is None or fallback == primary:
         return [first]
-    return [first, await consult(env, fallback, messages, family, fallback=True, judged_input=judged_input)]
+    second = await consult(env, fallback, messages, family, fallback=True, judged_input=judged_input, sample=sample)
+    return [first, second]
+
+
+async def decide_samples(
+    env: Env,
+    messages: Messages,
+    family: Family,
+    models: tuple[ModelRef, ModelRef | None],
+    *,
+    samples: int,
+    judged_input: str | None = None,
+) -> list[list[Consultation]]:
+    """`decide` asked `samples` times at once on the same messages (each with its own cache key), in order."""
+    answers: dict[int, list[Consultation]] = {}
+    primary, fallback = models
+
+    async def one(index: int) -> None:
+        answers[index] = await decide(env, messages, family, primary, fallback, judged_input=judged_input, sample=index)
+
+    async with anyio.create_task_group() as tg:
+        for index in range(samples):
+            tg.start_soon(one, index)
+    return [answers[index] for index in range(samples)]
 
 
 async def poll(

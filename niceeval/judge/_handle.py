@@ -115,4 +115,5 @@ class JudgeHandle(Chainable):
             cause=settled.cause,
             judge_calls=ruling.calls,
             key=self.key_id,
+            unstable=settled.unstable,
         )

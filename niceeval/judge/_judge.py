@@ -16,12 +16,12 @@ from niceeval._core.values import short
 from niceeval.judge._cache import CacheMode, JudgeCache
 from niceeval.judge._client import JudgeClients
 from niceeval.judge._conversation import ConversationJudges
-from niceeval.judge._engine import Env, decide, poll
+from niceeval.judge._engine import Env, decide, decide_samples, poll
 from niceeval.judge._families import CLOSED_QA, FACTUALITY, G_EVAL, RUBRIC, SIMILAR, SUMMARIZES, SUMMARY, Family
 from niceeval.judge._handle import JudgeHandle
 from niceeval.judge._prompts import as_text, build_messages
 from niceeval.judge._rag import DEFAULT, Rag
-from niceeval.judge._ruling import CrashedRuling, Ruling, SingleRuling, Voter, VoteRuling
+from niceeval.judge._ruling import CrashedRuling, Ruling, SampledRuling, SingleRuling, Voter, VoteRuling
 from niceeval.judge._templates import fill_criteria, load_template, placeholders, templated_messages
 from niceeval.providers import ModelRef, RetryPolicy, parse_model
 
@@ -217,6 +217,7 @@ class Judge:
         input: object = ASKED,
         model: str | None = None,
         rubric_prompt: str | None = None,
+        samples: int | None = None,
     ) -> JudgeHandle:
         """Grade against a rubric (scoring anchors welcome): passes when the judge says pass and, when a threshold
         is set (`.at_least(x)` or `default_threshold`), the score reaches it.
@@ -229,6 +230,8 @@ class Judge:
             model: The judge model for this call (`provider/model`).
             rubric_prompt: The whole judge prompt as a template (text, or a file beside the eval), with
                 `{output}`, `{rubric}`, `{input}` and the case's fields; the criteria may use them too.
+            samples: Ask the judge this many times on the same output (default: the settings' `samples`,
+                `--judge-samples K`): the score is the samples' mean; a verdict they do not settle is `unstable`.
         """
         where, location = "t.judge.rubric", caller_location(1)
         variables = self._session.runtime.variables()
@@ -236,10 +239,16 @@ class Judge:
         template = load_template(rubric_prompt, location) if rubric_prompt is not None else None
         name = f"rubric({named(criteria)})"
         prompt = Prompt(template, variables, location) if template is not None else None
-        return self._ask(RUBRIC, criteria, (), on, input, model, name=name, where=where, prompt=prompt)
+        return self._ask(RUBRIC, criteria, (), on, input, model, name=name, where=where, prompt=prompt, samples=samples)
 
     def g_eval(
-        self, criteria: str, *, on: object = REPLY, input: object = ASKED, model: str | None = None
+        self,
+        criteria: str,
+        *,
+        on: object = REPLY,
+        input: object = ASKED,
+        model: str | None = None,
+        samples: int | None = None,
     ) -> JudgeHandle:
         """Chain-of-thought grading: the judge writes evaluation steps, applies them, then scores 1-5 (to [0, 1]).
 
@@ -248,10 +257,13 @@ class Judge:
             on: The value judged; the agent's reply by default.
             input: What the user asked (context for the judge); the message last sent by default, `None` for none.
             model: The judge model for this call.
+            samples: Ask the judge this many times on the same output (default: the settings' `samples`,
+                `--judge-samples K`): the score is the samples' mean; a verdict they do not settle is `unstable`.
         """
         where = "t.judge.g_eval"
         name = f"g_eval({named(criteria)})"
-        return self._ask(G_EVAL, _criteria(criteria, where), (), on, input, model, name=name, where=where)
+        criteria = _criteria(criteria, where)
+        return self._ask(G_EVAL, criteria, (), on, input, model, name=name, where=where, samples=samples)
 
     def vote(
         self,
@@ -337,7 +349,13 @@ class Judge:
         return self._session.launch(handle, work)
 
     def summarizes(
-        self, source: object, *, on: object = REPLY, input: object = ASKED, model: str | None = None
+        self,
+        source: object,
+        *,
+        on: object = REPLY,
+        input: object = ASKED,
+        model: str | None = None,
+        samples: int | None = None,
     ) -> JudgeHandle:
         """Is the output a faithful summary of `source`? Faithful and complete 1.0, faithful but incomplete 0.5,
         unfaithful or not a summary 0.0. (niceeval's own grader; `autoevals.summary` is autoevals' Summary, which
@@ -349,11 +367,13 @@ class Judge:
             input: What the user asked; the message last sent with `t.send` by default, `None` for none (saves
                 tokens when that message holds the whole source again).
             model: The judge model for this call.
+            samples: Ask the judge this many times on the same output (default: the settings' `samples`,
+                `--judge-samples K`): the score is the samples' mean; a verdict they do not settle is `unstable`.
         """
         where = "t.judge.summarizes"
         document = _data(source, where, "the source document")
         context = [("source", document)]
-        return self._ask(SUMMARIZES, None, context, on, input, model, name="summarizes", where=where)
+        return self._ask(SUMMARIZES, None, context, on, input, model, name="summarizes", where=where, samples=samples)
 
     @staticmethod
     def _vote_models(models: Sequence[str] | None, model: str | None, where: str) -> list[str | None]:
@@ -415,17 +435,35 @@ class Judge:
         on: object,
         input: object,
         model: str | None,
-        **named: str,
+        *,
+        name: str,
+        where: str,
+        samples: int | None = None,
     ) -> JudgeHandle:
         """A choice grader with extra data blocks (`t.judge.rag`); its `DEFAULT`s are the reply and the last input."""
         on, input = (REPLY if on is DEFAULT else on), (ASKED if input is DEFAULT else input)
-        return self._ask(family, None, data, on, input, model, name=named["name"], where=named["where"])
+        return self._ask(family, None, data, on, input, model, name=name, where=where, samples=samples)
 
     def _ask_criteria(
-        self, family: Family, criteria: str | None, on: str, model: str | None, *, name: str, where: str
+        self,
+        family: Family,
+        criteria: str | None,
+        on: str,
+        model: str | None,
+        *,
+        name: str,
+        where: str,
+        samples: int | None = None,
     ) -> JudgeHandle:
         """A grader of a given value with no input shown (`t.judge.conversation`: the transcript holds it)."""
-        return self._ask(family, criteria, [], on, None, model, name=name, where=where)
+        return self._ask(family, criteria, [], on, None, model, name=name, where=where, samples=samples)
+
+    def _samples(self, samples: object, where: str) -> int:
+        if samples is None:
+            return self._session.runtime.settings.samples
+        if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
+            raise UsageError(f"{where}(samples=...) must be a whole number of asks, 1 or more, got {samples!r}.")
+        return samples
 
     def _transcript(self) -> str:
         return self._session.runtime.transcript()
@@ -443,8 +481,10 @@ class Judge:
         where: str,
         prompt: Prompt | None = None,
         judged_input: str | None = None,
+        samples: int | None = None,
     ) -> JudgeHandle:
         primary, fallback = self._model(model, where), self._fallback(where)
+        count = self._samples(samples, where)
         text, asked = self._on(on, where), self._input(input)
         if prompt is not None and criteria is not None:
             messages = templated_messages(family, prompt.template, criteria, text, prompt.variables, prompt.where)
@@ -457,7 +497,11 @@ class Judge:
         async def work() -> Ruling:
             # `judged_input`: an input shown in `context` instead (autoevals.summary's source), recorded all the same
             shown = judged_input if judged_input is not None else asked
-            return SingleRuling(await decide(env, messages, family, primary, fallback, judged_input=shown))
+            if count == 1:
+                return SingleRuling(await decide(env, messages, family, primary, fallback, judged_input=shown))
+            models = (primary, fallback)
+            answers = await decide_samples(env, messages, family, models, samples=count, judged_input=shown)
+            return SampledRuling([SingleRuling(answer) for answer in answers])
 
         expected = criteria if criteria is not None else context[0][1] if context else ""
         threshold = self._session.runtime.settings.default_threshold
@@ -508,7 +552,13 @@ class Autoevals:
             _unknown("t.judge.autoevals", name)
 
     def factuality(
-        self, expected: object, *, on: object = REPLY, input: object = ASKED, model: str | None = None
+        self,
+        expected: object,
+        *,
+        on: object = REPLY,
+        input: object = ASKED,
+        model: str | None = None,
+        samples: int | None = None,
     ) -> JudgeHandle:
         """Is the output factually consistent with `expected` (a reference answer to the input)? As autoevals'
         Factuality: the question, the expert answer and the submission are shown.
@@ -525,10 +575,17 @@ class Autoevals:
         where = "t.judge.autoevals.factuality"
         reference = _data(expected, where, "the expected answer")
         context = [("reference", reference)]
-        return self._judge._ask(FACTUALITY, None, context, on, input, model, name="factuality", where=where)
+        judge = self._judge
+        return judge._ask(FACTUALITY, None, context, on, input, model, name="factuality", where=where, samples=samples)
 
     def closed_qa(
-        self, criteria: str, *, on: object = REPLY, input: object = ASKED, model: str | None = None
+        self,
+        criteria: str,
+        *,
+        on: object = REPLY,
+        input: object = ASKED,
+        model: str | None = None,
+        samples: int | None = None,
     ) -> JudgeHandle:
         """Does the output meet `criteria`, as an answer to the input? Yes 1.0, no 0.0 (autoevals' ClosedQA: the
         task, the submission and the criterion are shown).
@@ -540,10 +597,17 @@ class Autoevals:
             model: The judge model for this call.
         """
         where, name = "t.judge.autoevals.closed_qa", f"closed_qa({named(criteria)})"
-        return self._judge._ask(CLOSED_QA, _criteria(criteria, where), (), on, input, model, name=name, where=where)
+        criteria = _criteria(criteria, where)
+        return self._judge._ask(CLOSED_QA, criteria, (), on, input, model, name=name, where=where, samples=samples)
 
     def summary(
-        self, expected: object, *, on: object = REPLY, input: object = ASKED, model: str | None = None
+        self,
+        expected: object,
+        *,
+        on: object = REPLY,
+        input: object = ASKED,
+        model: str | None = None,
+        samples: int | None = None,
     ) -> JudgeHandle:
         """autoevals' Summary: is the output a better summary of the source text (`input`) than `expected`, a
         reference summary? The output better or as good 1.0, the reference better 0.0.
@@ -564,7 +628,9 @@ class Autoevals:
             )
         judge = self._judge
         context = [("source", source), ("reference", reference)]
-        return judge._ask(SUMMARY, None, context, on, None, model, name="summary", where=where, judged_input=source)
+        return judge._ask(
+            SUMMARY, None, context, on, None, model, name="summary", where=where, judged_input=source, samples=samples
+        )
 
 
 def _data(value: object, where: str, what: str) -> str:

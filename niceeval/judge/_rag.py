@@ -25,7 +25,10 @@ class _Asker(Protocol):
         on: object,
         input: object,
         model: str | None,
-        **named: str,
+        *,
+        name: str,
+        where: str,
+        samples: int | None = None,
     ) -> JudgeHandle: ...
 
 
@@ -55,7 +58,13 @@ class Rag:
             )
 
     def faithfulness(
-        self, context: object, *, on: object = DEFAULT, input: object = DEFAULT, model: str | None = None
+        self,
+        context: object,
+        *,
+        on: object = DEFAULT,
+        input: object = DEFAULT,
+        model: str | None = None,
+        samples: int | None = None,
     ) -> JudgeHandle:
         """Is every claim of the output supported by `context` (the retrieved documents)? Fully 1.0, mostly 0.5,
         unsupported 0.0 (RAGAS' faithfulness, promptfoo's context-faithfulness).
@@ -65,31 +74,43 @@ class Rag:
             on: The value judged; the agent's reply by default.
             input: The question; the message last sent with `t.send` by default, `None` for none.
             model: The judge model for this call.
+            samples: Ask the judge this many times (the score is the mean); `t.judge.rubric` says more.
         """
         where = "t.judge.rag.faithfulness"
         data = [("context", _text(context, where, "the retrieved context"))]
-        return self._judge._ask_with(FAITHFULNESS, data, on, input, model, name="faithfulness", where=where)
+        name = "faithfulness"
+        return self._judge._ask_with(FAITHFULNESS, data, on, input, model, name=name, where=where, samples=samples)
 
     def answer_relevance(
-        self, *, on: object = DEFAULT, input: object = DEFAULT, model: str | None = None
+        self, *, on: object = DEFAULT, input: object = DEFAULT, model: str | None = None, samples: int | None = None
     ) -> JudgeHandle:
         """Does the output answer the question (the input)? Relevant 1.0, partly 0.5, irrelevant 0.0."""
         where = "t.judge.rag.answer_relevance"
-        handle = self._judge._ask_with(ANSWER_RELEVANCE, [], on, input, model, name="answer_relevance", where=where)
-        return handle
+        name = "answer_relevance"
+        return self._judge._ask_with(ANSWER_RELEVANCE, [], on, input, model, name=name, where=where, samples=samples)
 
-    def context_relevance(self, context: object, *, input: object = DEFAULT, model: str | None = None) -> JudgeHandle:
+    def context_relevance(
+        self, context: object, *, input: object = DEFAULT, model: str | None = None, samples: int | None = None
+    ) -> JudgeHandle:
         """Does `context` hold what answering the question (the input) needs? Relevant 1.0, partly 0.5,
         irrelevant 0.0. The context is what is judged, not the reply."""
         where = "t.judge.rag.context_relevance"
         text = _text(context, where, "the retrieved context")
-        return self._judge._ask_with(CONTEXT_RELEVANCE, [], text, input, model, name="context_relevance", where=where)
+        name = "context_relevance"
+        return self._judge._ask_with(CONTEXT_RELEVANCE, [], text, input, model, name=name, where=where, samples=samples)
 
     def context_recall(
-        self, context: object, expected: object, *, input: object = DEFAULT, model: str | None = None
+        self,
+        context: object,
+        expected: object,
+        *,
+        input: object = DEFAULT,
+        model: str | None = None,
+        samples: int | None = None,
     ) -> JudgeHandle:
         """Does `context` contain the facts of `expected` (a reference answer)? All 1.0, some 0.5, none 0.0."""
         where = "t.judge.rag.context_recall"
         text = _text(context, where, "the retrieved context")
         data = [("reference", _text(expected, where, "the expected answer"))]
-        return self._judge._ask_with(CONTEXT_RECALL, data, text, input, model, name="context_recall", where=where)
+        name = "context_recall"
+        return self._judge._ask_with(CONTEXT_RECALL, data, text, input, model, name=name, where=where, samples=samples)

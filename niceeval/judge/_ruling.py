@@ -7,6 +7,7 @@ A ruling is kept raw (the consultations) and settled against a threshold only wh
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -24,6 +25,8 @@ class Settled:
     score: float | None
     reason: str
     cause: Cause | None = None
+    unstable: bool = False
+    """Sampled (`samples=K`): the samples' interval straddles the threshold, or their pass flags disagree."""
 
 
 class Ruling(Protocol):
@@ -64,6 +67,58 @@ class SingleRuling:
         if last is not primary:
             reason = f"{primary.call.reason}; fallback {last.call.model} answered: {reason}"
         return Settled("passed" if passed else "failed", parsed.score, reason)
+
+
+@dataclass(frozen=True, slots=True)
+class SampledRuling:
+    """One judge question asked K times (`samples=K`): the score is the samples' mean, with its spread.
+
+    Inconclusive samples are left out and the rest still count; when none answered the verdict is inconclusive.
+    With a threshold the verdict passes when the mean reaches it (and most samples did not say pass=false);
+    without one (a rubric's pass decides) when most samples passed. It is `unstable` when the mean's 95% t
+    interval straddles the threshold, or when the samples' pass decisions disagree.
+    """
+
+    samples: Sequence[SingleRuling]
+
+    @property
+    def calls(self) -> list[JudgeCall]:
+        return [call for sample in self.samples for call in sample.calls]
+
+    def settle(self, threshold: float | None) -> Settled:
+        from niceeval.stats import clustered_mean  # lazily: only sampled judges need it
+
+        settled = [sample.settle(threshold) for sample in self.samples]
+        answered = [(sample, s) for sample, s in zip(self.samples, settled, strict=True) if s.score is not None]
+        total = len(settled)
+        lines = "\n".join(f"- sample {i}: {_vote_text(s)}" for i, s in enumerate(settled, start=1))
+        if not answered:
+            return Settled("inconclusive", None, f"all {total} samples inconclusive\n{lines}", settled[0].cause)
+        scores = [s.score for _, s in answered if s.score is not None]
+        estimate = clustered_mean(scores, bounds=(0.0, 1.0))
+        mean = math.fsum(scores) / len(scores)
+        passes = sum(s.state == "passed" for _, s in answered)
+        said_fail = sum(sample.consultations[-1].call.passed is False for sample, _ in answered)
+        if threshold is None:
+            passed = 2 * passes > len(answered)
+        else:
+            passed = mean >= threshold and 2 * said_fail < len(answered)
+        disagree = 0 < passes < len(answered)
+        straddles = (
+            threshold is not None
+            and estimate.low is not None
+            and estimate.high is not None
+            and estimate.low < threshold <= estimate.high
+        )
+        unstable = disagree or straddles
+        spread = statistics.stdev(scores) if len(scores) > 1 else 0.0
+        summary = f"mean {mean:.2f} (sd {spread:.2f}) of {len(answered)} of {total} samples"
+        summary += f", 95% {estimate.low:.2f}-{estimate.high:.2f}" if estimate.has_interval else f" ({estimate.note})"
+        summary += f"; {passes} passed"
+        if unstable:
+            why = "the interval straddles the threshold" if straddles else "the samples disagree"
+            summary += f"; unstable: {why}"
+        return Settled("passed" if passed else "failed", mean, f"{summary}\n{lines}", unstable=unstable)
 
 
 @dataclass(frozen=True, slots=True)

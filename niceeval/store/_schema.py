@@ -23,9 +23,10 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    false,
 )
 
-SCHEMA_REVISION = "0007"
+SCHEMA_REVISION = "0008"
 """The Alembic revision this niceeval writes and reads (the head of `_migrations/versions`)."""
 
 metadata = MetaData(
@@ -172,6 +173,7 @@ assertions = Table(
     Column("optional", Boolean, nullable=False),
     Column("cause", String(32)),
     Column("key", Text),
+    Column("unstable", Boolean, nullable=False, server_default=false()),
     Index(None, "eval_run_id", "position"),
 )
 
