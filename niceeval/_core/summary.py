@@ -60,6 +60,8 @@ class EvalTally:
     counts: dict[Outcome, int] = field(default_factory=lambda: dict.fromkeys(OUTCOMES, 0))
     total_duration_s: float = 0.0
     inconclusive: int = 0
+    unstable: int = 0
+    """Sampled judge verdicts their samples did not settle (`AssertionResult.unstable`)."""
     agent_spend: Spend | None = None
     """None until a run of this eval spent something: most evals never call a model, and tallies stay small."""
     judge_spend: Spend | None = None
@@ -75,6 +77,7 @@ class EvalTally:
         self.total_duration_s += result.duration_s
         self.latencies.extend(latencies(result.events))
         self.inconclusive += sum(1 for a in result.assertions if a.state == "inconclusive")
+        self.unstable += sum(1 for a in result.assertions if a.unstable)
         if result.agent_spend.calls:
             self.agent_spend = result.agent_spend if self.agent_spend is None else self.agent_spend + result.agent_spend
         if result.judge_spend.calls or result.judge_spend.cached:
@@ -180,6 +183,10 @@ class SuiteSummary:
     @property
     def inconclusive(self) -> int:
         return sum(t.inconclusive for t in self.tallies)
+
+    @property
+    def unstable(self) -> int:
+        return sum(t.unstable for t in self.tallies)
 
     @property
     def agent_spend(self) -> Spend:

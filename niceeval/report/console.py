@@ -150,6 +150,7 @@ class ConsoleReporter:
         elif status == "skipped" and runs[0].skip_reason:
             self._print(Text(f"   skipped: {clean(runs[0].skip_reason)}", style="dim"))
         self._print_inconclusive(runs)
+        self._print_unstable(runs)
         for warning in dict.fromkeys(w for run in runs for w in run.warnings):
             self._print(Text(f"   warning: {clean(warning, 1000)}", style="yellow"))
         for run in runs:
@@ -180,6 +181,19 @@ class ConsoleReporter:
                 text = Text("   ")
                 text.append(f"? {clean(a.name, 120)}", style="dim" if a.optional else "yellow")
                 text.append(f" [inconclusive: {a.cause}]", style="dim" if a.optional else "yellow")
+                if a.location:
+                    text.append(f"  {clean(a.location)}", style="dim")
+                text.append(f"\n       {clean(a.reason, 600)}", style="dim")
+                self._print(text)
+
+    def _print_unstable(self, runs: list[RunResult]) -> None:
+        """Sampled judges whose samples did not settle the verdict, with the samples' mean and each verdict."""
+        for run in runs:
+            for a in run.assertions:
+                if not a.unstable:
+                    continue
+                text = Text("   ")
+                text.append(f"≈ {clean(a.name, 120)} [unstable, {a.state}]", style="yellow")
                 if a.location:
                     text.append(f"  {clean(a.location)}", style="dim")
                 text.append(f"\n       {clean(a.reason, 600)}", style="dim")
@@ -222,8 +236,8 @@ class ConsoleReporter:
         line = Text(", ".join(parts), style="bold")
         size = f"{plural(len(summary.tallies), 'eval')}, {plural(summary.runs_done, 'run')}"
         line.append(f" ({size}) in {summary.duration_s:.2f}s")
-        if summary.inconclusive:
-            line.append(f" · {summary.inconclusive} inconclusive", style="yellow")
+        for note in _judge_notes(summary):
+            line.append(f" · {note}", style="yellow")
         if summary.problems:
             line.append(f" · {plural(len(summary.problems), 'error')}", style="red")
         if summary.interrupted:
@@ -245,3 +259,9 @@ class ConsoleReporter:
         ]
         if spend:
             self._print(Text(" · ".join(spend), style="dim"))
+
+
+def _judge_notes(summary: SuiteSummary) -> list[str]:
+    """The assertions no verdict counted in full: inconclusive, and sampled judges their samples did not settle."""
+    counts = ((summary.inconclusive, "inconclusive"), (summary.unstable, "unstable"))
+    return [f"{count} {what}" for count, what in counts if count]

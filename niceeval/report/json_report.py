@@ -86,6 +86,7 @@ class JsonReporter:
                 "runs": summary.runs_done,
                 **counts,
                 "inconclusive_assertions": summary.inconclusive,
+                "unstable_assertions": summary.unstable,
                 "agent_spend": summary.agent_spend.model_dump(),
                 "judge_spend": summary.judge_spend.model_dump(),
                 "errors": len(summary.problems),

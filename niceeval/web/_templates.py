@@ -73,10 +73,13 @@ def decided_by(assertion: AssertionResult) -> str:
 
     A judge with a pass flag and no threshold (`.at_least()` not called) is recorded with threshold 0, which would
     read as "anything passes"; its pass flag decided, so that is what is shown: `score 0.90 · judge said pass (no
-    threshold)`. With both, both held: `score 0.80 / threshold 0.70 · judge said pass`.
+    threshold)`; sampled (`samples=K`), how many samples said pass. With both, both held: `score 0.80 / threshold
+    0.70 · judge said pass`.
     """
     flags = [call.passed for call in assertion.judge_calls if call.passed is not None and call.score is not None]
     said = f"judge said {'pass' if flags[0] else 'fail'}" if len(flags) == 1 else None
+    if len(flags) > 1 and assertion.threshold == 0:  # a sampled rubric (votes always have a threshold)
+        said = f"{sum(flags)} of {len(flags)} samples said pass"
     if said and assertion.threshold == 0:
         return f"score {score(assertion.score)} · {said} (no threshold)"
     shown = f"score {score(assertion.score)} / threshold {score(assertion.threshold)}"

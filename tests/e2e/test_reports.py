@@ -74,6 +74,7 @@ def test_json_report_has_a_schema_version_and_counts_per_outcome(outcomes: Resul
         "failed": 2,
         "skipped": 1,
         "inconclusive_assertions": 0,
+        "unstable_assertions": 0,
         "errors": 0,
         "agent_spend": NOTHING_SPENT,
         "judge_spend": NOTHING_SPENT,
