@@ -1,11 +1,11 @@
-"""Adaptive repeats (`--runs 3..10`) against a fixed `--runs 10`: calls made and decisions that agree.
+"""Adaptive repeats (`--runs LOW..HIGH`) against a fixed `--runs HIGH`: calls made and decisions that agree.
 
-Run by hand: `python bench/adaptive.py [--evals 200] [--gate 0.8] [--repeat 50]`. An in-process simulation of
-the decision rule (`niceeval.stats.AdaptiveRuns.wants_more`), not of the runner: each eval is a coin with its
-own pass probability, drawn from a mix of flake rates (most evals always pass, some flake a little, a few a
-lot, some always fail). An eval's decision is the runner's rule: its observed pass rate meets the gate
-(`--min-pass-rate`). Printed: eval runs made by each, how often the adaptive decision equals the fixed one, and
-how often each equals the truth (the eval's pass probability meets the gate).
+Run by hand: `python bench/adaptive.py [--evals 200] [--gate 0.8] [--repeat 50] [--bounds 3..10]`. An in-process
+simulation of the decision rule (`niceeval.stats.AdaptiveRuns.wants_more`), not of the runner: each eval is a coin
+with its own pass probability, drawn from a mix of flake rates (most evals always pass, some flake a little, a few
+a lot, some always fail). An eval's decision is the runner's rule: its observed pass rate meets the gate
+(`--min-pass-rate`). Printed: eval runs made by each, how often the adaptive decision equals the fixed one, and how
+often each equals the truth (the eval's pass probability meets the gate).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import random
 
-from niceeval.stats import AdaptiveRuns
+from niceeval.stats import AdaptiveRuns, parse_runs
 
 MIX = [(0.55, 1.0), (0.15, 0.97), (0.1, 0.9), (0.08, 0.75), (0.07, 0.5), (0.05, 0.0)]
 """(share of evals, pass probability)."""
@@ -42,13 +42,15 @@ def main() -> None:
     parser.add_argument("--evals", type=int, default=200)
     parser.add_argument("--gate", type=float, default=0.8)
     parser.add_argument("--repeat", type=int, default=50)
+    parser.add_argument("--bounds", default="3..10", help="LOW..HIGH, or auto; the fixed count is HIGH")
     args = parser.parse_args()
-    policy = AdaptiveRuns(least=3, most=10)
+    policy = parse_runs(args.bounds)
+    assert isinstance(policy, AdaptiveRuns), "--bounds takes LOW..HIGH"
     totals = {"fixed calls": 0, "adaptive calls": 0, "agree": 0, "fixed right": 0, "adaptive right": 0}
     for seed in range(args.repeat):
         rng = random.Random(seed)
         for p in _evals(args.evals, rng):
-            fk, fn = _fixed(p, 10, rng)
+            fk, fn = _fixed(p, policy.most, rng)
             ak, an = _adaptive(p, policy, args.gate, rng)
             fixed, adaptive, truth = fk / fn >= args.gate, ak / an >= args.gate, p >= args.gate
             totals["fixed calls"] += fn
@@ -58,7 +60,7 @@ def main() -> None:
             totals["adaptive right"] += adaptive == truth
     decisions = args.evals * args.repeat
     saved = 1 - totals["adaptive calls"] / totals["fixed calls"]
-    print(f"{args.evals} evals x {args.repeat} seeds, gate {args.gate:g}, --runs 10 vs --runs {policy}")
+    print(f"{args.evals} evals x {args.repeat} seeds, gate {args.gate:g}, --runs {policy.most} vs --runs {policy}")
     print(f"eval runs per suite: fixed {totals['fixed calls'] / args.repeat:.0f}, "
           f"adaptive {totals['adaptive calls'] / args.repeat:.0f} ({saved:.0%} saved)")
     print(f"decisions that agree: {totals['agree'] / decisions:.1%}")

@@ -11,9 +11,10 @@ from niceeval._core.passk import pass_at_k, pass_hat_k
 from niceeval._core.results import RunResult, Spend
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True)
 class PlannedEval:
-    """One eval the suite will run, `runs` times."""
+    """One eval the suite will run, `runs` times (with `--runs LOW..HIGH`, raised as the suite decides to repeat it:
+    reporters that wait for an eval's last run see the new count before they see the run)."""
 
     id: str
     file: str
@@ -164,6 +165,11 @@ class SuiteSummary:
     """Why the suite stopped starting runs early (`--budget` reached, `-x/--exitfirst`); None when it did not."""
     not_started: int = 0
     """Runs never started because the suite stopped early."""
+    adaptive_most: int | None = None
+    """With `--runs LOW..HIGH`: HIGH, the fixed count the runs made are weighed against (`runs_saved`)."""
+    runs_saved: int | None = None
+    """With `--runs LOW..HIGH`: the runs a fixed `--runs HIGH` would have made beyond those made (evals with
+    `define_eval(runs=N)` left out); None otherwise."""
 
     def eval_counts(self) -> dict[Outcome, int]:
         counts: dict[Outcome, int] = dict.fromkeys(OUTCOMES, 0)

@@ -57,6 +57,8 @@ class EvalSpec:
     cluster: str | None = None
     """What the suite's standard errors count as one independent unit: a case field (`cluster="source"`: cases
     from one document form one cluster), or, for an eval without cases, a label evals share."""
+    runs: int | None = None
+    """How many times this eval runs, whatever `--runs` says (None: as `--runs` says)."""
 
     def __call__(self, t: Any) -> Any:
         return self.fn(t)
@@ -92,6 +94,9 @@ def _check_options(options: dict[str, Any], where: str | None) -> None:
     cluster = options.get("cluster")
     if cluster is not None and (not isinstance(cluster, str) or not cluster):
         raise UsageError(f"{where}: define_eval(cluster=...) is a case field's name (or a label), e.g. 'source'.")
+    runs = options.get("runs")
+    if runs is not None and (isinstance(runs, bool) or not isinstance(runs, int) or runs < 1):
+        raise UsageError(f"{where}: define_eval(runs=...) is a whole number of runs, at least 1; got {runs!r}.")
     _check_sandbox_options(options, where)
     _check_case_options(options, where)
 
@@ -165,6 +170,7 @@ def _make_spec(fn: object, options: dict[str, Any]) -> EvalSpec:
         sandbox=options.get("sandbox"),
         setup=tuple(options.get("setup") or ()),
         cluster=options.get("cluster"),
+        runs=options.get("runs"),
     )
 
 
@@ -191,6 +197,7 @@ def define_eval(
     sandbox: SandboxKind | None = None,
     setup: Sequence[str] = (),
     cluster: str | None = None,
+    runs: int | None = None,
 ) -> Callable[[EvalFunction], EvalSpec]: ...
 
 
@@ -219,11 +226,11 @@ def define_eval(
             prepare the fixture, such as installing dependencies: run once per fixture content, then cached),
             `cluster` (a case field whose value groups cases that share a source, e.g. `"source"`, or a label for
             an eval without cases: the suite's standard errors then count clusters, not cases;
-            docs/statistics.md).
+            docs/statistics.md), `runs` (how many times this eval runs: it wins over `--runs`).
     """
     known = {
         *("name", "tags", "timeout", "judge", "description", "agent", "fixture", "validation", "scripts"),
-        *("cases", "case_model", "variants", "sequential_runs", "sandbox", "setup", "cluster"),
+        *("cases", "case_model", "variants", "sequential_runs", "sandbox", "setup", "cluster", "runs"),
     }
     where = caller_location(1)
     try:

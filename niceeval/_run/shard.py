@@ -53,17 +53,18 @@ class Shard:
 
     def run_indexes(self, entry: EvalEntry, runs: int) -> list[int]:
         """The run indexes of `entry` (out of `runs`) this shard runs."""
-        return [index for index in range(runs) if self.holds(entry, index)]
+        return [index for index in range(entry.spec.runs or runs) if self.holds(entry, index)]
 
     def select(self, entries: Sequence[EvalEntry], runs: int) -> list[EvalEntry]:
         """The evals with at least one run in this shard, in plan order."""
-        return [e for e in entries if any(self.holds(e, index) for index in range(runs))]
+        return [e for e in entries if any(self.holds(e, index) for index in range(e.spec.runs or runs))]
 
     def describe(self, entries: Sequence[EvalEntry], runs: int) -> str:
         """One line for the log: how much of the suite this shard runs."""
         mine = sum(len(self.run_indexes(e, runs)) for e in entries)
         evals = len(self.select(entries, runs))
-        return f"shard {self}: {mine} of the {len(entries) * runs} planned eval runs ({evals} of {len(entries)} evals)"
+        planned = sum(e.spec.runs or runs for e in entries)
+        return f"shard {self}: {mine} of the {planned} planned eval runs ({evals} of {len(entries)} evals)"
 
 
 def parse_shard(text: str) -> Shard:

@@ -167,7 +167,8 @@ def plan_shard(
 
     count = runs or 1
     plan = [
-        PlannedEval(id=e.id, file=e.file, line=e.spec.line, tags=e.tags, runs=count, cluster=e.cluster) for e in entries
+        PlannedEval(id=e.id, file=e.file, line=e.spec.line, tags=e.tags, runs=e.spec.runs or count, cluster=e.cluster)
+        for e in entries
     ]
     digest = plan_digest(plan, strict=start.strict, min_pass_rate=start.min_pass_rate)
     joined = store.join_shard(start, plan, shard=shard.index, count=shard.count, digest=digest)

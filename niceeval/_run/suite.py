@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Container, Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import anyio
 
@@ -19,10 +20,12 @@ from niceeval._run.discovery import EvalEntry, LoadError
 from niceeval._run.execute import ExecOptions, execute_run
 from niceeval._run.judging import SuiteJudges, judging_modules
 from niceeval._run.keyword import compile_keyword
+from niceeval._run.repeats import Repeats, RunQueue, runs_of, work
 from niceeval._run.shard import Shard
 from niceeval._run.watchdog import LoopWatchdog
 from niceeval.providers import shared_clients
 from niceeval.report import Reporter, ReporterSet
+from niceeval.stats import AdaptiveRuns
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -30,6 +33,9 @@ class SuiteOptions:
     """How the suite runs (from the command line and the config)."""
 
     runs: int = 1
+    """Runs of each eval (`--runs N`), or the first runs of each with `adaptive` (LOW)."""
+    adaptive: AdaptiveRuns | None = None
+    """`--runs LOW..HIGH`: evals whose pass-rate interval straddles the gate run again, up to HIGH."""
     concurrency: int = 8
     strict: bool = False
     min_pass_rate: float = 1.0
@@ -79,27 +85,29 @@ def _redactor(entries: Sequence[EvalEntry], options: SuiteOptions) -> Redactor:
     return Redactor.from_environment(extra=[secret for agent in agents for secret in agent_secrets(agent)])
 
 
-def _queue(
-    entries: Sequence[EvalEntry], runs: int, done: Container[tuple[str, int]], shard: Shard | None = None
-) -> Iterator[tuple[EvalEntry, list[int]]]:
-    """The work items workers pull: one per run, or one per eval (its runs, in order) for `sequential_runs`.
-
-    The repeats of an eval sit next to each other, so with free workers they run at the same time. Runs in `done`
-    (kept from a resumed suite run) and runs of other shards are left out.
-    """
-    for entry in entries:
-        indexes = range(runs) if shard is None else shard.run_indexes(entry, runs)
-        todo = [index for index in indexes if (entry.id, index) not in done]
-        if entry.spec.sequential_runs and todo:
-            yield entry, todo
-        else:
-            yield from ((entry, [index]) for index in todo)
-
-
 def _plan(entries: Sequence[EvalEntry], runs: int) -> list[PlannedEval]:
     return [
-        PlannedEval(id=e.id, file=e.file, line=e.spec.line, tags=e.tags, runs=runs, cluster=e.cluster) for e in entries
+        PlannedEval(id=e.id, file=e.file, line=e.spec.line, tags=e.tags, runs=runs_of(e, runs), cluster=e.cluster)
+        for e in entries
     ]
+
+
+async def _rounds(
+    queue: RunQueue,
+    control: RunControl,
+    worker: Callable[[], Coroutine[Any, Any, None]],
+    count: int,
+    flush: Callable[[], Awaitable[None]],
+) -> None:
+    """Run `count` workers until the queue is empty, then `flush` the runs held for comparisons across runs; again
+    while repeats were queued after the workers stopped."""
+    while True:
+        async with anyio.create_task_group() as tg:
+            for _ in range(count):
+                tg.start_soon(worker)
+        await flush()
+        if not queue.refilled or control.stopped is not None:
+            return
 
 
 async def run_suite(
@@ -120,9 +128,12 @@ async def run_suite(
         Problem(location=f"{e.file}:{e.line}" if e.line else e.file, message=redactor.text(e.message))
         for e in load_errors
     ]
+    gate = {"gate": options.min_pass_rate, "strict": options.strict}
+    repeats = Repeats.plan(options.adaptive, entries, options.done, **gate)
+    repeats.planned(plan, options.done)
     sinks = ReporterSet(reporters)
     sinks.start(plan, problems)
-    queue = _queue(entries, options.runs, options.done, options.shard)
+    queue = RunQueue(work(entries, options.runs, options.done, options.shard))
     started = time.perf_counter()
     summary = SuiteSummary(
         tallies=list(tallies.values()),
@@ -132,6 +143,7 @@ async def run_suite(
         min_pass_rate=options.min_pass_rate,
         min_pass_at_k=options.min_pass_at_k,
         interrupted=True,
+        adaptive_most=options.adaptive.most if options.adaptive else None,
     )
 
     control = RunControl(budget=options.budget, exitfirst=options.exitfirst)
@@ -139,6 +151,7 @@ async def run_suite(
     def record(finished: RunResult) -> None:
         result = redactor.run(finished)
         tallies[result.eval_id].add(result)
+        repeats.again(tallies[result.eval_id], queue)
         if (stop_problem := control.after(result, tallies[result.eval_id], summary)) is not None:
             problems.append(stop_problem)
         if result.error is not None and result.error.kind == "usage":
@@ -146,6 +159,10 @@ async def run_suite(
             if problem not in problems:  # the same mistake in every one of --runs N is one problem
                 problems.append(problem)
         sinks.run_finished(result)
+
+    async def flush() -> None:
+        for ready in await cross.flush():
+            record(ready)  # a run held for a comparison across runs may queue a repeat
 
     async def worker(exec_options: ExecOptions, cross: CrossRuns) -> None:
         for entry, index in control.runs(queue):
@@ -157,6 +174,7 @@ async def run_suite(
     for result in options.prior:
         if result.eval_id in tallies:
             tallies[result.eval_id].add(result)
+            repeats.again(tallies[result.eval_id], queue)
             sinks.run_finished(result)
     judges = SuiteJudges(options.exec.root, no_cache=options.exec.no_cache, cache_only=options.exec.cache_only)
     exec_options = replace(options.exec, judges=judges)
@@ -166,12 +184,11 @@ async def run_suite(
     try:
         async with shared_clients():
             try:
-                async with watchdog.watching(), anyio.create_task_group() as tg:
-                    for _ in range(min(options.concurrency, len(plan) * options.runs)):
-                        tg.start_soon(worker, exec_options, cross)
-                for ready in await cross.flush():
-                    record(ready)
+                async with watchdog.watching():
+                    workers = min(options.concurrency, sum(p.runs for p in plan))
+                    await _rounds(queue, control, lambda: worker(exec_options, cross), workers, flush)
                 control.count_left(queue)
+                summary.runs_saved = repeats.saved(summary.tallies)
                 summary.stopped, summary.not_started = control.stopped, control.not_started
             finally:
                 with anyio.CancelScope(shield=True):

@@ -49,10 +49,12 @@ def add_run_commands(commands: argparse._SubParsersAction[argparse.ArgumentParse
     add_selection_flags(run)
     run.add_argument(
         "--runs",
-        type=positive_int("--runs"),
-        metavar="N",
+        type=_runs,
+        metavar="N|auto|LOW..HIGH",
         help="run every eval N times (default 1); the repeats run at the same time (within --concurrency), except "
-        "for evals with @define_eval(sequential_runs=True), whose repeats run one after another",
+        "for evals with @define_eval(sequential_runs=True), whose repeats run one after another. LOW..HIGH (auto: "
+        "3..20): LOW runs each, then again only while the eval's pass-rate interval straddles --min-pass-rate, up "
+        "to HIGH; @define_eval(runs=N) fixes one eval's count",
     )
     run.add_argument(
         "--min-pass-rate",
@@ -234,6 +236,30 @@ def _load(args: argparse.Namespace) -> tuple[Config, Discovery]:
     return config, discovery
 
 
+def _runs(text: str) -> object:
+    """`--runs N`, `auto` or `LOW..HIGH` (an `AdaptiveRuns`); a bad value exits 2 naming the flag."""
+    from niceeval.stats import parse_runs
+
+    try:
+        return parse_runs(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"--runs {exc}") from None
+
+
+def _adaptive(args: argparse.Namespace) -> str | None:
+    """Split `--runs LOW..HIGH` into `args.adaptive` and `args.runs = LOW`; a problem with the mix, if any."""
+    from niceeval.stats import AdaptiveRuns
+
+    runs = getattr(args, "runs", None)
+    args.adaptive = runs if isinstance(runs, AdaptiveRuns) else None
+    if args.adaptive is None:
+        return None
+    args.runs = args.adaptive.least
+    if getattr(args, "shard", None) is not None or getattr(args, "run_id", None):
+        return f"--runs {args.adaptive} cannot be split into shards (each shard decides alone): give --runs N."
+    return None
+
+
 def _run(args: argparse.Namespace) -> int:
     import anyio
     from rich.console import Console
@@ -245,6 +271,9 @@ def _run(args: argparse.Namespace) -> int:
     from niceeval.cli._store import print_stored
     from niceeval.report import ConsoleReporter
 
+    if (problem := _adaptive(args)) is not None:
+        print(f"niceeval: {problem}", file=sys.stderr)
+        return EXIT_USAGE
     config, discovery = _load(args)
     if args.min_pass_at_k and args.min_pass_at_k[0] > (args.runs or 1):
         print(f"niceeval: --min-pass-at-k {args.min_pass_at_k[0]}:... needs --runs of at least that.", file=sys.stderr)
@@ -281,7 +310,8 @@ def _run(args: argparse.Namespace) -> int:
     # last: they turn GitHub workflow commands back on at the end
     reporters += github_reporters(args, sink, baseline, gate.diff if gate and baseline else None)
     options = SuiteOptions(
-        runs=stored.runs if stored else args.runs or 1,
+        runs=stored.runs if stored and not args.adaptive else args.runs or 1,
+        adaptive=args.adaptive,
         concurrency=args.concurrency or config.concurrency,
         strict=args.strict,
         min_pass_rate=args.min_pass_rate,

@@ -46,6 +46,14 @@ def _pass_k_text(tally: EvalTally, strict: bool, gate: tuple[int, float] | None)
     return "  " + " ".join(parts) if parts else ""
 
 
+def _saved_text(summary: SuiteSummary) -> str | None:
+    """With `--runs LOW..HIGH`: the runs made, and those saved against a fixed `--runs HIGH`."""
+    if summary.runs_saved is None:
+        return None
+    made, saved = plural(summary.runs_done, "run"), plural(summary.runs_saved, "run")
+    return f"adaptive repeats: {made} made, {saved} saved against --runs {summary.adaptive_most}"
+
+
 def _suite_rate_text(summary: SuiteSummary) -> str:
     """`pass rate 82% (95% CI 74-90%; standard error 4% over 50 cases)`; empty for fewer than two cases."""
     rate = suite_rate(summary.tallies, strict=summary.strict)
@@ -63,6 +71,7 @@ _INCONCLUSIVE_HINT = (
     "{count} inconclusive: no verdict (no API key, an unreachable judge, no price), so they did not count; "
     "add --fail-on-inconclusive to make them fail the suite."
 )
+
 
 class ConsoleReporter:
     """Prints to a rich `Console` (injected, so tests render to a string at a fixed width)."""
@@ -217,6 +226,14 @@ class ConsoleReporter:
             text.append(f"\n{indent}reason:   {clean_lines(a.reason, indent + '  ', 1200)}", style="dim")
         return text
 
+    def _print_problems(self, summary: SuiteSummary) -> None:
+        for problem in summary.problems:
+            text = Text(" ERROR  ", style="bold red")
+            # a usage error's message is printed under its eval already: here only where, for the exit code 2
+            message = "the API misuse shown above" if problem.kind == "usage" else problem.message
+            text.append(clean(f"{problem.location}: {message}", 2000))
+            self._print(text)
+
     def finish(self, summary: SuiteSummary) -> None:
         if self._progress is not None:
             self._progress.stop()
@@ -225,12 +242,7 @@ class ConsoleReporter:
         self._pending.clear()
         for row in self._variants.lines(strict=self.strict):
             self._print(Text(clean(row, 2000)))
-        for problem in summary.problems:
-            text = Text(" ERROR  ", style="bold red")
-            # a usage error's message is printed under its eval already: here only where, for the exit code 2
-            message = "the API misuse shown above" if problem.kind == "usage" else problem.message
-            text.append(clean(f"{problem.location}: {message}", 2000))
-            self._print(text)
+        self._print_problems(summary)
         counts = summary.eval_counts()
         parts = [f"{counts[o]} {o}" for o in ("passed", "scored", "failed", "skipped")]
         line = Text(", ".join(parts), style="bold")
@@ -246,9 +258,9 @@ class ConsoleReporter:
             not_started = plural(summary.not_started, "run")
             line.append(f" · {clean(summary.stopped, 500)}: {not_started} not started", style="red")
         line.stylize("green" if summary.exit_code == 0 else "red", 0, len(", ".join(parts)))
-        rate = _suite_rate_text(summary)
-        if rate:
-            self._print(Text(rate, style="dim"))
+        for note in (_suite_rate_text(summary), _saved_text(summary)):
+            if note:
+                self._print(Text(note, style="dim"))
         self._print(line)
         if summary.inconclusive and summary.exit_code == 0:
             self._print(Text(_INCONCLUSIVE_HINT.format(count=summary.inconclusive), style="yellow"))

@@ -84,6 +84,8 @@ class JsonReporter:
             "summary": {
                 "evals": len(summary.tallies),
                 "runs": summary.runs_done,
+                "runs_high": summary.adaptive_most,
+                "runs_saved": summary.runs_saved,
                 **counts,
                 "inconclusive_assertions": summary.inconclusive,
                 "unstable_assertions": summary.unstable,

@@ -1,9 +1,13 @@
 """Adaptive repeats: run an eval a few times, then again only while its pass-rate interval straddles the gate.
 
-`--runs auto` is `--runs 3..10`. An eval stops at the lower bound when its Wilson interval already lies on one
+`--runs auto` is `--runs 3..20`. An eval stops at the lower bound when its Wilson interval already lies on one
 side of the gate (`--min-pass-rate`, 1.0 by default), and otherwise repeats until it does or the upper bound is
-hit. "Straddles" is strict (`low < gate < high`): with the default gate of 1.0 no interval straddles it (a
-failure fails the eval for good, and passes can never prove 100%), so every eval stops at the lower bound.
+hit. The interval clears the gate when it lies wholly below it (`high < gate`: the eval fails) or wholly at or
+above it (`low >= gate`: it passes); otherwise it straddles (`low < gate <= high`). At the default gate of 1.0
+an eval with a failure has `high < 1` and stops (more runs cannot make it pass), while one with only passes
+keeps `high == 1 > low` and repeats up to the upper bound: passes never prove 100%, and only more runs can
+reveal a flake. So at gate 1.0 the runs saved come from the failing evals; a gate below 1 lets a run of passes
+clear it too.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from dataclasses import dataclass
 
 from ._intervals import wilson
 
-AUTO = (3, 10)
+AUTO = (3, 20)
 _RANGE = re.compile(r"^(\d+)\.\.(\d+)$")
 
 
@@ -35,7 +39,8 @@ class AdaptiveRuns:
             return False
         interval = wilson(passes, runs, confidence=confidence)
         assert interval.low is not None and interval.high is not None
-        return interval.low < gate < interval.high
+        high = 1.0 if passes >= runs else interval.high  # all passes: exactly 1 (the formula can round below)
+        return interval.low < gate <= high
 
 
 def parse_runs(text: str) -> int | AdaptiveRuns:

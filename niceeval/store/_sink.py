@@ -79,12 +79,15 @@ class StoreSink:
         self._open = False
         self._stored: set[tuple[str, int]] = set()
         """On resume or a shard's retry: eval runs already in the suite run (replayed to reporters; not written)."""
+        self._planned: dict[str, int] = {}
+        """Each eval's planned runs at the start (adaptive repeats raise them as the suite goes)."""
 
     @property
     def run_id(self) -> str:
         return self.start_info.id
 
     def start(self, plan: Sequence[PlannedEval], problems: Sequence[Problem]) -> None:
+        self._planned = {p.id: p.runs for p in plan}
         try:
             if self.resume or self.shard is not None:
                 self._stored = set(self.store.outcomes(self.run_id))
@@ -181,6 +184,9 @@ class StoreSink:
                     errors=errors,
                 )
             else:
+                grown = [t.eval for t in summary.tallies if t.eval.runs > self._planned.get(t.eval.id, t.eval.runs)]
+                if grown:  # adaptive repeats: the suite run records how many runs each eval got
+                    self.store.extend(self.run_id, grown)
                 self.store.finish(
                     self.run_id,
                     status=status,

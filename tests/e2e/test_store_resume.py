@@ -179,3 +179,30 @@ def test_resume_needs_the_store(project: Project) -> None:
     resumed = project.run("--resume", "--no-store")
     assert resumed.code == 2 and "drop --no-store" in resumed.stderr
 
+
+def test_adaptive_runs_are_stored_per_eval_and_a_resume_goes_on_deciding(project: Project, store_url: str) -> None:
+    write_evals(project, 2, failing=frozenset({1}))
+    first = project.run("--runs", "2..4", "--store", store_url)
+    report = first.report()
+    assert first.code == 1, first.output
+    assert report["summary"]["runs"] == 6 and report["summary"]["runs_high"] == 4
+    assert report["summary"]["runs_saved"] == 2  # e0 passes: 4 runs at gate 1.0; e1 failed: settled at 2
+    assert "adaptive repeats: 6 runs made, 2 runs saved against --runs 4" in first.stdout
+    assert markers(project) == {"e0": 4, "e1": 2}
+    with Store.open(store_url) as store:
+        assert {p.id: p.runs for p in store.planned(report["run_id"])} == {eval_id(0): 4, eval_id(1): 2}
+        plan = [PlannedEval(id=eval_id(i), file="evals/marked.py", line=1, runs=2) for i in range(2)]
+        store.begin(SuiteRunStart(id="unfinished2"), plan)
+        stored = [
+            RunResult(eval_id=eval_id(0), file="evals/marked.py", line=1, outcome="passed", duration_s=0.1, run_index=n)
+            for n in range(3)
+        ]
+        store.add("unfinished2", stored)
+        resumed = project.run("--resume", "unfinished2", "--runs", "2..4", "--store", store_url)
+        assert resumed.code == 1, resumed.output
+        assert sorted(store.outcomes("unfinished2")) == [
+            *((eval_id(0), n) for n in range(4)),
+            *((eval_id(1), n) for n in range(2)),
+        ]
+        assert {p.id: p.runs for p in store.planned("unfinished2")} == {eval_id(0): 4, eval_id(1): 2}
+    assert markers(project) == {"e0": 5, "e1": 4}  # e0: only its 4th run ran again; e1: its two

@@ -11,7 +11,7 @@ from niceeval.stats import AdaptiveRuns, parse_runs
     ("text", "expected"),
     [
         ("5", 5),
-        ("auto", AdaptiveRuns(least=3, most=10)),
+        ("auto", AdaptiveRuns(least=3, most=20)),
         ("3..20", AdaptiveRuns(least=3, most=20)),
         ("4..4", AdaptiveRuns(least=4, most=4)),
     ],
@@ -43,6 +43,9 @@ def test_an_eval_repeats_while_its_interval_straddles_the_gate() -> None:
     assert not policy.wants_more(10, 20, gate=0.8)  # the upper bound
 
 
-def test_the_default_gate_of_one_settles_at_the_lower_bound() -> None:
+def test_at_the_default_gate_of_one_passes_repeat_and_a_failure_settles() -> None:
     policy = AdaptiveRuns(least=3, most=20)
-    assert not policy.wants_more(3, 3, gate=1.0) and not policy.wants_more(2, 3, gate=1.0)
+    assert policy.wants_more(3, 3, gate=1.0) and policy.wants_more(19, 19, gate=1.0)  # only more runs find a flake
+    assert not policy.wants_more(20, 20, gate=1.0)  # the upper bound
+    assert not policy.wants_more(2, 3, gate=1.0) and not policy.wants_more(9, 10, gate=1.0)  # failed for good
+    assert not policy.wants_more(3, 3, gate=0.0)  # nothing to settle: every eval passes a gate of 0

@@ -1,0 +1,131 @@
+"""Adaptive repeats in the runner: `--runs LOW..HIGH`, `define_eval(runs=N)`, the runs saved, bad flags."""
+
+from __future__ import annotations
+
+import io
+from collections import Counter
+
+import anyio
+import pytest
+from rich.console import Console
+
+from niceeval import EvalContext, define_eval
+from niceeval._core.summary import SuiteSummary
+from niceeval._eval.spec import EvalSpec
+from niceeval._run.discovery import EvalEntry
+from niceeval._run.execute import ExecOptions
+from niceeval._run.suite import SuiteOptions, run_suite
+from niceeval.cli import main
+from niceeval.expect import equals
+from niceeval.report import ConsoleReporter
+from niceeval.stats import AdaptiveRuns
+
+calls: Counter[str] = Counter()
+
+
+@define_eval
+async def steady(t: EvalContext) -> None:
+    calls["steady"] += 1
+    t.check("ok", equals("ok"))
+
+
+@define_eval
+async def flaky(t: EvalContext) -> None:
+    calls["flaky"] += 1
+    t.check("ok" if calls["flaky"] % 4 else "flake", equals("ok"))  # every 4th run fails: 75%
+
+
+@define_eval
+async def broken(t: EvalContext) -> None:
+    calls["broken"] += 1
+    t.check("no", equals("ok"))
+
+
+@define_eval(runs=2)
+async def pinned(t: EvalContext) -> None:
+    calls["pinned"] += 1
+
+
+def suite(specs: list[EvalSpec], runs: int | AdaptiveRuns, gate: float = 1.0) -> tuple[SuiteSummary, str]:
+    calls.clear()
+    adaptive = runs if isinstance(runs, AdaptiveRuns) else None
+    options = SuiteOptions(
+        runs=adaptive.least if adaptive else int(runs),  # type: ignore[arg-type]
+        adaptive=adaptive,
+        min_pass_rate=gate,
+        concurrency=4,
+        exec=ExecOptions(timeout=10),
+    )
+    out = io.StringIO()
+    console = ConsoleReporter(Console(file=out, width=200, highlight=False), min_pass_rate=gate)
+    entries = [EvalEntry(id=f"x.py::{spec.name}", spec=spec) for spec in specs]
+    summary = anyio.run(run_suite, entries, [], options, [console])
+    return summary, out.getvalue()
+
+
+def done(summary: SuiteSummary) -> dict[str, int]:
+    return {t.eval.id.split("::")[1]: t.done for t in summary.tallies}
+
+
+def test_below_one_a_steady_eval_stops_early_and_a_flaky_one_repeats_to_the_bound() -> None:
+    summary, out = suite([steady, flaky, broken], AdaptiveRuns(least=3, most=20), gate=0.8)
+    # 16 of 16: Wilson 0.806-1.00 clears 0.8; 3 of 4 keeps straddling it up to 20; 0 of 3 (0.00-0.56) is below
+    assert done(summary) == {"steady": 16, "flaky": 20, "broken": 3}
+    assert dict(calls) == {"steady": 16, "flaky": 20, "broken": 3}
+    assert summary.runs_saved == 4 + 0 + 17 and summary.adaptive_most == 20
+    assert [t.eval.runs for t in summary.tallies] == [16, 20, 3]
+    assert "adaptive repeats: 39 runs made, 21 runs saved against --runs 20" in out
+    # each eval is reported once, after its last run, with every run counted
+    assert out.count("x.py::steady") == 1 and "16/16 runs passed" in out
+    assert out.count("x.py::flaky") == 1 and "15/20 runs passed (75%)" in out
+    assert summary.exit_code == 1  # flaky (75%) and broken fail the gate
+
+
+def test_at_the_default_gate_passes_repeat_to_the_bound_and_a_failure_stops() -> None:
+    summary, out = suite([steady, broken], AdaptiveRuns(least=3, most=6))
+    assert done(summary) == {"steady": 6, "broken": 3}
+    assert summary.runs_saved == 3
+    assert "6/6 runs passed" in out and "0/3 runs passed" in out
+
+
+def test_a_flaky_eval_is_caught_by_repeats_that_a_fixed_low_count_misses() -> None:
+    fixed, _ = suite([flaky], 3)
+    assert fixed.exit_code == 0 and done(fixed) == {"flaky": 3}  # 3 of 3 passed: the flake was not seen
+    adaptive, _ = suite([flaky], AdaptiveRuns(least=3, most=10))
+    assert adaptive.exit_code == 1 and done(adaptive) == {"flaky": 4}  # the 4th run failed: settled
+
+
+def test_define_eval_runs_wins_over_the_flag() -> None:
+    summary, _ = suite([pinned, steady], AdaptiveRuns(least=3, most=5))
+    assert done(summary) == {"pinned": 2, "steady": 5}
+    assert summary.runs_saved == 0  # only adaptive evals are weighed against HIGH
+    fixed, _ = suite([pinned, steady], 4)
+    assert done(fixed) == {"pinned": 2, "steady": 4} and fixed.runs_saved is None
+
+
+def test_define_eval_runs_must_be_a_positive_whole_number() -> None:
+    from niceeval import UsageError
+
+    for bad in (0, 2.5, True):
+        with pytest.raises(UsageError, match=r"define_eval\(runs=\.\.\.\) is a whole number"):
+            define_eval(runs=bad)(lambda t: None)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--runs", "5..2"], "--runs 5..2: the bounds need 1 <= LOW <= HIGH"),
+        (["--runs", "often"], "--runs 'often': write a number of runs"),
+        (["--runs", "0"], "--runs 0: the number of runs must be at least 1"),
+        (["--runs", "auto", "--shard", "1/2"], "--runs 3..20 cannot be split into shards"),
+    ],
+)
+def test_bad_runs_exit_2_naming_the_flag(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str], tmp_path: object
+) -> None:
+    try:
+        code = main(["run", *args, "--no-store", str(tmp_path)])
+    except SystemExit as exit:
+        code = exit.code  # type: ignore[assignment]
+    assert code == 2
+    assert message in capsys.readouterr().err
