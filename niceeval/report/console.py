@@ -258,9 +258,9 @@ class ConsoleReporter:
             not_started = plural(summary.not_started, "run")
             line.append(f" · {clean(summary.stopped, 500)}: {not_started} not started", style="red")
         line.stylize("green" if summary.exit_code == 0 else "red", 0, len(", ".join(parts)))
-        for note in (_suite_rate_text(summary), _saved_text(summary)):
-            if note:
-                self._print(Text(note, style="dim"))
+        for dim in (_suite_rate_text(summary), _saved_text(summary)):
+            if dim:
+                self._print(Text(dim, style="dim"))
         self._print(line)
         if summary.inconclusive and summary.exit_code == 0:
             self._print(Text(_INCONCLUSIVE_HINT.format(count=summary.inconclusive), style="yellow"))
