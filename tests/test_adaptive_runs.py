@@ -129,3 +129,23 @@ def test_bad_runs_exit_2_naming_the_flag(
         code = exit.code  # type: ignore[assignment]
     assert code == 2
     assert message in capsys.readouterr().err
+
+
+def test_the_console_header_names_the_bounds_and_the_progress_total_grows_with_repeats() -> None:
+    calls.clear()
+    out = io.StringIO()
+    console = ConsoleReporter(
+        Console(file=out, width=200, force_terminal=True, highlight=False),
+        min_pass_rate=0.8,
+        refresh_per_second=None,
+        runs_label="3..20 runs (adaptive)",
+    )
+    options = SuiteOptions(
+        runs=3, adaptive=AdaptiveRuns(least=3, most=20), min_pass_rate=0.8, exec=ExecOptions(timeout=10)
+    )
+    entries = [EvalEntry(id=f"x.py::{spec.name}", spec=spec) for spec in (steady, broken)]
+    anyio.run(run_suite, entries, [], options, [console])
+    assert "niceeval · 2 evals × 3..20 runs (adaptive)" in out.getvalue()
+    progress = console._progress
+    assert progress is not None
+    assert (progress._state.total, progress._state.done) == (16 + 3, 16 + 3)  # planned 6, grown by 13 repeats

@@ -297,6 +297,7 @@ def _run(args: argparse.Namespace) -> int:
             strict=args.strict,
             min_pass_rate=args.min_pass_rate,
             min_pass_at_k=args.min_pass_at_k,
+            runs_label=f"{args.adaptive} runs (adaptive)" if args.adaptive else None,
         ),
         collector := GateCollector(gates=_suite_gates(config, args)),
     ]

@@ -85,8 +85,12 @@ class ConsoleReporter:
         clock: Clock = time.monotonic,
         refresh_per_second: float | None = 4.0,
         min_pass_at_k: tuple[int, float] | None = None,
+        runs_label: str | None = None,
     ) -> None:
+        """`runs_label`: what the header says of the runs (`3..20 runs` for adaptive repeats; default `N runs`)."""
         self.console = console
+        self.runs_label = runs_label
+        self._known_runs: dict[str, int] = {}
         self.strict = strict
         self.min_pass_rate = min_pass_rate
         self.min_pass_at_k = min_pass_at_k
@@ -112,8 +116,10 @@ class ConsoleReporter:
     def start(self, plan: Sequence[PlannedEval], problems: Sequence[Problem]) -> None:
         total = sum(p.runs for p in plan)
         runs = plan[0].runs if plan else 1
-        self._print(Text(f"niceeval · {plural(len(plan), 'eval')} × {plural(runs, 'run')}", style="bold"))
+        label = self.runs_label or plural(runs, "run")
+        self._print(Text(f"niceeval · {plural(len(plan), 'eval')} × {label}", style="bold"))
         self._tallies = {p.id: EvalTally(eval=p) for p in plan}
+        self._known_runs = {p.id: p.runs for p in plan}
         if self._progress is not None:
             if total:
                 self._progress.start(total)
@@ -133,6 +139,9 @@ class ConsoleReporter:
         runs = self._pending.setdefault(result.eval_id, [])
         runs.append(result)
         if self._progress is not None:
+            if (grown := tally.eval.runs - self._known_runs.get(result.eval_id, tally.eval.runs)) > 0:
+                self._known_runs[result.eval_id] = tally.eval.runs  # an adaptive repeat: the bar's total grows
+                self._progress.add_to_total(grown)
             self._progress.run_finished(result)
         if tally.done >= tally.eval.runs:
             self._print_eval(tally, self._pending.pop(result.eval_id))

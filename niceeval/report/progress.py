@@ -87,6 +87,11 @@ class LiveProgress:
             self._state.running[(eval_id, run_index)] = self._clock()
         self._redraw()
 
+    def add_to_total(self, runs: int) -> None:
+        """More runs planned (adaptive repeats decided as the suite goes)."""
+        with self._lock:
+            self._state.total += runs
+
     def run_finished(self, result: RunResult) -> None:
         with self._lock:
             state = self._state
