@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import io
+import xml.etree.ElementTree as ET
 from collections import Counter
+from pathlib import Path
 
 import anyio
 import pytest
@@ -149,3 +151,15 @@ def test_the_console_header_names_the_bounds_and_the_progress_total_grows_with_r
     progress = console._progress
     assert progress is not None
     assert (progress._state.total, progress._state.done) == (16 + 3, 16 + 3)  # planned 6, grown by 13 repeats
+
+
+def test_junit_names_every_run_of_an_eval_that_repeated_from_one(tmp_path: Path) -> None:
+    from niceeval.report import JUnitReporter
+
+    calls.clear()
+    path = tmp_path / "report.xml"
+    options = SuiteOptions(runs=1, adaptive=AdaptiveRuns(least=1, most=3), exec=ExecOptions(timeout=10))
+    entries = [EvalEntry(id=f"x.py::{spec.name}", spec=spec) for spec in (steady, broken)]
+    anyio.run(run_suite, entries, [], options, [JUnitReporter(path)])
+    names = [case.get("name") for case in ET.parse(path).iter("testcase")]
+    assert sorted(names) == ["broken", "steady[run 1]", "steady[run 2]", "steady[run 3]"]

@@ -98,14 +98,12 @@ class JUnitReporter:
         self.strict = strict
         self.min_pass_rate = min_pass_rate
         self._spool: IO[str] | None = None
-        self._runs_per_eval = 1
         self._counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
         self._tallies: dict[str, EvalTally] = {}
         self._pending: dict[str, list[RunResult]] = {}
 
     def start(self, plan: Sequence[PlannedEval], problems: Sequence[Problem]) -> None:
         self._spool = tempfile.TemporaryFile("w+", encoding="utf-8")
-        self._runs_per_eval = plan[0].runs if plan else 1
         self._tallies = {p.id: EvalTally(eval=p) for p in plan}
 
     def run_finished(self, result: RunResult) -> None:
@@ -125,7 +123,7 @@ class JUnitReporter:
     def _write_case(self, result: RunResult, *, eval_failed: bool, tally: EvalTally) -> None:
         assert self._spool is not None
         name = result.eval_id.split("::", 1)[-1]
-        if self._runs_per_eval > 1:
+        if tally.eval.runs > 1:  # per eval: define_eval(runs=N) and adaptive repeats give evals their own counts
             name += f"[run {result.run_index + 1}]"
         case = ET.Element(
             "testcase",
@@ -135,7 +133,7 @@ class JUnitReporter:
             line=str(result.line),
             time=f"{result.duration_s:.6f}",
         )
-        _add_properties(case, result, eval_rate(tally, strict=self.strict) if self._runs_per_eval > 1 else None)
+        _add_properties(case, result, eval_rate(tally, strict=self.strict) if tally.eval.runs > 1 else None)
         self._counts["tests"] += 1
         missed = not is_success(result.outcome, strict=self.strict)
         if missed and eval_failed:
