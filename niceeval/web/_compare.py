@@ -59,8 +59,12 @@ def compare_page(request: Request) -> Response:
     threshold = _threshold(request.query_params.get("threshold", "0.1"))
     try:
         diff = store.diff(base.id, head.id, DiffOptions(threshold=threshold))
-    except ConfigError as exc:
-        raise HTTPException(400, str(exc)) from None
+    except ConfigError as exc:  # the same run twice, or runs with no eval in common: pick others
+        picked = "base" in request.query_params or "head" in request.query_params
+        return render(
+            request, "compare.html", ready=True, recent=recent, base=base, head=head, problem=str(exc),
+            show_all=False, threshold=threshold, status_code=400 if picked else 200,
+        )  # fmt: skip
     show_all = request.query_params.get("show") == "all"
     pairs = _pairs(suite_run(store, base.id), suite_run(store, head.id)) if show_all else []
     return render(
@@ -71,6 +75,7 @@ def compare_page(request: Request) -> Response:
         base=base,
         head=head,
         diff=diff,
+        problem=None,
         flips=diff.changed,
         changed={c.eval_id for c in diff.changed} | {s.eval_id for s in diff.scores},
         pairs=pairs,

@@ -338,3 +338,15 @@ def test_compare_of_two_alike_runs_says_nothing_changed(store: Store, browser: T
     base, head = (record(store, [result("evals/a.py::x")]) for _ in range(2))
     html = browser.get(f"/compare?base={base}&head={head}").text
     assert "Nothing changed between these runs." in html and "No eval changed its outcome." in html
+
+
+def test_compare_of_runs_sharing_no_eval_says_so_and_keeps_the_pickers(store: Store, browser: TestClient) -> None:
+    base = record(store, [result("evals/a.py::x")])
+    head = record(store, [result("evals/b.py::y")])
+    shown = browser.get("/compare")  # the default pair: a page to pick other runs from, not an error
+    assert shown.status_code == 200
+    assert "no eval in common" in shown.text.lower() or "share no eval" in shown.text.lower()
+    assert f'<option value="{base}" selected>' in shown.text.split('name="base"')[1].split("</select>")[0]
+    picked = browser.get(f"/compare?base={head}&head={head}")  # a pair the user picked: refused, with the reason
+    assert picked.status_code == 400
+    assert "both name" in picked.text
