@@ -159,6 +159,9 @@ class SuiteSummary:
     interrupted: bool = False
     terminated: bool = False
     """Interrupted by SIGTERM rather than Ctrl-C (exit code 143, not 130)."""
+    missing_runs: int = 0
+    """Eval runs a stored suite run planned but does not hold (`incomplete`, `running` or `interrupted` when
+    reported from the store); every report states them."""
     min_pass_at_k: tuple[int, float] | None = None
     """`--min-pass-at-k K:RATE`: an eval with `--runs N` fails when its pass@K is under RATE."""
     stopped: str | None = None

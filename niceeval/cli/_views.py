@@ -101,6 +101,7 @@ def _replay(
         strict=info.strict,
         min_pass_rate=info.min_pass_rate,
         interrupted=info.status == "interrupted",
+        missing_runs=0 if info.status == "finished" or only else max(0, info.runs_planned - info.runs_done),
     )
     sinks.finish(summary)
     return summary

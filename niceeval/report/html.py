@@ -40,7 +40,7 @@ from niceeval.web._rounds import commands, rounds
 from niceeval.web._templates import STATIC_DIR, environment
 
 _ORDER: dict[str, int] = {"failed": 0, "scored": 1, "passed": 2, "skipped": 3, "not run": 4}
-_VERDICTS = {0: "passed", 1: "failed", 2: "errors", 130: "interrupted"}
+_VERDICTS = {0: "passed", 1: "failed", 2: "errors", 130: "interrupted", 143: "interrupted"}
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
 _COPY_CHUNK = 1 << 16
 

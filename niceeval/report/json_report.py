@@ -80,6 +80,7 @@ class JsonReporter:
             "interrupted": summary.interrupted,
             "stopped": summary.stopped,
             "not_started": summary.not_started,
+            "missing_runs": summary.missing_runs,
             "exit_code": summary.exit_code,
             "summary": {
                 "evals": len(summary.tallies),

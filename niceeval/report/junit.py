@@ -76,13 +76,15 @@ def _add_properties(case: ET.Element, result: RunResult, rate: Estimate | None) 
 
 
 def _suite_properties(summary: SuiteSummary) -> str:
-    """The suite's pass rate over its cases, with its clustered standard error and 95% interval."""
+    """The suite's pass rate over its cases, with its clustered standard error and 95% interval; the eval runs a
+    stored suite run is missing."""
     rate = suite_rate(summary.tallies, strict=summary.strict)
-    if rate.value is None:
+    if rate.value is None and not summary.missing_runs:
         return ""
     properties = ET.Element("properties")
-    rows = [("pass_rate", rate.value), ("pass_rate_stderr", rate.stderr), ("pass_rate_low", rate.low)]
-    rows += [("pass_rate_high", rate.high), ("pass_rate_clusters", rate.clusters)]
+    rows: list[tuple[str, float | int | None]] = [("pass_rate", rate.value), ("pass_rate_stderr", rate.stderr)]
+    rows += [("pass_rate_low", rate.low), ("pass_rate_high", rate.high), ("pass_rate_clusters", rate.clusters)]
+    rows += [("missing_runs", summary.missing_runs or None)]
     for name, value in rows:
         if value is not None:
             shown = f"{value:.6f}" if isinstance(value, float) else str(value)

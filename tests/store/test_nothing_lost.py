@@ -83,6 +83,22 @@ def test_report_of_an_incomplete_suite_run_says_what_is_missing_and_exits_1(stor
     assert "2 of 3 eval runs stored" in text
 
 
+def test_every_report_file_of_an_incomplete_suite_run_states_the_missing_runs(store: Store, tmp_path: Path) -> None:
+    import json
+
+    incomplete_suite(store)
+    files = {"json": tmp_path / "r.json", "junit": tmp_path / "r.xml", "html": tmp_path / "r.html"}
+    code = report_run(
+        store, "s1", Console(file=io.StringIO()), json_path=files["json"], junit_path=files["junit"],
+        html_path=files["html"],
+    )  # fmt: skip
+    assert code == 1
+    assert json.loads(files["json"].read_text(encoding="utf-8"))["missing_runs"] == 1
+    assert '<property name="missing_runs" value="1" />' in files["junit"].read_text(encoding="utf-8")
+    html = files["html"].read_text(encoding="utf-8")
+    assert "Incomplete: 1 planned eval run missing from the store" in html
+
+
 def test_the_store_password_in_the_command_line_is_never_stored(store: Store, tmp_path: Path) -> None:
     from niceeval._run.storing import suite_start
 
