@@ -23,7 +23,7 @@ def test_timeout_is_inconclusive(run: Run, model: str) -> None:
     run.retry = RetryPolicy(max_retries=0)
     started = time.monotonic()
     (result,) = run(lambda t: t.rubric("Is it polite?"))
-    assert time.monotonic() - started < 3
+    assert time.monotonic() - started < 15  # the 0.2 s timeout ended it (the hang never answers); margin for load
     assert (result.state, result.score, result.cause) == ("inconclusive", None, "timeout")
     assert result.reason.startswith(f"judge unavailable: {model}: the request timed out")
 
