@@ -274,8 +274,8 @@ def test_an_unknown_flag_exits_2_naming_it(project: Project) -> None:
 @pytest.mark.parametrize(
     ("flag", "value", "message"),
     [
-        ("--runs", "0", "--runs must be at least 1, got 0"),
-        ("--runs", "two", "--runs takes a whole number, got 'two'"),
+        ("--runs", "0", "--runs 0: the number of runs must be at least 1"),
+        ("--runs", "two", "--runs 'two': write a number of runs (3), `auto`, or bounds like 3..20"),
         ("--concurrency", "0", "--concurrency must be at least 1, got 0"),
         ("--timeout", "-1", "--timeout must be positive, got -1"),
         ("--min-pass-rate", "1.5", "--min-pass-rate must be between 0 and 1, got 1.5"),
