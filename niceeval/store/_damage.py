@@ -39,6 +39,8 @@ def check_sqlite_file(path: Path) -> str | None:
         return None
     if size == 0:
         return f"the results store {path} is an empty file (0 bytes), not a results store: {_move_away(path)}."
+    if _in_use(path):  # another process may be writing it (a checkpoint writes page 1 before the pages after it):
+        return None  # its header proves nothing now, and damage still shows when a page is read
     with path.open("rb") as file:
         header = file.read(100)
     if not header.startswith(_HEADER):
@@ -57,10 +59,14 @@ def check_sqlite_file(path: Path) -> str | None:
     return None
 
 
+def _in_use(path: Path) -> bool:
+    """A write-ahead log or rollback journal beside the file: a connection has it open, or one was cut off."""
+    return any(path.with_name(path.name + suffix).exists() for suffix in ("-wal", "-journal"))
+
+
 def _being_created(path: Path, modified: float) -> bool:
     """An empty file another process is making into a store right now (SQLite creates it empty, then writes)."""
-    beside = (path.with_name(path.name + suffix) for suffix in ("-wal", "-journal"))
-    return any(p.exists() for p in beside) or time.time() - modified < _FRESH_S
+    return _in_use(path) or time.time() - modified < _FRESH_S
 
 
 def damage_message(exc: BaseException, engine: Engine) -> str | None:

@@ -62,6 +62,21 @@ def test_a_truncated_store_is_named_as_cut_short(sound: Path, tmp_path: Path) ->
         Store.open(str(path))
 
 
+def test_a_store_another_process_is_writing_is_not_judged_by_its_header(sound: Path, tmp_path: Path) -> None:
+    """A checkpoint writes page 1 (the new page count) before the pages after it: while a log or journal sits
+    beside the file, a short file is a writer at work (shards and xdist workers share one store), not damage."""
+    from niceeval.store._damage import check_sqlite_file
+
+    path = _copy(sound, tmp_path)
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    assert check_sqlite_file(path) is not None and "cut short" in str(check_sqlite_file(path))
+    for beside in ("-wal", "-journal"):
+        log = path.with_name(path.name + beside)
+        log.touch()
+        assert check_sqlite_file(path) is None
+        log.unlink()
+
+
 def test_garbled_pages_met_while_reading_are_named_not_a_traceback(sound: Path, tmp_path: Path) -> None:
     path = _copy(sound, tmp_path)
     data = bytearray(path.read_bytes())
