@@ -28,6 +28,13 @@ and of the server process.
 
 `--profile` also runs the `no cache` configuration at the first concurrency under cProfile and prints the top
 functions by own time and by cumulative time.
+
+`--pairs N` measures ratios instead (the issue's yardstick): per concurrency, N rounds, each running the bare loop,
+`niceeval run --no-cache` (store on, SQLite) and `niceeval run --no-cache --no-store` back to back, in an order
+that rotates from round to round; each niceeval figure is divided by the bare loop's of the same round, and the
+table shows the median of those ratios (wall and CPU) with the medians of wall, CPU and peak RSS.
+`--before DIR` adds the same two niceeval configurations run from another checkout of niceeval (`PYTHONPATH=DIR`,
+e.g. a `git worktree` of the commit before a change), so before and after are measured in one run.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ import json
 import os
 import pstats
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -230,6 +238,8 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[10, 64])
     parser.add_argument("--profile", action="store_true", help="also profile the first concurrency under cProfile")
+    parser.add_argument("--pairs", type=int, default=0, help="measure ratios to the bare loop over N rounds")
+    parser.add_argument("--before", type=Path, help="with --pairs: also run niceeval from this checkout")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -238,6 +248,9 @@ def main() -> None:
             project = folder / "project"
             write_project(project, server.url, args.evals)
             env = {**os.environ, "OPENAI_API_KEY": "bench", "OPENAI_BASE_URL": server.url}
+            if args.pairs:
+                paired(args, server, project, env)
+                return
             rows = []
             for concurrency in args.concurrency:
                 floor = 2 * args.evals * args.latency / concurrency
@@ -268,6 +281,40 @@ def main() -> None:
         finally:
             server.process.terminate()
             server.process.wait(timeout=10)
+
+
+def paired(args: argparse.Namespace, server: Server, project: Path, env: dict[str, str]) -> None:
+    """`--pairs`: per concurrency, rounds of bare loop and niceeval configurations; medians of ratios."""
+    checkouts: list[tuple[str, dict[str, str]]] = [("", env)]
+    if args.before is not None:
+        checkouts.append(("before ", {**env, "PYTHONPATH": str(args.before.resolve())}))
+    print(
+        f"{args.evals} evals x (1 agent call + 1 rubric judge call), server latency {args.latency}s, "
+        f"{os.cpu_count()} CPUs, {args.pairs} rounds, medians"
+    )
+    print(f"{'conc':>4} {'configuration':20} {'wall s':>7} {'cpu s':>7} {'RSS MB':>7} {'wall/bare':>9} {'cpu/bare':>9}")
+    for concurrency in args.concurrency:
+        bare_command = [sys.executable, "-c", BARE_LOOP, server.url, str(args.evals), str(concurrency)]
+        command = [sys.executable, "-m", "niceeval.cli", "run", "--concurrency", str(concurrency), "--no-cache"]
+        configs: list[tuple[str, list[str], dict[str, str]]] = [("bare loop", bare_command, env)]
+        for label, checkout_env in checkouts:
+            configs.append((f"{label}niceeval", command, checkout_env))
+            configs.append((f"{label}niceeval --no-store", [*command, "--no-store"], checkout_env))
+        done: dict[str, list[Measured]] = {name: [] for name, _, _ in configs}
+        for round_ in range(args.pairs):
+            shift = round_ % len(configs)
+            for name, argv, config_env in configs[shift:] + configs[:shift]:
+                measured = measure(argv, project, config_env)
+                if measured.returncode not in (0, 1):
+                    raise SystemExit(f"{name} failed ({measured.returncode}):\n{measured.output[-3000:]}")
+                done[name].append(measured)
+        bare = done["bare loop"]
+        for name, runs in done.items():
+            wall = statistics.median(r.wall_s / b.wall_s for r, b in zip(runs, bare, strict=True))
+            cpu = statistics.median(r.cpu_s / b.cpu_s for r, b in zip(runs, bare, strict=True))
+            fields = ("wall_s", "cpu_s", "peak_rss_mb")
+            w, c, rss = (statistics.median(getattr(r, field) for r in runs) for field in fields)
+            print(f"{concurrency:>4} {name:20} {w:7.2f} {c:7.2f} {rss:7.0f} {wall:9.3f} {cpu:9.3f}")
 
 
 def print_table(args: argparse.Namespace, rows: list[tuple[Any, ...]]) -> None:

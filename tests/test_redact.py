@@ -49,3 +49,29 @@ def test_a_secret_next_to_a_lone_surrogate_is_still_replaced() -> None:
 
 def test_extra_values_given_in_code_are_redacted_too() -> None:
     assert Redactor.from_environment({}, extra=[KEY]).text(f"-> {KEY}") == "-> [redacted]"
+
+
+_PIECES = [
+    "Bearer ", "basic\t", "Token  ", "token=", "TOKEN: ", '"token": ', '"first_token": null', '"input_tokens": 3',
+    '"access-token":"', '"proxy-authorization": "', "x-api-key: ", "apikey=", '"api_key": ""', "secret", "Passwd=",
+    "sk-", "sk-proj-", "rk-test-", "ghp_", "xoxb-", "AKIA", "AKIAABCDEFGHIJKLMNOP", "://", "postgres://", "user:",
+    "@", "/", " ", '"', "'", ",", ".", "_", "-", ":", "=", "[redacted]", "abcdefgh", "ABCDEFGH12345678",
+    "0123456789abcdefghij", "İ", "é", "\n",
+]  # fmt: skip
+
+
+def test_the_marker_guided_check_finds_exactly_what_the_full_patterns_find() -> None:
+    """`credential_shaped` only tries the patterns where a marker occurs; on texts built from the patterns' own
+    pieces it must agree with scanning every position (the definition `scrub_text` applies)."""
+    import random
+
+    from niceeval._core.redact import _KEY_IN_JSON, _SECRET_TEXT, credential_shaped
+
+    rng = random.Random(20261124)
+    found = 0
+    for _ in range(20_000):
+        text = "".join(rng.choice(_PIECES) for _ in range(rng.randint(1, 12)))
+        expected = _SECRET_TEXT.search(text) is not None or _KEY_IN_JSON.search(text) is not None
+        assert credential_shaped(text) is expected, text
+        found += expected
+    assert 2_000 < found < 18_000  # both answers were exercised

@@ -10,8 +10,8 @@ reports, the GitHub step summary and the results store all get the same clean re
   (also in URLs: `?access_token=`), the password of a database URL, and any field named like a credential,
   replaced by `[redacted]`.
 
-The check is one JSON dump, a substring search per secret and per marker; a record is rebuilt only when something
-is actually in it.
+The check is one JSON dump, a substring search per secret and per marker, and the patterns only where a marker
+is; a record is rebuilt only when something is actually in it.
 """
 
 from __future__ import annotations
@@ -44,19 +44,65 @@ _SECRET_TEXT = re.compile(
 )
 _KEY_IN_JSON = re.compile(rf'"(?:[^"]*[._])?(?:{_KEY_NAMES})"\s*:\s*(?!null|""|\[\]|\{{\}})', re.IGNORECASE)
 _MARKERS = (
-    "bearer", "basic ", 'token"', "token=", "token:", "token ", "sk-", "rk-", "pk-", "ghp_", "gho_", "ghu_",
-    "ghs_", "ghr_", "xox", "akia", "authorization", "api-key", "api_key", "apikey", "secret", "passw", "://",
+    "bearer", "basic", "token", "sk-", "rk-", "pk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "xox", "akia",
+    "authorization", "api-key", "api_key", "apikey", "secret", "passw",
 )  # fmt: skip
-"""Lower-case substrings every match of the patterns contains: most records have none, and a substring test is
-far cheaper than the regexes (which scan every position)."""
+"""Lower-case substrings every match of the patterns contains at its start or inside its field name (a URL's
+password aside: see `_AUTHORITY`). The checks below run only where one occurs."""
+_NAMES_AT = r"(?:authorization|api[-_]?key|token|secret|password|passwd)"
+"""The field names from where a marker occurs (`proxy-`, `x-` and `access-` prefixes left before it)."""
+_SECRET_AT = re.compile(
+    r"\b(?:Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=-]{8,}"
+    rf"|{_NAMES_AT}[\"']?\s*[:=]\s*[\"']?(?!\[redacted)[^\s\"',;&]{{8,}}"
+    r"|\b(?:sk|rk|pk)-(?:ant-|proj-|live-|test-)?[A-Za-z0-9_-]{16,}"
+    r"|\bgh[pousr]_[A-Za-z0-9]{20,}|\bxox[abpr]-[A-Za-z0-9-]{10,}|\bAKIA[0-9A-Z]{16}\b",
+    re.IGNORECASE,
+)
+"""`_SECRET_TEXT` but its URL part, anchored where a marker occurs."""
+_KEY_AT = re.compile(rf'{_NAMES_AT}"\s*:\s*(?!null|""|\[\]|\{{\}})', re.IGNORECASE)
+"""`_KEY_IN_JSON` from the name on; what may stand before the name is checked apart."""
+_NAME_PREFIXES = ("proxy-", "x-", "access-", "access_", "access")
+_AUTHORITY = re.compile(r"[^\s/@\"']*@")
+"""What follows `://` when the URL names a user: no space, quote or slash before the `@`."""
+_URL_BEFORE = 64
+"""Enough of the text before `://` for any URL scheme."""
 
 
 def credential_shaped(text: str) -> bool:
-    """Whether `text` (plain, or a JSON dump) holds anything that looks like a credential."""
+    """Whether `text` (plain, or a JSON dump) holds anything that looks like a credential: what `_SECRET_TEXT` or
+    `_KEY_IN_JSON` would find.
+
+    The patterns are matched only where a marker occurs, never tried at every position: field names such as
+    `input_tokens` put markers in nearly every record, and a scan of the whole text cost a millisecond per run.
+    """
     lowered = text.lower()
-    if not any(marker in lowered for marker in _MARKERS):
+    if len(lowered) != len(text):  # a character whose lower case is longer moves the positions: scan it all
+        return _SECRET_TEXT.search(text) is not None or _KEY_IN_JSON.search(text) is not None
+    for marker in _MARKERS:
+        at = lowered.find(marker)
+        while at != -1:
+            if _SECRET_AT.match(text, at) or _json_key_at(text, lowered, at):
+                return True
+            at = lowered.find(marker, at + 1)
+    at = text.find("://")
+    while at != -1:
+        authority = _AUTHORITY.match(text, at + 3)
+        if authority and _SECRET_TEXT.search(text, max(0, at - _URL_BEFORE), authority.end()):
+            return True
+        at = text.find("://", at + 1)
+    return False
+
+
+def _json_key_at(text: str, lowered: str, at: int) -> bool:
+    """Whether a JSON field named like a credential, with a value, has its name at `at` (after any prefix)."""
+    if not _KEY_AT.match(text, at):
         return False
-    return _SECRET_TEXT.search(text) is not None or _KEY_IN_JSON.search(text) is not None
+    starts = [at] + [at - len(p) for p in _NAME_PREFIXES if at >= len(p) and lowered.startswith(p, at - len(p))]
+    for start in starts:
+        before = text[start - 1] if start else ""
+        if before == '"' or (before in "._" and before and text.rfind('"', 0, start - 1) != -1):
+            return True
+    return False
 
 
 def scrub_text(text: str) -> str:

@@ -60,7 +60,8 @@ class MemoryCheckpoints:
     async def save(self, session_id: str, messages: list[dict[str, Any]]) -> None:
         """Replace what is saved for `session_id`."""
         self._saved.pop(session_id, None)
-        self._saved[session_id] = _at_rest(messages)
+        # Never leaves the process, so no redaction: JSON text only, for a fresh copy on each load.
+        self._saved[session_id] = json.dumps(messages, ensure_ascii=False)
         while len(self._saved) > self._max_sessions:
             self._saved.popitem(last=False)
 

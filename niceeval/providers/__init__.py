@@ -20,6 +20,7 @@ import json
 import math
 import os
 import random
+import threading
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
@@ -152,8 +153,20 @@ async def sdk_ready(provider: Provider) -> None:
         await anyio.to_thread.run_sync(_warm_up, provider)
 
 
+_WARMING = threading.Lock()
+
+
 def _warm_up(provider: Provider) -> None:
-    # A throwaway client: the first one imports the SDK's resources and HTTP transport, not just the package.
+    # One thread warms up; the others (every eval of a suite asks at once) wait for it instead of each building
+    # its own throwaway client (50 ms of CPU apiece, and the import lock fought over).
+    with _WARMING:
+        if provider not in _READY:
+            _build_throwaway_client(provider)
+            _READY.add(provider)
+
+
+def _build_throwaway_client(provider: Provider) -> None:
+    # The first client imports the SDK's resources and HTTP transport, not just the package.
     if provider == "openai":
         from openai import AsyncOpenAI
 
@@ -163,7 +176,6 @@ def _warm_up(provider: Provider) -> None:
         from anthropic import AsyncAnthropic
 
         _ = AsyncAnthropic(api_key="warm-up", base_url="http://127.0.0.1:9").messages
-    _READY.add(provider)
 
 
 def openai_client(*, key: str | None = None, url: str | None = None, timeout: float = 60.0) -> AsyncOpenAI:

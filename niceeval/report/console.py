@@ -97,14 +97,15 @@ class ConsoleReporter:
         self._pending: dict[str, list[RunResult]] = {}
         self._tallies: dict[str, EvalTally] = {}
         self._progress: LiveProgress | None = None
-        if console.is_terminal:
+        self._terminal = console.is_terminal  # rich works it out anew on every access (environment, isatty)
+        if self._terminal:
             self._progress = LiveProgress(console, clock=clock, strict=strict, refresh_per_second=refresh_per_second)
         self._variants = VariantTable()
 
     def _print(self, text: Text) -> None:
         # Without a terminal there are no styles to render: plain text is the same output at a fraction of the
         # cost (rich's layout is a quarter of a millisecond per eval line).
-        if self.console.is_terminal:
+        if self._terminal:
             self.console.print(text)
             return
         try:
