@@ -1,5 +1,9 @@
 """The public surface is small and deliberate: these names, and nothing else, are exported."""
 
+import importlib
+
+import pytest
+
 import niceeval
 import niceeval.agents
 import niceeval.expect
@@ -94,7 +98,6 @@ def test_store_exports() -> None:
             "ShardInfo",
             "Store",
             "StoreError",
-            "StoreSink",
             "SuiteRunDetail",
             "SuiteRunInfo",
             "SuiteRunStart",
@@ -134,3 +137,36 @@ def test_stats_exports() -> None:
     )
     for name in niceeval.stats.__all__:
         assert hasattr(niceeval.stats, name), name
+
+
+def test_judge_exports_what_an_eval_author_calls() -> None:
+    import niceeval.judge
+
+    assert sorted(niceeval.judge.__all__) == sorted(
+        ["Autoevals", "Judge", "JudgeCall", "JudgeHandle", "JudgeSpend", "judge_spend"]
+    )
+    for name in niceeval.judge.__all__:
+        assert hasattr(niceeval.judge, name), f"niceeval.judge.{name}"
+
+
+@pytest.mark.parametrize("module", ["niceeval.judge", "niceeval.store"])
+def test_dir_shows_only_the_public_names(module: str) -> None:
+    """What a user sees in `dir(...)` is the surface: runner wiring lives in private modules."""
+    imported = importlib.import_module(module)
+    # pytest rewrites the asserts of its plugins' packages (niceeval is one), adding `@py_builtins` and the like
+    shown = sorted(name for name in dir(imported) if name.isidentifier() and not name.startswith("_"))
+    assert shown == sorted(imported.__all__)
+
+
+@pytest.mark.parametrize(
+    ("module", "name"),
+    [
+        ("niceeval.judge", "JudgeRuntime"),
+        ("niceeval.judge", "JudgeSession"),
+        ("niceeval.judge", "JudgeClients"),
+        ("niceeval.judge", "JudgeCache"),
+        ("niceeval.store", "StoreSink"),
+    ],
+)
+def test_runner_wiring_is_not_public(module: str, name: str) -> None:
+    assert not hasattr(importlib.import_module(module), name)

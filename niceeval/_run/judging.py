@@ -22,7 +22,10 @@ from niceeval._eval.context import ContextBase, SyncEvalContext
 
 if TYPE_CHECKING:
     from niceeval._run.discovery import EvalEntry
-    from niceeval.judge import Judge, JudgeCache, JudgeClients, JudgeSession
+    from niceeval.judge import Judge
+    from niceeval.judge._cache import JudgeCache
+    from niceeval.judge._client import JudgeClients
+    from niceeval.judge._judge import JudgeSession
 
 
 def transcript_of(events: Sequence[Event]) -> str:
@@ -54,14 +57,14 @@ class SuiteJudges:
 
     def clients(self) -> JudgeClients:
         if self._clients is None:
-            from niceeval.judge import JudgeClients
+            from niceeval.judge._client import JudgeClients
 
             self._clients = JudgeClients()
         return self._clients
 
     def cache(self) -> JudgeCache | None:
         if self._cache is None and not self.no_cache:
-            from niceeval.judge import JudgeCache, default_cache_path
+            from niceeval.judge._cache import JudgeCache, default_cache_path
 
             self._cache = JudgeCache(default_cache_path(self.root))
         return self._cache
@@ -97,8 +100,8 @@ class JudgeSlot:
         return self._session.results() if self._session is not None else []
 
     def _open(self, ctx: ContextBase, task_group: TaskGroup, run_index: int) -> JudgeSession:
-        from niceeval.judge import JudgeRuntime, JudgeSession
         from niceeval.judge._cache import CacheMode
+        from niceeval.judge._judge import JudgeRuntime, JudgeSession
         from niceeval.providers import RetryPolicy
 
         mode: CacheMode = "read_only_strict" if self._suite.cache_only else "write_only" if run_index else "read_write"

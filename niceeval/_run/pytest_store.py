@@ -30,7 +30,8 @@ from niceeval._run.storing import plan_digest, suite_start
 from niceeval._run.suite import agent_secrets
 
 if TYPE_CHECKING:
-    from niceeval.store import Store, StoreSink, SuiteRunStart
+    from niceeval.store import Store, SuiteRunStart
+    from niceeval.store._sink import StoreSink
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -171,7 +172,7 @@ class SessionRecording:
         self.note.run_id, self.note.url = self._sink.run_id, store.url
 
     def _join(self, store: Store, plan: Sequence[PlannedEval]) -> StoreSink:
-        from niceeval.store import StoreSink
+        from niceeval.store._sink import StoreSink
 
         options, worker = self.options, self.options.worker
         start = self._start()

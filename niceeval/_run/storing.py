@@ -24,8 +24,9 @@ if TYPE_CHECKING:
     from niceeval._core.summary import PlannedEval
     from niceeval._run.discovery import EvalEntry
     from niceeval._run.shard import Shard
-    from niceeval.store import Store, StoreSink, SuiteRunInfo, SuiteRunStart
+    from niceeval.store import Store, SuiteRunInfo, SuiteRunStart
     from niceeval.store._lease import Lease
+    from niceeval.store._sink import StoreSink
 
 ENV_VAR = "NICEEVAL_STORE"
 
@@ -118,7 +119,7 @@ def suite_start(
 
 def store_sink(store: Store, start: SuiteRunStart, *, resume: bool = False, lease: Lease | None = None) -> StoreSink:
     """The sink that records the suite run `start.id` in `store` (holding `lease`, when taken already)."""
-    from niceeval.store import StoreSink
+    from niceeval.store._sink import StoreSink
 
     return StoreSink(store, start, resume=resume, lease=lease)
 
@@ -163,7 +164,7 @@ def plan_shard(
     its eval runs not yet stored, as `--resume` would; the stored ones are replayed to its reporters.
     """
     from niceeval._core.summary import PlannedEval
-    from niceeval.store import StoreSink
+    from niceeval.store._sink import StoreSink
 
     count = runs or 1
     plan = [

@@ -23,7 +23,7 @@ from niceeval._core.events import (
 )
 from niceeval.agents._attachments import Attachment
 from niceeval.agents._function import FunctionAgent, FunctionSession, function_agent
-from niceeval.agents._protocol import Agent, AgentSession, Reply, TurnStatus, current_workspace
+from niceeval.agents._protocol import Agent, AgentReply, AgentSession, TurnStatus, current_workspace
 from niceeval.agents._variant import per_variant
 
 if TYPE_CHECKING:
@@ -80,6 +80,7 @@ __all__ = [
     "UsageEvent",
     "Agent",
     "AgentError",
+    "AgentReply",
     "Attachment",
     "AgentSession",
     "BridgeAgent",
@@ -92,7 +93,6 @@ __all__ = [
     "MemoryCheckpoints",
     "ModelAgent",
     "ModelAgentOptions",
-    "Reply",
     "SQLiteCheckpoints",
     "TurnStatus",
     "answer_followup",
@@ -114,7 +114,18 @@ __all__ = [
 ]
 
 
+RENAMED = {"Reply": "AgentReply"}
+"""Public names that changed, so an old import says what to write instead."""
+
+
 def __getattr__(name: str) -> Any:
+    if name in RENAMED:
+        new = RENAMED[name]
+        raise ImportError(
+            f"niceeval.agents.{name} is now niceeval.agents.{new} (niceeval.testing.Reply is the scripted server's "
+            f"reply, a different class): write `from niceeval.agents import {new}`",
+            name=name,
+        )
     if name in _LAZY:
         value = getattr(importlib.import_module(f"niceeval.agents.{_LAZY[name]}"), name)
         globals()[name] = value

@@ -25,7 +25,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from niceeval._core.errors import NiceevalError, UsageError
 from niceeval._core.events import ErrorEvent, EventLog, MessageEvent
 from niceeval.agents._function import structure
-from niceeval.agents._protocol import Reply, current_workspace
+from niceeval.agents._protocol import AgentReply, current_workspace
 from niceeval.sandbox._launch import LaunchOptions, ProcessLaunch
 from niceeval.sandbox._protocol import current_sandbox
 
@@ -292,14 +292,14 @@ class CodingSession:
         self._log = log
         self._state = state
 
-    async def send(self, message: str, *, output: type[Any] | None = None) -> Reply:
+    async def send(self, message: str, *, output: type[Any] | None = None) -> AgentReply:
         self._log.emit(MessageEvent(role="user", text=message))
         translator = self._agent.translator(self._log, self._state)
         await run_cli(self._agent.invocation(message, self._state), translator, self._log)
         outcome = translator.outcome
         if outcome.session_id:
             self._state.cli_session = outcome.session_id
-        reply = Reply(text=outcome.text, status="failed" if outcome.failed else "completed")
+        reply = AgentReply(text=outcome.text, status="failed" if outcome.failed else "completed")
         reply = structure(reply, output, self._log)
         self._log.emit(MessageEvent(role="assistant", text=reply.text, data=reply.data))
         return reply

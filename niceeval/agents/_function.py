@@ -30,27 +30,27 @@ from niceeval._core.events import (
 )
 from niceeval._core.threads import call_in_thread
 from niceeval.agents._attachments import Attachment
-from niceeval.agents._protocol import Reply, current_workspace
+from niceeval.agents._protocol import AgentReply, current_workspace
 
 AgentFunction = Callable[..., Any]
 T = TypeVar("T")
 
 
-def _as_reply(value: object) -> Reply:
-    if isinstance(value, Reply):
+def _as_reply(value: object) -> AgentReply:
+    if isinstance(value, AgentReply):
         return value
     if isinstance(value, str):
-        return Reply(text=value)
+        return AgentReply(text=value)
     if isinstance(value, BaseModel):
-        return Reply(text=value.model_dump_json(), data=value)
+        return AgentReply(text=value.model_dump_json(), data=value)
     if isinstance(value, dict | list):
-        return Reply(text=json.dumps(value, default=str), data=value)
+        return AgentReply(text=json.dumps(value, default=str), data=value)
     if value is None:
-        return Reply(text="")
-    return Reply(text=str(value), data=value)
+        return AgentReply(text="")
+    return AgentReply(text=str(value), data=value)
 
 
-def structure(reply: Reply, output: type[Any] | None, log: EventLog) -> Reply:
+def structure(reply: AgentReply, output: type[Any] | None, log: EventLog) -> AgentReply:
     """Validate a reply against the structured `output` type asked for; a mismatch fails the turn, visibly."""
     if output is None:
         return reply
@@ -61,8 +61,8 @@ def structure(reply: Reply, output: type[Any] | None, log: EventLog) -> Reply:
     except ValidationError as exc:
         name = getattr(output, "__name__", str(output))
         log.emit(ErrorEvent(message=f"reply is not a valid {name}: {exc.errors()[:3]}", error_type="ValidationError"))
-        return Reply(text=reply.text, data=None, status="failed")
-    return Reply(text=reply.text, data=data, status=reply.status)
+        return AgentReply(text=reply.text, data=None, status="failed")
+    return AgentReply(text=reply.text, data=data, status=reply.status)
 
 
 class FunctionSession:
@@ -85,7 +85,7 @@ class FunctionSession:
         output: type[Any] | None = None,
         files: Sequence[Attachment] = (),
         history: Sequence[dict[str, str]] | None = None,
-    ) -> Reply:
+    ) -> AgentReply:
         """Send `message`; with `history` (from `t.send([...messages])`) the function gets the whole list."""
         self.files = list(files)
         data: dict[str, Any] = {"files": [f.described() for f in files]} if files else {}

@@ -15,7 +15,7 @@ from niceeval._core.errors import NiceevalError, UsageError
 from niceeval._core.events import Event, EventLog, MessageEvent, UsageEvent
 from niceeval._core.threads import load_off_loop
 from niceeval.agents._function import structure
-from niceeval.agents._protocol import Reply
+from niceeval.agents._protocol import AgentReply
 from niceeval.tracing._session import SessionTrace, TraceOptions, end_trace, session_trace, traced_turn
 
 if TYPE_CHECKING:
@@ -108,7 +108,7 @@ class HTTPSession:
         self.trace: SessionTrace | None = None
         """The session's trace (`http_agent(traces=True)`): each request carries its turn's `traceparent`."""
 
-    async def send(self, message: str, *, output: type[Any] | None = None) -> Reply:
+    async def send(self, message: str, *, output: type[Any] | None = None) -> AgentReply:
         """POST the message and map the answer into the event stream.
 
         Raises:
@@ -128,7 +128,7 @@ class HTTPSession:
             self.log.emit(self._event(raw, index))
         for usage in answer.usage:
             self.log.emit(UsageEvent(**usage.model_dump()))
-        reply = structure(Reply(text=answer.reply, data=answer.data, status=answer.status), output, self.log)
+        reply = structure(AgentReply(text=answer.reply, data=answer.data, status=answer.status), output, self.log)
         self.log.emit(MessageEvent(role="assistant", text=reply.text, data=reply.data))
         self.history.append({"role": "user", "text": message, "data": None})
         self.history.append({"role": "assistant", "text": reply.text, "data": answer.data})

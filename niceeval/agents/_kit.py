@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from niceeval._core.events import ActionCalledEvent, EventLog, MessageEvent, UsageEvent
 from niceeval.agents._function import structure
-from niceeval.agents._protocol import Reply
+from niceeval.agents._protocol import AgentReply
 
 T = TypeVar("T")
 KNOWN_PROVIDERS = ("openai", "anthropic")
@@ -67,27 +67,27 @@ def parse_arguments(raw: object) -> Any:
     return raw
 
 
-def final_reply(log: EventLog, value: object, output: type[Any] | None) -> Reply:
+def final_reply(log: EventLog, value: object, output: type[Any] | None) -> AgentReply:
     """The turn's reply from the framework's final output, checked against `output`, recorded as a message."""
     reply = structure(as_reply(value), output, log)
     log.emit(MessageEvent(role="assistant", text=reply.text, data=reply.data))
     return reply
 
 
-def as_reply(value: object) -> Reply:
+def as_reply(value: object) -> AgentReply:
     """A framework's final output as a reply: text as is, models and data as JSON text with `data` kept."""
-    if isinstance(value, Reply):
+    if isinstance(value, AgentReply):
         return value
     if value is None:
-        return Reply(text="")
+        return AgentReply(text="")
     if isinstance(value, str):
-        return Reply(text=value)
+        return AgentReply(text=value)
     if isinstance(value, BaseModel):
-        return Reply(text=value.model_dump_json(), data=value)
+        return AgentReply(text=value.model_dump_json(), data=value)
     try:
-        return Reply(text=json.dumps(value, default=str), data=value)
+        return AgentReply(text=json.dumps(value, default=str), data=value)
     except (TypeError, ValueError):
-        return Reply(text=str(value), data=value)
+        return AgentReply(text=str(value), data=value)
 
 
 @dataclass(slots=True)

@@ -14,7 +14,7 @@ from uuid import UUID
 from niceeval._core.errors import UsageError
 from niceeval._core.events import MessageEvent
 from niceeval.agents._kit import Histories, ToolCalls, final_reply, priced_model, require, usage_event
-from niceeval.agents._protocol import Reply
+from niceeval.agents._protocol import AgentReply
 from niceeval.tracing._session import SessionTrace, TraceOptions, end_trace, session_trace, traced_turn
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ class LangGraphSession:
         self._adapter = adapter
         self.trace: SessionTrace | None = None
 
-    async def send(self, message: str, *, output: type[Any] | None = None, deps: Any = None) -> Reply:
+    async def send(self, message: str, *, output: type[Any] | None = None, deps: Any = None) -> AgentReply:
         """Run the graph on `message` and return its last message's text, with `structured_response` as data.
 
         `output=` validates the graph's `structured_response` when it sets one, else the last message's text
@@ -113,7 +113,7 @@ class LangGraphSession:
             adapter.histories.put(self.id, messages)
         text = messages[-1].text if messages else ""
         structured = state.get("structured_response")
-        return final_reply(self.log, Reply(text=text, data=structured) if structured is not None else text, output)
+        return final_reply(self.log, AgentReply(text=text, data=structured) if structured is not None else text, output)
 
     async def close(self) -> None:
         """End the trace, if any; the conversation stays in the checkpointer or the adapter, for revival."""

@@ -17,7 +17,7 @@ from niceeval._core.events import ErrorEvent, EventLog, MessageEvent, UsageEvent
 from niceeval.agents._attachments import Attachment
 from niceeval.agents._checkpoints import CheckpointStore, SQLiteCheckpoints
 from niceeval.agents._function import structure
-from niceeval.agents._protocol import Reply
+from niceeval.agents._protocol import AgentReply
 from niceeval.agents._schema import output_schema
 from niceeval.agents._tools import Tool, ToolRequest, ToolResult, ToolValidator, run_tool
 from niceeval.providers import ModelRef, Provider, RetryPolicy, call, parse_model, sdk_ready
@@ -209,7 +209,7 @@ class ModelSession:
         output: type[Any] | None = None,
         files: Sequence[Attachment] = (),
         history: Sequence[dict[str, str]] | None = None,
-    ) -> Reply:
+    ) -> AgentReply:
         """Send a user message (with `files` as content parts) and run the tool loop until the model answers.
 
         Raises:
@@ -241,7 +241,7 @@ class ModelSession:
         """Close the model client; the conversation stays in the checkpoint store."""
         await self._dialect.close()
 
-    async def _turn(self, messages: Messages, output: type[Any] | None) -> Reply:
+    async def _turn(self, messages: Messages, output: type[Any] | None) -> AgentReply:
         options = self._options
         text = ""
         for _ in range(options.max_steps):
@@ -252,7 +252,7 @@ class ModelSession:
                 messages.append(step.message)
             text = step.text
             if step.data is not None or not step.tool_requests:
-                return structure(Reply(text=step.text, data=step.data), output, self.log)
+                return structure(AgentReply(text=step.text, data=step.data), output, self.log)
             results = [await run_tool(options.tools, r, self.log, options.tool_validator) for r in step.tool_requests]
             self._dialect.add_tool_results(messages, results)
         self.log.emit(
@@ -262,4 +262,4 @@ class ModelSession:
                 error_type="MaxStepsExceeded",
             )
         )
-        return Reply(text=text, status="failed")
+        return AgentReply(text=text, status="failed")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from niceeval._core.events import ErrorEvent, EventLog, MessageEvent, SubagentCalledEvent
 from niceeval.agents._kit import Histories, ToolCalls, final_reply, priced_model, require, usage_event
-from niceeval.agents._protocol import Reply
+from niceeval.agents._protocol import AgentReply
 from niceeval.providers import openai_client, release
 from niceeval.tracing._session import SessionTrace, TraceOptions, end_trace, session_trace, traced_turn
 
@@ -152,7 +152,7 @@ class OpenAIAgentsSession:
         self._trace: SessionTrace | None = None
         """Set by `open` with `traces=True`."""
 
-    async def send(self, message: str, *, output: type[Any] | None = None, deps: Any = None) -> Reply:
+    async def send(self, message: str, *, output: type[Any] | None = None, deps: Any = None) -> AgentReply:
         """Run the agent on `message` (after the conversation so far) and return its final output; `deps` (from
         `t.send(..., deps=...)`) is the run's `context`, replacing the adapter's."""
         from agents import MaxTurnsExceeded, Runner
@@ -178,7 +178,7 @@ class OpenAIAgentsSession:
         except MaxTurnsExceeded as exc:
             calls.abandon(exc)
             self.log.emit(ErrorEvent(message=f"{agent.name}: {exc}", error_type="MaxTurnsExceeded"))
-            return Reply(text="", status="failed")
+            return AgentReply(text="", status="failed")
         except BaseException as exc:
             calls.abandon(exc)
             raise

@@ -13,7 +13,7 @@ TurnStatus = Literal["completed", "failed", "waiting"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class Reply:
+class AgentReply:
     """What an agent session answers to one message."""
 
     text: str
@@ -28,7 +28,7 @@ class AgentSession(Protocol):
 
     id: str
 
-    async def send(self, message: str, *, output: type[Any] | None = None) -> Reply:
+    async def send(self, message: str, *, output: type[Any] | None = None) -> AgentReply:
         """Send a user message; return the agent's reply. Events go to the log given at `open`."""
         ...
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from niceeval._core.errors import UsageError
 from niceeval._core.events import MessageEvent
 from niceeval.agents._kit import Histories, ToolCalls, final_reply, priced_model, require, usage_event
-from niceeval.agents._protocol import Reply
+from niceeval.agents._protocol import AgentReply
 from niceeval.providers import openai_client, release
 from niceeval.tracing._session import SessionTrace, TraceOptions, end_trace, session_trace, traced_turn
 
@@ -162,7 +162,7 @@ class PydanticAISession:
         self._client = client
         self._trace = trace
 
-    async def send(self, message: str, *, output: type[Any] | None = None, deps: Any = None) -> Reply:
+    async def send(self, message: str, *, output: type[Any] | None = None, deps: Any = None) -> AgentReply:
         """Run the agent on `message` (after the conversation so far) and return its output; `deps` (from
         `t.send(..., deps=...)`) replaces the adapter's for this run."""
         adapter = self._adapter

@@ -13,7 +13,7 @@ from typing import Any
 
 from niceeval._core.events import ErrorEvent, Event, EventLog
 from niceeval.agents._function import structure
-from niceeval.agents._protocol import Reply
+from niceeval.agents._protocol import AgentReply
 
 
 class ReplayMiss(Exception):
@@ -68,7 +68,7 @@ class ReplaySession:
         self._agent = agent
         self._log = log
 
-    async def send(self, message: str, *, output: type[Any] | None = None) -> Reply:
+    async def send(self, message: str, *, output: type[Any] | None = None) -> AgentReply:
         turn = self._agent.take(message)
         failure = turn.events[-1] if turn.reply is None and turn.events else None
         for event in turn.events:
@@ -77,7 +77,7 @@ class ReplaySession:
         if turn.reply is None:
             reason = failure.message if isinstance(failure, ErrorEvent) else "the recorded turn has no reply"
             raise RuntimeError(f"the recorded agent failed on this turn: {reason}")
-        return structure(Reply(text=turn.reply, data=turn.data), output, self._log)
+        return structure(AgentReply(text=turn.reply, data=turn.data), output, self._log)
 
     async def close(self) -> None:
         """Nothing to free."""

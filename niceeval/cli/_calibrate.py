@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from niceeval._eval.config import Config
     from niceeval._run.discovery import EvalEntry
     from niceeval.report.calibration import Label
-    from niceeval.store import StoreSink
+    from niceeval.store._sink import StoreSink
 
 
 def add_calibrate_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

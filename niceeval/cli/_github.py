@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from niceeval.report.github import GitHubReporter
-    from niceeval.store import RunDiff, Store, StoreSink, SuiteRunInfo
+    from niceeval.store import RunDiff, Store, SuiteRunInfo
+    from niceeval.store._sink import StoreSink
 
 
 def add_github_flags(run: argparse.ArgumentParser) -> None:

@@ -18,7 +18,8 @@ if TYPE_CHECKING:
     from niceeval._eval.config import Config
     from niceeval._run.discovery import EvalEntry
     from niceeval._run.storing import StoredPlan
-    from niceeval.store import DiffOptions, Store, StoreSink, SuiteRunInfo
+    from niceeval.store import DiffOptions, Store, SuiteRunInfo
+    from niceeval.store._sink import StoreSink
 
 
 def add_store_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

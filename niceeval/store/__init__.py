@@ -31,7 +31,6 @@ from niceeval.store._models import (
 )
 from niceeval.store._open import DEFAULT_PATH, StoreError
 from niceeval.store._read import RunNotFound
-from niceeval.store._sink import StoreSink
 from niceeval.store._store import Store
 
 __all__ = [
@@ -46,7 +45,6 @@ __all__ = [
     "ShardInfo",
     "Store",
     "StoreError",
-    "StoreSink",
     "SuiteRunDetail",
     "SuiteRunInfo",
     "SuiteRunStart",

@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 import niceeval.agents
 
 
@@ -33,7 +35,7 @@ def test_agents_exports() -> None:
             "MemoryCheckpoints",
             "ModelAgent",
             "ModelAgentOptions",
-            "Reply",
+            "AgentReply",
             "SQLiteCheckpoints",
             "TracedAgent",
             "TracedSession",
@@ -54,6 +56,20 @@ def test_agents_exports() -> None:
             "per_variant",
         ]
     )
+
+
+def test_the_old_reply_name_says_what_to_write() -> None:
+    """`niceeval.agents.Reply` was renamed: it shared its name with `niceeval.testing.Reply`, another class."""
+    with pytest.raises(ImportError, match=r"now niceeval\.agents\.AgentReply.*from niceeval\.agents import AgentReply"):
+        from niceeval.agents import Reply  # noqa: F401
+
+
+def test_the_two_reply_classes_have_distinct_names() -> None:
+    import niceeval.testing
+
+    assert niceeval.agents.AgentReply.__name__ == "AgentReply"
+    assert niceeval.testing.Reply.__name__ == "Reply"
+    assert "Reply" not in niceeval.agents.__all__
 
 
 def test_importing_niceeval_and_building_agents_loads_no_sdk() -> None:

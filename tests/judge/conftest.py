@@ -9,7 +9,7 @@ import pytest
 from judge_helpers import Run
 
 from niceeval import providers
-from niceeval.judge import JudgeCache
+from niceeval.judge._cache import JudgeCache
 from niceeval.testing import LLMServer
 
 

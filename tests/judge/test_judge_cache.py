@@ -10,8 +10,8 @@ from pathlib import Path
 import anyio
 from judge_helpers import ANTHROPIC, OPENAI, RUBRIC_PASS, Run, always
 
-from niceeval.judge import CachedVerdict, JudgeCache, default_cache_path, judge_spend
-from niceeval.judge._cache import cache_key
+from niceeval.judge import judge_spend
+from niceeval.judge._cache import CachedVerdict, JudgeCache, cache_key, default_cache_path
 from niceeval.testing import LLMServer
 
 
@@ -147,7 +147,7 @@ def test_concurrent_writers_in_threads_and_tasks(tmp_path: Path) -> None:
 
 WRITER = """
 import sys
-from niceeval.judge import CachedVerdict, JudgeCache
+from niceeval.judge._cache import CachedVerdict, JudgeCache
 with JudgeCache(sys.argv[1]) as cache:
     for i in range(int(sys.argv[2]), int(sys.argv[2]) + 100):
         cache.put_sync(f"k{i}", CachedVerdict(model="openai/m", answer={"i": i}))

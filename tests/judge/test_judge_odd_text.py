@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from judge_helpers import RUBRIC_PASS, Run, always
 
-from niceeval.judge import JudgeCache
+from niceeval.judge._cache import JudgeCache
 
 
 def test_a_reply_with_a_lone_surrogate_is_judged_with_the_replacement_character(run: Run, cache: JudgeCache) -> None:

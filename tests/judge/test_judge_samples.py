@@ -11,7 +11,7 @@ import pytest
 from judge_helpers import OPENAI, RUBRIC_PASS, Run, always, answer
 
 from niceeval._core.errors import UsageError
-from niceeval.judge import JudgeCache
+from niceeval.judge._cache import JudgeCache
 from niceeval.testing import Fault, LLMRequest, Reply
 
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from niceeval.cli._main import main
-from niceeval.judge import JudgeCache
-from niceeval.judge._cache import JudgeCacheDamaged
-from niceeval.store import Store, StoreError, StoreSink, SuiteRunStart
+from niceeval.judge._cache import JudgeCache, JudgeCacheDamaged
+from niceeval.store import Store, StoreError, SuiteRunStart
+from niceeval.store._sink import StoreSink
 
 from .test_sink import summary_of
 from .test_store import planned, result

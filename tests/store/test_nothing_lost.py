@@ -16,7 +16,8 @@ from niceeval._core.events import MessageEvent
 from niceeval._core.results import RunResult
 from niceeval._run.storing import plan_resume
 from niceeval.cli._views import report_run, runs_table
-from niceeval.store import Store, StoreError, StoreSink, SuiteRunStart
+from niceeval.store import Store, StoreError, SuiteRunStart
+from niceeval.store._sink import StoreSink
 
 from .test_sink import summary_of
 from .test_store import planned, result

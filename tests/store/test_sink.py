@@ -10,7 +10,8 @@ import pytest
 from sqlalchemy import create_engine, make_url, text
 
 from niceeval._core.summary import EvalTally, SuiteSummary
-from niceeval.store import Store, StoreSink, SuiteRunStart
+from niceeval.store import Store, SuiteRunStart
+from niceeval.store._sink import StoreSink
 
 from .test_store import planned, result  # the same records as the store tests
 

@@ -13,7 +13,7 @@ import sqlite3
 import threading
 from typing import Any
 
-from niceeval.agents import FunctionSession, Reply, function_agent
+from niceeval.agents import AgentReply, FunctionSession, function_agent
 
 APPROVAL_LIMIT_USD = 1000
 _LISTINGS = [
@@ -113,13 +113,13 @@ def _book(session: FunctionSession, listing_id: int, guest: str, nights: int) ->
     return f"Booked listing {listing_id} for {guest}, {nights} nights: ${total} (booking #{number})."
 
 
-def _offline(message: str, session: FunctionSession) -> str | Reply:
+def _offline(message: str, session: FunctionSession) -> str | AgentReply:
     text = message.lower()
     if city := re.search(r"listings in (\w+)", text):
         found = session.call_tool("search_listings", search_listings, city=city.group(1))
         listings = found if isinstance(found, list) else []
         names = ", ".join(f"{x['title']} (${x['nightly_rate']}/night)" for x in listings)
-        return Reply(text=f"I found: {names or 'nothing'}.", data={"listings": listings})
+        return AgentReply(text=f"I found: {names or 'nothing'}.", data={"listings": listings})
     if month := re.search(r"revenue .*?(\d{4}-\d{2})", text):
         total = session.call_tool("monthly_revenue", monthly_revenue, month=month.group(1))
         return f"Revenue for {month.group(1)}: ${total}."
