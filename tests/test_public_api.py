@@ -119,6 +119,7 @@ def test_stats_exports() -> None:
             "EvalChange",
             "Power",
             "RunComparison",
+            "ScoreTest",
             "benjamini_hochberg",
             "clustered_mean",
             "clustered_mean_of_sums",

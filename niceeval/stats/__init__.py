@@ -7,7 +7,7 @@ library (the console shows them after every run); the tests of change import sci
 
 from ._adaptive import AdaptiveRuns, parse_runs
 from ._compare import benjamini_hochberg, compare_rates, mcnemar, min_pairs, paired_bootstrap, paired_t
-from ._gate import EvalChange, RunComparison, compare_runs
+from ._gate import EvalChange, RunComparison, ScoreTest, compare_runs
 from ._intervals import clustered_mean, clustered_mean_of_sums, clustered_rate, t_quantile, wilson
 from ._power import power
 from ._results import Comparison, Estimate, Power
@@ -19,6 +19,7 @@ __all__ = [
     "EvalChange",
     "Power",
     "RunComparison",
+    "ScoreTest",
     "benjamini_hochberg",
     "clustered_mean",
     "clustered_mean_of_sums",

@@ -1,17 +1,19 @@
 """The gate between two runs of a suite: which changes are evidence, which are noise.
 
 Input is plain counts: for each eval, `(passes, runs)` on each side, already counted under one verdict rule by
-the caller. Each shared eval gets Fisher's exact test on its runs; the q-values of Benjamini-Hochberg control
-the false discovery rate across evals; the suite gets a paired test over the shared evals (McNemar when every
-eval ran once on both sides, else a paired t test on the per-eval pass rates, clustered when keys are given).
-The run regressed when an eval or the suite dropped significantly at `alpha`, or the suite's pass rate dropped
-by more than `max_drop`.
+the caller. Each shared eval gets Fisher's exact test on its runs; the suite gets a paired test over the shared
+evals (McNemar when every eval ran once on both sides, else a paired t test on the per-eval pass rates, clustered
+when keys are given). Scores, when given (per scored assertion, each case's mean score on each side), get a
+paired t test per assertion over the cases both sides scored. The q-values of Benjamini-Hochberg control the
+false discovery rate across the evals' and the scores' tests together. The run regressed when an eval, a score
+or the suite dropped significantly at `alpha`, or the suite's pass rate or a mean score dropped by more than
+`max_drop`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from ._compare import benjamini_hochberg, compare_rates, mcnemar, paired_t
@@ -19,6 +21,8 @@ from ._intervals import clustered_mean
 from ._results import Comparison, Estimate
 
 Change = Literal["regression", "improvement", "noise", "unchanged"]
+Scores = Mapping[str, Mapping[str, float]]
+"""Per scored assertion, per case: the case's mean score."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,6 +47,34 @@ class EvalChange:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ScoreTest:
+    """One scored assertion over the cases both runs scored: its mean on each side and the paired t test of the
+    change in the cases' mean scores, with its false-discovery-adjusted q-value."""
+
+    assertion: str
+    before: float
+    """The mean over the shared cases of each case's mean score (each case weighs the same)."""
+    after: float
+    comparison: Comparison
+    q_value: float | None
+
+    @property
+    def change(self) -> Change:
+        """As for an eval: `regression`/`improvement` when significant after false discovery control, `noise`
+        when the mean moved without evidence, `unchanged` when it did not move."""
+        if self.comparison.difference == 0:
+            return "unchanged"
+        if self.q_value is None or self.q_value >= self.comparison.alpha:
+            return "noise"
+        return "regression" if (self.comparison.difference or 0) < 0 else "improvement"
+
+    def dropped_past(self, max_drop: float | None) -> bool:
+        """The mean score dropped by more than `max_drop` (absolute, on the 0-1 score scale), significant or not."""
+        drop = self.comparison.difference
+        return max_drop is not None and drop is not None and -drop > max_drop + 1e-12
+
+
+@dataclass(frozen=True, kw_only=True)
 class RunComparison:
     """Two runs compared: per-eval changes sorted by evidence, the suite's paired test, and the gate's verdict."""
 
@@ -52,6 +84,8 @@ class RunComparison:
     after_rate: Estimate
     alpha: float
     max_drop: float | None
+    scores: list[ScoreTest] = field(default_factory=list)
+    """One per scored assertion both sides scored, sorted by evidence."""
 
     @property
     def regressions(self) -> list[EvalChange]:
@@ -74,6 +108,14 @@ class RunComparison:
         drop = self.suite.difference
         if self.max_drop is not None and drop is not None and -drop > self.max_drop + 1e-12:
             reasons.append(f"suite pass rate dropped by {-drop:.3f}, more than --max-drop {self.max_drop:g}")
+        for score in self.scores:
+            if score.change == "regression" and score.q_value is not None:
+                reasons.append(f"score {score.assertion}: {score.comparison} (q={score.q_value:.3g})")
+            elif score.dropped_past(self.max_drop):
+                fell = -(score.comparison.difference or 0.0)
+                reasons.append(
+                    f"mean score {score.assertion} dropped by {fell:.3f}, more than --max-drop {self.max_drop:g}"
+                )
         return reasons
 
     @property
@@ -88,18 +130,26 @@ def compare_runs(
     alpha: float = 0.05,
     max_drop: float | None = None,
     clusters: Mapping[str, Hashable] | None = None,
+    scores: tuple[Scores, Scores] | None = None,
 ) -> RunComparison:
-    """Compare the evals two runs share; raises ValueError when they share none (nothing to compare)."""
+    """Compare the evals two runs share; raises ValueError when they share none (nothing to compare).
+
+    `scores` is `(before, after)`, each `{assertion: {case: mean score}}`; each assertion scored on both sides
+    gets a paired t test over the cases it scored on both (clustered like the suite test when `clusters` is given).
+    """
     shared = sorted(e for e in before.keys() & after.keys() if before[e][1] > 0 and after[e][1] > 0)
     if not shared:
         raise ValueError("the two runs share no eval with a counted run: nothing to compare")
     comparisons = [compare_rates(before[e], after[e], alpha=alpha) for e in shared]
-    q_values = benjamini_hochberg([c.p_value for c in comparisons])
+    score_tests = _score_tests(scores, clusters, alpha) if scores is not None else []
+    q_values = benjamini_hochberg([c.p_value for c in comparisons] + [t.comparison.p_value for t in score_tests])
     changes = [
         EvalChange(eval_id=e, before=before[e], after=after[e], comparison=c, q_value=q)
-        for e, c, q in zip(shared, comparisons, q_values, strict=True)
+        for e, c, q in zip(shared, comparisons, q_values[: len(comparisons)], strict=True)
     ]
     changes.sort(key=_evidence)
+    tested = [replace(t, q_value=q) for t, q in zip(score_tests, q_values[len(comparisons) :], strict=True)]
+    tested.sort(key=_score_evidence)
     rates_before = [before[e][0] / before[e][1] for e in shared]
     rates_after = [after[e][0] / after[e][1] for e in shared]
     keys = [clusters.get(e, e) for e in shared] if clusters is not None else None
@@ -116,7 +166,37 @@ def compare_runs(
         after_rate=clustered_mean(rates_after, keys, bounds=(0.0, 1.0)),
         alpha=alpha,
         max_drop=max_drop,
+        scores=tested,
     )
+
+
+def _score_tests(
+    scores: tuple[Scores, Scores], clusters: Mapping[str, Hashable] | None, alpha: float
+) -> list[ScoreTest]:
+    """A paired t test per assertion scored on both sides, over the cases it scored on both (q-values to come)."""
+    before, after = scores
+    tests = []
+    for assertion in sorted(before.keys() & after.keys()):
+        cases = sorted(before[assertion].keys() & after[assertion].keys())
+        if not cases:
+            continue
+        old, new = [before[assertion][c] for c in cases], [after[assertion][c] for c in cases]
+        keys = [clusters.get(c, c) for c in cases] if clusters is not None else None
+        comparison = paired_t(old, new, keys, alpha=alpha)
+        if comparison.low is not None and comparison.high is not None:  # a change in a 0-1 score lies within -1..1
+            comparison = replace(comparison, low=max(-1.0, comparison.low), high=min(1.0, comparison.high))
+        tests.append(
+            ScoreTest(
+                assertion=assertion, before=sum(old) / len(old), after=sum(new) / len(new), comparison=comparison,
+                q_value=None,
+            )
+        )  # fmt: skip
+    return tests
+
+
+def _score_evidence(test: ScoreTest) -> tuple[float, float, str]:
+    q = test.q_value if test.q_value is not None else 2.0
+    return (q, -abs(test.comparison.difference or 0.0), test.assertion)
 
 
 def _evidence(change: EvalChange) -> tuple[float, float, str]:
