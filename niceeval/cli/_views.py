@@ -213,6 +213,9 @@ def _incomplete(detail: SuiteRunDetail) -> str:
     return f"incomplete: suite run {info.id} is {info.status}; {stored} ({resume})."
 
 
+_MARKS = {"regression": "REGRESSED", "improvement": "improved", "noise": "noise"}
+
+
 def diff_lines(diff: RunDiff) -> list[str]:
     """`niceeval diff` as text: what else differed, changes by evidence, the suite's paired test, the verdict."""
     rule = f"{'--strict ' if diff.strict else ''}--min-pass-rate {diff.min_pass_rate:g}"
@@ -221,7 +224,7 @@ def diff_lines(diff: RunDiff) -> list[str]:
         f"  differs: {clean(d.what, 40)}: {clean(d.base, 200)} -> {clean(d.head, 200)}" for d in diff.differences
     ]
     for change in diff.changed:
-        mark = {"regression": "REGRESSED", "improvement": "improved", "noise": "noise"}.get(change.change, "changed")
+        mark = _MARKS.get(change.change, "changed")
         counts = f"{change.base_passes}/{change.base_runs} -> {change.head_passes}/{change.head_runs} runs passed"
         lines.append(
             f"  {mark:<10} {clean(change.eval_id, 200)}  {change.base} -> {change.head}  {counts}: "
@@ -237,14 +240,28 @@ def diff_lines(diff: RunDiff) -> list[str]:
     if diff.suite is not None:
         rates = f"{_rate(diff.suite.base_rate)} -> {_rate(diff.suite.head_rate)}"
         lines.append(f"suite pass rate over {plural(diff.suite.cases, 'shared eval')}: {rates}, {diff.suite.evidence}")
+    lines += _mean_score_lines(diff)
     if diff.reasons:
         lines.append(f"REGRESSED: {'; '.join(clean(r, 300) for r in diff.reasons)}")
     else:
-        noise = sum(c.change == "noise" for c in diff.changed)
+        noise = sum(c.change == "noise" for c in diff.changed) + sum(m.change == "noise" for m in diff.mean_scores)
         lines.append(
             f"no regression beyond noise at alpha {diff.alpha:g}"
             + (f" ({noise} change{'s' * (noise != 1)} within noise)" if noise else "")
             + (f" or larger than --max-drop {diff.max_drop:g}" if diff.max_drop is not None else "")
+        )
+    return lines
+
+
+def _mean_score_lines(diff: RunDiff) -> list[str]:
+    """Each scored assertion's paired test over the shared cases, strongest evidence first."""
+    lines = []
+    for score in diff.mean_scores:
+        mark = "REGRESSED" if score.regressed else _MARKS.get(score.change, "same")
+        q = f" (q={score.q_value:.3g})" if score.q_value is not None else ""
+        lines.append(
+            f"  {mark:<10} mean score {clean(score.assertion, 120)} over {plural(score.cases, 'shared case')}: "
+            f"{score.base_mean:.2f} -> {score.head_mean:.2f}, {clean(score.evidence, 200)}{q}"
         )
     return lines
 

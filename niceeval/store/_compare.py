@@ -2,8 +2,9 @@
 
 Each side's evals are tallied from the stored runs and judged by one rule (the head's `--strict` and
 `--min-pass-rate`, or the one given), so a flip caused only by a rule change is never reported. The pass counts
-go to `niceeval.stats.compare_runs`: Fisher's exact test per eval with Benjamini-Hochberg q-values, and a paired
-test of the suite over the shared evals. scipy is imported there, only when two runs are compared.
+and each case's mean score per assertion go to `niceeval.stats.compare_runs`: Fisher's exact test per eval and a
+paired t test per scored assertion, with Benjamini-Hochberg q-values across both, and a paired test of the suite
+over the shared evals. scipy is imported there, only when two runs are compared.
 """
 
 from __future__ import annotations
@@ -12,13 +13,23 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, func, literal, select
 
+from niceeval._core.assertion import assertion_kind
 from niceeval._core.errors import ConfigError
 from niceeval._core.outcome import Outcome
 from niceeval._core.summary import EvalTally, PlannedEval
-from niceeval.store._models import OutcomeChange, RunDiff, RunDifference, ScoreChange, SuiteChange
+from niceeval.store._models import (
+    MeanScoreChange,
+    OutcomeChange,
+    RunDiff,
+    RunDifference,
+    ScoreChange,
+    SuiteChange,
+)
 from niceeval.store._schema import assertions, eval_runs, judge_calls, suite_evals, suite_runs
 
 _RANK: dict[Outcome, int] = {"failed": 0, "scored": 1, "passed": 2}
+CaseScores = dict[str, dict[str, float]]
+"""Per assertion, per eval (a case): the eval's mean score."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -71,6 +82,36 @@ def _scores(conn: Connection, suite_run_id: str) -> dict[tuple[str, str], float]
     return {(eval_id, name): float(score) for eval_id, name, score in conn.execute(query)}
 
 
+def _case_scores(conn: Connection, suite_run_id: str) -> tuple[CaseScores, set[str]]:
+    """Per assertion (its `[key]`, else its kind: `similarity('Paris')` and `similarity('Rome')` are one), per
+    eval: the mean of its scores over the eval's runs (inconclusive verdicts have no score and are left out); and
+    which assertions are graded: soft, or scoring between 0 and 1 at least once."""
+    query = (
+        select(eval_runs.c.eval_id, assertions.c.key, assertions.c.name, assertions.c.severity, assertions.c.score)
+        .join(assertions, assertions.c.eval_run_id == eval_runs.c.id)
+        .where(eval_runs.c.suite_run_id == suite_run_id, assertions.c.score.is_not(None))
+    )
+    sums: dict[str, dict[str, list[float]]] = {}
+    graded: set[str] = set()
+    for eval_id, key, name, severity, score in conn.execute(query):
+        identity = f"[{key}]" if key is not None else assertion_kind(name)
+        total = sums.setdefault(identity, {}).setdefault(eval_id, [0.0, 0.0])
+        total[0] += score
+        total[1] += 1
+        if severity != "gate" or score not in (0.0, 1.0):
+            graded.add(identity)
+    return {name: {e: s / n for e, (s, n) in cases.items()} for name, cases in sums.items()}, graded
+
+
+def _graded_scores(conn: Connection, base: str, head: str) -> tuple[CaseScores, CaseScores]:
+    """Both sides' case scores of the graded assertions. An assertion that is only ever a gate scoring 0 or 1
+    (`includes`) on both sides is left out: its score is its eval's pass or fail, which the tests of pass rates
+    weigh already."""
+    (before, graded_before), (after, graded_after) = _case_scores(conn, base), _case_scores(conn, head)
+    graded = graded_before | graded_after
+    return {k: v for k, v in before.items() if k in graded}, {k: v for k, v in after.items() if k in graded}
+
+
 def diff(conn: Connection, base: str, head: str, options: DiffOptions) -> RunDiff:
     """What changed from suite run `base` to `head`; ConfigError for a run compared with itself or with no eval
     in common."""
@@ -88,6 +129,7 @@ def diff(conn: Connection, base: str, head: str, options: DiffOptions) -> RunDif
             {e: (t.passing(strict=strict), t.counted) for e, t in after.items()},
             alpha=options.alpha,
             max_drop=options.max_drop,
+            scores=_graded_scores(conn, base, head),
         )
     except ValueError as exc:
         raise ConfigError(f"runs {base} and {head} cannot be compared: {exc}.") from None
@@ -126,6 +168,15 @@ def diff(conn: Connection, base: str, head: str, options: DiffOptions) -> RunDif
         new=sorted(after.keys() - before.keys()),
         gone=sorted(before.keys() - after.keys()),
         scores=scores,
+        mean_scores=[
+            MeanScoreChange(
+                assertion=t.assertion, cases=t.comparison.n, base_mean=t.before, head_mean=t.after,
+                difference=t.comparison.difference, low=t.comparison.low, high=t.comparison.high,
+                p_value=t.comparison.p_value, q_value=t.q_value, note=t.comparison.note, evidence=str(t.comparison),
+                change=t.change, regressed=t.change == "regression" or t.dropped_past(options.max_drop),
+            )
+            for t in gate.scores
+        ],  # fmt: skip
         suite=SuiteChange(
             test=suite.test, cases=suite.n, base_rate=gate.before_rate.value, head_rate=gate.after_rate.value,
             difference=suite.difference, low=suite.low, high=suite.high, p_value=suite.p_value, note=suite.note,

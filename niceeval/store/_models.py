@@ -194,7 +194,8 @@ class OutcomeChange(BaseModel):
 
 
 class ScoreChange(BaseModel):
-    """An assertion whose mean score moved by more than the diff's threshold (listed; the gate is pass rates)."""
+    """One eval's assertion whose mean score moved by more than the diff's threshold (listed; the gate weighs each
+    assertion over all shared cases: `MeanScoreChange`)."""
 
     eval_id: str
     assertion: str
@@ -220,6 +221,31 @@ class SuiteChange(BaseModel):
     p_value: float | None
     note: str | None
     evidence: str
+
+
+class MeanScoreChange(BaseModel):
+    """A scored assertion over the cases both runs scored: its mean on each side and the paired test of its change."""
+
+    assertion: str
+    """Its key as `[key]` when it has one, else its kind (the name before its arguments: `similarity`)."""
+    cases: int
+    """The shared cases (evals) the assertion scored on both sides."""
+    base_mean: float
+    """The mean over those cases of each case's mean score (over its runs)."""
+    head_mean: float
+    difference: float | None
+    low: float | None
+    high: float | None
+    p_value: float | None
+    """The paired t test over the cases (None: too few shared cases to tell)."""
+    q_value: float | None
+    """The p-value adjusted with the evals' tests (Benjamini-Hochberg)."""
+    note: str | None
+    evidence: str
+    """The change in words: `-0.10 (95% -0.14 to -0.06), p=2.1e-05 (paired t)`."""
+    change: Literal["regression", "improvement", "noise", "unchanged"]
+    regressed: bool
+    """A gate failure: a significant drop (q under alpha), or a drop larger than `--max-drop`."""
 
 
 class RunDifference(BaseModel):
@@ -248,6 +274,8 @@ class RunDiff(BaseModel):
     gone: list[str] = Field(default_factory=list)
     """Evals in base only."""
     scores: list[ScoreChange] = Field(default_factory=list)
+    mean_scores: list[MeanScoreChange] = Field(default_factory=list)
+    """Each scored assertion's paired test over the shared cases, sorted by evidence (the smallest q-value first)."""
     suite: SuiteChange | None = None
     differences: list[RunDifference] = Field(default_factory=list)
     reasons: list[str] = Field(default_factory=list)
@@ -255,8 +283,8 @@ class RunDiff(BaseModel):
 
     @property
     def regressed(self) -> bool:
-        """A drop significant at `alpha` (an eval, after false discovery control, or the suite), or a suite drop
-        larger than `max_drop`."""
+        """A drop significant at `alpha` (an eval or a mean score, after false discovery control, or the suite), or
+        a drop of the suite's pass rate or of a mean score larger than `max_drop`."""
         return bool(self.reasons)
 
     def describe(self) -> dict[str, Any]:

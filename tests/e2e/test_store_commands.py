@@ -61,10 +61,16 @@ def test_one_flip_of_one_run_is_noise_unless_it_exceeds_max_drop(versioned: Proj
     assert "score      evals/v.py::drifting  similarity  1.00 -> 0.50 (-0.50)" in diff.stdout
     assert "suite pass rate over 3 shared evals: 100% -> 67%, -0.33" in diff.stdout
     assert "3 shared cases: not enough to tell" in diff.stdout
-    assert diff.stdout.rstrip().endswith("no regression beyond noise at alpha 0.05 (1 change within noise)")
+    assert (
+        "  noise      mean score similarity over 1 shared case: 1.00 -> 0.50, -0.50, 1 shared case: not enough to tell"
+    ) in diff.stdout.splitlines()
+    assert diff.stdout.rstrip().endswith("no regression beyond noise at alpha 0.05 (2 changes within noise)")
     gated = versioned.cli("diff", base, head, "--max-drop", "0.2", "--store", store_url)
     assert gated.code == 1, gated.output
-    assert "REGRESSED: suite pass rate dropped by 0.333, more than --max-drop 0.2" in gated.stdout
+    assert (
+        "REGRESSED: suite pass rate dropped by 0.333, more than --max-drop 0.2; "
+        "mean score similarity dropped by 0.500, more than --max-drop 0.2"
+    ) in gated.stdout
 
 
 CASES = """\
@@ -238,3 +244,38 @@ def test_a_store_going_away_mid_run_warns_and_keeps_the_reports(project: Project
     assert result.report()["summary"]["passed"] == 4  # every run reported
     assert "3 of 4 runs were not stored in the results store" in result.stderr
     assert "stored as run" not in result.stdout
+
+
+GRADED = """\
+import os
+
+from niceeval import define_eval
+from niceeval.expect import similarity
+
+
+@define_eval(cases=[{"q": i} for i in range(10)])
+async def answers(t):
+    reply = "abcdefghij"[: 10 - t.case["q"] % 3] if not os.environ.get("BREAK") else "abcdefgxyz"
+    t.check(reply, similarity("abcdefghij").at_least(0.5))
+"""
+
+
+def test_a_score_drop_across_many_cases_fails_diff_and_the_baseline_gate(project: Project, store_url: str) -> None:
+    project.write("evals/g.py", GRADED)
+    base = run_id(project, store_url)
+    head = run_id(project, store_url, broken="yes")  # every case still passes its gate: only the scores dropped
+    diff = project.cli("diff", base, head, "--store", store_url)
+    assert diff.code == 1, diff.output
+    assert "suite pass rate over 10 shared evals: 100% -> 100%" in diff.stdout
+    line = next(x for x in diff.stdout.splitlines() if "mean score similarity" in x)
+    assert line.startswith("  REGRESSED  mean score similarity over 10 shared cases: 0.91 -> 0.70, -0.21 (95% ")
+    assert "REGRESSED: score similarity: -0.21" in diff.stdout
+    data = json.loads(project.cli("diff", base, head, "--json", "--store", store_url).stdout)
+    (score,) = data["mean_scores"]
+    assert (score["assertion"], score["cases"], score["change"], score["regressed"]) == (
+        "similarity", 10, "regression", True,
+    )  # fmt: skip
+    assert score["p_value"] < 0.001 and score["q_value"] < 0.05 and data["regressed"] is True
+    gated = project.run("--store", store_url, "--baseline", base, env={"BREAK": "yes"})
+    assert gated.code == 1, gated.output
+    assert "REGRESSED: score similarity: -0.21" in gated.stdout

@@ -249,3 +249,53 @@ def test_diff_matches_keyed_assertions_by_key_across_a_rename(store: Store) -> N
     assert [(s.assertion, round(s.delta, 2)) for s in diff.scores] == [("[tone]", -0.5)]
     (stored,) = next(iter(store.results("head"))).assertions
     assert (stored.name, stored.key) == ("is the reply polite?", "tone")
+
+
+def judged(eval_id: str, score: float, *, run_index: int = 0, name: str = "rubric('polite')") -> RunResult:
+    run = result(eval_id, "passed" if score >= 0.5 else "scored", run_index=run_index)
+    (only,) = run.assertions
+    update = {"name": name, "severity": "soft", "score": score, "threshold": 0.5}
+    return run.model_copy(update={"assertions": [only.model_copy(update=update)]})
+
+
+def test_diff_tests_each_scored_assertion_over_the_shared_cases(store: Store) -> None:
+    from scipy.stats import ttest_rel
+
+    old = [0.9, 0.8, 0.85, 0.95, 0.9, 0.8, 0.75, 0.9]
+    new = [0.7, 0.65, 0.8, 0.8, 0.75, 0.7, 0.6, 0.8]
+    plan = planned(*(f"c{i}" for i in range(8)), runs=2)
+    # two runs per case: the case's mean score is what is paired (0.05 either side of it)
+    record(store, "base", [judged(f"c{i}", v + d, run_index=r) for i, v in enumerate(old)
+                           for r, d in enumerate((0.05, -0.05))], plan=plan)  # fmt: skip
+    record(store, "head", [judged(f"c{i}", v, run_index=r, name="rubric('kind')") for i, v in enumerate(new)
+                           for r in range(2)] + [judged("c9", 0.1)], plan=plan)  # fmt: skip
+    diff = store.diff("base", "head")
+    (rubric,) = diff.mean_scores  # named by kind: the argument changed, the assertion is the same
+    reference = ttest_rel(new, old)
+    assert (rubric.assertion, rubric.cases, rubric.change, rubric.regressed) == ("rubric", 8, "regression", True)
+    assert rubric.p_value == pytest.approx(reference.pvalue)
+    assert (rubric.base_mean, rubric.head_mean) == pytest.approx((sum(old) / 8, sum(new) / 8))
+    assert diff.changed == [] and diff.regressed
+    assert diff.reasons == [f"score rubric: {rubric.evidence} (q={rubric.q_value:.3g})"]
+    assert diff.describe()["mean_scores"][0]["p_value"] == rubric.p_value
+
+
+def test_diff_lists_a_score_move_on_few_cases_as_not_enough_to_tell(store: Store) -> None:
+    record(store, "base", [judged("a", 0.9), judged("b", 0.9)])
+    record(store, "head", [judged("a", 0.5), judged("b", 0.6)])
+    (rubric,) = store.diff("base", "head").mean_scores
+    assert (rubric.p_value, rubric.note, rubric.change, rubric.regressed) == (
+        None, "2 shared cases: not enough to tell", "noise", False,
+    )  # fmt: skip
+    gated = store.diff("base", "head", DiffOptions(max_drop=0.3))
+    assert gated.mean_scores[0].regressed
+    assert gated.reasons == ["mean score rubric dropped by 0.350, more than --max-drop 0.3"]
+
+
+def test_a_gate_scoring_only_0_or_1_gets_no_score_test_of_its_own(store: Store) -> None:
+    record(store, "base", [result("a"), result("b"), result("c", score=1.0)])
+    record(store, "head", [result("a", "failed", score=0.0), result("b"), result("c")])
+    assert store.diff("base", "head").mean_scores == []  # a, b: pass or fail, weighed by the pass-rate tests
+    record(store, "graded", [result("a", "failed", score=0.0), result("b"), result("c", "failed", score=0.6)])
+    (includes,) = store.diff("base", "graded").mean_scores  # c scored between 0 and 1 on one side: graded
+    assert (includes.assertion, includes.cases, includes.base_mean) == ("includes", 3, 1.0)
