@@ -143,8 +143,8 @@ def _problems(problems: Sequence[Problem]) -> list[str]:
 def _diff(diff: RunDiff | str) -> list[str]:
     if isinstance(diff, str):
         return ["", "### Compared with the baseline", "", f"Not compared: {md(diff, 400)}"]
-    regressions = sum(c.regressed for c in diff.changed)
-    noise = sum(c.change == "noise" for c in diff.changed)
+    regressions = sum(c.regressed for c in diff.changed) + sum(m.regressed for m in diff.mean_scores)
+    noise = sum(c.change == "noise" for c in diff.changed) + sum(m.change == "noise" for m in diff.mean_scores)
     lines = ["", f"### Compared with run {md(diff.base, 64)}", ""]
     lines.append(
         f"**{plural(regressions, 'regression')}** beyond noise (alpha {diff.alpha:g}) · {noise} within noise · "
@@ -152,6 +152,7 @@ def _diff(diff: RunDiff | str) -> list[str]:
     )
     if diff.suite is not None:
         lines += ["", f"Suite over {plural(diff.suite.cases, 'shared eval')}: {md(diff.suite.evidence, 300)}"]
+    lines += _mean_scores(diff)
     if diff.differences:
         shown = "; ".join(f"{md(d.what, 40)}: {md(d.base, 80)} → {md(d.head, 80)}" for d in diff.differences)
         lines += ["", f"Also differed: {shown}"]
@@ -175,6 +176,19 @@ def _diff(diff: RunDiff | str) -> list[str]:
         if ids:
             shown = ", ".join(md(i, 120) for i in ids[:20])
             lines += ["", f"{label}: {shown}" + (f" and {len(ids) - 20} more" if len(ids) > 20 else "")]
+    return lines
+
+
+def _mean_scores(diff: RunDiff) -> list[str]:
+    """Each graded assertion's paired test over the shared cases, strongest evidence first."""
+    if not diff.mean_scores:
+        return []
+    lines = ["", "| assertion | shared cases | mean score | evidence | |", "|---|---:|---|---|---|"]
+    for score in diff.mean_scores[:MAX_ROWS]:
+        mark: str = "**regressed**" if score.regressed else score.change
+        moved = f"{score.base_mean:.2f} → {score.head_mean:.2f}"
+        evidence = md(score.evidence, 200) + (f" (q={score.q_value:.3g})" if score.q_value is not None else "")
+        lines.append(f"| {md(score.assertion, 120)} | {score.cases} | {moved} | {evidence} | {mark} |")
     return lines
 
 

@@ -15,6 +15,7 @@ from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
 from niceeval.report._step_summary import md
 from niceeval.report.github import Annotation, GitHubOptions, GitHubReporter, escape_data, escape_property
 from niceeval.store import OutcomeChange, RunDiff
+from niceeval.store._models import MeanScoreChange
 
 TOKEN = "0123456789abcdef"
 
@@ -230,6 +231,34 @@ def test_the_baseline_diff_shows_changes_by_evidence(tmp_path: Path, evals_file:
     assert down < up
     assert "**regressed**" in summary[down:up]
     assert "New: evals/x&#46;py&#58;&#58;fresh" in summary
+
+
+def _mean_score(assertion: str, *, change: str, regressed: bool, p_value: float | None) -> MeanScoreChange:
+    return MeanScoreChange.model_validate(
+        dict(
+            assertion=assertion, cases=12, base_mean=0.84, head_mean=0.71, difference=-0.13, low=-0.2, high=-0.06,
+            p_value=p_value, q_value=p_value, note=None, evidence=f"-0.13 (95% -0.20 to -0.06), p={p_value}",
+            change=change, regressed=regressed,
+        )
+    )  # fmt: skip
+
+
+def test_the_baseline_diff_shows_each_scores_paired_test_by_evidence(tmp_path: Path, evals_file: Path) -> None:
+    diff = RunDiff(
+        base="base1", head="head1", threshold=0.1,
+        mean_scores=[
+            _mean_score("rubric", change="regression", regressed=True, p_value=0.001),
+            _mean_score("sim|<b>", change="noise", regressed=False, p_value=0.3),
+        ],
+        reasons=["score rubric: -0.13"],
+    )  # fmt: skip
+    _, summary = github_output(tmp_path, [result("evals/x.py::c", "passed")], baseline=lambda: diff)
+    assert "**1 regression** beyond noise (alpha 0.05) · 1 within noise" in summary
+    evidence = "-0&#46;13 &#40;95% -0&#46;20 to -0&#46;06&#41;, p=0&#46;001 (q=0.001)"
+    rubric = summary.index(f"| rubric | 12 | 0.84 → 0.71 | {evidence} |")
+    noise = summary.index("| sim&#124;&#60;b&#62; | 12 | 0.84 → 0.71 |")
+    assert rubric < noise
+    assert "**regressed**" in summary[rubric:noise] and summary[noise:].split("\n")[0].endswith("| noise |")
 
 
 def test_a_baseline_that_cannot_be_read_is_said_and_the_summary_written(tmp_path: Path, evals_file: Path) -> None:
