@@ -288,6 +288,26 @@ def test_compare_lists_flips_first_with_new_and_gone_evals(store: Store, browser
     assert "0.90" in rows(html, "scores")[0] and "-0.70" in rows(html, "scores")[0]
 
 
+def test_compare_lists_each_scored_assertions_paired_test_strongest_evidence_first(
+    store: Store, browser: TestClient
+) -> None:
+    def suite(tone: list[float], brevity: list[float]) -> str:
+        return record(store, [
+            result(f"evals/a.py::c{i}", assertions=[judged("tone", t, "r", reply=REPLY, threshold=0.1),
+                                                    judged("brevity", b, "r", reply=REPLY, threshold=0.1)])
+            for i, (t, b) in enumerate(zip(tone, brevity, strict=True))
+        ])  # fmt: skip
+
+    base = suite([0.9, 0.8, 0.85, 0.9, 0.8, 0.9, 0.85, 0.8], [0.5, 0.6, 0.5, 0.6, 0.5, 0.6, 0.5, 0.6])
+    head = suite([0.6, 0.5, 0.6, 0.7, 0.5, 0.6, 0.6, 0.5], [0.6, 0.5, 0.5, 0.6, 0.6, 0.6, 0.5, 0.5])
+    html = browser.get(f"/compare?base={base}&head={head}").text
+    tone, brevity = rows(html, "mean-scores")
+    assert tone == "tone 8 0.85 0.58 regression: -0.28 (95% -0.31 to -0.24), p=1.61e-07 (paired t) 3.21e-07"
+    assert brevity == "brevity 8 0.55 0.55 unchanged: +0.00 (95% -0.06 to +0.06), p=1 (paired t) 1"
+    assert '<tr class="row-failed">\n    <td class="mono">tone</td>' in html
+    assert "The gate fails: score tone: -0.28" in html
+
+
 def test_compare_defaults_to_the_latest_run_against_the_one_before(store: Store, browser: TestClient) -> None:
     base, head = two_runs(store)
     html = browser.get("/compare").text
