@@ -118,7 +118,8 @@ def add_noise_flags(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     parser.add_argument(
         "--max-drop", type=rate("--max-drop"), metavar="RATE",
-        help="also fail when the suite's pass rate drops by more than RATE, significant or not",
+        help="also fail when the suite's pass rate, or a graded assertion's mean score (0-1), drops by more than "
+        "RATE, significant or not",
     )  # fmt: skip
 
 

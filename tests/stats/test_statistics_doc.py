@@ -15,7 +15,7 @@ EXAMPLES = list(EXAMPLE.finditer(PAGE.read_text(encoding="utf-8")))
 
 
 def test_the_page_has_its_examples() -> None:
-    assert [m["name"] for m in EXAMPLES] == ["intervals", "comparing two runs", "power"]
+    assert [m["name"] for m in EXAMPLES] == ["intervals", "comparing two runs", "comparing scores", "power"]
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=[m["name"] for m in EXAMPLES])

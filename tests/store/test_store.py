@@ -299,3 +299,20 @@ def test_a_gate_scoring_only_0_or_1_gets_no_score_test_of_its_own(store: Store) 
     record(store, "graded", [result("a", "failed", score=0.0), result("b"), result("c", "failed", score=0.6)])
     (includes,) = store.diff("base", "graded").mean_scores  # c scored between 0 and 1 on one side: graded
     assert (includes.assertion, includes.cases, includes.base_mean) == ("includes", 3, 1.0)
+
+
+def test_the_documented_diff_json_has_every_field_diff_writes(store: Store) -> None:
+    import json
+    import re
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "json-report.md").read_text(encoding="utf-8")
+    block = page.split("## `niceeval diff BASE HEAD --json`")[1].split("```jsonc\n")[1].split("```")[0]
+    documented = json.loads(re.sub(r"//[^\n]*", "", block))
+    record(store, "base", [judged(f"c{i}", 0.9) for i in range(3)] + [result("d")])
+    record(store, "head", [judged(f"c{i}", 0.5) for i in range(3)] + [result("d", "failed", score=0.0)])
+    written = store.diff("base", "head").describe()
+    assert documented.keys() == written.keys()
+    for key in ("changed", "scores", "mean_scores"):
+        assert documented[key][0].keys() == written[key][0].keys(), key
+    assert documented["suite"].keys() == written["suite"].keys()

@@ -197,7 +197,8 @@ def test_compare_shows_the_flip_and_the_two_replies(site: Site, page: Any) -> No
     assert flip.count() == 1
     assert " ".join(flip.inner_text().split()).startswith("evals/shop.py::refund passed → failed")
     (rubric,) = page.locator("table.mean-scores tbody tr").all()  # both rubrics of the one graded case
-    assert " ".join(rubric.inner_text().split()) == "rubric 1 0.90 0.10 noise: -0.80, 1 shared case: not enough to tell –"
+    shown = " ".join(rubric.inner_text().split())
+    assert shown == "rubric 1 0.90 0.10 noise: -0.80, 1 shared case: not enough to tell –"
     flip.locator("a", has_text="side by side").click()
     before, after = page.locator("section.side").nth(0), page.locator("section.side").nth(1)
     assert "order #1234 is on its way" in before.inner_text() and "Go away." in after.inner_text()
