@@ -12,7 +12,7 @@ from typing import Any
 
 from niceeval._core.assertion import Matcher
 from niceeval._core.errors import UsageError, caller_location
-from niceeval._core.events import ErrorEvent, Event, EventLog, MessageEvent, latencies
+from niceeval._core.events import ErrorEvent, Event, EventLog, MessageEvent, UsageEvent, latencies
 from niceeval._core.settings import Price
 from niceeval._core.values import short
 from niceeval._eval.checks import Check
@@ -23,6 +23,7 @@ from niceeval._eval.scopes import ScopeAssertions, ScopeHost, ToolCall, tool_cal
 from niceeval.agents import Agent, AgentSession, FunctionAgent, TurnStatus
 from niceeval.agents._attachments import Attachment
 from niceeval.expect._matchers import equals, matches
+from niceeval.providers._pricing import prices_loaded, prices_ready
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -234,6 +235,8 @@ class Conversation:
         _stamp_latency(self._log.events[start:], time.perf_counter() - began)
         self.spans.append((start, len(self._log.events)))
         events = tuple(self._log.events[start:])
+        if not prices_loaded() and any(isinstance(e, UsageEvent) and e.cost is None for e in events):
+            await prices_ready()  # the turn's usage is priced below; the price data loads off the loop, once
         status: TurnStatus = reply.status
         if status == "completed" and waiting_for_input(events) is not None:
             status = "waiting"

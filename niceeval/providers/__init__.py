@@ -163,6 +163,9 @@ def _warm_up(provider: Provider) -> None:
         if provider not in _READY:
             _build_throwaway_client(provider)
             _READY.add(provider)
+    from niceeval.providers._pricing import load_prices_in_background
+
+    load_prices_in_background()  # calls through this SDK will be priced: the data loads while they are out
 
 
 def _build_throwaway_client(provider: Provider) -> None:

@@ -1,22 +1,38 @@
-"""Prices per million tokens, and cost from usage. The built-in table is overridable in config.
+"""Prices per million tokens, and cost from usage.
 
-Keys are `provider/model`. Lookup order: the config's exact key, the config's `provider/*`, the built-in exact
-key, then the longest built-in key the model name starts with (so dated snapshots such as
-`gpt-4o-mini-2024-07-18` find `gpt-4o-mini`). A model with no price has no cost: `None`, never 0.
+Lookup order for `provider/model`: the config's exact key, then the config's `provider/*`; then genai-prices
+(pydantic's maintained price data: every provider's current models, their aliases and dated snapshots); then the
+built-in table below (exact key, then the longest key the model name starts with, so `gpt-4o-mini-2024-07-18`
+finds `gpt-4o-mini`), for a model genai-prices does not know or when it is not installed. A model with no price
+has no cost: `None`, never 0.
+
+genai-prices' data module is 1.6 MB (0.3 s to import): `load_prices()` loads it once per process, blocking, so
+the runner calls it in a worker thread before the first price is needed (the SDK warm-up, `await
+prices_ready()`). `find_price` resolves each model name once and caches it: a call costs a few dict lookups.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+import anyio
 
 from niceeval._core.settings import Price
+
+if TYPE_CHECKING:
+    from decimal import Decimal
+
+    from genai_prices.types import ModelPrice, TieredPrices
 
 PRICES_AS_OF = "2026-11"
 
 _BUILTIN: dict[str, tuple[float, float, float | None]] = {
     # provider/model: (input, output, cache read) USD per million tokens
-    "openai/gpt-5.4": (1.25, 10.0, 0.125),
-    "openai/gpt-5.4-mini": (0.15, 0.60, 0.015),
+    "openai/gpt-5.4": (2.50, 15.0, 0.25),  # base tier: genai-prices has more for prompts over 272K tokens
+    "openai/gpt-5.4-mini": (0.75, 4.50, 0.075),
     "openai/gpt-5": (1.25, 10.0, 0.125),
     "openai/gpt-5-mini": (0.25, 2.0, 0.025),
     "openai/gpt-5-nano": (0.05, 0.40, 0.005),
@@ -41,13 +57,105 @@ BUILTIN_PRICES: dict[str, Price] = {
 }
 
 
+Lookup = Callable[[str], Price | None]
+
+_catalog: Lookup | None = None
+"""genai-prices' lookup, once `load_prices()` has run."""
+_LOADING = threading.Lock()
+_RESOLVED: dict[str, Price | None] = {}
+"""Each model name's price from genai-prices or the table (not the config's overrides, which differ per suite)."""
+
+
 def find_price(model: str, overrides: Mapping[str, Price] | None = None) -> Price | None:
-    """The price of `provider/model`, or None when neither the config nor the built-in table knows it."""
-    overrides = overrides or {}
-    provider = model.split("/", 1)[0] if "/" in model else ""
-    for key in (model, f"{provider}/*"):
-        if key in overrides:
-            return overrides[key]
+    """The price of `provider/model`, or None when neither the config, genai-prices nor the table knows it."""
+    if overrides:
+        provider = model.split("/", 1)[0] if "/" in model else ""
+        for key in (model, f"{provider}/*"):
+            if key in overrides:
+                return overrides[key]
+    try:
+        return _RESOLVED[model]
+    except KeyError:
+        pass
+    if _catalog is None:
+        load_prices()  # a caller outside the runner; the runner has loaded it off the event loop already
+    assert _catalog is not None
+    price = _catalog(model) or _from_table(model)
+    _RESOLVED[model] = price
+    return price
+
+
+def prices_loaded() -> bool:
+    return _catalog is not None
+
+
+def load_prices() -> None:
+    """Load genai-prices' data, once per process (blocking for about 0.3 s: call it from a worker thread)."""
+    global _catalog
+    with _LOADING:
+        if _catalog is None:
+            _catalog = _genai_prices()
+
+
+_started = False
+_STARTING = threading.Lock()
+
+
+def load_prices_in_background() -> None:
+    """Start `load_prices()` in a daemon thread, once, so it overlaps the model calls whose cost needs it."""
+    global _started
+    with _STARTING:
+        if _started or _catalog is not None:
+            return
+        _started = True
+    threading.Thread(target=load_prices, name="niceeval-prices", daemon=True).start()
+
+
+async def prices_ready() -> None:
+    """`load_prices()` in a worker thread, unless done: await it in a coroutine before `find_price`."""
+    if _catalog is None:
+        await anyio.to_thread.run_sync(load_prices)
+
+
+def _genai_prices() -> Lookup:
+    try:
+        from genai_prices import Usage, calc_price
+    except ImportError:  # niceeval installed without its dependencies: the table still prices the common models
+        return lambda model: None
+    nothing = Usage(input_tokens=0, output_tokens=0)
+    now = datetime.now(UTC)  # a price that changes on a date (genai-prices knows some) is read as of today
+    calc_price(nothing, "gpt-4o-mini", provider_id="openai")  # its data module loads on first use: here, not later
+
+    def lookup(model: str) -> Price | None:
+        provider, _, name = model.partition("/")
+        if not name:
+            return None
+        try:
+            found = calc_price(nothing, name, provider_id=provider, genai_request_timestamp=now)
+        except LookupError:  # an unknown provider or model
+            return None
+        return _as_price(found.model_price)
+
+    return lookup
+
+
+def _as_price(prices: ModelPrice) -> Price | None:
+    """Per-token prices as niceeval's `Price`; tiered prices (long prompts cost more) at their base tier."""
+    rates = [_rate(prices.input_mtok), _rate(prices.output_mtok), _rate(prices.cache_read_mtok)]
+    if rates[0] is None or rates[1] is None:  # priced per request, image or second: not by tokens
+        return None
+    return Price(input_per_mtok=rates[0], output_per_mtok=rates[1], cache_read_per_mtok=rates[2])
+
+
+def _rate(value: Decimal | TieredPrices | None) -> float | None:
+    from genai_prices.types import TieredPrices
+
+    if isinstance(value, TieredPrices):
+        return float(value.base)
+    return None if value is None else float(value)
+
+
+def _from_table(model: str) -> Price | None:
     if model in BUILTIN_PRICES:
         return BUILTIN_PRICES[model]
     prefixes = [key for key in BUILTIN_PRICES if model.startswith(key + "-")]

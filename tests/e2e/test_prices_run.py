@@ -1,0 +1,128 @@
+"""A real `niceeval run` prices its calls: genai-prices for a current model, the config's override on top."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from niceeval.providers._pricing import BUILTIN_PRICES, cost_of, find_price
+from niceeval.testing import LLMRequest, LLMServer, Reply, TokenUsage
+
+from ._project import make_project
+
+CONFIG = """\
+from niceeval import Price, define_config
+from niceeval.agents import openai_agent
+
+config = define_config(
+    agent=openai_agent("openai/gpt-5.1"),
+    judge={"model": "openai/gpt-3.5-turbo"},
+    pricing={"openai/gpt-3.5-turbo": Price(input_per_mtok=1.0, output_per_mtok=2.0)},
+)
+"""
+
+EVAL = """\
+from niceeval import define_eval
+
+
+@define_eval
+async def greets(t):
+    await t.send("hello")
+    t.judge.rubric("Is the reply a greeting?")
+"""
+
+# `niceeval run`, noting which thread imports each genai-prices module: the event loop runs in the main thread.
+SPIED_RUN = """\
+import sys, threading
+
+imports = []
+
+
+class Spy:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "genai_prices":
+            imports.append((name, threading.current_thread() is threading.main_thread()))
+        return None
+
+
+sys.meta_path.insert(0, Spy())
+assert "genai_prices" not in sys.modules
+from niceeval.cli import main
+
+code = main(["run", "--no-store", "--no-cache", "--json", sys.argv[1]])
+print("genai-prices modules imported:", len(imports))
+print("imported on the loop's thread:", sorted(name for name, on_loop in imports if on_loop))
+sys.exit(code)
+"""
+
+USAGE = TokenUsage(input_tokens=1000, output_tokens=200)
+
+
+def _script(request: LLMRequest) -> Reply:
+    if request.output_schema is not None:  # the judge
+        return Reply(data={"reason": "It greets.", "pass": True, "score": 1.0}, usage=USAGE)
+    return Reply(text="Hello there!", usage=USAGE)
+
+
+@pytest.mark.slow
+def test_a_run_prices_the_agent_by_genai_prices_and_the_judge_by_the_override(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    project.write("niceeval.config.py", CONFIG)
+    project.write("evals/greet.py", EVAL)
+    report = tmp_path / "report.json"
+    with LLMServer(_script) as server:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("NICEEVAL", "OPENAI", "ANTHROPIC"))}
+        env.update(OPENAI_API_KEY="test-key", OPENAI_BASE_URL=server.base_url, COLUMNS="200")
+        proc = subprocess.run(
+            [sys.executable, "-c", SPIED_RUN, str(report)],
+            cwd=project.root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+        )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "imported on the loop's thread: []" in proc.stdout, proc.stdout
+    assert "genai-prices modules imported: 0" not in proc.stdout
+    run = json.loads(report.read_text())["evals"][0]["runs"][0]
+    assert run["warnings"] == []
+    genai = find_price("openai/gpt-5.1")
+    assert genai is not None and "openai/gpt-5.1" not in BUILTIN_PRICES
+    assert run["agent_spend"]["cost"] == pytest.approx(cost_of(genai, input_tokens=1000, output_tokens=200))
+    assert run["agent_spend"]["cost"] > 0 and run["agent_spend"]["unpriced"] == []
+    (call,) = run["assertions"][0]["judge_calls"]
+    assert call["model"] == "openai/gpt-3.5-turbo"
+    assert call["cost"] == pytest.approx((1000 * 1.0 + 200 * 2.0) / 1e6)  # the override, not genai-prices' price
+
+
+ECHO_EVAL = """\
+from niceeval import define_eval
+
+
+@define_eval
+async def echoes(t):
+    await t.send("hi")
+"""
+
+
+def test_a_run_that_prices_nothing_never_loads_the_price_data(tmp_path: Path) -> None:
+    project = make_project(tmp_path)  # the echo agent: no model call, no usage to price
+    project.write("evals/echo.py", ECHO_EVAL)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NICEEVAL", "OPENAI", "ANTHROPIC"))}
+    proc = subprocess.run(
+        [sys.executable, "-c", SPIED_RUN, str(tmp_path / "report.json")],
+        cwd=project.root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "genai-prices modules imported: 0" in proc.stdout
