@@ -9,7 +9,7 @@ from rich.console import Console
 
 from niceeval._core.results import RunResult
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
-from niceeval._core.wording import plural, usd
+from niceeval._core.wording import usd
 from niceeval.report import ConsoleReporter, JsonReporter, JUnitReporter, Reporter, ReporterSet
 from niceeval.report._text import clean
 from niceeval.store import RunDiff, RunNotFound, Store, SuiteRunDetail, SuiteRunInfo
@@ -239,7 +239,7 @@ def diff_lines(diff: RunDiff) -> list[str]:
         )
     if diff.suite is not None:
         rates = f"{_rate(diff.suite.base_rate)} -> {_rate(diff.suite.head_rate)}"
-        lines.append(f"suite pass rate over {plural(diff.suite.cases, 'shared eval')}: {rates}, {diff.suite.evidence}")
+        lines.append(f"suite pass rate over {diff.suite.over}: {rates}, {diff.suite.evidence}")
     lines += _mean_score_lines(diff)
     if diff.reasons:
         lines.append(f"REGRESSED: {'; '.join(clean(r, 300) for r in diff.reasons)}")
@@ -260,7 +260,7 @@ def _mean_score_lines(diff: RunDiff) -> list[str]:
         mark = "REGRESSED" if score.regressed else _MARKS.get(score.change, "same")
         q = f" (q={score.q_value:.3g})" if score.q_value is not None else ""
         lines.append(
-            f"  {mark:<10} mean score {clean(score.assertion, 120)} over {plural(score.cases, 'shared case')}: "
+            f"  {mark:<10} mean score {clean(score.assertion, 120)} over {score.over}: "
             f"{score.base_mean:.2f} -> {score.head_mean:.2f}, {clean(score.evidence, 200)}{q}"
         )
     return lines

@@ -151,7 +151,7 @@ def _diff(diff: RunDiff | str) -> list[str]:
         f"{len(diff.new)} new, {len(diff.gone)} gone (as by `niceeval diff`)"
     )
     if diff.suite is not None:
-        lines += ["", f"Suite over {plural(diff.suite.cases, 'shared eval')}: {md(diff.suite.evidence, 300)}"]
+        lines += ["", f"Suite over {diff.suite.over}: {md(diff.suite.evidence, 300)}"]
     lines += _mean_scores(diff)
     if diff.differences:
         shown = "; ".join(f"{md(d.what, 40)}: {md(d.base, 80)} → {md(d.head, 80)}" for d in diff.differences)
@@ -188,7 +188,8 @@ def _mean_scores(diff: RunDiff) -> list[str]:
         mark: str = "**regressed**" if score.regressed else score.change
         moved = f"{score.base_mean:.2f} → {score.head_mean:.2f}"
         evidence = md(score.evidence, 200) + (f" (q={score.q_value:.3g})" if score.q_value is not None else "")
-        lines.append(f"| {md(score.assertion, 120)} | {score.cases} | {moved} | {evidence} | {mark} |")
+        shared = f"{score.cases} ({score.clusters} clusters)" if score.clusters != score.cases else f"{score.cases}"
+        lines.append(f"| {md(score.assertion, 120)} | {shared} | {moved} | {evidence} | {mark} |")
     return lines
 
 

@@ -2,12 +2,12 @@
 
 Input is plain counts: for each eval, `(passes, runs)` on each side, already counted under one verdict rule by
 the caller. Each shared eval gets Fisher's exact test on its runs; the suite gets a paired test over the shared
-evals (McNemar when every eval ran once on both sides, else a paired t test on the per-eval pass rates, clustered
-when keys are given). Scores, when given (per scored assertion, each case's mean score on each side), get a
-paired t test per assertion over the cases both sides scored. The q-values of Benjamini-Hochberg control the
-false discovery rate across the evals' and the scores' tests together. The run regressed when an eval, a score
-or the suite dropped significantly at `alpha`, or the suite's pass rate or a mean score dropped by more than
-`max_drop`.
+evals (McNemar when every eval ran once on both sides and no cluster groups several, else a paired t test on the
+per-eval pass rates, clustered when keys are given). Scores, when given (per scored assertion, each case's mean
+score on each side), get a paired t test per assertion over the cases both sides scored. The q-values of
+Benjamini-Hochberg control the false discovery rate across the evals' and the scores' tests together. The run
+regressed when an eval, a score or the suite dropped significantly at `alpha`, or the suite's pass rate or a mean
+score dropped by more than `max_drop`.
 """
 
 from __future__ import annotations
@@ -52,6 +52,8 @@ class ScoreTest:
     change in the cases' mean scores, with its false-discovery-adjusted q-value."""
 
     assertion: str
+    cases: int
+    """The cases both sides scored (`comparison.n` counts their clusters, the independent units)."""
     before: float
     """The mean over the shared cases of each case's mean score (each case weighs the same)."""
     after: float
@@ -153,7 +155,8 @@ def compare_runs(
     rates_before = [before[e][0] / before[e][1] for e in shared]
     rates_after = [after[e][0] / after[e][1] for e in shared]
     keys = [clusters.get(e, e) for e in shared] if clusters is not None else None
-    if all(before[e][1] == 1 and after[e][1] == 1 for e in shared) and clusters is None:
+    each_its_own = keys is None or len(set(keys)) == len(keys)  # clusters of one eval each change nothing
+    if each_its_own and all(before[e][1] == 1 and after[e][1] == 1 for e in shared):
         suite = mcnemar([r == 1 for r in rates_before], [r == 1 for r in rates_after], alpha=alpha)
     else:
         suite = paired_t(rates_before, rates_after, keys, alpha=alpha)
@@ -187,8 +190,8 @@ def _score_tests(
             comparison = replace(comparison, low=max(-1.0, comparison.low), high=min(1.0, comparison.high))
         tests.append(
             ScoreTest(
-                assertion=assertion, before=sum(old) / len(old), after=sum(new) / len(new), comparison=comparison,
-                q_value=None,
+                assertion=assertion, cases=len(cases), before=sum(old) / len(old), after=sum(new) / len(new),
+                comparison=comparison, q_value=None,
             )
         )  # fmt: skip
     return tests

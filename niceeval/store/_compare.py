@@ -46,14 +46,18 @@ class DiffOptions:
 
 
 def _tallies(conn: Connection, suite_run_id: str) -> dict[str, EvalTally]:
-    query = select(suite_evals.c.eval_id, suite_evals.c.runs).where(suite_evals.c.suite_run_id == suite_run_id)
-    runs = {row.eval_id: row.runs for row in conn.execute(query)}
+    query = select(suite_evals.c.eval_id, suite_evals.c.runs, suite_evals.c.cluster).where(
+        suite_evals.c.suite_run_id == suite_run_id
+    )
+    plan = {row.eval_id: row for row in conn.execute(query)}
     tallies: dict[str, EvalTally] = {}
     outcomes = select(eval_runs.c.eval_id, eval_runs.c.outcome).where(eval_runs.c.suite_run_id == suite_run_id)
     for eval_id, outcome in conn.execute(outcomes):
         tally = tallies.get(eval_id)
         if tally is None:
-            planned = PlannedEval(id=eval_id, file="", line=0, runs=runs.get(eval_id, 1))
+            row = plan.get(eval_id)
+            runs, cluster = (row.runs, row.cluster) if row is not None else (1, None)
+            planned = PlannedEval(id=eval_id, file="", line=0, runs=runs, cluster=cluster)
             tally = tallies[eval_id] = EvalTally(eval=planned)
         tally.counts[outcome] += 1
     return tallies
@@ -129,6 +133,7 @@ def diff(conn: Connection, base: str, head: str, options: DiffOptions) -> RunDif
             {e: (t.passing(strict=strict), t.counted) for e, t in after.items()},
             alpha=options.alpha,
             max_drop=options.max_drop,
+            clusters=_clusters(before, after),
             scores=_graded_scores(conn, base, head),
         )
     except ValueError as exc:
@@ -170,7 +175,7 @@ def diff(conn: Connection, base: str, head: str, options: DiffOptions) -> RunDif
         scores=scores,
         mean_scores=[
             MeanScoreChange(
-                assertion=t.assertion, cases=t.comparison.n, base_mean=t.before, head_mean=t.after,
+                assertion=t.assertion, cases=t.cases, clusters=t.comparison.n, base_mean=t.before, head_mean=t.after,
                 difference=t.comparison.difference, low=t.comparison.low, high=t.comparison.high,
                 p_value=t.comparison.p_value, q_value=t.q_value, note=t.comparison.note, evidence=str(t.comparison),
                 change=t.change, regressed=t.change == "regression" or t.dropped_past(options.max_drop),
@@ -178,13 +183,23 @@ def diff(conn: Connection, base: str, head: str, options: DiffOptions) -> RunDif
             for t in gate.scores
         ],  # fmt: skip
         suite=SuiteChange(
-            test=suite.test, cases=suite.n, base_rate=gate.before_rate.value, head_rate=gate.after_rate.value,
-            difference=suite.difference, low=suite.low, high=suite.high, p_value=suite.p_value, note=suite.note,
+            test=suite.test, cases=len(gate.evals), clusters=suite.n, base_rate=gate.before_rate.value,
+            head_rate=gate.after_rate.value, difference=suite.difference, low=suite.low, high=suite.high,
+            p_value=suite.p_value, note=suite.note,
             evidence=str(suite),
         ),  # fmt: skip
         differences=_differences(conn, base, head),
         reasons=gate.reasons,
     )
+
+
+def _clusters(before: dict[str, EvalTally], after: dict[str, EvalTally]) -> dict[str, str] | None:
+    """The head's cluster of each shared eval, when both runs recorded one for every shared eval (suite runs stored
+    before clusters were have none: their evals are then paired one by one, as independent cases)."""
+    shared = before.keys() & after.keys()
+    if any(before[e].eval.cluster is None or after[e].eval.cluster is None for e in shared):
+        return None
+    return {e: str(after[e].eval.cluster) for e in shared}
 
 
 def _differences(conn: Connection, base: str, head: str) -> list[RunDifference]:

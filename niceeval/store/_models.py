@@ -110,6 +110,9 @@ class PlannedEvalInfo(BaseModel):
     line: int
     tags: list[str]
     runs: int
+    cluster: str | None = None
+    """The independent unit of its runs for the suite's statistics (its case, or `define_eval(cluster=...)`); None
+    in suite runs stored before niceeval recorded it."""
 
 
 class EvalRunInfo(BaseModel):
@@ -211,8 +214,12 @@ class SuiteChange(BaseModel):
     """The suite's pass rate over the shared evals, before and after, and the paired test of its change."""
 
     test: str
-    """`mcnemar` when every shared eval ran once on both sides, else `paired t` on per-eval pass rates."""
+    """`mcnemar` when every shared eval ran once on both sides (and no cluster groups several), else `paired t` on
+    per-eval pass rates."""
     cases: int
+    """The shared evals."""
+    clusters: int = 0
+    """The independent units the test counts: `cases`, unless stored clusters group them."""
     base_rate: float | None
     head_rate: float | None
     difference: float | None
@@ -222,6 +229,16 @@ class SuiteChange(BaseModel):
     note: str | None
     evidence: str
 
+    @property
+    def over(self) -> str:
+        """`12 shared evals`, or `12 shared evals in 3 clusters`."""
+        return _over(self.cases, "shared eval", self.clusters)
+
+
+def _over(count: int, unit: str, clusters: int) -> str:
+    shown = f"{count} {unit}{'s' * (count != 1)}"
+    return shown if clusters in (0, count) else f"{shown} in {clusters} cluster{'s' * (clusters != 1)}"
+
 
 class MeanScoreChange(BaseModel):
     """A scored assertion over the cases both runs scored: its mean on each side and the paired test of its change."""
@@ -230,6 +247,8 @@ class MeanScoreChange(BaseModel):
     """Its key as `[key]` when it has one, else its kind (the name before its arguments: `similarity`)."""
     cases: int
     """The shared cases (evals) the assertion scored on both sides."""
+    clusters: int
+    """The independent units the test counts: `cases`, unless stored clusters group them (`define_eval(cluster=)`)."""
     base_mean: float
     """The mean over those cases of each case's mean score (over its runs)."""
     head_mean: float
@@ -246,6 +265,11 @@ class MeanScoreChange(BaseModel):
     change: Literal["regression", "improvement", "noise", "unchanged"]
     regressed: bool
     """A gate failure: a significant drop (q under alpha), or a drop larger than `--max-drop`."""
+
+    @property
+    def over(self) -> str:
+        """`12 shared cases`, or `12 shared cases in 3 clusters`."""
+        return _over(self.cases, "shared case", self.clusters)
 
 
 class RunDifference(BaseModel):

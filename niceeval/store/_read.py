@@ -87,7 +87,10 @@ def get_run(conn: Connection, suite_run_id: str) -> SuiteRunDetail:
     order = {p.id: i for i, p in enumerate(plan)}
     summaries = [_summary(r) for r in conn.execute(_run_rows(suite_run_id)).mappings()]
     summaries.sort(key=lambda s: (order.get(s.eval_id, len(order)), s.run_index))
-    evals = [PlannedEvalInfo(eval_id=p.id, file=p.file, line=p.line, tags=list(p.tags), runs=p.runs) for p in plan]
+    evals = [
+        PlannedEvalInfo(eval_id=p.id, file=p.file, line=p.line, tags=list(p.tags), runs=p.runs, cluster=p.cluster)
+        for p in plan
+    ]
     shards = list_shards(conn, suite_run_id) if info.shard_count is not None else []
     return SuiteRunDetail(run=info, evals=evals, eval_runs=summaries, shards=shards)
 
@@ -96,7 +99,7 @@ def planned(conn: Connection, suite_run_id: str) -> list[PlannedEval]:
     """The evals a suite run planned, in plan order."""
     query = select(suite_evals).where(suite_evals.c.suite_run_id == suite_run_id).order_by(suite_evals.c.position)
     return [
-        PlannedEval(id=r.eval_id, file=r.file, line=r.line, tags=tuple(r.tags), runs=r.runs)
+        PlannedEval(id=r.eval_id, file=r.file, line=r.line, tags=tuple(r.tags), runs=r.runs, cluster=r.cluster)
         for r in conn.execute(query)
     ]
 

@@ -26,7 +26,7 @@ from sqlalchemy import (
     false,
 )
 
-SCHEMA_REVISION = "0008"
+SCHEMA_REVISION = "0009"
 """The Alembic revision this niceeval writes and reads (the head of `_migrations/versions`)."""
 
 metadata = MetaData(
@@ -120,6 +120,7 @@ suite_evals = Table(
     Column("line", Integer, nullable=False),
     Column("tags", Json, nullable=False),
     Column("runs", Integer, nullable=False),
+    Column("cluster", Text),
 )
 
 eval_runs = Table(

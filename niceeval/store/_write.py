@@ -66,7 +66,7 @@ def add_plan(conn: Connection, suite_run_id: str, plan: Sequence[PlannedEval], *
             insert(suite_evals),
             [
                 {"suite_run_id": suite_run_id, "eval_id": p.id, "position": first_position + i, "file": p.file,
-                 "line": p.line, "tags": list(p.tags), "runs": p.runs}
+                 "line": p.line, "tags": list(p.tags), "runs": p.runs, "cluster": p.cluster}
                 for i, p in enumerate(fresh)
             ],
         )  # fmt: skip

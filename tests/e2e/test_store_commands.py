@@ -279,3 +279,31 @@ def test_a_score_drop_across_many_cases_fails_diff_and_the_baseline_gate(project
     gated = project.run("--store", store_url, "--baseline", base, env={"BREAK": "yes"})
     assert gated.code == 1, gated.output
     assert "REGRESSED: score similarity: -0.21" in gated.stdout
+
+
+SOURCED = """\
+import os
+
+from niceeval import define_eval
+from niceeval.expect import includes
+
+
+@define_eval(cases=[{"document": f"doc{d}", "q": q} for d in range(3) for q in range(4)], cluster="document")
+async def answers(t):
+    broken = os.environ.get("BREAK") and t.case["document"] == "doc0"
+    t.check("bad" if broken else "ok", includes("ok"))
+"""
+
+
+def test_diff_counts_the_clusters_a_real_run_stored(project: Project, store_url: str) -> None:
+    project.write("evals/s.py", SOURCED)
+    base = run_id(project, store_url)
+    head = run_id(project, store_url, broken="yes")  # one document's four questions fail: one source of evidence
+    diff = project.cli("diff", base, head, "--store", store_url)
+    assert diff.code == 0, diff.output
+    assert (
+        "suite pass rate over 12 shared evals in 3 clusters: 100% -> 67%, -0.33 (95% -1.00 to +1.00), "
+        "3 shared cases: not enough to tell"
+    ) in diff.stdout
+    data = json.loads(project.cli("diff", base, head, "--json", "--store", store_url).stdout)
+    assert (data["suite"]["test"], data["suite"]["cases"], data["suite"]["clusters"]) == ("paired t", 12, 3)

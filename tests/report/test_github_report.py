@@ -236,9 +236,9 @@ def test_the_baseline_diff_shows_changes_by_evidence(tmp_path: Path, evals_file:
 def _mean_score(assertion: str, *, change: str, regressed: bool, p_value: float | None) -> MeanScoreChange:
     return MeanScoreChange.model_validate(
         dict(
-            assertion=assertion, cases=12, base_mean=0.84, head_mean=0.71, difference=-0.13, low=-0.2, high=-0.06,
-            p_value=p_value, q_value=p_value, note=None, evidence=f"-0.13 (95% -0.20 to -0.06), p={p_value}",
-            change=change, regressed=regressed,
+            assertion=assertion, cases=12, clusters=12, base_mean=0.84, head_mean=0.71, difference=-0.13, low=-0.2,
+            high=-0.06, p_value=p_value, q_value=p_value, note=None,
+            evidence=f"-0.13 (95% -0.20 to -0.06), p={p_value}", change=change, regressed=regressed,
         )
     )  # fmt: skip
 

@@ -169,3 +169,24 @@ def test_a_relative_sqlite_url_is_below_the_project_and_an_absolute_one_from_roo
     with Store.open(f"sqlite:///{tmp_path / 'abs.sqlite'}", root=tmp_path / "data"):
         pass
     assert (tmp_path / "abs.sqlite").is_file()
+
+
+def test_a_store_from_before_clusters_is_upgraded_and_its_runs_have_none(store_url: str) -> None:
+    from alembic import command
+    from alembic.config import Config
+
+    from niceeval._core.summary import PlannedEval
+    from niceeval.store._open import _MIGRATIONS
+
+    with Store.open(store_url) as store:
+        store.begin(SuiteRunStart(id="old", command=["niceeval", "run"]),
+                    [PlannedEval(id="a", file="evals/a.py", line=1, cluster="document=x")])  # fmt: skip
+        with store.engine.begin() as conn:  # back to schema 0008, as an older niceeval left it
+            config = Config()
+            config.set_main_option("script_location", str(_MIGRATIONS))
+            config.attributes["connection"] = conn
+            command.downgrade(config, "0008")
+        assert "cluster" not in {c["name"] for c in inspect(store.engine).get_columns("suite_evals")}
+    with Store.open(store_url) as store:
+        assert [(e.eval_id, e.cluster) for e in store.run("old").evals] == [("a", None)]
+    assert _schema_diff(store_url) == []

@@ -273,6 +273,7 @@ def test_diff_tests_each_scored_assertion_over_the_shared_cases(store: Store) ->
     (rubric,) = diff.mean_scores  # named by kind: the argument changed, the assertion is the same
     reference = ttest_rel(new, old)
     assert (rubric.assertion, rubric.cases, rubric.change, rubric.regressed) == ("rubric", 8, "regression", True)
+    assert (rubric.clusters, rubric.over) == (8, "8 shared cases")
     assert rubric.p_value == pytest.approx(reference.pvalue)
     assert (rubric.base_mean, rubric.head_mean) == pytest.approx((sum(old) / 8, sum(new) / 8))
     assert diff.changed == [] and diff.regressed
@@ -316,3 +317,52 @@ def test_the_documented_diff_json_has_every_field_diff_writes(store: Store) -> N
     for key in ("changed", "scores", "mean_scores"):
         assert documented[key][0].keys() == written[key][0].keys(), key
     assert documented["suite"].keys() == written["suite"].keys()
+
+
+def clustered(*ids: str, cluster: dict[str, str | None]) -> list[PlannedEval]:
+    return [PlannedEval(id=i, file="evals/a.py", line=1, runs=1, cluster=cluster[i]) for i in ids]
+
+
+DOC_QUESTIONS = [f"doc{d}-q{q}" for d in range(3) for q in range(10)]
+
+
+def test_each_planned_evals_cluster_is_stored_and_read_back(store: Store) -> None:
+    plan = clustered("a", "b", "c", cluster={"a": "document=x", "b": "document=x", "c": None})
+    record(store, "run", [result(e.id) for e in plan], plan=plan)
+    assert [(e.eval_id, e.cluster) for e in store.run("run").evals] == [("a", "document=x"), ("b", "document=x"),
+                                                                        ("c", None)]  # fmt: skip
+
+
+def test_diff_pairs_by_cluster_when_both_runs_stored_them(store: Store) -> None:
+    by_doc = {e: e.split("-")[0] for e in DOC_QUESTIONS}
+    plan = clustered(*DOC_QUESTIONS, cluster=by_doc)
+    record(store, "base", [result(e) for e in DOC_QUESTIONS], plan=plan)
+    broken = [result(e, "failed", score=0.0) if e.startswith("doc0") else result(e) for e in DOC_QUESTIONS]
+    record(store, "head", broken, plan=plan)
+    diff = store.diff("base", "head")  # ten questions of one document failing is one source's worth of evidence
+    assert diff.suite is not None and (diff.suite.test, diff.suite.cases, diff.suite.clusters) == ("paired t", 30, 3)
+    assert diff.suite.over == "30 shared evals in 3 clusters"
+    assert diff.suite.note == "3 shared cases: not enough to tell" and not diff.regressed
+    unclustered = clustered(*DOC_QUESTIONS, cluster=dict.fromkeys(DOC_QUESTIONS))  # as stored before clusters were
+    record(store, "old", [result(e) for e in DOC_QUESTIONS], plan=unclustered)
+    old = store.diff("old", "head")  # one side without clusters: the evals are paired one by one
+    assert old.suite is not None and (old.suite.test, old.suite.cases, old.suite.clusters) == ("mcnemar", 30, 30)
+    assert old.suite.over == "30 shared evals"
+    assert old.regressed and old.reasons[0].startswith("suite pass rate: -0.33")
+
+
+def test_clusters_of_one_eval_each_keep_mcnemar(store: Store) -> None:
+    own = clustered(*DOC_QUESTIONS, cluster={e: e for e in DOC_QUESTIONS})
+    record(store, "base", [result(e) for e in DOC_QUESTIONS], plan=own)
+    record(store, "head", [result(e) for e in DOC_QUESTIONS], plan=own)
+    diff = store.diff("base", "head")
+    assert diff.suite is not None and (diff.suite.test, diff.suite.cases) == ("mcnemar", 30)
+
+
+def test_a_score_test_counts_clusters_when_both_runs_stored_them(store: Store) -> None:
+    plan = clustered(*DOC_QUESTIONS, cluster={e: e.split("-")[0] for e in DOC_QUESTIONS})
+    record(store, "base", [judged(e, 0.9) for e in DOC_QUESTIONS], plan=plan)
+    record(store, "head", [judged(e, 0.6 if e.startswith("doc0") else 0.9) for e in DOC_QUESTIONS], plan=plan)
+    (rubric,) = store.diff("base", "head").mean_scores
+    assert (rubric.cases, rubric.clusters, rubric.over) == (30, 3, "30 shared cases in 3 clusters")
+    assert rubric.note == "3 shared cases: not enough to tell" and not rubric.regressed
