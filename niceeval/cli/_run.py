@@ -265,6 +265,7 @@ def _run(args: argparse.Namespace) -> int:
     import anyio
     from rich.console import Console
 
+    from niceeval._run.collection import paced_collection
     from niceeval._run.execute import ExecOptions
     from niceeval._run.suite import SuiteOptions, run_suite, select
     from niceeval._run.suite_gates import GateCollector, gated_exit_code
@@ -339,7 +340,8 @@ def _run(args: argparse.Namespace) -> int:
         budget=getattr(args, "budget", None),
         exitfirst=getattr(args, "exitfirst", False),
     )
-    summary = anyio.run(run_suite, entries, discovery.errors, options, reporters)
+    with paced_collection():
+        summary = anyio.run(run_suite, entries, discovery.errors, options, reporters)
     print("".join(f"suite gate: {verdict.describe()}\n" for verdict in collector.verdicts), end="")
     code = gated_exit_code(summary, collector.gates, collector.verdicts)
     if sink is not None:

@@ -1,0 +1,30 @@
+"""Python's cyclic garbage collector, paced for a suite run.
+
+A suite allocates many short-lived objects per eval (SDK requests and responses, events, the eval's context), and
+the collector's default pace (a young-generation pass every 700 net allocations) spent about a tenth of a judged
+suite's CPU time walking them. For the suite's event loop the young-generation threshold is raised to 10,000 and
+what start-up loaded (modules, classes, the discovered evals) is frozen out of every collection: it lives as long as
+the process. Peak memory grows by a few megabytes at most (garbage waits a little longer); the old pace is put back
+when the suite ends.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+YOUNG_THRESHOLD = 10_000
+
+
+@contextmanager
+def paced_collection() -> Iterator[None]:
+    """Fewer, cheaper garbage collections while the block runs (a suite's event loop)."""
+    old = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(max(old[0], YOUNG_THRESHOLD), *old[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
+        gc.unfreeze()
