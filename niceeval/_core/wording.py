@@ -6,9 +6,10 @@ and the viewer, so the same run reads the same everywhere (the JSON report keeps
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from niceeval._core.assertion import AssertionResult
+if TYPE_CHECKING:
+    from niceeval._core.assertion import AssertionResult
 
 MISS_WORDS = 300
 """Characters of an eval's first miss shown in a list of evals (the HTML report's index, the viewer's run page)."""

@@ -54,7 +54,7 @@ def store_location(request: StoreRequest) -> str | None:
             return None
         chosen = request.configured if isinstance(request.configured, str) else None
     if chosen is None:
-        from niceeval.store import DEFAULT_PATH
+        from niceeval.store._url import DEFAULT_PATH  # not SQLAlchemy: `--no-store` and the cases probe skip it
 
         return str(request.root / DEFAULT_PATH)
     return chosen

@@ -43,7 +43,10 @@ def add_ui_cases(discovery: Discovery, root: Path, store_location: str | None, w
     """
     if wanted == [] or store_location is None:
         return
-    if "://" not in store_location and not (root / store_location).exists():
+    from niceeval.store._peek import may_hold_cases
+
+    missing = "://" not in store_location and not (root / store_location).exists()
+    if missing or not may_hold_cases(store_location, root):  # most projects have none: SQLAlchemy stays unloaded
         _missing(discovery, wanted)
         return
     from niceeval.store import Store

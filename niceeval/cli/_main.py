@@ -22,7 +22,7 @@ from niceeval.cli._store import add_store_commands
 def build_parser() -> argparse.ArgumentParser:
     """The `niceeval` parser with every command."""
     parser = argparse.ArgumentParser(prog="niceeval", description="Test LLM apps and AI agents.")
-    parser.add_argument("--version", action="version", version=f"niceeval {_version()}")
+    parser.add_argument("--version", action=_VersionAction, nargs=0, help="show niceeval's version and exit")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     add_run_commands(commands)
     add_store_commands(commands)
@@ -32,6 +32,14 @@ def build_parser() -> argparse.ArgumentParser:
     add_import_command(commands)
     add_project_commands(commands)
     return parser
+
+
+class _VersionAction(argparse.Action):
+    """`--version`: reads the installed version only when asked (importlib.metadata costs 20 ms at start-up)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: object, values: object, flag: object = None) -> None:
+        print(f"niceeval {_version()}")
+        parser.exit()
 
 
 def _version() -> str:

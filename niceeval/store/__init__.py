@@ -14,24 +14,52 @@ The read API (what `niceeval runs/show/diff` and the viewer use):
 
 A suite run is named by its id (`ref` may also be a unique prefix of 4+ characters, or `latest`); inside it an
 eval run is keyed by `(eval_id, run_index)`. See docs/store.md.
+
+Names load on first use: `niceeval run --no-store`, and a run's steps before it writes, import this package's
+light modules (the default path, the cases probe) without SQLAlchemy.
 """
 
-from niceeval.store._compare import DiffOptions
-from niceeval.store._models import (
-    EvalRunInfo,
-    OutcomeChange,
-    PlannedEvalInfo,
-    RunDiff,
-    ScoreChange,
-    ShardInfo,
-    SuiteRunDetail,
-    SuiteRunInfo,
-    SuiteRunStart,
-    TurnRecord,
-)
-from niceeval.store._open import DEFAULT_PATH, StoreError
-from niceeval.store._read import RunNotFound
-from niceeval.store._store import Store
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from niceeval.store._compare import DiffOptions
+    from niceeval.store._models import (
+        EvalRunInfo,
+        OutcomeChange,
+        PlannedEvalInfo,
+        RunDiff,
+        ScoreChange,
+        ShardInfo,
+        SuiteRunDetail,
+        SuiteRunInfo,
+        SuiteRunStart,
+        TurnRecord,
+    )
+    from niceeval.store._open import StoreError
+    from niceeval.store._read import RunNotFound
+    from niceeval.store._store import Store
+    from niceeval.store._url import DEFAULT_PATH
+
+_HOMES = {
+    "DiffOptions": "niceeval.store._compare",
+    "DEFAULT_PATH": "niceeval.store._url",
+    "EvalRunInfo": "niceeval.store._models",
+    "OutcomeChange": "niceeval.store._models",
+    "PlannedEvalInfo": "niceeval.store._models",
+    "RunDiff": "niceeval.store._models",
+    "RunNotFound": "niceeval.store._read",
+    "ScoreChange": "niceeval.store._models",
+    "ShardInfo": "niceeval.store._models",
+    "Store": "niceeval.store._store",
+    "StoreError": "niceeval.store._open",
+    "SuiteRunDetail": "niceeval.store._models",
+    "SuiteRunInfo": "niceeval.store._models",
+    "SuiteRunStart": "niceeval.store._models",
+    "TurnRecord": "niceeval.store._models",
+}
 
 __all__ = [
     "DiffOptions",
@@ -50,3 +78,15 @@ __all__ = [
     "SuiteRunStart",
     "TurnRecord",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOMES:
+        value = getattr(importlib.import_module(_HOMES[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'niceeval.store' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -21,9 +21,6 @@ from niceeval._core.errors import NiceevalError
 from niceeval.store import _url
 from niceeval.store._schema import SCHEMA_REVISION, metadata, store_info
 
-DEFAULT_PATH = Path(".niceeval") / "results.db"
-"""The default store, relative to the project root: a SQLite file."""
-
 _MIGRATIONS = Path(__file__).resolve().parent / "_migrations"
 _ADVISORY_LOCK = 0x6E6963_6565_76  # "niceev": one key for every niceeval schema migration
 _VERSION_TABLE = Table(

@@ -13,6 +13,9 @@ from pathlib import Path
 
 from niceeval._core.errors import NiceevalError
 
+DEFAULT_PATH = Path(".niceeval") / "results.db"
+"""The default store, relative to the project root: a SQLite file."""
+
 DATABASE_SUFFIXES = (".db", ".sqlite", ".sqlite3", ".db3")
 """The names a new SQLite store may have (an existing file is opened whatever its name)."""
 

@@ -1,0 +1,82 @@
+"""What the command imports before it needs it (issue 20: start-up time). Times are measured by
+bench/startup.py, by hand; these tests pin the cuts that buy them: `niceeval --help` imports no heavy library,
+and a run with `--no-store` never imports SQLAlchemy, also in a project whose results store exists."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+HEAVY = ("pydantic", "sqlalchemy", "rich", "anyio", "httpx", "openai", "importlib.metadata")
+
+PROBE = """\
+import json, sys
+from niceeval.cli import main
+try:
+    code = main(sys.argv[1:])
+except SystemExit as exit:
+    code = exit.code
+heavy = [name for name in {heavy!r} if name in sys.modules]
+print(json.dumps({{"code": code, "imported": heavy}}), file=sys.stderr)
+"""
+
+
+def niceeval(root: Path, *args: str) -> tuple[int, list[str], str]:
+    """Run the command in a fresh interpreter: its exit code, which of HEAVY it imported, and its output."""
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE.format(heavy=HEAVY), *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    probe = json.loads(done.stderr.strip().splitlines()[-1])
+    return probe["code"], probe["imported"], done.stdout
+
+
+def project(root: Path) -> Path:
+    (root / "evals").mkdir()
+    (root / "evals" / "one.py").write_text(
+        "from niceeval import define_eval\n"
+        "from niceeval.expect import equals\n\n"
+        "@define_eval\n"
+        "def one(t):\n"
+        "    t.check(1, equals(1))\n"
+    )
+    return root
+
+
+def test_help_imports_no_heavy_library(tmp_path: Path) -> None:
+    code, imported, output = niceeval(tmp_path, "--help")
+    assert code == 0 and "Test LLM apps and AI agents." in output
+    assert imported == []
+
+
+def test_run_help_imports_no_heavy_library(tmp_path: Path) -> None:
+    code, imported, output = niceeval(tmp_path, "run", "--help")
+    assert code == 0 and "--no-store" in output
+    assert imported == []
+
+
+def test_version_is_read_when_asked(tmp_path: Path) -> None:
+    code, imported, output = niceeval(tmp_path, "--version")
+    assert code == 0 and output.startswith("niceeval ")
+    assert imported == ["importlib.metadata"]
+
+
+def test_a_run_with_no_store_does_not_import_sqlalchemy(tmp_path: Path) -> None:
+    code, imported, output = niceeval(project(tmp_path), "run", "--no-store")
+    assert code == 0 and "1 passed" in output
+    assert "sqlalchemy" not in imported and "pydantic" in imported
+    assert not (tmp_path / ".niceeval" / "results.db").exists()
+
+
+def test_a_run_with_no_store_beside_a_store_without_cases_does_not_import_sqlalchemy(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    code, imported, _ = niceeval(root, "run")
+    assert code == 0 and "sqlalchemy" in imported and (root / ".niceeval" / "results.db").is_file()
+    code, imported, output = niceeval(root, "run", "--no-store")
+    assert code == 0 and "1 passed" in output and "stored as run" not in output
+    assert "sqlalchemy" not in imported
