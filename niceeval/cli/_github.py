@@ -46,10 +46,10 @@ def github_reporters(
 ) -> list[GitHubReporter]:
     """The GitHub reporter when `--github` or `GITHUB_ACTIONS=true` (and not `--no-github`), else none; with a
     baseline, its step summary holds `diff()` (the comparison the run's exit code follows)."""
+    if not _github_on(args):
+        return []  # outside GitHub Actions the reporter is not even imported
     from niceeval.report.github import GitHubOptions, GitHubReporter
 
-    if not _github_on(args):
-        return []
     options = GitHubOptions(
         summary_path=_summary_path(),
         workspace=_workspace(),

@@ -354,13 +354,15 @@ def _run(args: argparse.Namespace) -> int:
 
 def _file_reporters(args: argparse.Namespace, sink: StoreSink | None) -> list[Reporter]:
     """The reports `run` writes as asked: JSON, JUnit, HTML, JSON lines, OpenTelemetry spans."""
-    from niceeval.report import JsonReporter, JUnitReporter
-
     reporters: list[Reporter] = []
     jsonl = getattr(args, "jsonl", None)
     if args.json:
+        from niceeval.report.json_report import JsonReporter
+
         reporters.append(JsonReporter(args.json, run_id=sink.run_id if sink else None))
     if args.junit:
+        from niceeval.report.junit import JUnitReporter
+
         reporters.append(JUnitReporter(args.junit, strict=args.strict, min_pass_rate=args.min_pass_rate))
     if args.html:
         from niceeval.report.html import HtmlReporter

@@ -1,8 +1,38 @@
-"""Reporters: sinks of finished runs (console, JSON, JUnit)."""
+"""Reporters: sinks of finished runs (console, JSON, JUnit).
 
-from niceeval.report._base import Reporter, ReporterSet
-from niceeval.report.console import ConsoleReporter
-from niceeval.report.json_report import JSON_SCHEMA_VERSION, JsonReporter
-from niceeval.report.junit import JUnitReporter
+Names load on first use: a run imports the reporters it writes, nothing more.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from niceeval.report._base import Reporter, ReporterSet
+    from niceeval.report.console import ConsoleReporter
+    from niceeval.report.json_report import JSON_SCHEMA_VERSION, JsonReporter
+    from niceeval.report.junit import JUnitReporter
+
+_HOMES = {
+    "Reporter": "niceeval.report._base",
+    "ReporterSet": "niceeval.report._base",
+    "ConsoleReporter": "niceeval.report.console",
+    "JSON_SCHEMA_VERSION": "niceeval.report.json_report",
+    "JsonReporter": "niceeval.report.json_report",
+    "JUnitReporter": "niceeval.report.junit",
+}
 
 __all__ = ["JSON_SCHEMA_VERSION", "ConsoleReporter", "JUnitReporter", "JsonReporter", "Reporter", "ReporterSet"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOMES:
+        value = getattr(importlib.import_module(_HOMES[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'niceeval.report' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

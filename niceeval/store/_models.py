@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from niceeval._core.events import Event
 from niceeval._core.outcome import Outcome
@@ -45,6 +45,8 @@ class SuiteRunStart(BaseModel):
 
 class SuiteRunInfo(BaseModel):
     """One suite run's header and totals, as `niceeval runs` lists it."""
+
+    model_config = ConfigDict(defer_build=True)
 
     id: str
     started_at: datetime
@@ -105,6 +107,8 @@ class SuiteRunInfo(BaseModel):
 class PlannedEvalInfo(BaseModel):
     """One eval a suite run planned, `runs` times."""
 
+    model_config = ConfigDict(defer_build=True)
+
     eval_id: str
     file: str
     line: int
@@ -117,6 +121,8 @@ class PlannedEvalInfo(BaseModel):
 
 class EvalRunInfo(BaseModel):
     """One eval run's summary line (the full record: `Store.eval_run`)."""
+
+    model_config = ConfigDict(defer_build=True)
 
     suite_run_id: str
     eval_id: str
@@ -139,6 +145,8 @@ class EvalRunInfo(BaseModel):
 class ShardInfo(BaseModel):
     """One shard of a suite run that has reported (started at least once)."""
 
+    model_config = ConfigDict(defer_build=True)
+
     shard: int
     """From 1 to the suite run's `shard_count`."""
     status: ShardStatus
@@ -153,6 +161,8 @@ class ShardInfo(BaseModel):
 
 class SuiteRunDetail(BaseModel):
     """A suite run with its plan and the summary of every eval run stored in it."""
+
+    model_config = ConfigDict(defer_build=True)
 
     run: SuiteRunInfo
     evals: list[PlannedEvalInfo]
@@ -174,6 +184,8 @@ class SuiteRunDetail(BaseModel):
 
 class OutcomeChange(BaseModel):
     """An eval whose verdict or pass rate differs between the two suite runs of a diff, with the evidence."""
+
+    model_config = ConfigDict(defer_build=True)
 
     eval_id: str
     base: Outcome
@@ -200,6 +212,8 @@ class ScoreChange(BaseModel):
     """One eval's assertion whose mean score moved by more than the diff's threshold (listed; the gate weighs each
     assertion over all shared cases: `MeanScoreChange`)."""
 
+    model_config = ConfigDict(defer_build=True)
+
     eval_id: str
     assertion: str
     base: float
@@ -212,6 +226,8 @@ class ScoreChange(BaseModel):
 
 class SuiteChange(BaseModel):
     """The suite's pass rate over the shared evals, before and after, and the paired test of its change."""
+
+    model_config = ConfigDict(defer_build=True)
 
     test: str
     """`mcnemar` when every shared eval ran once on both sides (and no cluster groups several), else `paired t` on
@@ -242,6 +258,8 @@ def _over(count: int, unit: str, clusters: int) -> str:
 
 class MeanScoreChange(BaseModel):
     """A scored assertion over the cases both runs scored: its mean on each side and the paired test of its change."""
+
+    model_config = ConfigDict(defer_build=True)
 
     assertion: str
     """Its key as `[key]` when it has one, else its kind (the name before its arguments: `similarity`)."""
@@ -275,6 +293,8 @@ class MeanScoreChange(BaseModel):
 class RunDifference(BaseModel):
     """Something that differed between the two suite runs besides the code under test."""
 
+    model_config = ConfigDict(defer_build=True)
+
     what: str
     base: str
     head: str
@@ -282,6 +302,8 @@ class RunDifference(BaseModel):
 
 class RunDiff(BaseModel):
     """What changed from suite run `base` to suite run `head`, both judged by one verdict rule."""
+
+    model_config = ConfigDict(defer_build=True)
 
     base: str
     head: str
@@ -318,6 +340,8 @@ class RunDiff(BaseModel):
 
 class TurnRecord(BaseModel):
     """One recorded exchange with the agent, with the events it spans (for `niceeval rescore`)."""
+
+    model_config = ConfigDict(defer_build=True)
 
     sent: str
     reply: str | None
