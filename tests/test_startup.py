@@ -80,3 +80,32 @@ def test_a_run_with_no_store_beside_a_store_without_cases_does_not_import_sqlalc
     code, imported, output = niceeval(root, "run", "--no-store")
     assert code == 0 and "1 passed" in output and "stored as run" not in output
     assert "sqlalchemy" not in imported
+
+
+def test_garbage_left_by_an_eval_is_still_finalized_when_the_command_exits(tmp_path: Path) -> None:
+    """The command freezes what is alive out of the interpreter's teardown collections: garbage is collected
+    first, so a finalizer of an object an eval dropped in a reference cycle still runs."""
+    (tmp_path / "evals").mkdir()
+    (tmp_path / "evals" / "cycle.py").write_text(
+        "from pathlib import Path\n"
+        "from niceeval import define_eval\n"
+        "from niceeval.expect import equals\n\n"
+        "class Marker:\n"
+        "    def __init__(self):\n"
+        "        self.me = self\n"
+        "    def __del__(self):\n"
+        "        Path('finalized.txt').write_text('yes')\n\n"
+        "@define_eval\n"
+        "def drops_a_cycle(t):\n"
+        "    Marker()\n"
+        "    t.check(1, equals(1))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "niceeval", "run", "--no-store"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "finalized.txt").read_text() == "yes"
