@@ -11,7 +11,7 @@ moment of the machine falls on every command alike:
 Modules load from bytecode, as from an installed package: the children write and read it under a temporary
 `PYTHONPYCACHEPREFIX` (also when PYTHONDONTWRITEBYTECODE is set here), warmed by one untimed run of each command.
 `--from-source` measures the other case (every niceeval module compiled at each start, as in a checkout run with
-PYTHONDONTWRITEBYTECODE=1): about 0.15 s more.
+PYTHONDONTWRITEBYTECODE=1): 0.1-0.15 s more.
 
 Each niceeval figure is also printed as a ratio to both yardsticks. With `--before REV` the same commands run a
 second time against that commit (checked out in a detached `git worktree`, put first on PYTHONPATH), in the same
