@@ -1,4 +1,4 @@
-"""A look into a SQLite store with the standard library alone, for what `niceeval run` asks before it needs SQLAlchemy.
+"""A look into a SQLite store with the standard library alone, for what `niceeval run` asks before SQLAlchemy.
 
 Every run asks the store for the cases written in the viewer. Most projects have none, and importing SQLAlchemy
 just to learn that costs more than the rest of a small run's start-up (and is the whole of what `--no-store`
@@ -12,16 +12,23 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from niceeval.store._url import StoreUrlError, resolve_url
+
 _ANY_CASE = "SELECT EXISTS (SELECT 1 FROM ui_cases WHERE deleted = 0)"
 
 
 def may_hold_cases(location: str, root: Path) -> bool:
-    """False only when `location` is a SQLite file, relative to `root`, that surely holds no live viewer case."""
-    if "://" in location:
+    """False only when `location` (a path below `root` or a `sqlite:///` URL) is a SQLite file that surely holds
+    no live viewer case."""
+    try:
+        url = resolve_url(location, root)
+    except StoreUrlError:
+        return True  # the store says what is wrong with it
+    if not url.startswith("sqlite:///") or "?" in url:
+        return True  # PostgreSQL, or SQLite with options: opened as always
+    path = Path(url.removeprefix("sqlite:///"))
+    if not path.is_absolute() or not path.is_file():
         return True
-    path = root / location
-    if not path.is_file():
-        return True  # the store decides what a missing or odd path means
     try:
         connection = sqlite3.connect(path, timeout=1.0)
         try:

@@ -55,7 +55,15 @@ def test_a_store_of_an_older_schema_is_left_to_the_store(tmp_path: Path) -> None
     assert may_hold_cases("old.db", tmp_path) is True
 
 
-def test_a_url_is_left_to_the_store(tmp_path: Path) -> None:
+def test_a_sqlite_url_is_read_like_a_path(tmp_path: Path) -> None:
     make_store(tmp_path)
-    assert may_hold_cases(f"sqlite:///{tmp_path / STORE}", tmp_path) is True
+    assert may_hold_cases(f"sqlite:///{tmp_path / STORE}", tmp_path) is False
+    assert may_hold_cases(f"sqlite:///{STORE}", tmp_path) is False
+
+
+def test_other_stores_are_left_to_the_store(tmp_path: Path) -> None:
+    make_store(tmp_path)
     assert may_hold_cases("postgresql://user@localhost/db", tmp_path) is True
+    assert may_hold_cases(f"sqlite:///{tmp_path / STORE}?timeout=5", tmp_path) is True
+    assert may_hold_cases("sqlite:///:memory:", tmp_path) is True
+    assert may_hold_cases("mysql://user@localhost/db", tmp_path) is True
