@@ -7,7 +7,8 @@ from __future__ import annotations
 import contextvars
 import importlib
 import threading
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, MutableMapping
 from concurrent.futures import CancelledError
 from contextlib import suppress
 from typing import TypeVar
@@ -63,7 +64,21 @@ async def load_off_loop(*modules: str) -> None:
     """
     missing = [name for name in modules if name not in _LOADED]
     if missing:
-        await anyio.to_thread.run_sync(_load, missing)
+        await once_off_loop(f"import {' '.join(missing)}", lambda: _load(missing), lambda: set(missing) <= _LOADED)
+
+
+_FLIGHTS: MutableMapping[object, dict[str, anyio.Lock]] = weakref.WeakKeyDictionary()
+
+
+async def once_off_loop(key: str, work: Callable[[], object], done: Callable[[], bool]) -> None:
+    """`work()` in a worker thread unless `done()`, by the first coroutine to ask; the others asking meanwhile (every
+    eval of a suite, at its start) wait for that one instead of each taking a thread of its own."""
+    if done():
+        return
+    per_loop = _FLIGHTS.setdefault(anyio.lowlevel.current_token().native_token, {})
+    async with per_loop.setdefault(key, anyio.Lock()):
+        if not done():
+            await anyio.to_thread.run_sync(work)
 
 
 def _load(modules: list[str]) -> None:

@@ -33,6 +33,7 @@ import anyio
 import anyio.lowlevel
 
 from niceeval._core.errors import NiceevalError, UsageError
+from niceeval._core.threads import once_off_loop
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
@@ -149,8 +150,7 @@ _READY: set[str] = set()
 async def sdk_ready(provider: Provider) -> None:
     """Load `provider`'s SDK in a worker thread, once: await it before `openai_client()` / `anthropic_client()`
     in a coroutine, so the import (0.3 to 1 s, and the HTTP stack its first client loads) never stalls the loop."""
-    if provider not in _READY:
-        await anyio.to_thread.run_sync(_warm_up, provider)
+    await once_off_loop(f"sdk {provider}", lambda: _warm_up(provider), lambda: provider in _READY)
 
 
 _WARMING = threading.Lock()
@@ -239,9 +239,12 @@ class AdaptiveLimiter:
         return int(self._limiter.total_tokens)
 
     async def __aenter__(self) -> None:
-        while (wait := self._resume_at - anyio.current_time()) > 0:
+        while self._resume_at and (wait := self._resume_at - anyio.current_time()) > 0:
             await anyio.sleep(wait)
-        await self._limiter.acquire()
+        try:  # a free slot is taken at once: `acquire()` would pass through the event loop first, every time
+            self._limiter.acquire_nowait()
+        except anyio.WouldBlock:
+            await self._limiter.acquire()
 
     async def __aexit__(self, *exc: object) -> None:
         self._limiter.release()

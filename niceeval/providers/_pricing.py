@@ -18,9 +18,8 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-import anyio
-
 from niceeval._core.settings import Price
+from niceeval._core.threads import once_off_loop
 
 if TYPE_CHECKING:
     from decimal import Decimal
@@ -113,8 +112,7 @@ def load_prices_in_background() -> None:
 
 async def prices_ready() -> None:
     """`load_prices()` in a worker thread, unless done: await it in a coroutine before `find_price`."""
-    if _catalog is None:
-        await anyio.to_thread.run_sync(load_prices)
+    await once_off_loop("prices", load_prices, prices_loaded)
 
 
 def _genai_prices() -> Lookup:
