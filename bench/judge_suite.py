@@ -34,7 +34,9 @@ functions by own time and by cumulative time.
 that rotates from round to round; each niceeval figure is divided by the bare loop's of the same round, and the
 table shows the median of those ratios (wall and CPU) with the medians of wall, CPU and peak RSS.
 `--before DIR` adds the same two niceeval configurations run from another checkout of niceeval (`PYTHONPATH=DIR`,
-e.g. a `git worktree` of the commit before a change), so before and after are measured in one run.
+e.g. a `git worktree` of the commit before a change), so before and after are measured in one run. Each
+configuration runs once untimed first, and with bytecode written (`PYTHONDONTWRITEBYTECODE` unset), as an
+installed package runs.
 """
 
 from __future__ import annotations
@@ -285,9 +287,11 @@ def main() -> None:
 
 def paired(args: argparse.Namespace, server: Server, project: Path, env: dict[str, str]) -> None:
     """`--pairs`: per concurrency, rounds of bare loop and niceeval configurations; medians of ratios."""
+    env = {name: value for name, value in env.items() if name != "PYTHONDONTWRITEBYTECODE"}  # as installed: .pyc
     checkouts: list[tuple[str, dict[str, str]]] = [("", env)]
     if args.before is not None:
-        checkouts.append(("before ", {**env, "PYTHONPATH": str(args.before.resolve())}))
+        before_store = str(project / ".niceeval" / "before.db")  # its own: the schemas may differ
+        checkouts.append(("before ", {**env, "PYTHONPATH": str(args.before.resolve()), "NICEEVAL_STORE": before_store}))
     print(
         f"{args.evals} evals x (1 agent call + 1 rubric judge call), server latency {args.latency}s, "
         f"{os.cpu_count()} CPUs, {args.pairs} rounds, medians"
@@ -301,6 +305,8 @@ def paired(args: argparse.Namespace, server: Server, project: Path, env: dict[st
             configs.append((f"{label}niceeval", command, checkout_env))
             configs.append((f"{label}niceeval --no-store", [*command, "--no-store"], checkout_env))
         done: dict[str, list[Measured]] = {name: [] for name, _, _ in configs}
+        for _, argv, config_env in configs:  # untimed: bytecode written, caches warm
+            measure(argv, project, config_env)
         for round_ in range(args.pairs):
             shift = round_ % len(configs)
             for name, argv, config_env in configs[shift:] + configs[:shift]:

@@ -1,8 +1,8 @@
 """The store as a sink of finished runs: results are written by a thread, in batches, each batch committed.
 
-The event loop only enqueues a finished `RunResult`; the writer thread takes whatever has queued up (one run, or
-many when the database is slower than the suite), writes it in one transaction and commits. A killed process
-therefore loses at most the runs in flight and the few queued behind an open transaction. A store that fails
+The event loop only enqueues a finished `RunResult`; the writer thread takes what queues up within a quarter of a
+second of the first run it waits for (up to 256 runs), writes it in one transaction and commits. A killed process
+therefore loses at most the runs in flight and those of the last quarter second. A store that fails
 mid-run never stops the suite: the runs it could not take are counted and a warning says so at the end.
 """
 
@@ -12,6 +12,7 @@ import contextlib
 import queue
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TextIO
@@ -24,6 +25,9 @@ from niceeval.store._models import SuiteRunStart, SuiteStatus
 from niceeval.store._store import Store
 
 _BATCH = 256
+_GATHER_S = 0.25
+"""How long the writer gathers the runs that follow the first of a batch: one transaction for all of them (each
+costs a commit, and the thread's work competes with the event loop for the interpreter)."""
 _JOIN_TIMEOUT_S = 300.0
 
 
@@ -132,12 +136,13 @@ class StoreSink:
         while True:
             item = self._queue.get()
             batch: list[RunResult] = []
+            gathered_by = time.monotonic() + _GATHER_S
             while isinstance(item, RunResult):
                 batch.append(item)
-                if len(batch) >= _BATCH:
+                if len(batch) >= _BATCH or (wait := gathered_by - time.monotonic()) <= 0:
                     break
                 try:
-                    item = self._queue.get_nowait()
+                    item = self._queue.get(timeout=wait)
                 except queue.Empty:
                     break
             if batch:
