@@ -34,7 +34,9 @@ functions by own time and by cumulative time.
 that rotates from round to round; each niceeval figure is divided by the bare loop's of the same round, and the
 table shows the median of those ratios (wall and CPU) with the medians of wall, CPU and peak RSS.
 `--before DIR` adds the same two niceeval configurations run from another checkout of niceeval (`PYTHONPATH=DIR`,
-e.g. a `git worktree` of the commit before a change), so before and after are measured in one run. Each
+e.g. a `git worktree` of the commit before a change), so before and after are measured in one run. `--dataset`
+writes one eval over a JSONL dataset of `--evals` cases instead of `--evals` functions; with `--runs N` it is the
+memory yardstick at scale (e.g. `--dataset --evals 10000 --runs 3 --pairs 1`; the bare loop makes one pass). Each
 configuration runs once untimed first, and with bytecode written (`PYTHONDONTWRITEBYTECODE` unset), as an
 installed package runs.
 """
@@ -99,8 +101,9 @@ asyncio.run(main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3])))
 """
 
 
-def write_project(folder: Path, url: str, evals: int) -> None:
-    """A project of `evals` evals, each one agent call and one rubric judge call."""
+def write_project(folder: Path, url: str, evals: int, *, dataset: bool = False) -> None:
+    """A project of `evals` evals, each one agent call and one rubric judge call (`dataset`: one eval function over
+    a JSONL dataset of `evals` cases instead of `evals` functions)."""
     (folder / "evals").mkdir(parents=True)
     (folder / "niceeval.config.py").write_text(
         textwrap.dedent(f"""\
@@ -116,7 +119,17 @@ def write_project(folder: Path, url: str, evals: int) -> None:
         """)
     )
     body = ["from niceeval import define_eval", ""]
-    for i in range(evals):
+    if dataset:
+        rows = (json.dumps({"question": f"Where is my order {i}?"}) for i in range(evals))
+        (folder / "evals" / "cases.jsonl").write_text("\n".join(rows) + "\n")
+        body += [
+            "@define_eval(cases='cases.jsonl')",
+            "async def judged(t):",
+            "    await t.send(t.case['question'])",
+            f"    t.judge.rubric({RUBRIC!r})",
+            "",
+        ]
+    for i in range(0 if dataset else evals):
         body += [
             "@define_eval",
             f"async def judged_{i}(t):",
@@ -242,13 +255,15 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="also profile the first concurrency under cProfile")
     parser.add_argument("--pairs", type=int, default=0, help="measure ratios to the bare loop over N rounds")
     parser.add_argument("--before", type=Path, help="with --pairs: also run niceeval from this checkout")
+    parser.add_argument("--dataset", action="store_true", help="one eval over a dataset of --evals cases")
+    parser.add_argument("--runs", type=int, default=1, help="with --pairs: niceeval run --runs N (memory at scale)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         server = start_server(args.latency, folder / "server.log")
         try:
             project = folder / "project"
-            write_project(project, server.url, args.evals)
+            write_project(project, server.url, args.evals, dataset=args.dataset)
             env = {**os.environ, "OPENAI_API_KEY": "bench", "OPENAI_BASE_URL": server.url}
             if args.pairs:
                 paired(args, server, project, env)
@@ -300,6 +315,7 @@ def paired(args: argparse.Namespace, server: Server, project: Path, env: dict[st
     for concurrency in args.concurrency:
         bare_command = [sys.executable, "-c", BARE_LOOP, server.url, str(args.evals), str(concurrency)]
         command = [sys.executable, "-m", "niceeval.cli", "run", "--concurrency", str(concurrency), "--no-cache"]
+        command += ["--runs", str(args.runs)] if args.runs > 1 else []
         configs: list[tuple[str, list[str], dict[str, str]]] = [("bare loop", bare_command, env)]
         for label, checkout_env in checkouts:
             configs.append((f"{label}niceeval", command, checkout_env))

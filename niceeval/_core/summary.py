@@ -53,6 +53,28 @@ def latency_text(values: list[float]) -> str:
     return "" if p50 is None or p95 is None else f"p50 {p50:.2f}s p95 {p95:.2f}s"
 
 
+_Packed = tuple[int, int, int, int, int, float | None, int, tuple[str, ...]]
+_SPEND_FIELDS = ("calls", "tokens", "input_tokens", "output_tokens", "cache_read_tokens", "cost", "cached")
+
+
+def _packed(spend: Spend) -> _Packed:
+    return (
+        spend.calls,
+        spend.tokens,
+        spend.input_tokens,
+        spend.output_tokens,
+        spend.cache_read_tokens,
+        spend.cost,
+        spend.cached,
+        tuple(spend.unpriced),
+    )
+
+
+def _unpacked(packed: _Packed) -> Spend:
+    *numbers, unpriced = packed
+    return Spend.model_validate({**dict(zip(_SPEND_FIELDS, numbers, strict=True)), "unpriced": list(unpriced)})
+
+
 @dataclass(kw_only=True, slots=True)
 class EvalTally:
     """Running totals for one eval across its runs: small and constant in size."""
@@ -63,9 +85,10 @@ class EvalTally:
     inconclusive: int = 0
     unstable: int = 0
     """Sampled judge verdicts their samples did not settle (`AssertionResult.unstable`)."""
-    agent_spend: Spend | None = None
-    """None until a run of this eval spent something: most evals never call a model, and tallies stay small."""
-    judge_spend: Spend | None = None
+    _agent: _Packed | None = field(default=None, repr=False)
+    """The agent's spend so far, packed (a `Spend` model is four times the size, and every reporter keeps a tally
+    per eval); None until a run of this eval spent something."""
+    _judge: _Packed | None = field(default=None, repr=False)
     latencies: list[float] = field(default_factory=list)
     """Each turn's duration, over every run (for the p50 / p95 the reports show)."""
 
@@ -80,9 +103,21 @@ class EvalTally:
         self.inconclusive += sum(1 for a in result.assertions if a.state == "inconclusive")
         self.unstable += sum(1 for a in result.assertions if a.unstable)
         if result.agent_spend.calls:
-            self.agent_spend = result.agent_spend if self.agent_spend is None else self.agent_spend + result.agent_spend
+            spent = result.agent_spend if self._agent is None else _unpacked(self._agent) + result.agent_spend
+            self._agent = _packed(spent)
         if result.judge_spend.calls or result.judge_spend.cached:
-            self.judge_spend = result.judge_spend if self.judge_spend is None else self.judge_spend + result.judge_spend
+            spent = result.judge_spend if self._judge is None else _unpacked(self._judge) + result.judge_spend
+            self._judge = _packed(spent)
+
+    @property
+    def agent_spend(self) -> Spend | None:
+        """What the agent spent over this eval's runs; None when no run called a model."""
+        return None if self._agent is None else _unpacked(self._agent)
+
+    @property
+    def judge_spend(self) -> Spend | None:
+        """What the judges spent over this eval's runs (calls or cached verdicts); None when none judged."""
+        return None if self._judge is None else _unpacked(self._judge)
 
     def passing(self, *, strict: bool) -> int:
         """Runs that count as passes: `passed`, and `scored` unless strict."""
