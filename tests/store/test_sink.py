@@ -111,3 +111,28 @@ def test_resume_without_an_id_skips_unfinished_pytest_sessions(store: Store) -> 
         sink.finish(summary_of(["a", "b"], interrupted=True))
     plan = plan_resume(store, SuiteRunStart(id="new"), [], None, None)
     assert plan.sink.run_id == "r1"  # `niceeval run --resume` finishes niceeval runs, never a pytest session
+
+
+class CountingStore(Store):
+    """The real store, counting its write transactions of eval runs."""
+
+    adds: list[int]
+
+    def add(self, suite_run_id: str, results: object) -> None:  # type: ignore[override]
+        self.adds.append(len(results))  # type: ignore[arg-type]
+        super().add(suite_run_id, results)  # type: ignore[arg-type]
+
+
+def test_runs_finishing_close_together_share_one_transaction(store_url: str) -> None:
+    with CountingStore.open(store_url) as store:
+        assert isinstance(store, CountingStore)
+        store.adds = []
+        ids = [f"e{i}" for i in range(20)]
+        sink = StoreSink(store, SuiteRunStart(id="s1"))
+        sink.start(planned(*ids), [])
+        for eval_id in ids:  # one run every 5 ms: a writer taking what had queued would commit nearly each alone
+            sink.run_finished(result(eval_id))
+            time.sleep(0.005)
+        sink.finish(summary_of(ids))
+        assert sum(store.adds) == 20 and len(store.adds) <= 2  # gathered a quarter second at a time
+        assert store.run("s1").run.runs_done == 20

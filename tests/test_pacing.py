@@ -1,0 +1,61 @@
+"""The hot path's shared machinery: one warm-up per suite, collections paced, tallies that stay small."""
+
+from __future__ import annotations
+
+import gc
+import threading
+import time
+
+import anyio
+
+from niceeval._core.results import RunResult, Spend
+from niceeval._core.summary import EvalTally, PlannedEval
+from niceeval._core.threads import once_off_loop
+from niceeval._run.collection import YOUNG_THRESHOLD, paced_collection
+
+
+def test_work_asked_by_many_coroutines_at_once_runs_once_in_one_thread() -> None:
+    ran: list[str] = []
+    done = False
+
+    def work() -> None:
+        nonlocal done
+        time.sleep(0.05)  # long enough for every asker to arrive while it runs
+        ran.append(threading.current_thread().name)
+        done = True
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            for _ in range(40):
+                tg.start_soon(once_off_loop, "warm", work, lambda: done)
+        await once_off_loop("warm", work, lambda: done)  # done already: no thread at all
+
+    anyio.run(main)
+    assert len(ran) == 1 and ran[0] != threading.main_thread().name
+
+
+def test_the_suite_loop_collects_less_often_and_puts_the_old_pace_back() -> None:
+    before = gc.get_threshold()
+    with paced_collection():
+        assert gc.get_threshold()[0] == max(before[0], YOUNG_THRESHOLD)
+        assert gc.get_freeze_count() > 0  # what start-up made is left out of every collection
+    assert gc.get_threshold() == before
+    assert gc.get_freeze_count() == 0
+
+
+def _run(agent: Spend, judge: Spend) -> RunResult:
+    return RunResult(
+        eval_id="e.py::x", file="e.py", line=1, outcome="passed", duration_s=0.1, agent_spend=agent, judge_spend=judge
+    )
+
+
+def test_a_tally_sums_spend_over_runs_with_unknown_costs_and_unpriced_models_kept() -> None:
+    tally = EvalTally(eval=PlannedEval(id="e.py::x", file="e.py", line=1, runs=3))
+    assert tally.agent_spend is None and tally.judge_spend is None
+    tally.add(_run(Spend(calls=1, tokens=10, input_tokens=7, output_tokens=3, cost=0.5), Spend(cached=1)))
+    tally.add(_run(Spend(calls=2, tokens=5, output_tokens=5, cost=None, unpriced=["openai/x"]), Spend()))
+    tally.add(_run(Spend(), Spend(calls=1, tokens=4, input_tokens=4, cost=0.25)))
+    assert tally.agent_spend == Spend(
+        calls=3, tokens=15, input_tokens=7, output_tokens=8, cost=None, unpriced=["openai/x"]
+    )
+    assert tally.judge_spend == Spend(calls=1, tokens=4, input_tokens=4, cost=0.25, cached=1)
