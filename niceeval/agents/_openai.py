@@ -11,7 +11,7 @@ from niceeval.agents._attachments import Attachment, openai_parts
 from niceeval.agents._model import Messages, ModelAgent, ModelAgentOptions, ModelOptions, ModelStep, model_ref
 from niceeval.agents._schema import output_name, output_schema, strict_schema
 from niceeval.agents._tools import ToolRequest, ToolResult, describe_all
-from niceeval.providers import ProviderError, openai_client, release
+from niceeval.providers import ProviderError, chat_completion, openai_client, release
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -90,7 +90,7 @@ class OpenAIDialect:
             }
         if options.temperature is not None:
             request["temperature"] = options.temperature
-        completion = await self._client.chat.completions.create(**request)
+        completion = await chat_completion(self._client, request, timeout=options.timeout)
         return self._step(completion)
 
     def add_user(self, messages: Messages, text: str, files: Sequence[Attachment] = ()) -> None:

@@ -146,20 +146,17 @@ async def embed_similarity(clients: JudgeClients, request: Request) -> ModelAnsw
 
 
 async def _ask_openai(client: AsyncOpenAI, request: Request) -> ModelAnswer:
-    from openai.types.chat import ChatCompletionMessageParam
-
-    messages = cast("list[ChatCompletionMessageParam]", request.messages)
+    body = {
+        "model": request.ref.name,
+        "messages": request.messages,
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {"name": "verdict", "strict": True, "schema": request.schema},
+        },
+    }
 
     async def send() -> ChatCompletion:
-        return await client.chat.completions.create(
-            model=request.ref.name,
-            messages=messages,
-            response_format={
-                "type": "json_schema",
-                "json_schema": {"name": "verdict", "strict": True, "schema": request.schema},
-            },
-            timeout=request.timeout,
-        )
+        return await providers.chat_completion(client, body, timeout=request.timeout)
 
     completion = await providers.call(request.ref, send, policy=request.retry, timeout=request.timeout)
     usage = completion.usage

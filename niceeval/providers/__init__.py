@@ -38,6 +38,7 @@ from niceeval._core.threads import once_off_loop
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
     from openai import AsyncOpenAI
+    from openai.types.chat import ChatCompletion
 
 T = TypeVar("T")
 Provider = Literal["openai", "anthropic"]
@@ -196,6 +197,19 @@ def openai_client(*, key: str | None = None, url: str | None = None, timeout: fl
         timeout,
         lambda: AsyncOpenAI(api_key=token, base_url=where, timeout=timeout, max_retries=0),
     )
+
+
+async def chat_completion(client: AsyncOpenAI, body: dict[str, Any], *, timeout: float) -> ChatCompletion:
+    """`POST /chat/completions` with `body` as it is, answered as the SDK's `ChatCompletion`.
+
+    The same request as `client.chat.completions.create(**body)` (auth, headers, error types, response model) without
+    the SDK's parameter transform, which walks every message and schema against its typed-dict annotations to
+    rename aliased keys and serialise models and dates: 0.2 ms of CPU for a one-message request and 0.45 ms for a
+    judge's, per call. A body built of plain dicts, lists and strings (what niceeval sends) needs none of it.
+    """
+    from openai.types.chat import ChatCompletion
+
+    return await client.post("/chat/completions", cast_to=ChatCompletion, body=body, options={"timeout": timeout})
 
 
 def anthropic_client(*, key: str | None = None, url: str | None = None, timeout: float = 60.0) -> AsyncAnthropic:
