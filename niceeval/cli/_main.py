@@ -60,6 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     from niceeval._core.errors import NiceevalError  # after parsing: `--help` stays fast
 
+    args.process_ends = argv is None  # the command itself: it exits when the handler returns
     terminated = _terminate_as_interrupt()
     try:
         code: int = args.handler(args)

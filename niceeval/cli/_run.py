@@ -340,7 +340,7 @@ def _run(args: argparse.Namespace) -> int:
         budget=getattr(args, "budget", None),
         exitfirst=getattr(args, "exitfirst", False),
     )
-    with paced_collection():
+    with paced_collection(process_ends=getattr(args, "process_ends", False)):
         summary = anyio.run(run_suite, entries, discovery.errors, options, reporters)
     print("".join(f"suite gate: {verdict.describe()}\n" for verdict in collector.verdicts), end="")
     code = gated_exit_code(summary, collector.gates, collector.verdicts)

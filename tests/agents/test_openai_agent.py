@@ -184,3 +184,21 @@ async def test_an_output_type_that_is_not_an_object_is_a_usage_error() -> None:
         openai_agent("openai/m", output=list[int])
     with pytest.raises(UsageError, match=r"ModelAgentOptions\(max_steps=...\) must be a positive integer"):
         openai_agent("openai/m", options=ModelAgentOptions(max_steps=0))
+
+
+async def test_a_turn_is_posted_as_built_without_the_sdks_parameter_transform(
+    llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import openai.resources.chat.completions.completions as sdk
+
+    def transform(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the agent's request went through the SDK's parameter transform (0.2 ms of CPU)")
+
+    monkeypatch.setattr(sdk, "async_maybe_transform", transform)
+    llm_server.push("Shipped.")
+    async with opened(agent(llm_server, system="You are support.", tools=[lookup_order])) as (session, _log):
+        reply = await session.send("Where is order 1234?")
+    assert reply.text == "Shipped."
+    (request,) = llm_server.requests
+    assert [m["role"] for m in request.body["messages"]] == ["system", "user"]
+    assert request.body["tools"][0]["function"]["name"] == "lookup_order"

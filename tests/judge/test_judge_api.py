@@ -222,3 +222,20 @@ def test_location_is_the_callers_line(run: Run) -> None:
     run.server.set_script(always(RUBRIC_PASS))
     (result,) = run(lambda t: t.rubric("a"))
     assert result.location is not None and result.location.startswith("tests/judge/test_judge_api.py:")
+
+
+def test_a_judge_request_is_posted_as_built_without_the_sdks_parameter_transform(
+    run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import openai.resources.chat.completions.completions as sdk
+
+    def transform(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the judge's request went through the SDK's parameter transform (0.45 ms of CPU)")
+
+    monkeypatch.setattr(sdk, "async_maybe_transform", transform)
+    run.server.set_script(always(RUBRIC_PASS))
+    (result,) = run(lambda t: t.rubric("Polite."))
+    assert (result.score, result.state) == (0.9, "passed")
+    (request,) = run.server.requests
+    assert request.body["response_format"]["json_schema"]["name"] == "verdict"
+    assert request.headers["authorization"] == "Bearer test"
