@@ -4,10 +4,14 @@ and a run with `--no-store` never imports SQLAlchemy, also in a project whose re
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import subprocess
 import sys
 from pathlib import Path
+
+from niceeval._run.collection import paced_collection, paused_collection
 
 HEAVY = ("pydantic", "sqlalchemy", "rich", "anyio", "httpx", "openai", "importlib.metadata")
 
@@ -109,3 +113,20 @@ def test_garbage_left_by_an_eval_is_still_finalized_when_the_command_exits(tmp_p
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp_path / "finalized.txt").read_text() == "yes"
+
+
+def test_start_up_is_not_collected_but_the_suite_loop_is_and_the_old_state_comes_back() -> None:
+    assert gc.isenabled()
+    with paused_collection():
+        assert not gc.isenabled()  # imports, discovery, planning: what they make lives to the end
+        with paced_collection():
+            assert gc.isenabled() and gc.get_freeze_count() > 0  # the suite's loop is collected, paced
+        assert not gc.isenabled() and gc.get_freeze_count() == 0
+    assert gc.isenabled()
+
+
+def test_a_paused_start_up_is_collected_again_after_an_error() -> None:
+    with contextlib.suppress(RuntimeError), paused_collection():
+        raise RuntimeError("a bad config")
+    assert gc.isenabled()
+

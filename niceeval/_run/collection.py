@@ -20,15 +20,33 @@ YOUNG_THRESHOLD = 10_000
 
 
 @contextmanager
+def paused_collection() -> Iterator[None]:
+    """No collection while a command starts (imports, discovery, planning, a `paced_collection` block excepted).
+    Nearly every object start-up makes lives until the process ends, so the collector's passes over them (about a
+    hundred young-generation passes in a one-eval run, 5% of its time) found nothing to free."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+@contextmanager
 def paced_collection(*, process_ends: bool = False) -> Iterator[None]:
-    """Fewer, cheaper garbage collections while the block runs (a suite's event loop); `process_ends`: the process
-    exits after it (start-up stays frozen)."""
+    """Fewer, cheaper garbage collections while the block runs (a suite's event loop), also inside a
+    `paused_collection` block; `process_ends`: the process exits after it (start-up stays frozen)."""
     old = gc.get_threshold()
+    enabled = gc.isenabled()
     gc.freeze()
     gc.set_threshold(max(old[0], YOUNG_THRESHOLD), *old[1:])
+    gc.enable()
     try:
         yield
     finally:
         gc.set_threshold(*old)
+        if not enabled:
+            gc.disable()
         if not process_ends:  # in-process callers (tests, scripts) get every object back in their collections
             gc.unfreeze()

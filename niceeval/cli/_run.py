@@ -262,6 +262,13 @@ def _adaptive(args: argparse.Namespace) -> str | None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from niceeval._run.collection import paused_collection
+
+    with paused_collection():
+        return _run_suite(args)
+
+
+def _run_suite(args: argparse.Namespace) -> int:
     import anyio
     from rich.console import Console
 
