@@ -27,10 +27,10 @@ print(json.dumps({{"code": code, "imported": heavy}}), file=sys.stderr)
 """
 
 
-def niceeval(root: Path, *args: str) -> tuple[int, list[str], str]:
-    """Run the command in a fresh interpreter: its exit code, which of HEAVY it imported, and its output."""
+def niceeval(root: Path, *args: str, probe: tuple[str, ...] = HEAVY) -> tuple[int, list[str], str]:
+    """Run the command in a fresh interpreter: its exit code, which of `probe` it imported, and its output."""
     done = subprocess.run(
-        [sys.executable, "-c", PROBE.format(heavy=HEAVY), *args],
+        [sys.executable, "-c", PROBE.format(heavy=probe), *args],
         cwd=root,
         capture_output=True,
         text=True,
@@ -84,6 +84,53 @@ def test_a_run_with_no_store_beside_a_store_without_cases_does_not_import_sqlalc
     code, imported, output = niceeval(root, "run", "--no-store")
     assert code == 0 and "1 passed" in output and "stored as run" not in output
     assert "sqlalchemy" not in imported
+
+
+NOT_ON_A_PLAIN_RUN = ("rapidfuzz",)
+"""What a one-eval run does not use, so does not import (bench/startup.py times what that buys)."""
+
+
+def test_a_plain_run_does_not_import_what_it_does_not_use(tmp_path: Path) -> None:
+    code, imported, output = niceeval(project(tmp_path), "run", "--no-store", probe=NOT_ON_A_PLAIN_RUN)
+    assert code == 0 and "1 passed" in output
+    assert imported == []
+
+
+def test_edit_distances_load_as_an_eval_file_imports_them_before_the_suite_loop(tmp_path: Path) -> None:
+    """`from niceeval.expect import similarity` loads rapidfuzz during discovery: an async eval (which runs on the
+    event loop) finds it loaded already, and the matchers work."""
+    (tmp_path / "evals").mkdir()
+    (tmp_path / "evals" / "fuzzy.py").write_text(
+        "import sys\n"
+        "from niceeval import define_eval\n"
+        "from niceeval.expect import equals, levenshtein, similarity\n\n"
+        "@define_eval\n"
+        "async def close(t):\n"
+        "    t.check('rapidfuzz' in sys.modules, equals(True).label('loaded before the loop'))\n"
+        "    t.check('colour', levenshtein('color', max_distance=1))\n"
+        "    t.check('colour', similarity('color').at_least(0.8))\n"
+    )
+    code, imported, output = niceeval(tmp_path, "run", "--no-store", probe=NOT_ON_A_PLAIN_RUN)
+    assert code == 0 and "1 passed" in output, output
+    assert imported == ["rapidfuzz"]
+
+
+def test_a_dataset_row_asking_for_similarity_loads_it_while_planning(tmp_path: Path) -> None:
+    (tmp_path / "evals").mkdir()
+    (tmp_path / "evals" / "rows.py").write_text(
+        "import sys\n"
+        "from niceeval import define_eval\n"
+        "from niceeval.expect import equals\n\n"
+        "ROWS = [{'id': 'near', 'assert': [{'type': 'similarity', 'value': 'color', 'threshold': 0.8}]},\n"
+        "        {'id': 'far', 'assert': [{'type': 'levenshtein', 'value': 'colour', 'threshold': 9}]}]\n\n"
+        "@define_eval(cases=ROWS)\n"
+        "async def rows(t):\n"
+        "    t.check('rapidfuzz' in sys.modules, equals(True).label('loaded before the loop'))\n"
+        "    t.check_case(on='colour')\n"
+    )
+    code, imported, output = niceeval(tmp_path, "run", "--no-store", probe=NOT_ON_A_PLAIN_RUN)
+    assert code == 0 and "2 passed" in output, output
+    assert imported == ["rapidfuzz"]
 
 
 def test_garbage_left_by_an_eval_is_still_finalized_when_the_command_exits(tmp_path: Path) -> None:

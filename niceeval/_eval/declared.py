@@ -19,13 +19,12 @@ from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from rapidfuzz.distance import Levenshtein
 
 from niceeval._core.assertion import Matcher, ScoreLike, Verdict
 from niceeval._core.errors import UsageError
 from niceeval._core.events import Event, MessageEvent
 from niceeval._core.values import short
-from niceeval.expect._matchers import equals, excludes, includes, matches, similarity
+from niceeval.expect._matchers import equals, excludes, includes, matches
 
 ValueKind = Literal[
     "text", "regex", "texts", "any", "schema", "optional schema", "number", "tool", "none", "optional text"
@@ -184,17 +183,25 @@ def _is_instance(entry: Entry) -> Matcher:
 
 
 def _levenshtein(entry: Entry) -> Matcher:
+    from niceeval.expect._fuzzy import edit_distance  # loaded before the suite's loop by `plan` (EDIT_DISTANCES)
+
     expected, limit = _text(entry), entry.threshold if entry.threshold is not None else 5.0
 
     def score(value: Any) -> ScoreLike:
-        distance = Levenshtein.distance(expected, str(value))
+        distance = edit_distance(expected, str(value))
         return Verdict(distance <= limit, f"{distance} edits (at most {limit:g})", actual=short(value))
 
     return Matcher(name=f"levenshtein({short(expected)})", score_fn=score, expected=f"within {limit:g} edits")
 
 
 def _similarity(entry: Entry) -> Matcher:
+    from niceeval.expect._fuzzy import similarity
+
     return similarity(_text(entry))
+
+
+EDIT_DISTANCES = frozenset({"levenshtein", "similarity"})
+"""The types whose matchers load `niceeval.expect._fuzzy` (rapidfuzz): planning loads it, before the suite's loop."""
 
 
 def latency_matcher(limit: float) -> Matcher:

@@ -17,7 +17,7 @@ from typing import Any
 
 from niceeval._core.errors import UsageError
 from niceeval._eval.cases import Case, CaseError, Loading, iter_cases
-from niceeval._eval.declared import DeclaredError, parse_entries, row_assertions
+from niceeval._eval.declared import EDIT_DISTANCES, DeclaredError, parse_entries, row_assertions
 from niceeval._eval.variants import Variant, parse_variants
 from niceeval._run.discovery import EvalEntry, LoadError
 
@@ -67,13 +67,15 @@ def _declared_cases(entry: EvalEntry, cases: list[Case], plan: Plan) -> list[Cas
     kept = []
     for case in cases:
         try:
-            parse_entries(row_assertions(case.data))
+            declared = parse_entries(row_assertions(case.data))
         except DeclaredError as exc:
             file, _, line = case.source.rpartition(":")
             at = int(line) if line.isdigit() else None
             message = f"{exc} (case {entry.id}[{case.id}] did not run; the other cases did)"
             plan.errors.append(LoadError(file=file if at else case.source, line=at, message=message))
             continue
+        if any(item.type.name in EDIT_DISTANCES for item in declared):
+            import niceeval.expect._fuzzy  # noqa: F401 (rapidfuzz, imported now rather than inside the suite's loop)
         kept.append(case)
     return kept
 

@@ -3,7 +3,15 @@
 Matchers are immutable: `.gate()`, `.at_least(x)`, `.label(text)` and `.optional()` return new ones.
 `all_of`, `any_of` and `not_` build matchers from matchers; `tool(...)` and `event(...)` are steps of
 `t.tool_order` / `t.event_order`.
+
+`similarity` and `levenshtein` load on first use (with rapidfuzz, the slowest of the matchers' libraries to import):
+`from niceeval.expect import similarity` in an eval file loads them while discovery imports the file.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from niceeval._core.assertion import AssertionResult, Matcher, Verdict
 from niceeval.expect._algebra import all_of, any_of, not_
@@ -15,7 +23,6 @@ from niceeval.expect._matchers import (
     make_assertion,
     matches,
     satisfies,
-    similarity,
 )
 from niceeval.expect._patterns import EventPattern, ToolPattern, event, tool
 from niceeval.expect._text import (
@@ -24,7 +31,6 @@ from niceeval.expect._text import (
     includes_all,
     includes_any,
     includes_url,
-    levenshtein,
     starts_with,
 )
 from niceeval.expect._values import (
@@ -39,6 +45,9 @@ from niceeval.expect._values import (
     is_true,
     json_includes,
 )
+
+if TYPE_CHECKING:
+    from niceeval.expect._fuzzy import levenshtein, similarity
 
 __all__ = [
     "AssertionResult",
@@ -77,3 +86,11 @@ __all__ = [
     "starts_with",
     "tool",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("levenshtein", "similarity"):
+        value = getattr(importlib.import_module("niceeval.expect._fuzzy"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'niceeval.expect' has no attribute {name!r}")

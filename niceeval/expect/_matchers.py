@@ -10,7 +10,6 @@ from functools import lru_cache
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
-from rapidfuzz.distance import Levenshtein
 
 from niceeval._core.assertion import SOFT_DEFAULT_THRESHOLD, Matcher, ScoreLike, Severity, Verdict
 from niceeval._core.errors import UsageError
@@ -174,29 +173,6 @@ def matches(schema: type[Any] | dict[str, Any] | Any) -> Matcher:
         return Verdict(False, "\n".join(problems[:20]), actual=short(value))
 
     return Matcher(name=f"matches({name})", score_fn=score, expected=f"a valid {name}")
-
-
-def similarity(expected: str) -> Matcher:
-    """Score how close a string is to `expected` (normalized Levenshtein, 0..1). Soft, threshold 0.8."""
-    if not isinstance(expected, str):
-        raise UsageError(
-            f"similarity() compares text and takes a string, got {type(expected).__name__} {short(expected)}. "
-            "To compare other values use equals()."
-        )
-
-    def score(value: Any) -> ScoreLike:
-        if not isinstance(value, str):
-            return Verdict(0.0, f"expected a string, got {type(value).__name__}", actual=short(value))
-        ratio = Levenshtein.normalized_similarity(expected, value)
-        return Verdict(ratio, f"similarity {ratio:.2f}", actual=short(value))
-
-    return Matcher(
-        name="similarity",
-        score_fn=score,
-        severity="soft",
-        threshold=SOFT_DEFAULT_THRESHOLD,
-        expected=short(expected),
-    )
 
 
 def satisfies(predicate: Callable[[Any], bool | Awaitable[bool]], label: str) -> Matcher:

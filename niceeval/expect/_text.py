@@ -1,4 +1,5 @@
-"""Text matchers beyond `includes`: any/all of several, prefixes and suffixes, URLs, Markdown sections, edit distance.
+"""Text matchers beyond `includes`: any/all of several, prefixes and suffixes, URLs, Markdown sections (edit
+distances are in `_fuzzy`).
 
 Every miss shows the actual text (trimmed) and says what was missing.
 """
@@ -8,8 +9,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from typing import Any
-
-from rapidfuzz.distance import Levenshtein
 
 from niceeval._core.assertion import Matcher, ScoreLike, Verdict
 from niceeval._core.errors import UsageError
@@ -30,7 +29,7 @@ def _texts(fn: str, items: object) -> list[str]:
     return list(items)
 
 
-def _not_text(value: Any) -> Verdict | None:
+def not_text(value: Any) -> Verdict | None:
     if isinstance(value, str):
         return None
     return Verdict(False, f"expected a string, got {type(value).__name__}", actual=short(value))
@@ -45,7 +44,7 @@ def includes_any(items: Sequence[str], *, case_sensitive: bool = True) -> Matche
     wanted = _texts("includes_any", items)
 
     def score(value: Any) -> ScoreLike:
-        if (wrong := _not_text(value)) is not None:
+        if (wrong := not_text(value)) is not None:
             return wrong
         text = _fold(value, case_sensitive)
         if any(_fold(item, case_sensitive) in text for item in wanted):
@@ -60,7 +59,7 @@ def includes_all(items: Sequence[str], *, case_sensitive: bool = True) -> Matche
     wanted = _texts("includes_all", items)
 
     def score(value: Any) -> ScoreLike:
-        if (wrong := _not_text(value)) is not None:
+        if (wrong := not_text(value)) is not None:
             return wrong
         text = _fold(value, case_sensitive)
         missing = [item for item in wanted if _fold(item, case_sensitive) not in text]
@@ -78,7 +77,7 @@ def starts_with(prefix: str, *, case_sensitive: bool = True) -> Matcher:
         raise UsageError(f"starts_with() takes a string, got {short(prefix)}.")
 
     def score(value: Any) -> ScoreLike:
-        if (wrong := _not_text(value)) is not None:
+        if (wrong := not_text(value)) is not None:
             return wrong
         if _fold(value, case_sensitive).startswith(_fold(prefix, case_sensitive)):
             return True
@@ -93,7 +92,7 @@ def ends_with(suffix: str, *, case_sensitive: bool = True) -> Matcher:
         raise UsageError(f"ends_with() takes a string, got {short(suffix)}.")
 
     def score(value: Any) -> ScoreLike:
-        if (wrong := _not_text(value)) is not None:
+        if (wrong := not_text(value)) is not None:
             return wrong
         if _fold(value, case_sensitive).endswith(_fold(suffix, case_sensitive)):
             return True
@@ -122,7 +121,7 @@ def includes_url(url: str | re.Pattern[str] | None = None) -> Matcher:
         return found.rstrip("/") == url.rstrip("/")
 
     def score(value: Any) -> ScoreLike:
-        if (wrong := _not_text(value)) is not None:
+        if (wrong := not_text(value)) is not None:
             return wrong
         found = urls_in(value)
         if any(wanted(f) for f in found):
@@ -144,7 +143,7 @@ def has_sections(titles: Sequence[str]) -> Matcher:
     wanted = _texts("has_sections", titles)
 
     def score(value: Any) -> ScoreLike:
-        if (wrong := _not_text(value)) is not None:
+        if (wrong := not_text(value)) is not None:
             return wrong
         seen = headings(value)
         folded = {title.casefold() for title in seen}
@@ -159,25 +158,3 @@ def has_sections(titles: Sequence[str]) -> Matcher:
         )
 
     return Matcher(name=f"has_sections({short(wanted)})", score_fn=score, expected=f"sections {short(wanted)}")
-
-
-def levenshtein(expected: str, *, max_distance: int) -> Matcher:
-    """Pass when the text is at most `max_distance` edits (insertions, deletions, substitutions) from `expected`."""
-    if not isinstance(expected, str):
-        raise UsageError(f"levenshtein() compares text and takes a string, got {short(expected)}.")
-    if isinstance(max_distance, bool) or not isinstance(max_distance, int) or max_distance < 0:
-        raise UsageError(f"levenshtein(max_distance=...) is a whole number of edits >= 0, got {max_distance!r}.")
-
-    def score(value: Any) -> ScoreLike:
-        if (wrong := _not_text(value)) is not None:
-            return wrong
-        distance = Levenshtein.distance(expected, value)
-        if distance <= max_distance:
-            return Verdict(True, f"{distance} edits")
-        return Verdict(False, f"{distance} edits > {max_distance}", actual=short(value))
-
-    return Matcher(
-        name=f"levenshtein({short(expected)}, max_distance={max_distance})",
-        score_fn=score,
-        expected=f"within {max_distance} edits of {short(expected)}",
-    )
