@@ -176,4 +176,3 @@ def test_a_paused_start_up_is_collected_again_after_an_error() -> None:
     with contextlib.suppress(RuntimeError), paused_collection():
         raise RuntimeError("a bad config")
     assert gc.isenabled()
-
