@@ -43,7 +43,6 @@ def test_the_suite_loop_collects_less_often_and_puts_the_old_pace_back() -> None
     assert gc.get_freeze_count() == 0
 
 
-
 def test_a_suite_that_ends_the_process_leaves_start_up_frozen_for_the_collection_before_exit() -> None:
     try:
         with paced_collection(process_ends=True):
@@ -52,6 +51,7 @@ def test_a_suite_that_ends_the_process_leaves_start_up_frozen_for_the_collection
     finally:
         gc.unfreeze()
     assert gc.get_freeze_count() == 0
+
 
 def _run(agent: Spend, judge: Spend) -> RunResult:
     return RunResult(
