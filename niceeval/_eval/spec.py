@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import difflib
+import functools
 import inspect
+import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -138,11 +140,17 @@ def _check_sandbox_options(options: dict[str, Any], where: str | None) -> None:
         raise UsageError(f"{where}: sandbox= and setup= prepare a sandbox workspace; give fixture= too.")
 
 
+@functools.lru_cache(maxsize=256)
+def _resolved(filename: str, cwd: str) -> Path:
+    # Once per file, not per eval: resolving walks the path with a system call per component.
+    return (Path(cwd) / filename).resolve()
+
+
 def _make_spec(fn: object, options: dict[str, Any]) -> EvalSpec:
     if not inspect.isfunction(fn):
         raise UsageError(f"@define_eval decorates a function taking `t`, not {type(fn).__name__}.")
     code = fn.__code__
-    file = Path(code.co_filename).resolve()
+    file = _resolved(code.co_filename, os.getcwd())
     where = f"{relative(str(file))}:{code.co_firstlineno}"
     _check_signature(fn, where)
     _check_options(options, where)

@@ -141,11 +141,9 @@ def import_eval_file(root: Path, file: Path) -> list[EvalSpec]:
     except BaseException:
         sys.modules.pop(name, None)
         raise
-    found = {
-        id(value): value
-        for value in vars(module).values()
-        if isinstance(value, EvalSpec) and value.file == file.resolve()
-    }
+    resolved = file.resolve()
+    specs = (value for value in vars(module).values() if isinstance(value, EvalSpec))
+    found = {id(spec): spec for spec in specs if spec.file == resolved}
     return sorted(found.values(), key=lambda s: s.line)
 
 
