@@ -170,16 +170,22 @@ def _warm_up(provider: Provider) -> None:
 
 
 def _build_throwaway_client(provider: Provider) -> None:
-    # The first client imports the SDK's resources and HTTP transport, not just the package.
+    # The first client imports the SDK's HTTP transport and the resource niceeval calls, not just the package; not
+    # the Responses API's (3 MB of types nothing of niceeval's sends) nor a trust store (the suite's real client
+    # loads its own).
     if provider == "openai":
-        from openai import AsyncOpenAI
+        from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 
-        client = AsyncOpenAI(api_key="warm-up", base_url="http://127.0.0.1:9")
-        _ = (client.chat.completions, client.responses)
+        client = AsyncOpenAI(
+            api_key="warm-up", base_url="http://127.0.0.1:9", http_client=DefaultAsyncHttpxClient(verify=False)
+        )
+        _ = client.chat.completions
     else:
         from anthropic import AsyncAnthropic
+        from anthropic import DefaultAsyncHttpxClient as AnthropicHttpxClient
 
-        _ = AsyncAnthropic(api_key="warm-up", base_url="http://127.0.0.1:9").messages
+        plain = AnthropicHttpxClient(verify=False)
+        _ = AsyncAnthropic(api_key="warm-up", base_url="http://127.0.0.1:9", http_client=plain).messages
 
 
 def openai_client(*, key: str | None = None, url: str | None = None, timeout: float = 60.0) -> AsyncOpenAI:
