@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gc
+import subprocess
+import sys
 import threading
 import time
 
@@ -69,3 +71,17 @@ def test_a_tally_sums_spend_over_runs_with_unknown_costs_and_unpriced_models_kep
         calls=3, tokens=15, input_tokens=7, output_tokens=8, cost=None, unpriced=["openai/x"]
     )
     assert tally.judge_spend == Spend(calls=1, tokens=4, input_tokens=4, cost=0.25, cached=1)
+
+
+def test_the_sdk_warm_up_loads_what_a_chat_completion_needs_and_no_more() -> None:
+    probe = (
+        "import sys\n"
+        "from niceeval.providers import _warm_up\n"
+        "_warm_up('openai')\n"
+        "print(' '.join(m for m in ('openai.resources.chat.completions', 'httpcore2', 'httpcore', 'h11',\n"
+        "    'openai.resources.responses.responses') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
+    loaded = set(done.stdout.split())
+    assert {"openai.resources.chat.completions", "h11"} <= loaded and loaded & {"httpcore2", "httpcore"}
+    assert "openai.resources.responses.responses" not in loaded  # the Responses API's types: 3 MB nothing sends
