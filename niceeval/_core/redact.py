@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import weakref
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -128,6 +129,22 @@ def scrub_value(value: Any) -> Any:
     return value
 
 
+_CLEAN: dict[int, weakref.ref[RunResult]] = {}
+"""Results a `Redactor` found free of secrets, credential-shaped text and lone surrogates, by `id` (a weak
+reference each: a result that is gone, or another object at its address, is never taken for it)."""
+
+
+def _forget(key: int) -> None:
+    _CLEAN.pop(key, None)
+
+
+def is_clean(result: RunResult) -> bool:
+    """Whether a `Redactor` found this very object clean: `scrub_run(result, surrogates=True)` would return it
+    unchanged (no redactor has more to find than the one that checked it; a copy is checked again)."""
+    ref = _CLEAN.get(id(result))
+    return ref is not None and ref() is result
+
+
 def scrub_run(result: RunResult, *, surrogates: bool = False) -> RunResult:
     """`result` itself when it holds nothing credential-shaped, else a copy with each such value replaced.
 
@@ -181,6 +198,8 @@ class Redactor:
         if dumped is not None:
             known = any(value in dumped for value in self._in_json)
             if not known and not credential_shaped(dumped):
+                key = id(result)  # the dump succeeded: no lone surrogate either
+                _CLEAN[key] = weakref.ref(result, lambda _, key=key: _forget(key))  # type: ignore[misc]
                 return result
         data = scrub_value(self._replace(result.model_dump(mode="json", fallback=repr)))
         return RunResult.model_validate(scrub(data) if surrogates else data)

@@ -215,7 +215,7 @@ class SessionRecording:
             tally = self._tallies[result.eval_id] = EvalTally(eval=planned)
         tally.eval = planned
         with contextlib.suppress(Exception):  # the run is written anyway; a store that went away is counted by the sink
-            self._sink.store.extend(self._sink.run_id, [planned])
+            self._sink.recorder.extend(self._sink.run_id, [planned])
         return tally
 
     def problem(self, location: str, message: str, *, kind: Literal["load", "usage"] = "load") -> None:
@@ -240,7 +240,7 @@ class SessionRecording:
         try:
             sink.finish(summary)
         finally:
-            sink.store.close()
+            sink.close()
         self.note.received, self.note.unstored, self.note.error = sink.received, sink.unstored, sink.error
         return self.note
 

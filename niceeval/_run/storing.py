@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from niceeval._run.shard import Shard
     from niceeval.store import Store, SuiteRunInfo, SuiteRunStart
     from niceeval.store._lease import Lease
-    from niceeval.store._sink import StoreSink
+    from niceeval.store._sink import Recorder, StoreSink
+    from niceeval.store._writer import RunWriter
 
 ENV_VAR = "NICEEVAL_STORE"
 
@@ -68,6 +69,17 @@ def open_store(request: StoreRequest) -> Store | None:
     from niceeval.store import Store
 
     return Store.open(location, root=request.root)
+
+
+def open_recorder(request: StoreRequest) -> RunWriter | Store | None:
+    """What records a new suite run (None when the store is off): the run's writer, without SQLAlchemy, when the
+    store is ready for it, else the store opened (created or migrated); `StoreError` (exit 2) when it cannot be."""
+    location = store_location(request)
+    if location is None:
+        return None
+    from niceeval.store._writer import open_recorder as open_it
+
+    return open_it(location, request.root)
 
 
 def new_run_id() -> str:
@@ -117,7 +129,9 @@ def suite_start(
     )
 
 
-def store_sink(store: Store, start: SuiteRunStart, *, resume: bool = False, lease: Lease | None = None) -> StoreSink:
+def store_sink(
+    store: Recorder, start: SuiteRunStart, *, resume: bool = False, lease: Lease | None = None
+) -> StoreSink:
     """The sink that records the suite run `start.id` in `store` (holding `lease`, when taken already)."""
     from niceeval.store._sink import StoreSink
 
@@ -141,7 +155,7 @@ class StoredPlan:
     """`rescore`: the replaying agent of each `(eval_id, run_index)`."""
 
 
-def plan_new(store: Store, start: SuiteRunStart, entries: list[EvalEntry], runs: int | None) -> StoredPlan:
+def plan_new(store: Recorder, start: SuiteRunStart, entries: list[EvalEntry], runs: int | None) -> StoredPlan:
     """A new suite run of `entries`."""
     return StoredPlan(entries=entries, runs=runs or 1, sink=store_sink(store, start))
 

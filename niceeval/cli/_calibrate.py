@@ -115,7 +115,7 @@ def calibrate_command(args: argparse.Namespace) -> int:
         summary = anyio.run(run_suite, entries, errors, options, reporters)
     finally:
         if sink is not None:
-            sink.store.close()
+            sink.close()
     rows = calibration.rows()
     for line in render(rows):
         print(clean(line, 2000))

@@ -125,5 +125,5 @@ def _resolve_baseline(ref: str, sink: StoreSink | None) -> str:
             raise ConfigError(f"--baseline {ref} names this suite run itself; give the run to compare against.")
         return found
     except Exception:
-        sink.store.close()
+        sink.close()
         raise

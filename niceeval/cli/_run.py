@@ -354,7 +354,7 @@ def _run_suite(args: argparse.Namespace) -> int:
     if sink is not None:
         if gate is not None and gate.baseline is not None:
             code = gate.exit_code(code)
-        sink.store.close()
+        sink.close()
         print_stored(sink)
     return code
 

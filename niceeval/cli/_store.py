@@ -15,6 +15,8 @@ from niceeval.cli._common import add_config_flag, add_gate_flags, add_report_fla
 from niceeval.cli._github import add_github_flags
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from niceeval._eval.config import Config
     from niceeval._run.discovery import EvalEntry
     from niceeval._run.storing import StoredPlan
@@ -88,10 +90,10 @@ def add_store_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
 def store_plan_for(config: Config, args: argparse.Namespace, entries: list[EvalEntry]) -> StoredPlan | None:
     """How this `niceeval run` is recorded (None with the store off); a store that cannot open exits 2."""
     from niceeval._core.errors import ConfigError
-    from niceeval._eval.config import CONFIG_FILE
     from niceeval._run.shard import Shard
     from niceeval._run.storing import (
         StoreRequest,
+        open_recorder,
         open_store,
         plan_new,
         plan_rerun,
@@ -106,6 +108,15 @@ def store_plan_for(config: Config, args: argparse.Namespace, entries: list[EvalE
     if args.no_store and (again or run_id):
         raise ConfigError("--resume, --rerun-failed and --run-id use the results store; drop --no-store.")
     request = StoreRequest(flag=args.store, off=args.no_store, configured=config.store, root=config.root)
+    reads = again or run_id is not None or getattr(args, "rescore", None) is not None
+    if not reads:  # a new suite run only writes: the run's writer, without SQLAlchemy, when the store is ready
+        recorder = open_recorder(request)
+        if recorder is None:
+            return None
+        config_file = _config_file(config, args)
+        start = suite_start(config.root, config_file, strict=args.strict, min_pass_rate=args.min_pass_rate)
+        entries = shard.select(entries, args.runs or 1) if shard is not None else entries
+        return plan_new(recorder, start, entries, args.runs)
     store = open_store(request)
     if store is None:
         if again or run_id:
@@ -113,7 +124,7 @@ def store_plan_for(config: Config, args: argparse.Namespace, entries: list[EvalE
                 "--resume, --rerun-failed and --run-id need the results store, which the config turns off."
             )
         return None
-    config_file = args.config.resolve() if args.config else config.root / CONFIG_FILE
+    config_file = _config_file(config, args)
     start = suite_start(config.root, config_file, strict=args.strict, min_pass_rate=args.min_pass_rate)
     try:
         if getattr(args, "rescore", None) is not None:
@@ -124,14 +135,16 @@ def store_plan_for(config: Config, args: argparse.Namespace, entries: list[EvalE
             return plan_resume(store, start, entries, args.runs, args.resume or None)
         if args.rerun_failed is not None:
             return plan_rerun(store, start, entries, args.runs, args.rerun_failed or None)
-        if run_id is not None:
-            return plan_shard(store, start.model_copy(update={"id": run_id}), entries, args.runs, shard or Shard(1, 1))
-        if shard is not None:  # without --run-id, a shard is a suite run of its own
-            return plan_new(store, start, shard.select(entries, args.runs or 1), args.runs)
-        return plan_new(store, start, entries, args.runs)
+        return plan_shard(store, start.model_copy(update={"id": run_id}), entries, args.runs, shard or Shard(1, 1))
     except Exception:
         store.close()
         raise
+
+
+def _config_file(config: Config, args: argparse.Namespace) -> Path:
+    from niceeval._eval.config import CONFIG_FILE
+
+    return args.config.resolve() if args.config else config.root / CONFIG_FILE
 
 
 def _refuse_mixed(*, again: bool, shard: bool, run_id: str | None) -> None:
@@ -152,7 +165,7 @@ def print_stored(sink: StoreSink) -> None:
     """One line after the run: where it was stored and how to look at it again."""
     if sink.error is None:
         with contextlib.suppress(OSError):  # `niceeval run | head`: the console is gone, the run is not
-            print(f"stored as run {sink.run_id} in {sink.store.url} (niceeval show {sink.run_id})")
+            print(f"stored as run {sink.run_id} in {sink.url} (niceeval show {sink.run_id})")
 
 
 def _runs(args: argparse.Namespace) -> int:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from niceeval.store._compare import DiffOptions
+    from niceeval.store._errors import StoreError
     from niceeval.store._models import (
         EvalRunInfo,
         OutcomeChange,
@@ -38,7 +39,6 @@ if TYPE_CHECKING:
         SuiteRunStart,
         TurnRecord,
     )
-    from niceeval.store._open import StoreError
     from niceeval.store._read import RunNotFound
     from niceeval.store._store import Store
     from niceeval.store._url import DEFAULT_PATH
@@ -54,7 +54,7 @@ _HOMES = {
     "ScoreChange": "niceeval.store._models",
     "ShardInfo": "niceeval.store._models",
     "Store": "niceeval.store._store",
-    "StoreError": "niceeval.store._open",
+    "StoreError": "niceeval.store._errors",
     "SuiteRunDetail": "niceeval.store._models",
     "SuiteRunInfo": "niceeval.store._models",
     "SuiteRunStart": "niceeval.store._models",

@@ -16,7 +16,7 @@ from sqlalchemy import Connection, func, literal, select
 from niceeval._core.assertion import assertion_kind
 from niceeval._core.errors import ConfigError
 from niceeval._core.outcome import Outcome
-from niceeval._core.summary import EvalTally, PlannedEval
+from niceeval._core.summary import EvalTally
 from niceeval.store._models import (
     MeanScoreChange,
     OutcomeChange,
@@ -26,6 +26,7 @@ from niceeval.store._models import (
     SuiteChange,
 )
 from niceeval.store._schema import assertions, eval_runs, judge_calls, suite_evals, suite_runs
+from niceeval.store._verdicts import tallies
 
 _RANK: dict[Outcome, int] = {"failed": 0, "scored": 1, "passed": 2}
 CaseScores = dict[str, dict[str, float]]
@@ -46,32 +47,11 @@ class DiffOptions:
 
 
 def _tallies(conn: Connection, suite_run_id: str) -> dict[str, EvalTally]:
-    query = select(suite_evals.c.eval_id, suite_evals.c.runs, suite_evals.c.cluster).where(
+    plan = select(suite_evals.c.eval_id, suite_evals.c.runs, suite_evals.c.cluster).where(
         suite_evals.c.suite_run_id == suite_run_id
     )
-    plan = {row.eval_id: row for row in conn.execute(query)}
-    tallies: dict[str, EvalTally] = {}
     outcomes = select(eval_runs.c.eval_id, eval_runs.c.outcome).where(eval_runs.c.suite_run_id == suite_run_id)
-    for eval_id, outcome in conn.execute(outcomes):
-        tally = tallies.get(eval_id)
-        if tally is None:
-            row = plan.get(eval_id)
-            runs, cluster = (row.runs, row.cluster) if row is not None else (1, None)
-            planned = PlannedEval(id=eval_id, file="", line=0, runs=runs, cluster=cluster)
-            tally = tallies[eval_id] = EvalTally(eval=planned)
-        tally.counts[outcome] += 1
-    return tallies
-
-
-def verdicts(conn: Connection, suite_run_id: str) -> dict[str, Outcome]:
-    """Each eval's verdict over its stored runs, by the suite run's own `strict` and `min_pass_rate`."""
-    rule = conn.execute(
-        select(suite_runs.c.strict, suite_runs.c.min_pass_rate).where(suite_runs.c.id == suite_run_id)
-    ).one()
-    return {
-        eval_id: tally.status(strict=rule.strict, min_pass_rate=rule.min_pass_rate)
-        for eval_id, tally in _tallies(conn, suite_run_id).items()
-    }
+    return tallies(conn.execute(plan), conn.execute(outcomes))
 
 
 def _scores(conn: Connection, suite_run_id: str) -> dict[tuple[str, str], float]:

@@ -9,11 +9,13 @@ page is read; that error is turned into the same kind of message. `niceeval stor
 from __future__ import annotations
 
 import sqlite3
+import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from sqlalchemy import Engine, text
-from sqlalchemy.exc import DBAPIError
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
 
 _HEADER = b"SQLite format 3\x00"
 _FRESH_S = 10.0
@@ -69,20 +71,25 @@ def _being_created(path: Path, modified: float) -> bool:
     return _in_use(path) or time.time() - modified < _FRESH_S
 
 
-def damage_message(exc: BaseException, engine: Engine) -> str | None:
-    """A message naming the damaged store when `exc` says its file is damaged, else None."""
-    original = exc.orig if isinstance(exc, DBAPIError) else exc
+def damage_message(exc: BaseException, where: str) -> str | None:
+    """A message naming the damaged store (`where`: its file) when `exc` says its file is damaged, else None."""
+    original: object = exc
+    if "sqlalchemy.exc" in sys.modules:  # raised through SQLAlchemy: its driver's own error is inside
+        from sqlalchemy.exc import DBAPIError
+
+        original = exc.orig if isinstance(exc, DBAPIError) else exc
     if not isinstance(original, sqlite3.DatabaseError):
         return None
     detail = str(original).strip().splitlines()[0] if str(original).strip() else type(original).__name__
     if not any(word in detail.lower() for word in _DAMAGE):
         return None
-    where = engine.url.database or engine.url.render_as_string(hide_password=True)
     return f"the results store {where} is damaged ({detail}): {_move_away(where)}."
 
 
 def integrity_problems(engine: Engine) -> list[str]:
     """Every problem `PRAGMA integrity_check` (SQLite) finds, reading every page; [] when the store is sound."""
+    from sqlalchemy import text
+
     if engine.dialect.name != "sqlite":
         with engine.connect() as conn:
             conn.execute(text("SELECT count(*) FROM suite_runs")).scalar()

@@ -16,11 +16,19 @@ import os
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, text
+from niceeval.store._driver import Target, connect
 
 
 class LeaseHeld(Exception):
     """Another process holds the lease of the suite run."""
+
+
+def held_message(suite_run_id: str) -> str:
+    """What to tell the user whose run could not take the lease."""
+    return (
+        f"suite run {suite_run_id} is being written by another niceeval process right now (running or resuming it): "
+        "let it finish, then `niceeval runs` shows whether anything is still missing."
+    )
 
 
 class Lease:
@@ -28,6 +36,9 @@ class Lease:
 
     def __init__(self, release: Any) -> None:
         self._release = release
+
+    def __del__(self) -> None:
+        self.release()  # dropped unreleased: nothing can use it any more (its connection closes, as a pool's would)
 
     def release(self) -> None:
         """Give the lease back (once; later calls do nothing)."""
@@ -37,14 +48,14 @@ class Lease:
                 release()
 
 
-def take_lease(engine: Engine, suite_run_id: str) -> Lease:
-    """The lease of suite run `suite_run_id` in the store `engine` writes to; `LeaseHeld` when another has it."""
-    if engine.dialect.name == "postgresql":
-        return _advisory_lock(engine, suite_run_id)
-    database = engine.url.database
-    if not database or database == ":memory:":
+def take_lease(target: Target, suite_run_id: str) -> Lease:
+    """The lease of suite run `suite_run_id` in the store at `target`; `LeaseHeld` when another process has it."""
+    if target.kind == "postgresql":
+        return _advisory_lock(target, suite_run_id)
+    if target.in_memory or target.database is None:
         return Lease(None)
-    return _byte_lock(Path(database).with_name(Path(database).name + ".leases"), _key(suite_run_id) % 2**40)
+    database = Path(target.database)
+    return _byte_lock(database.with_name(database.name + ".leases"), _key(suite_run_id) % 2**40)
 
 
 def _key(suite_run_id: str) -> int:
@@ -64,12 +75,12 @@ def _byte_lock(path: Path, offset: int) -> Lease:
     return Lease(lambda: os.close(descriptor))  # closing the file drops its locks
 
 
-def _advisory_lock(engine: Engine, suite_run_id: str) -> Lease:
+def _advisory_lock(target: Target, suite_run_id: str) -> Lease:
     key = _key(suite_run_id)
-    conn = engine.connect()
+    conn = connect(target)  # its own connection: the lock lives as long as it does
     try:
-        taken = conn.execute(text("SELECT pg_try_advisory_lock(:key)"), {"key": key}).scalar()
-        conn.commit()
+        conn.autocommit = True
+        taken = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0]
     except Exception:
         conn.close()
         raise
@@ -78,8 +89,9 @@ def _advisory_lock(engine: Engine, suite_run_id: str) -> Lease:
         raise LeaseHeld(f"advisory lock {key}")
 
     def release() -> None:
-        conn.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": key})
-        conn.commit()
-        conn.close()
+        try:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+        finally:
+            conn.close()
 
     return Lease(release)

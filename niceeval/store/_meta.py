@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import functools
 
+SCHEMA_REVISION = "0009"
+"""The Alembic revision this niceeval writes and reads (the head of `_migrations/versions`)."""
+
 
 @functools.cache
 def niceeval_version() -> str:

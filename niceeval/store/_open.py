@@ -17,8 +17,8 @@ from sqlalchemy import Column, Connection, Engine, MetaData, String, Table, crea
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, SQLAlchemyError
 
-from niceeval._core.errors import NiceevalError
 from niceeval.store import _url
+from niceeval.store._errors import StoreError as StoreError
 from niceeval.store._schema import SCHEMA_REVISION, metadata, store_info
 
 _MIGRATIONS = Path(__file__).resolve().parent / "_migrations"
@@ -26,10 +26,6 @@ _ADVISORY_LOCK = 0x6E6963_6565_76  # "niceev": one key for every niceeval schema
 _VERSION_TABLE = Table(
     "alembic_version", MetaData(), Column("version_num", String(32), primary_key=True)
 )  # Alembic's own table, read without importing Alembic (opening a current store stays cheap)
-
-
-class StoreError(NiceevalError):
-    """The results store cannot be opened or written: the message names the store and what to do."""
 
 
 def resolve_url(value: str, root: Path) -> str:
@@ -126,7 +122,7 @@ def _explain(exc: SQLAlchemyError, url: URL) -> str:
 
     original = exc.orig if isinstance(exc, DBAPIError) else exc
     detail = _scrub(str(original).strip().splitlines()[0] if str(original).strip() else type(original).__name__, url)
-    damaged = damage_message(exc, create_engine(url)) if isinstance(original, sqlite3.DatabaseError) else None
+    damaged = damage_message(exc, url.database or shown) if isinstance(original, sqlite3.DatabaseError) else None
     if damaged is not None:
         return damaged
     return f"cannot open the results store {shown}: {detail}. Check the URL, or pass --no-store to run without it."

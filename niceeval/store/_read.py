@@ -10,6 +10,7 @@ from sqlalchemy import Connection, RowMapping, func, select
 from niceeval._core.outcome import Outcome
 from niceeval._core.results import RunResult
 from niceeval._core.summary import PlannedEval
+from niceeval.store._driver import session_of
 from niceeval.store._models import EvalRunInfo, PlannedEvalInfo, SuiteRunDetail, SuiteRunInfo, TurnRecord
 from niceeval.store._open import StoreError
 from niceeval.store._rows import from_event_rows, from_rows
@@ -50,7 +51,7 @@ def list_runs(
     for row in conn.execute(query).mappings():
         info = _info(row)
         if info.status == "running":
-            info = info.model_copy(update=totals(conn, info.id))
+            info = info.model_copy(update=totals(session_of(conn), info.id))
         found.append(info)
     return found
 
@@ -82,7 +83,7 @@ def get_run(conn: Connection, suite_run_id: str) -> SuiteRunDetail:
         raise RunNotFound(f"no suite run {suite_run_id!r} in the results store; `niceeval runs` lists them.")
     info = _info(row)
     if info.status == "running":
-        info = info.model_copy(update=totals(conn, suite_run_id))
+        info = info.model_copy(update=totals(session_of(conn), suite_run_id))
     plan = planned(conn, suite_run_id)
     order = {p.id: i for i, p in enumerate(plan)}
     summaries = [_summary(r) for r in conn.execute(_run_rows(suite_run_id)).mappings()]

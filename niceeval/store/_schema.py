@@ -26,8 +26,7 @@ from sqlalchemy import (
     false,
 )
 
-SCHEMA_REVISION = "0009"
-"""The Alembic revision this niceeval writes and reads (the head of `_migrations/versions`)."""
+from niceeval.store._meta import SCHEMA_REVISION as SCHEMA_REVISION
 
 metadata = MetaData(
     naming_convention={

@@ -20,6 +20,7 @@ from typing import Any
 from sqlalchemy import Connection, func, insert, select, update
 
 from niceeval._core.summary import PlannedEval
+from niceeval.store._driver import session_of
 from niceeval.store._models import ShardInfo, ShardStatus, SuiteRunStart
 from niceeval.store._open import StoreError
 from niceeval.store._schema import suite_runs, suite_shards
@@ -60,7 +61,7 @@ def join_shard(
         select(suite_runs.c.shard_count, suite_runs.c.plan_digest).where(suite_runs.c.id == start.id)
     ).first()
     if head is None:
-        insert_suite(conn, start, plan, shard_count=count, plan_digest=digest)
+        insert_suite(session_of(conn), start, plan, shard_count=count, plan_digest=digest)
     else:
         _check_fits(start.id, head.shard_count, head.plan_digest, shard=shard, count=count, digest=digest)
     row = conn.execute(select(suite_shards).where(_where(start.id, shard))).mappings().first()
@@ -142,7 +143,7 @@ def finish_shard(
     merged: list[dict[str, str]] = list(head.errors or [])
     merged += [e for e in errors if e not in merged]
     values: dict[str, Any] = {
-        **totals(conn, suite_run_id),
+        **totals(session_of(conn), suite_run_id),
         "errors": merged,
         "shards_done": sum(r.status == "finished" for r in rows),
         "duration_s": max((r.duration_s or 0.0 for r in rows), default=0.0),

@@ -15,14 +15,17 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TextIO
+from typing import TYPE_CHECKING, Protocol, TextIO, cast
 
+from niceeval._core.outcome import Outcome
 from niceeval._core.results import RunResult
 from niceeval._core.summary import PlannedEval, Problem, SuiteSummary
-from niceeval.store._damage import damage_message
+from niceeval.store._driver import store_wide
 from niceeval.store._lease import Lease
-from niceeval.store._models import SuiteRunStart, SuiteStatus
-from niceeval.store._store import Store
+from niceeval.store._models import ShardStatus, SuiteRunStart, SuiteStatus
+
+if TYPE_CHECKING:
+    from niceeval.store._store import Store
 
 _BATCH = 256
 _GATHER_S = 0.25
@@ -36,18 +39,44 @@ class _Finish:
     summary: SuiteSummary
 
 
-def _store_wide(exc: BaseException) -> bool:
-    """A failure of the store itself (locked, full, gone), which retrying run by run would only repeat."""
-    from sqlalchemy.exc import DBAPIError, OperationalError
+class Recorder(Protocol):
+    """What the sink writes through: a `Store`, or the run's `RunWriter` (the same writes, without SQLAlchemy)."""
 
-    return isinstance(exc, OperationalError | OSError) or (isinstance(exc, DBAPIError) and exc.connection_invalidated)
+    @property
+    def url(self) -> str: ...
+    def lease(self, suite_run_id: str) -> Lease: ...
+    def begin(self, start: SuiteRunStart, plan: Sequence[PlannedEval]) -> None: ...
+    def extend(self, suite_run_id: str, plan: Sequence[PlannedEval]) -> None: ...
+    def add(self, suite_run_id: str, results: Sequence[RunResult]) -> None: ...
+    def outcomes(self, ref: str) -> dict[tuple[str, int], Outcome]: ...
+    def damage(self, exc: BaseException) -> str | None: ...
+    def close(self) -> None: ...
+    def finish(
+        self,
+        suite_run_id: str,
+        *,
+        status: SuiteStatus,
+        exit_code: int | None,
+        duration_s: float,
+        errors: Sequence[dict[str, str]] = (),
+    ) -> None: ...
+    def finish_shard(
+        self,
+        suite_run_id: str,
+        shard: int,
+        *,
+        status: ShardStatus,
+        exit_code: int | None,
+        duration_s: float,
+        errors: Sequence[dict[str, str]] = (),
+    ) -> None: ...
 
 
 class StoreSink:
-    """A reporter-shaped sink that records a suite run in a `Store`.
+    """A reporter-shaped sink that records a suite run in the results store.
 
     Args:
-        store: Where to write.
+        recorder: Where to write: a `Store`, or the run's `RunWriter`.
         start: The suite run's identity and context (`start.id` is the run id reports carry).
         resume: Complete the existing suite run `start.id` instead of creating it.
         shard: Write as this shard of suite run `start.id`, which `Store.join_shard` made or joined already;
@@ -59,7 +88,7 @@ class StoreSink:
 
     def __init__(
         self,
-        store: Store,
+        recorder: Recorder,
         start: SuiteRunStart,
         *,
         resume: bool = False,
@@ -67,7 +96,7 @@ class StoreSink:
         warnings: TextIO | None = None,
         lease: Lease | None = None,
     ) -> None:
-        self.store = store
+        self.recorder = recorder
         self._lease = lease
         self.start_info = start
         self.resume = resume
@@ -90,17 +119,33 @@ class StoreSink:
     def run_id(self) -> str:
         return self.start_info.id
 
+    @property
+    def url(self) -> str:
+        """The store's URL, password masked."""
+        return self.recorder.url
+
+    @property
+    def store(self) -> Store:
+        """The full `Store` for reading (`--baseline`): the recorder itself, or one the run's writer opens now."""
+        from niceeval.store._writer import RunWriter
+
+        return self.recorder.store() if isinstance(self.recorder, RunWriter) else cast("Store", self.recorder)
+
+    def close(self) -> None:
+        """Release the store's connections (after `finish`)."""
+        self.recorder.close()
+
     def start(self, plan: Sequence[PlannedEval], problems: Sequence[Problem]) -> None:
         self._planned = {p.id: p.runs for p in plan}
         try:
             if self.resume or self.shard is not None:
-                self._stored = set(self.store.outcomes(self.run_id))
+                self._stored = set(self.recorder.outcomes(self.run_id))
             if self.resume:
-                self.store.extend(self.run_id, plan)
+                self.recorder.extend(self.run_id, plan)
             elif self.shard is None:  # a shard's suite run and plan were recorded when it joined
-                self.store.begin(self.start_info, plan)
+                self.recorder.begin(self.start_info, plan)
             if self._lease is None and self.shard is None:
-                self._lease = self.store.lease(self.run_id)  # a resume of this run while it runs is refused
+                self._lease = self.recorder.lease(self.run_id)  # a resume of this run while it runs is refused
             self._open = True
         except Exception as exc:  # the suite runs anyway; the warning at the end counts what was lost
             self._failed(exc)
@@ -126,7 +171,7 @@ class StoreSink:
     def _failed(self, exc: BaseException, result: RunResult | None = None) -> None:
         if self.error is None:
             text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-            self.error = damage_message(exc, self.store.engine) or (
+            self.error = self.recorder.damage(exc) or (
                 f"{type(exc).__name__}: {text}" if text else type(exc).__name__
             )
             if result is not None:
@@ -156,11 +201,11 @@ class StoreSink:
             self.unstored += len(batch)
             return
         try:
-            self.store.add(self.run_id, batch)
+            self.recorder.add(self.run_id, batch)
         except Exception as exc:
-            store_wide = _store_wide(exc)
-            if len(batch) == 1 or store_wide:
-                self._failed(exc, None if store_wide else batch[0])  # a run's own failure names the run
+            wide = store_wide(exc)
+            if len(batch) == 1 or wide:
+                self._failed(exc, None if wide else batch[0])  # a run's own failure names the run
                 self.unstored += len(batch)
                 return
             for result in batch:  # one run's bad data never takes the runs written with it
@@ -180,7 +225,7 @@ class StoreSink:
         errors = [{"location": p.location, "message": p.message} for p in summary.problems]
         try:
             if self.shard is not None:
-                self.store.finish_shard(
+                self.recorder.finish_shard(
                     self.run_id,
                     self.shard,
                     status=status,
@@ -191,8 +236,8 @@ class StoreSink:
             else:
                 grown = [t.eval for t in summary.tallies if t.eval.runs > self._planned.get(t.eval.id, t.eval.runs)]
                 if grown:  # adaptive repeats: the suite run records how many runs each eval got
-                    self.store.extend(self.run_id, grown)
-                self.store.finish(
+                    self.recorder.extend(self.run_id, grown)
+                self.recorder.finish(
                     self.run_id,
                     status=status,
                     exit_code=summary.exit_code,
@@ -213,6 +258,6 @@ class StoreSink:
         with contextlib.suppress(OSError):
             print(
                 f"niceeval: warning: {self.unstored} of {self.received} runs were not stored in the results store "
-                f"{self.store.url} ({self.error}). The reports include them; {again}.",
+                f"{self.recorder.url} ({self.error}). The reports include them; {again}.",
                 file=out,
             )

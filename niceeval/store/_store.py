@@ -12,10 +12,11 @@ from sqlalchemy import Connection, Engine
 from niceeval._core.outcome import Outcome
 from niceeval._core.results import RunResult
 from niceeval._core.summary import PlannedEval
-from niceeval.store import _compare, _read, _shards, _write
+from niceeval.store import _compare, _prune, _read, _shards, _write
 from niceeval.store._compare import DiffOptions
 from niceeval.store._damage import damage_message, integrity_problems
-from niceeval.store._lease import Lease, LeaseHeld, take_lease
+from niceeval.store._driver import Target, parse_url, session_of
+from niceeval.store._lease import Lease, LeaseHeld, held_message, take_lease
 from niceeval.store._models import (
     EvalRunInfo,
     RunDiff,
@@ -59,9 +60,18 @@ class Store:
         """The store's URL with any password masked."""
         return self.engine.url.render_as_string(hide_password=True)
 
+    @property
+    def target(self) -> Target:
+        """What the store's engine connects to, for driver-level connections (the run's writer, a lease)."""
+        return parse_url(self.engine.url.render_as_string(hide_password=False))
+
     def close(self) -> None:
         """Release the store's connections."""
         self.engine.dispose()
+
+    def damage(self, exc: BaseException) -> str | None:
+        """A message naming the damaged store when `exc` says its file is damaged, else None."""
+        return damage_message(exc, self.engine.url.database or self.url)
 
     def __enter__(self) -> Store:
         return self
@@ -70,7 +80,7 @@ class Store:
         self, kind: type[BaseException] | None, exc: BaseException | None, trace: TracebackType | None
     ) -> None:
         self.close()
-        damaged = damage_message(exc, self.engine) if exc is not None else None
+        damaged = self.damage(exc) if exc is not None else None
         if damaged is not None:  # a garbled page met while reading: said as such, not as a traceback
             raise StoreError(damaged) from None
 
@@ -166,29 +176,26 @@ class Store:
             StoreError: another process is writing it (running or resuming it) right now.
         """
         try:
-            return take_lease(self.engine, suite_run_id)
+            return take_lease(self.target, suite_run_id)
         except LeaseHeld:
-            raise StoreError(
-                f"suite run {suite_run_id} is being written by another niceeval process right now (running or "
-                f"resuming it): let it finish, then `niceeval runs` shows whether anything is still missing."
-            ) from None
+            raise StoreError(held_message(suite_run_id)) from None
 
     def begin(self, start: SuiteRunStart, plan: Sequence[PlannedEval]) -> None:
         """Record a new suite run, status `running`, with the evals it plans."""
         with self._writing() as conn:
-            _write.insert_suite(conn, start, plan)
+            _write.insert_suite(session_of(conn), start, plan)
 
     def extend(self, suite_run_id: str, plan: Sequence[PlannedEval]) -> None:
         """Plan more evals (or more runs of planned ones) in an existing suite run, and mark it `running`."""
         with self._writing() as conn:
-            first = len(_read.planned(conn, suite_run_id))
-            _write.add_plan(conn, suite_run_id, plan, first_position=first)
-            _write.reopen(conn, suite_run_id)
+            session = session_of(conn)
+            _write.add_plan(session, suite_run_id, plan)
+            _write.reopen(session, suite_run_id)
 
     def add(self, suite_run_id: str, results: Sequence[RunResult]) -> None:
         """Record finished eval runs in a suite run."""
         with self._writing() as conn:
-            _write.insert_runs(conn, suite_run_id, results)
+            _write.insert_runs(session_of(conn), suite_run_id, results)
 
     def finish(
         self,
@@ -202,7 +209,12 @@ class Store:
         """Close a suite run: status, exit code, and totals counted from what it stored."""
         with self._writing() as conn:
             _write.finish_suite(
-                conn, suite_run_id, status=status, exit_code=exit_code, duration_s=duration_s, errors=list(errors)
+                session_of(conn),
+                suite_run_id,
+                status=status,
+                exit_code=exit_code,
+                duration_s=duration_s,
+                errors=list(errors),
             )
 
     def join_shard(
@@ -242,4 +254,4 @@ class Store:
             How many suite runs and eval runs were deleted.
         """
         with self._writing() as conn:
-            return _write.delete_old(conn, keep)
+            return _prune.delete_old(conn, keep)

@@ -1,33 +1,101 @@
-"""Writing suite runs: the header and plan at start, eval runs in batches, totals at the end."""
+"""Writing suite runs at the driver level: the header and plan at start, eval runs in batches, totals at the end.
+
+The one implementation of these writes: `Store.begin/extend/add/finish` run it on their SQLAlchemy connection's
+driver connection, the run's writer (`_writer.RunWriter`) on its own. Rows are built as tuples in the column
+order of `Columns`, values as SQLAlchemy's types store them (JSON columns `json.dumps`ed, a Python None there
+being JSON `null`; SQLite datetimes as `DateTime`'s text), so every read path gives back the same objects; a test
+pins each column list to `_schema`'s tables. Child rows get their parent's id from `Session.new_ids`.
+"""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from operator import attrgetter
 from typing import Any
 
-from sqlalchemy import Connection, delete, func, insert, select, update
-
+from niceeval._core.events import Event, MessageEvent, UsageEvent
+from niceeval._core.redact import is_clean, scrub_run
 from niceeval._core.results import RunResult
 from niceeval._core.summary import PlannedEval
-from niceeval.store._compare import verdicts
+from niceeval.store._driver import Dialect, Session
 from niceeval.store._meta import niceeval_version
 from niceeval.store._models import SuiteRunStart, SuiteStatus
-from niceeval.store._rows import RunRows, to_rows
-from niceeval.store._schema import (
-    assertions,
-    eval_runs,
-    events,
-    judge_calls,
-    spans,
-    suite_evals,
-    suite_runs,
-    turns,
+from niceeval.store._verdicts import count_verdicts
+
+_dumps = json.dumps
+
+
+@dataclass(frozen=True, slots=True)
+class Columns:
+    """The columns a statement writes into one table, in the order of its row tuples."""
+
+    table: str
+    names: tuple[str, ...]
+    json: frozenset[str] = frozenset()
+    when: frozenset[str] = frozenset()
+
+    def insert(self, dialect: Dialect) -> str:
+        """The INSERT statement for one row, in `dialect`'s placeholders."""
+        marks = ", ".join(dialect.mark + (dialect.json_cast if name in self.json else "") for name in self.names)
+        return f"INSERT INTO {self.table} ({', '.join(self.names)}) VALUES ({marks})"
+
+
+SUITE_START = Columns(
+    "suite_runs",
+    ("id", "started_at", "status", "kind", "parent_id", "command", "root", "git_commit", "git_branch", "git_dirty",
+     "config_digest", "niceeval_version", "strict", "min_pass_rate", "evals", "runs_planned", "shard_count",
+     "plan_digest"),
+    json=frozenset({"command"}),
+    when=frozenset({"started_at"}),
+)  # fmt: skip
+"""What a new suite run records (its totals and end keep their defaults until `finish_suite`)."""
+SUITE_EVALS = Columns(
+    "suite_evals",
+    ("suite_run_id", "eval_id", "position", "file", "line", "tags", "runs", "cluster"),
+    json=frozenset({"tags"}),
 )
+EVAL_RUNS = Columns(
+    "eval_runs",
+    ("id", "suite_run_id", "eval_id", "run_index", "file", "line", "outcome", "finished_at", "duration_s", "error",
+     "skip_reason", "sandbox_path", "workspace_diff", "agent_calls", "agent_tokens", "agent_cost", "judge_calls",
+     "judge_tokens", "judge_cost", "judge_cached", "unpriced", "input_tokens", "output_tokens", "cache_read_tokens",
+     "case_id", "variant"),
+    json=frozenset({"error", "unpriced", "variant"}),
+    when=frozenset({"finished_at"}),
+)  # fmt: skip
+_ASSERTION_FIELDS = ("name", "severity", "score", "threshold", "state", "reason", "expected", "actual", "location",
+                     "optional", "cause", "key", "unstable")  # fmt: skip
+ASSERTIONS = Columns("assertions", ("id", "eval_run_id", "position", *_ASSERTION_FIELDS))
+_JUDGE_FIELDS = ("model", "messages", "input", "score", "passed", "reason", "input_tokens", "output_tokens",
+                 "cache_read_tokens", "cost", "latency", "cached", "fallback", "asked", "cause")  # fmt: skip
+JUDGE_CALLS = Columns("judge_calls", ("id", "assertion_id", "position", *_JUDGE_FIELDS), json=frozenset({"messages"}))
+EVENTS = Columns(
+    "events", ("eval_run_id", "seq", "type", "at", "payload"), json=frozenset({"payload"}), when=frozenset({"at"})
+)
+TURNS = Columns(
+    "turns", ("eval_run_id", "position", "sent", "reply", "data", "first_seq", "last_seq"), json=frozenset({"data"})
+)
+SPANS = Columns("spans", ("eval_run_id", "position", "payload"), json=frozenset({"payload"}))
+WRITTEN = (SUITE_START, SUITE_EVALS, EVAL_RUNS, ASSERTIONS, JUDGE_CALLS, EVENTS, TURNS, SPANS)
+
+_assertion_values = attrgetter(*_ASSERTION_FIELDS)
+_EVENT_HEAD = {"seq", "type", "at"}
+_statements: dict[tuple[str, str], str] = {}
+
+
+def _insert(session: Session, columns: Columns) -> str:
+    key = (session.dialect.kind, columns.table)
+    found = _statements.get(key)
+    if found is None:
+        found = _statements[key] = columns.insert(session.dialect)
+    return found
 
 
 def insert_suite(
-    conn: Connection,
+    session: Session,
     start: SuiteRunStart,
     plan: Sequence[PlannedEval],
     *,
@@ -35,168 +103,168 @@ def insert_suite(
     plan_digest: str | None = None,
 ) -> None:
     """Record a new suite run (status `running`) and the evals it plans (`shard_count`: written by shards)."""
-    conn.execute(
-        insert(suite_runs).values(
-            **start.model_dump(),
-            shard_count=shard_count,
-            plan_digest=plan_digest,
-            started_at=datetime.now(UTC),
-            status="running",
-            niceeval_version=niceeval_version(),
-            evals=len(plan),
-            runs_planned=sum(p.runs for p in plan),
-        )
-    )
-    add_plan(conn, start.id, plan, first_position=0)
+    row = (
+        start.id, session.dialect.stamp(datetime.now(UTC)), "running", start.kind, start.parent_id,
+        _dumps(start.command), start.root, start.git_commit, start.git_branch, start.git_dirty, start.config_digest,
+        niceeval_version(), start.strict, start.min_pass_rate, len(plan), sum(p.runs for p in plan), shard_count,
+        plan_digest,
+    )  # fmt: skip
+    session.execute(_insert(session, SUITE_START), row)
+    add_plan(session, start.id, plan)
 
 
-def add_plan(conn: Connection, suite_run_id: str, plan: Sequence[PlannedEval], *, first_position: int) -> None:
-    """Plan more evals in a suite run (a resume that raised `--runs` updates theirs)."""
+def add_plan(session: Session, suite_run_id: str, plan: Sequence[PlannedEval]) -> None:
+    """Plan more evals in a suite run, after those it plans (a resume that raised `--runs` updates theirs)."""
     if not plan:
         return
-    known = {
-        row.eval_id: row.runs
-        for row in conn.execute(
-            select(suite_evals.c.eval_id, suite_evals.c.runs).where(suite_evals.c.suite_run_id == suite_run_id)
-        )
-    }
+    query = "SELECT eval_id, runs FROM suite_evals WHERE suite_run_id = ?"
+    known = dict(session.execute(query, (suite_run_id,)).fetchall())
     fresh = [p for p in plan if p.id not in known]
-    if fresh:
-        conn.execute(
-            insert(suite_evals),
-            [
-                {"suite_run_id": suite_run_id, "eval_id": p.id, "position": first_position + i, "file": p.file,
-                 "line": p.line, "tags": list(p.tags), "runs": p.runs, "cluster": p.cluster}
-                for i, p in enumerate(fresh)
-            ],
-        )  # fmt: skip
-    for p in plan:
-        if p.id in known and p.runs > known[p.id]:
-            conn.execute(
-                update(suite_evals)
-                .where(suite_evals.c.suite_run_id == suite_run_id, suite_evals.c.eval_id == p.id)
-                .values(runs=p.runs)
-            )
-
-
-def insert_runs(conn: Connection, suite_run_id: str, results: Sequence[RunResult]) -> None:
-    """Record finished eval runs (one statement per table for the whole batch)."""
-    batch = [to_rows(suite_run_id, r) for r in results]
-    run_ids = (
-        conn.execute(
-            insert(eval_runs).returning(eval_runs.c.id, sort_by_parameter_order=True), [b.eval_run for b in batch]
-        )
-        .scalars()
-        .all()
+    session.executemany(
+        _insert(session, SUITE_EVALS),
+        [
+            (suite_run_id, p.id, len(known) + i, p.file, p.line, _dumps(list(p.tags)), p.runs, p.cluster)
+            for i, p in enumerate(fresh)
+        ],
     )
-    _insert_children(conn, batch, list(run_ids))
+    grown = [(p.runs, suite_run_id, p.id) for p in plan if p.id in known and p.runs > known[p.id]]
+    session.executemany(session.sql("UPDATE suite_evals SET runs = ? WHERE suite_run_id = ? AND eval_id = ?"), grown)
 
 
-def _insert_children(conn: Connection, batch: Sequence[RunRows], run_ids: list[int]) -> None:
-    assertion_rows: list[dict[str, Any]] = []
-    calls: list[list[dict[str, Any]]] = []
-    event_rows: list[dict[str, Any]] = []
-    turn_rows: list[dict[str, Any]] = []
-    span_rows: list[dict[str, Any]] = []
-    for rows, run_id in zip(batch, run_ids, strict=True):
-        assertion_rows += [{**a, "eval_run_id": run_id} for a in rows.assertions]
-        calls += rows.judge_calls
-        event_rows += [{**e, "eval_run_id": run_id} for e in rows.events]
-        turn_rows += [{**t, "eval_run_id": run_id} for t in rows.turns]
-        span_rows += [{**t, "eval_run_id": run_id} for t in rows.spans]
-    if any(calls):
-        ids = conn.execute(
-            insert(assertions).returning(assertions.c.id, sort_by_parameter_order=True), assertion_rows
-        ).scalars()
-        call_rows = [{**c, "assertion_id": a_id} for a_id, group in zip(ids, calls, strict=True) for c in group]
-        conn.execute(insert(judge_calls), call_rows)
-    elif assertion_rows:
-        conn.execute(insert(assertions), assertion_rows)
-    if event_rows:
-        conn.execute(insert(events), event_rows)
-    if turn_rows:
-        conn.execute(insert(turns), turn_rows)
-    if span_rows:
-        conn.execute(insert(spans), span_rows)
+def reopen(session: Session, suite_run_id: str) -> None:
+    """Mark a suite run `running` again (a resume is about to complete it)."""
+    session.execute("UPDATE suite_runs SET status = 'running', finished_at = NULL WHERE id = ?", (suite_run_id,))
+
+
+def insert_runs(session: Session, suite_run_id: str, results: Sequence[RunResult]) -> None:
+    """Record finished eval runs (one statement per table for the whole batch)."""
+    stamp = session.dialect.stamp
+    results = [r if is_clean(r) else scrub_run(r, surrogates=True) for r in results]
+    run_ids = session.new_ids("eval_runs", len(results))
+    finished = stamp(datetime.now(UTC))
+    session.executemany(
+        _insert(session, EVAL_RUNS),
+        [_eval_run(run_id, suite_run_id, r, finished) for run_id, r in zip(run_ids, results, strict=True)],
+    )
+    assertion_rows: list[tuple[Any, ...]] = []
+    calls: list[tuple[Any, ...]] = []
+    event_rows: list[tuple[Any, ...]] = []
+    turn_rows: list[tuple[Any, ...]] = []
+    span_rows: list[tuple[Any, ...]] = []
+    assertion_ids = iter(session.new_ids("assertions", sum(len(r.assertions) for r in results)))
+    for run_id, result in zip(run_ids, results, strict=True):
+        for position, assertion in enumerate(result.assertions):
+            assertion_id = next(assertion_ids)
+            assertion_rows.append((assertion_id, run_id, position, *_assertion_values(assertion)))
+            calls += [(assertion_id, i, call.model_dump(mode="json")) for i, call in enumerate(assertion.judge_calls)]
+        event_rows += [
+            (run_id, e.seq, e.type, stamp(e.at), _dumps(e.model_dump(mode="json", exclude=_EVENT_HEAD, fallback=repr)))
+            for e in result.events
+        ]  # agents may put anything in an event's data: `repr` of what JSON cannot hold
+        turn_rows += [(run_id, *turn) for turn in turns_of(result.events)]
+        span_rows += [(run_id, i, _dumps(s.model_dump(mode="json"))) for i, s in enumerate(result.spans)]
+    session.executemany(_insert(session, ASSERTIONS), assertion_rows)
+    call_ids = session.new_ids("judge_calls", len(calls))
+    session.executemany(
+        _insert(session, JUDGE_CALLS),
+        [(call_id, a_id, i, *_judge_values(call)) for call_id, (a_id, i, call) in zip(call_ids, calls, strict=True)],
+    )
+    session.executemany(_insert(session, EVENTS), event_rows)
+    session.executemany(_insert(session, TURNS), turn_rows)
+    session.executemany(_insert(session, SPANS), span_rows)
+
+
+def _eval_run(run_id: int, suite_run_id: str, result: RunResult, finished: Any) -> tuple[Any, ...]:
+    agent, judge = result.agent_spend, result.judge_spend
+    usage = [e for e in result.events if isinstance(e, UsageEvent)]
+    unpriced = {"agent": agent.unpriced, "judge": judge.unpriced} if agent.unpriced + judge.unpriced else None
+    return (
+        run_id, suite_run_id, result.eval_id, result.run_index, result.file, result.line, result.outcome, finished,
+        result.duration_s, _dumps(result.error.model_dump() if result.error else None), result.skip_reason,
+        result.sandbox_path, result.workspace_diff, agent.calls, agent.tokens, agent.cost, judge.calls, judge.tokens,
+        judge.cost, judge.cached, _dumps(unpriced), sum(e.input_tokens for e in usage),
+        sum(e.output_tokens for e in usage), sum(e.cache_read_tokens for e in usage),
+        result.case_id, _dumps(result.variant),
+    )  # fmt: skip
+
+
+def _judge_values(call: dict[str, Any]) -> tuple[Any, ...]:
+    values = tuple(call[name] for name in _JUDGE_FIELDS)
+    return values[:1] + (_dumps(values[1]),) + values[2:]  # `messages` is JSON
+
+
+def turns_of(events: Sequence[Event]) -> list[tuple[Any, ...]]:
+    """The exchanges with the agent as `(position, sent, reply, data, first_seq, last_seq)`: each user message,
+    the last assistant reply before the next one (`data` as JSON text)."""
+    turns: list[list[Any]] = []
+    for event in events:
+        if not isinstance(event, MessageEvent) or event.role == "system":
+            continue
+        if event.role == "user":
+            turns.append([len(turns), event.text, None, None, event.seq, event.seq])
+        elif turns:
+            turns[-1][2:4] = [event.text, _plain(event.data)]
+            turns[-1][5] = event.seq
+    if turns:  # a turn spans every event up to the next user message (tool calls, usage after the reply)
+        ends = [t[4] - 1 for t in turns[1:]] + [events[-1].seq]
+        for turn, end in zip(turns, ends, strict=True):
+            turn[5] = max(turn[5], end)
+    return [(*turn[:3], _dumps(turn[3]), *turn[4:]) for turn in turns]
+
+
+def _plain(value: Any) -> Any:
+    return MessageEvent(role="assistant", text="", data=value).model_dump(mode="json", fallback=repr)["data"]
 
 
 def finish_suite(
-    conn: Connection,
+    session: Session,
     suite_run_id: str,
     *,
     status: SuiteStatus,
     exit_code: int | None,
     duration_s: float,
-    errors: list[dict[str, str]],
+    errors: Sequence[dict[str, str]],
 ) -> None:
     """Close a suite run: its status, exit code and totals counted from the eval runs stored in it."""
-    conn.execute(
-        update(suite_runs)
-        .where(suite_runs.c.id == suite_run_id)
-        .values(
-            status=status,
-            finished_at=datetime.now(UTC),
-            exit_code=exit_code,
-            duration_s=func.coalesce(suite_runs.c.duration_s, 0.0) + duration_s,  # a resume adds its own time
-            errors=errors,
-            **totals(conn, suite_run_id),
-        )
-    )
+    counted = totals(session, suite_run_id)
+    names = list(counted)
+    assignments = ", ".join(f"{name} = ?" for name in names)
+    errors_mark = "?" + session.dialect.json_cast
+    session.execute(
+        f"UPDATE suite_runs SET status = ?, finished_at = ?, exit_code = ?, duration_s = coalesce(duration_s, 0.0) "
+        f"+ ?, errors = {errors_mark}, {assignments} WHERE id = ?",  # a resume adds its own time
+        (status, session.dialect.stamp(datetime.now(UTC)), exit_code, duration_s, _dumps(list(errors)),
+         *(counted[name] for name in names), suite_run_id),
+    )  # fmt: skip
 
 
-def reopen(conn: Connection, suite_run_id: str) -> None:
-    """Mark a suite run `running` again (a resume is about to complete it)."""
-    conn.execute(update(suite_runs).where(suite_runs.c.id == suite_run_id).values(status="running", finished_at=None))
-
-
-def totals(conn: Connection, suite_run_id: str) -> dict[str, Any]:
+def totals(session: Session, suite_run_id: str) -> dict[str, Any]:
     """Eval verdicts, runs, tokens and spend of a suite run, counted from its stored eval runs."""
+    rule = session.execute("SELECT strict, min_pass_rate FROM suite_runs WHERE id = ?", (suite_run_id,)).fetchone()
+    plan = session.execute(
+        "SELECT eval_id, runs, cluster FROM suite_evals WHERE suite_run_id = ?", (suite_run_id,)
+    ).fetchall()
+    outcomes = session.execute(
+        "SELECT eval_id, outcome FROM eval_runs WHERE suite_run_id = ?", (suite_run_id,)
+    ).fetchall()
     counts = dict.fromkeys(("passed", "scored", "failed", "skipped"), 0)
-    for verdict in verdicts(conn, suite_run_id).values():
-        counts[verdict] += 1
-    plan = conn.execute(
-        select(func.count(), func.coalesce(func.sum(suite_evals.c.runs), 0)).where(
-            suite_evals.c.suite_run_id == suite_run_id
-        )
-    ).one()
-    spend = conn.execute(
-        select(
-            func.count(),
-            func.coalesce(func.sum(eval_runs.c.agent_tokens), 0),
-            func.coalesce(func.sum(eval_runs.c.judge_tokens), 0),
-            func.sum(eval_runs.c.agent_cost),
-            func.sum(eval_runs.c.judge_cost),
-            func.count(eval_runs.c.agent_cost),
-            func.count(eval_runs.c.judge_cost),
-        ).where(eval_runs.c.suite_run_id == suite_run_id)
-    ).one()
+    if rule is not None:
+        for verdict in count_verdicts(plan, outcomes, strict=bool(rule[0]), min_pass_rate=rule[1]).values():
+            counts[verdict] += 1
+    spend = session.execute(
+        "SELECT count(*), coalesce(sum(agent_tokens), 0), coalesce(sum(judge_tokens), 0), sum(agent_cost), "
+        "sum(judge_cost), count(agent_cost), count(judge_cost) FROM eval_runs WHERE suite_run_id = ?",
+        (suite_run_id,),
+    ).fetchone()
     runs, agent_tokens, judge_tokens, agent_cost, judge_cost, agent_priced, judge_priced = spend
     return {
         **counts,
-        "runs_done": runs,
-        "agent_tokens": agent_tokens,
-        "judge_tokens": judge_tokens,
+        "runs_done": int(runs),
+        "agent_tokens": int(agent_tokens),  # PostgreSQL sums a bigint as numeric
+        "judge_tokens": int(judge_tokens),
         # a run whose model has no price has a NULL cost: the sum is then unknown, never a silent undercount
-        "agent_cost": (agent_cost or 0.0) if agent_priced == runs else None,
-        "judge_cost": (judge_cost or 0.0) if judge_priced == runs else None,
-        "evals": plan[0],
-        "runs_planned": plan[1],
+        "agent_cost": float(agent_cost or 0.0) if agent_priced == runs else None,
+        "judge_cost": float(judge_cost or 0.0) if judge_priced == runs else None,
+        "evals": len(plan),
+        "runs_planned": sum(row[1] for row in plan),
     }
-
-
-def delete_old(conn: Connection, keep: int) -> tuple[int, int]:
-    """Delete every suite run but the `keep` latest (and any still `running`); (suite runs, eval runs) deleted."""
-    kept = select(suite_runs.c.id).order_by(suite_runs.c.started_at.desc(), suite_runs.c.id).limit(keep)
-    doomed = [
-        row.id
-        for row in conn.execute(
-            select(suite_runs.c.id).where(suite_runs.c.id.not_in(kept), suite_runs.c.status != "running")
-        )
-    ]
-    if not doomed:
-        return 0, 0
-    runs = conn.execute(
-        select(func.count()).select_from(eval_runs).where(eval_runs.c.suite_run_id.in_(doomed))
-    ).scalar_one()
-    conn.execute(delete(suite_runs).where(suite_runs.c.id.in_(doomed)))
-    return len(doomed), int(runs)

@@ -1,0 +1,270 @@
+"""The store at the level of its DB-API driver (stdlib `sqlite3`, `psycopg` 3), without SQLAlchemy.
+
+SQLAlchemy and Alembic own the schema, its migrations and every read; the writes a suite run makes (`_write.py`)
+go through the driver itself, with SQL text made once per table and dialect: importing SQLAlchemy and its
+per-row parameter processing cost a small run more than the rest of its start-up, and a big run's writer thread
+competes with the event loop for the interpreter. This module parses a store URL the way SQLAlchemy does, opens
+a connection the way `_open` configures SQLAlchemy's (SQLite: WAL, `synchronous=NORMAL`, foreign keys, writers
+taking the lock with `BEGIN IMMEDIATE`, a 60 s busy timeout; PostgreSQL: a 10 s connect timeout), reads the
+schema revision, and runs a write transaction. `Session` is a connection in a transaction with its dialect's SQL:
+`Store` makes one from its SQLAlchemy connection, the run's writer from its own.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import parse_qsl, quote, quote_plus, unquote
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection
+
+Kind = Literal["sqlite", "postgresql"]
+
+# SQLAlchemy's own URL pattern (sqlalchemy/engine/url.py), so both read a URL alike.
+_URL = re.compile(
+    r"""(?P<name>[\w\+]+)://
+    (?:(?P<username>[^:/]*)(?::(?P<password>[^@]*))?@)?
+    (?:(?:\[(?P<ipv6host>[^/\?]+)\]|(?P<ipv4host>[^/:\?]+))?(?::(?P<port>[^/\?]*))?)?
+    (?:/(?P<database>[^\?]*))?
+    (?:\?(?P<query>.*))?""",
+    re.X | re.S,
+)
+
+
+class UnsupportedUrl(ValueError):
+    """A store URL this module does not open itself (another driver, options it does not know): `Store` does."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Target:
+    """A store URL, parsed: what to connect to."""
+
+    kind: Kind
+    driver: str
+    username: str | None = None
+    password: str | None = None
+    host: str | None = None
+    port: int | None = None
+    database: str | None = None
+    """SQLite: the file's path (None or `:memory:`: in memory); PostgreSQL: the database's name."""
+    query: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def shown(self) -> str:
+        """The URL as SQLAlchemy renders it, its password masked."""
+        text = f"{self.kind}+{self.driver}://" if self.kind == "postgresql" else "sqlite://"
+        if self.username is not None:
+            text += quote(self.username, safe=" +") + (":***" if self.password is not None else "") + "@"
+        if self.host is not None:
+            text += f"[{self.host}]" if ":" in self.host else self.host
+        if self.port is not None:
+            text += f":{self.port}"
+        if self.database is not None:
+            text += "/" + quote(self.database, safe=" +/")
+        if self.query:
+            text += "?" + "&".join(f"{quote_plus(k)}={quote_plus(v)}" for k, v in sorted(self.query.items()))
+        return text
+
+    @property
+    def own_driver(self) -> bool:
+        """Whether `connect` opens it as `Store` would (the default driver, no driver options to honour)."""
+        if self.kind == "sqlite":
+            return self.driver == "pysqlite" and not self.query
+        return self.driver == "psycopg"
+
+    @property
+    def in_memory(self) -> bool:
+        return self.kind == "sqlite" and self.database in (None, "", ":memory:")
+
+
+def parse_url(url: str) -> Target:
+    """The target of a resolved store URL (`sqlite:///path` or `postgresql+psycopg://...`)."""
+    match = _URL.fullmatch(url.strip())
+    if match is None:
+        raise UnsupportedUrl(url)
+    parts = match.groupdict()
+    name = parts["name"]
+    kind, _, driver = name.partition("+")
+    query = dict(parse_qsl(parts["query"] or "", keep_blank_values=True))
+    if len(query) != len(parse_qsl(parts["query"] or "", keep_blank_values=True)):
+        raise UnsupportedUrl(url)  # a repeated key (several hosts): SQLAlchemy's own handling
+    if kind == "sqlite":
+        return Target(kind="sqlite", driver=driver or "pysqlite", database=parts["database"] or None, query=query)
+    if kind == "postgresql" and "," not in (parts["ipv4host"] or ""):
+        port = parts["port"]
+        return Target(
+            kind="postgresql",
+            driver=driver or "psycopg",
+            username=unquote(parts["username"]) if parts["username"] is not None else None,
+            password=unquote(parts["password"]) if parts["password"] is not None else None,
+            host=parts["ipv6host"] or parts["ipv4host"],
+            port=int(port) if port else None,
+            database=unquote(parts["database"]) if parts["database"] is not None else None,
+            query=query,
+        )
+    raise UnsupportedUrl(url)
+
+
+def connect(target: Target) -> Any:
+    """A new DB-API connection to `target`, configured as `Store`'s engine configures its connections."""
+    if not target.own_driver and target.kind == "postgresql":
+        raise UnsupportedUrl(f"{target.shown}: niceeval writes to PostgreSQL through psycopg 3 (postgresql://...)")
+    if target.kind == "sqlite":
+        connection = sqlite3.connect(
+            target.database or ":memory:", timeout=60.0, isolation_level=None, check_same_thread=False
+        )
+        connection.execute("PRAGMA journal_mode=WAL")  # readers never block the writer
+        connection.execute("PRAGMA synchronous=NORMAL")  # a commit survives a killed process (not a power loss)
+        connection.execute("PRAGMA foreign_keys=ON")
+        return connection
+    import psycopg
+
+    options: dict[str, Any] = {"connect_timeout": 10}
+    names = {"username": "user", "database": "dbname"}
+    for name in ("host", "port", "username", "password", "database"):
+        value = getattr(target, name)
+        if value is not None:
+            options[names.get(name, name)] = value
+    options.update(target.query)
+    return psycopg.connect(**options)
+
+
+def stamp_sqlite(when: datetime) -> str:
+    """A datetime as SQLAlchemy's SQLite `DateTime` stores it (its wall-clock fields; no zone)."""
+    return (
+        f"{when.year:04d}-{when.month:02d}-{when.day:02d} "
+        f"{when.hour:02d}:{when.minute:02d}:{when.second:02d}.{when.microsecond:06d}"
+    )
+
+
+def _same(when: datetime) -> datetime:
+    return when  # psycopg adapts a datetime to timestamptz itself
+
+
+@dataclass(frozen=True, slots=True)
+class Dialect:
+    """What differs between the two databases at the driver level."""
+
+    kind: Kind
+    mark: str
+    """The driver's parameter placeholder."""
+    json_cast: str
+    """Written after the placeholder of a JSON column (PostgreSQL casts the text to `json`)."""
+
+    def stamp(self, when: datetime) -> Any:
+        return stamp_sqlite(when) if self.kind == "sqlite" else _same(when)
+
+
+DIALECTS = {"sqlite": Dialect("sqlite", "?", ""), "postgresql": Dialect("postgresql", "%s", "::json")}
+
+
+@dataclass(slots=True)
+class Session:
+    """A DB-API connection inside a transaction, with its dialect (the caller begins and ends the transaction)."""
+
+    connection: Any
+    dialect: Dialect
+    sequences: dict[str, str] = field(default_factory=dict)
+    """PostgreSQL: the sequence behind each table's `id`, looked up once."""
+
+    def sql(self, text: str) -> str:
+        """`text` written with `?` placeholders, in this driver's."""
+        return text if self.dialect.mark == "?" else text.replace("?", "%s")
+
+    def execute(self, text: str, params: Sequence[Any] = ()) -> Any:
+        cursor = self.connection.cursor()
+        cursor.execute(self.sql(text), params)
+        return cursor
+
+    def executemany(self, prepared: str, rows: list[tuple[Any, ...]]) -> None:
+        """Run `prepared` (already in this driver's placeholders) once per row."""
+        if rows:
+            self.connection.cursor().executemany(prepared, rows)
+
+    def new_ids(self, table: str, count: int) -> range | list[int]:
+        """`count` ids for new rows of `table`, free for this transaction alone.
+
+        SQLite: the writer holds the database's write lock (`BEGIN IMMEDIATE`), so the ids after the largest are
+        free until it commits. PostgreSQL: drawn from the column's own sequence, which never gives an id twice.
+        """
+        if count == 0:
+            return []
+        if self.dialect.kind == "sqlite":
+            (largest,) = self.execute(f"SELECT coalesce(max(id), 0) FROM {table}").fetchone()
+            return range(largest + 1, largest + 1 + count)
+        sequence = self.sequences.get(table)
+        if sequence is None:
+            (sequence,) = self.execute("SELECT pg_get_serial_sequence(?, 'id')", (table,)).fetchone()
+            self.sequences[table] = sequence
+        rows = self.execute("SELECT nextval(?::regclass) FROM generate_series(1, ?)", (sequence, count)).fetchall()
+        return [row[0] for row in rows]
+
+
+def session_of(conn: Connection) -> Session:
+    """A session on the driver connection of a SQLAlchemy connection already in a transaction."""
+    return Session(conn.connection.driver_connection, DIALECTS[conn.dialect.name])
+
+
+def revision(connection: Any, kind: Kind) -> str | None:
+    """The schema revision Alembic recorded in the store (None: no schema yet, or an unreadable one)."""
+    if kind == "sqlite":
+        found = connection.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'alembic_version'"
+        ).fetchone()
+        if found is None:
+            return None
+        row = connection.execute("SELECT version_num FROM alembic_version").fetchone()
+    else:
+        cursor = connection.cursor()
+        cursor.execute("SELECT to_regclass('alembic_version') IS NOT NULL")
+        if not cursor.fetchone()[0]:
+            connection.rollback()
+            return None
+        cursor.execute("SELECT version_num FROM alembic_version")
+        row = cursor.fetchone()
+        connection.rollback()  # end the read's transaction: nothing is held between writes
+    return str(row[0]) if row is not None else None
+
+
+@contextmanager
+def writing(connection: Any, dialect: Dialect) -> Iterator[Session]:
+    """A write transaction on a connection of this module's (`connect`): committed at the end, rolled back on
+    an error."""
+    if dialect.kind == "sqlite":
+        # Writers take the lock up front: a deferred transaction upgrading to a write can fail at once with
+        # "database is locked" instead of waiting for the other writer.
+        connection.execute("BEGIN IMMEDIATE")
+    try:
+        yield Session(connection, dialect)
+    except BaseException:
+        with suppress(Exception):
+            connection.execute("ROLLBACK") if dialect.kind == "sqlite" else connection.rollback()
+        raise
+    if dialect.kind == "sqlite":
+        connection.execute("COMMIT")
+    else:
+        connection.commit()
+
+
+def store_wide(exc: BaseException) -> bool:
+    """Whether `exc` is a failure of the store itself (locked, full, gone), not of the rows written."""
+    if isinstance(exc, sqlite3.OperationalError | OSError):
+        return True
+    psycopg = sys.modules.get("psycopg")
+    if psycopg is not None and isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
+        return True
+    if "sqlalchemy.exc" in sys.modules:  # raised by `Store` (only imported when something already uses it)
+        from sqlalchemy.exc import DBAPIError, OperationalError
+
+        if isinstance(exc, OperationalError):
+            return True
+        if isinstance(exc, DBAPIError):
+            return exc.connection_invalidated or (exc.orig is not None and store_wide(exc.orig))
+    return False

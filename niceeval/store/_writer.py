@@ -1,0 +1,191 @@
+"""The store as `niceeval run` writes it: one driver connection, and SQLAlchemy only when something reads.
+
+`open_recorder` gives a `RunWriter` when the store is a SQLite file or a PostgreSQL database already at this
+niceeval's schema revision (the common case: every run after the first); otherwise (no store yet, an older schema,
+anything the driver-level path does not open itself) it opens `Store`, which creates or migrates the schema and
+says what is wrong in its own words, and the run writes through that. Both write with the same code (`_write`).
+What reads the store during a run (`--baseline`, the shards' bookkeeping) opens the full `Store` when asked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from niceeval._core.outcome import Outcome
+from niceeval._core.results import RunResult
+from niceeval._core.summary import PlannedEval
+from niceeval.store import _write
+from niceeval.store._damage import check_sqlite_file, damage_message
+from niceeval.store._driver import DIALECTS, Session, Target, connect, parse_url, revision, writing
+from niceeval.store._errors import StoreError
+from niceeval.store._lease import Lease, LeaseHeld, held_message, take_lease
+from niceeval.store._meta import SCHEMA_REVISION
+from niceeval.store._models import ShardStatus, SuiteRunStart, SuiteStatus
+from niceeval.store._url import StoreUrlError, resolve_url
+
+if TYPE_CHECKING:
+    from niceeval.store._store import Store
+
+
+class RunWriter:
+    """Writes suite runs into a store already at this niceeval's schema, through its driver alone.
+
+    It has the methods of `Store` a run's sink calls; `store()` is the full `Store` on the same database, opened
+    on first use (reads, shards). Its connection is used by one thread at a time (the sink's start, then its
+    writer thread); a PostgreSQL connection lost mid-run is opened again for the next batch.
+    """
+
+    def __init__(self, target: Target, connection: Any, url: str) -> None:
+        self.target = target
+        self._url = url
+        self._connection = connection
+        self._dialect = DIALECTS[target.kind]
+        self._sequences: dict[str, str] = {}
+        self._store: Store | None = None
+
+    @property
+    def url(self) -> str:
+        """The store's URL with any password masked."""
+        return self.target.shown
+
+    def store(self) -> Store:
+        """The full `Store` on this database (imports SQLAlchemy; opened once)."""
+        if self._store is None:
+            from niceeval.store._store import Store
+
+            self._store = Store.open(self._url)
+        return self._store
+
+    def close(self) -> None:
+        """Close the connection (and the full `Store`, when one was opened)."""
+        with contextlib.suppress(Exception):
+            self._connection.close()
+        if self._store is not None:
+            self._store.close()
+
+    def damage(self, exc: BaseException) -> str | None:
+        """A message naming the damaged store when `exc` says its file is damaged, else None."""
+        return damage_message(exc, self.target.database or self.url)
+
+    @contextmanager
+    def _writing(self) -> Iterator[Session]:
+        connection = self._connection
+        if self.target.kind == "postgresql" and (connection.closed or connection.broken):
+            with contextlib.suppress(Exception):
+                connection.close()
+            self._connection = connection = connect(self.target)  # the server is back: write again
+        with writing(connection, self._dialect) as session:
+            session.sequences = self._sequences
+            yield session
+
+    def lease(self, suite_run_id: str) -> Lease:
+        """The right to write suite run `suite_run_id` (see `Store.lease`)."""
+        try:
+            return take_lease(self.target, suite_run_id)
+        except LeaseHeld:
+            raise StoreError(held_message(suite_run_id)) from None
+
+    def begin(self, start: SuiteRunStart, plan: Sequence[PlannedEval]) -> None:
+        """Record a new suite run, status `running`, with the evals it plans."""
+        with self._writing() as session:
+            _write.insert_suite(session, start, plan)
+
+    def extend(self, suite_run_id: str, plan: Sequence[PlannedEval]) -> None:
+        """Plan more evals (or more runs of planned ones) in an existing suite run, and mark it `running`."""
+        with self._writing() as session:
+            _write.add_plan(session, suite_run_id, plan)
+            _write.reopen(session, suite_run_id)
+
+    def add(self, suite_run_id: str, results: Sequence[RunResult]) -> None:
+        """Record finished eval runs in a suite run (one transaction)."""
+        with self._writing() as session:
+            _write.insert_runs(session, suite_run_id, results)
+
+    def finish(
+        self,
+        suite_run_id: str,
+        *,
+        status: SuiteStatus,
+        exit_code: int | None,
+        duration_s: float,
+        errors: Sequence[dict[str, str]] = (),
+    ) -> None:
+        """Close a suite run: status, exit code, and totals counted from what it stored."""
+        with self._writing() as session:
+            _write.finish_suite(
+                session, suite_run_id, status=status, exit_code=exit_code, duration_s=duration_s, errors=errors
+            )
+
+    def outcomes(self, ref: str) -> dict[tuple[str, int], Outcome]:
+        """See `Store.outcomes`."""
+        return self.store().outcomes(ref)
+
+    def finish_shard(
+        self,
+        suite_run_id: str,
+        shard: int,
+        *,
+        status: ShardStatus,
+        exit_code: int | None,
+        duration_s: float,
+        errors: Sequence[dict[str, str]] = (),
+    ) -> None:
+        """See `Store.finish_shard`."""
+        self.store().finish_shard(
+            suite_run_id, shard, status=status, exit_code=exit_code, duration_s=duration_s, errors=errors
+        )
+
+
+def open_recorder(location: str, root: Path) -> RunWriter | Store:
+    """What records a run in the store at `location`: a `RunWriter` when the store is ready for one, else the
+    `Store` (created or migrated); `StoreError` says what is wrong."""
+    try:
+        url = resolve_url(location, root)
+    except StoreUrlError as exc:
+        raise StoreError(str(exc)) from None
+    writer = _ready_writer(url)
+    if writer is not None:
+        return writer
+    from niceeval.store._store import Store
+
+    return Store.open(url, root=root)
+
+
+def _ready_writer(url: str) -> RunWriter | None:
+    """A writer on the store at `url` when it exists at this niceeval's revision; None: let `Store` open it."""
+    target = parse_url(url)
+    if not target.own_driver or target.in_memory:
+        return None
+    if target.kind == "sqlite":
+        path = Path(target.database or "")
+        if not path.is_file() or check_sqlite_file(path) is not None:
+            return None  # a new store is created, a damaged one named, by `Store`
+    try:
+        connection = connect(target)
+    except Exception as exc:
+        if target.kind == "sqlite":
+            return None
+        raise StoreError(_unreachable(target, exc)) from None
+    try:
+        current = revision(connection, target.kind)
+    except Exception:
+        current = None
+    if current != SCHEMA_REVISION:
+        with contextlib.suppress(Exception):
+            connection.close()
+        return None
+    return RunWriter(target, connection, url)
+
+
+def _unreachable(target: Target, exc: BaseException) -> str:
+    text = str(exc).strip()
+    detail = text.splitlines()[0] if text else type(exc).__name__
+    if target.password:
+        detail = detail.replace(target.password, "***")
+    return (
+        f"cannot open the results store {target.shown}: {detail}. Check the URL, or pass --no-store to run without it."
+    )
