@@ -1,6 +1,7 @@
 """What the command imports before it needs it (issue 20: start-up time). Times are measured by
 bench/startup.py, by hand; these tests pin the cuts that buy them: `niceeval --help` imports no heavy library,
-and a run with `--no-store` never imports SQLAlchemy, also in a project whose results store exists."""
+a run with `--no-store` never imports SQLAlchemy, also in a project whose results store exists, and neither does a
+default run once the store exists."""
 
 from __future__ import annotations
 
@@ -84,6 +85,21 @@ def test_a_run_with_no_store_beside_a_store_without_cases_does_not_import_sqlalc
     code, imported, output = niceeval(root, "run", "--no-store")
     assert code == 0 and "1 passed" in output and "stored as run" not in output
     assert "sqlalchemy" not in imported
+
+
+def test_a_default_run_into_a_store_already_made_does_not_import_sqlalchemy(tmp_path: Path) -> None:
+    """The run writes through the database driver; SQLAlchemy (and Alembic) only make or migrate the store."""
+    import sqlite3
+
+    root = project(tmp_path)
+    code, imported, _ = niceeval(root, "run")
+    assert code == 0 and "sqlalchemy" in imported  # the first run made the store
+    code, imported, output = niceeval(root, "run")
+    assert code == 0 and "1 passed" in output and "stored as run" in output
+    assert "sqlalchemy" not in imported
+    with sqlite3.connect(root / ".niceeval" / "results.db") as db:
+        rows = db.execute("SELECT status, runs_done, passed FROM suite_runs").fetchall()
+    assert rows == [("finished", 1, 1), ("finished", 1, 1)]
 
 
 NOT_ON_A_PLAIN_RUN = ("rapidfuzz",)

@@ -1,0 +1,295 @@
+"""The run's writer: the store written through its DB-API driver, read back through SQLAlchemy as if SQLAlchemy had
+written it (every column, on SQLite and PostgreSQL), ids exact under concurrent writers, failures counted."""
+
+from __future__ import annotations
+
+import io
+import sqlite3
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from sqlalchemy import JSON, DateTime, create_engine, insert, select, text
+
+from niceeval import AssertionResult, RunResult
+from niceeval._core.events import MessageEvent
+from niceeval._core.redact import Redactor, is_clean, scrub_run
+from niceeval._core.spans import SpanRecord
+from niceeval.store import Store, SuiteRunStart
+from niceeval.store._driver import parse_url, store_wide
+from niceeval.store._schema import metadata
+from niceeval.store._sink import StoreSink
+from niceeval.store._write import SUITE_START, WRITTEN
+from niceeval.store._writer import RunWriter, open_recorder
+
+from .test_sink import summary_of, wait_until_stored
+from .test_store import full_result, planned, result
+
+TABLES = ("suite_runs", "suite_evals", "eval_runs", "assertions", "judge_calls", "events", "turns", "spans")
+
+
+@pytest.fixture
+def writer(store_url: str, tmp_path: Path) -> Iterator[RunWriter]:
+    Store.open(store_url).close()  # made at this niceeval's schema: the run's writer opens it from then on
+    opened = open_recorder(store_url, tmp_path)
+    assert isinstance(opened, RunWriter)
+    yield opened
+    opened.close()
+
+
+def odd_result() -> RunResult:
+    """Text a store must keep (unicode, quotes, NUL-free control characters) or make storable (lone surrogates)."""
+    return RunResult(
+        eval_id="evals/ü.py::naïve 'quoted' \"run\"",
+        file="evals/ü.py",
+        line=1,
+        run_index=0,
+        outcome="scored",
+        duration_s=0.0,
+        skip_reason="tab\there, emoji 🎉, broken \udc80 half",
+        case_id=None,
+        variant={"model": "ß", "prompt": 'short "one"'},
+        assertions=[
+            AssertionResult(name="ok ✓", severity="gate", score=None, threshold=1.0, state="inconclusive", reason="")
+        ],
+        events=[MessageEvent(role="user", text="こんにちは \ud800", seq=0, at=datetime(2026, 1, 2, 3, 4, 5, 6, UTC))],
+        spans=[SpanRecord(trace_id="t", span_id="s", name="agent ✓", start_ns=2**62, attributes={"n": 1.5})],
+    )
+
+
+def test_the_written_columns_are_the_schema_tables_columns() -> None:
+    for columns in WRITTEN:
+        table = metadata.tables[columns.table]
+        names = set(table.c.keys())
+        if columns is SUITE_START:  # a new suite run: its totals and end keep their defaults
+            assert set(columns.names) <= names
+            required = {c.name for c in table.c if not c.nullable and c.server_default is None}
+            assert required <= set(columns.names)
+        else:
+            assert sorted(columns.names) == sorted(names), columns.table
+        assert columns.json == {c.name for c in table.c if isinstance(c.type, JSON)} & set(columns.names)
+        assert columns.when == {c.name for c in table.c if isinstance(c.type, DateTime)} & set(columns.names)
+        assert len(set(columns.names)) == len(columns.names)
+
+
+def test_what_the_writer_stores_reads_back_equal_through_store(writer: RunWriter, store_url: str) -> None:
+    written = [full_result(), odd_result()]
+    writer.begin(SuiteRunStart(id="w1", command=["niceeval", "run", "ü"]), planned(*(r.eval_id for r in written)))
+    writer.add("w1", written)
+    writer.finish("w1", status="finished", exit_code=1, duration_s=2.5, errors=[{"location": "x", "message": "é"}])
+    with Store.open(store_url) as store:
+        assert store.eval_run("w1", written[0].eval_id, 1) == written[0]
+        odd = store.eval_run("w1", written[1].eval_id, 0)
+        assert odd == scrub_run(written[1], surrogates=True)
+        assert odd.skip_reason == "tab\there, emoji 🎉, broken \ufffd half"
+        assert odd.events[0].text == "こんにちは \ufffd"
+        info = store.run("w1").run
+    assert (info.status, info.exit_code, info.duration_s, info.runs_done, info.failed, info.scored) == (
+        "finished", 1, 2.5, 2, 1, 1,
+    )  # fmt: skip
+    assert info.command == ["niceeval", "run", "ü"] and info.errors == [{"location": "x", "message": "é"}]
+    assert (info.agent_cost, info.judge_cost, info.git_dirty, info.strict) == (0.001, 0.0012, None, False)
+
+
+def _raw(url: str, table: str) -> list[tuple[object, ...]]:
+    """Every row of `table` as the database holds it (JSON as its text), in key order."""
+    target = parse_url(url)
+    if target.kind == "sqlite":
+        with sqlite3.connect(target.database or "") as conn:
+            return conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2").fetchall()
+    import psycopg
+
+    with psycopg.connect(host=target.query["host"], user=target.username, dbname=target.database) as conn:
+        return conn.execute(f"SELECT t::text FROM {table} t ORDER BY 1").fetchall()  # type: ignore[arg-type]
+
+
+def test_the_writer_stores_every_value_as_sqlalchemy_would(
+    writer: RunWriter, store_url: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """What SQLAlchemy reads back from the writer's rows and writes again holds the very same values."""
+    writer.begin(SuiteRunStart(id="w1", command=["a"], git_dirty=True, parent_id=None), planned("evals/a.py::refund"))
+    writer.add("w1", [full_result(), odd_result(), result("plain")])
+    writer.finish("w1", status="finished", exit_code=0, duration_s=1.0)
+    if parse_url(store_url).kind == "sqlite":
+        again = f"sqlite:///{tmp_path / 'again.db'}"
+    else:
+        again = request.getfixturevalue("postgres").database()
+    Store.open(again).close()
+    source, target = create_engine(store_url), create_engine(again)
+    with source.connect() as read, target.begin() as write:
+        for name in TABLES:
+            rows = [dict(row) for row in read.execute(select(metadata.tables[name])).mappings()]
+            assert rows, name
+            write.execute(insert(metadata.tables[name]), rows)
+    source.dispose()
+    target.dispose()
+    for name in TABLES:
+        assert _raw(store_url, name) == _raw(again, name), name
+
+
+WRITER_SCRIPT = """
+import sys
+from niceeval import AssertionResult, RunResult
+from niceeval._core.assertion import JudgeCall
+from niceeval._core.summary import PlannedEval
+from niceeval.store import SuiteRunStart
+from niceeval.store._writer import open_recorder
+
+url, me = sys.argv[1], sys.argv[2]
+writer = open_recorder(url, __import__("pathlib").Path.cwd())
+ids = [f"{me}-{i}" for i in range(120)]
+writer.begin(SuiteRunStart(id=me), [PlannedEval(id=i, file="f", line=1) for i in ids])
+def run(eval_id):
+    calls = [JudgeCall(model=eval_id)]
+    return RunResult(eval_id=eval_id, file="f", line=1, run_index=0, outcome="passed", duration_s=0.0, assertions=[
+        AssertionResult(name=f"{eval_id}/{k}", severity="gate", score=1.0, threshold=1.0, state="passed",
+                        judge_calls=calls) for k in range(2)])
+for start in range(0, len(ids), 8):
+    writer.add(me, [run(i) for i in ids[start:start + 8]])
+writer.finish(me, status="finished", exit_code=0, duration_s=0.0)
+print("sqlalchemy" in sys.modules)
+"""
+
+
+def test_two_processes_writing_one_store_at_once_get_no_id_clash(writer: RunWriter, store_url: str) -> None:
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER_SCRIPT, store_url, me], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        for me in ("p1", "p2")
+    ]
+    for process in writers:
+        out, err = process.communicate(timeout=120)
+        assert process.returncode == 0, err.decode()
+        assert out.decode().strip() == "False"  # written without SQLAlchemy
+    with Store.open(store_url) as store:
+        for me in ("p1", "p2"):
+            stored = list(store.results(me))
+            assert len(stored) == 120 and store.run(me).run.passed == 120
+            for run in stored:  # every child row under its own parent
+                assert [a.name for a in run.assertions] == [f"{run.eval_id}/0", f"{run.eval_id}/1"]
+                assert [c.model for a in run.assertions for c in a.judge_calls] == [run.eval_id, run.eval_id]
+
+
+def test_a_locked_sqlite_store_makes_the_writer_wait_for_the_other_writer(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'results.db'}"
+    Store.open(url).close()
+    writer = open_recorder(url, tmp_path)
+    assert isinstance(writer, RunWriter)
+    other = sqlite3.connect(tmp_path / "results.db", isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")  # another process writing
+    release = threading.Timer(0.3, lambda: other.execute("COMMIT"))
+    release.start()
+    writer.begin(SuiteRunStart(id="s1"), planned("a"))  # waits for the lock, then writes
+    release.join()
+    other.close()
+    writer.add("s1", [result("a")])
+    writer.close()
+    with Store.open(url) as store:
+        assert store.outcomes("s1") == {("a", 0): "passed"}
+
+
+def test_a_store_locked_past_the_wait_is_a_warning_counting_the_unstored_runs(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'results.db'}"
+    Store.open(url).close()
+    impatient = sqlite3.connect(tmp_path / "results.db", timeout=0.05, isolation_level=None, check_same_thread=False)
+    writer = RunWriter(parse_url(url), impatient, url)  # the writer as it is, waiting 50 ms instead of 60 s
+    warnings = io.StringIO()
+    sink = StoreSink(writer, SuiteRunStart(id="s1"), warnings=warnings)
+    sink.start(planned("a", "b"), [])
+    other = sqlite3.connect(tmp_path / "results.db", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        sink.run_finished(result("a"))
+        sink.run_finished(result("b"))
+        sink.finish(summary_of(["a", "b"]))
+    finally:
+        other.execute("COMMIT")
+        other.close()
+    sink.close()
+    assert sink.unstored == 2 and sink.error == "OperationalError: database is locked"
+    assert "2 of 2 runs were not stored in the results store" in warnings.getvalue()
+
+
+def test_driver_failures_of_the_store_itself_are_store_wide(tmp_path: Path) -> None:
+    path = tmp_path / "x.db"
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    with pytest.raises(sqlite3.OperationalError) as locked:
+        sqlite3.connect(path, timeout=0).execute("CREATE TABLE t (x)")
+    holder.execute("ROLLBACK")
+    holder.execute("CREATE TABLE t (x PRIMARY KEY)")
+    holder.execute("INSERT INTO t VALUES (1)")
+    with pytest.raises(sqlite3.IntegrityError) as clash:
+        holder.execute("INSERT INTO t VALUES (1)")
+    assert store_wide(locked.value) and not store_wide(clash.value)  # a clash is one run's, not the store's
+
+
+def test_a_postgresql_connection_lost_mid_run_fails_one_batch_and_the_next_reconnects(
+    postgres: object, tmp_path: Path
+) -> None:
+    url = postgres.database()  # type: ignore[attr-defined]
+    Store.open(url).close()
+    writer = open_recorder(url, tmp_path)
+    assert isinstance(writer, RunWriter)
+    warnings = io.StringIO()
+    sink = StoreSink(writer, SuiteRunStart(id="s1"), warnings=warnings)
+    sink.start(planned("a", "b", "c"), [])
+    sink.run_finished(result("a"))
+    with Store.open(url) as store:
+        wait_until_stored(store, "s1", 1)
+        with store.engine.connect() as conn:  # the server drops the writer's connection
+            conn.execute(
+                text(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                )
+            )
+            conn.commit()
+        sink.run_finished(result("b"))
+        sink.finish(summary_of(["a", "b", "c"]))
+        sink.close()
+        assert sink.unstored == 1 and sink.error == "AdminShutdown: terminating connection due to administrator command"
+        assert "1 of 2 runs were not stored" in warnings.getvalue()
+        info = store.run("s1").run  # the suite run's end was written over a new connection
+    assert (info.status, info.runs_done) == ("incomplete", 1)
+
+
+def test_a_result_the_runner_found_clean_is_not_scrubbed_again_and_anything_else_is() -> None:
+    redactor = Redactor.from_environment({"OPENAI_API_KEY": "sk-live-secret-value-123456"})
+    clean = redactor.run(result("a"))
+    assert is_clean(clean) and scrub_run(clean, surrogates=True) is clean  # the store's pass would change nothing
+    assert not is_clean(clean.model_copy(update={"skip_reason": "key sk-live-secret-value-123456"}))
+    assert not is_clean(result("b"))  # never checked
+    secret = redactor.run(result("c").model_copy(update={"skip_reason": "sk-live-secret-value-123456"}))
+    assert not is_clean(secret) and secret.skip_reason == "[redacted:OPENAI_API_KEY]"
+    broken = redactor.run(odd_result())  # lone surrogates: kept for the console, replaced by the store
+    assert not is_clean(broken) and "\udc80" in (broken.skip_reason or "")
+
+
+def test_a_store_not_at_this_schema_yet_is_opened_as_a_store_and_then_by_the_writer(
+    store_url: str, tmp_path: Path
+) -> None:
+    """A new (or older) store goes through `Store`, which creates (or migrates) it; from then on the run's writer
+    opens it, without importing SQLAlchemy, and names it as `Store` does."""
+    first = open_recorder(store_url, tmp_path)
+    assert isinstance(first, Store)
+    shown = first.url
+    first.close()
+    second = open_recorder(store_url, tmp_path)
+    assert isinstance(second, RunWriter) and second.url == shown
+    second.close()
+    script = (
+        "import sys, pathlib\n"
+        "from niceeval.store._writer import open_recorder\n"
+        "open_recorder(sys.argv[1], pathlib.Path())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", f"{script}print('sqlalchemy' in sys.modules)", store_url],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.stdout.strip() == "False", done.stderr
