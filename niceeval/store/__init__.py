@@ -36,10 +36,10 @@ if TYPE_CHECKING:
         ShardInfo,
         SuiteRunDetail,
         SuiteRunInfo,
-        SuiteRunStart,
         TurnRecord,
     )
     from niceeval.store._read import RunNotFound
+    from niceeval.store._start import SuiteRunStart
     from niceeval.store._store import Store
     from niceeval.store._url import DEFAULT_PATH
 
@@ -57,7 +57,7 @@ _HOMES = {
     "StoreError": "niceeval.store._errors",
     "SuiteRunDetail": "niceeval.store._models",
     "SuiteRunInfo": "niceeval.store._models",
-    "SuiteRunStart": "niceeval.store._models",
+    "SuiteRunStart": "niceeval.store._start",
     "TurnRecord": "niceeval.store._models",
 }
 

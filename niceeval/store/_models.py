@@ -13,34 +13,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from niceeval._core.events import Event
 from niceeval._core.outcome import Outcome
-
-SuiteStatus = Literal["running", "finished", "interrupted", "incomplete"]
-"""`running`: being written, or its process was killed (`--resume` finishes it); `interrupted`: Ctrl-C or SIGTERM;
-`incomplete`: it ran to the end but the store could not take some of its runs (`--resume` runs them again)."""
-SuiteKind = Literal["run", "rerun", "rescore", "calibrate", "pytest"]
-"""`pytest`: a pytest session's evals and `niceeval` fixture runs (the pytest plugin)."""
-ShardStatus = Literal["running", "finished", "interrupted", "incomplete"]
-"""`running`: being written, or its process was killed (running the shard again completes it); `incomplete`: the
-store could not take some of its runs (running it again completes them)."""
-
-
-class SuiteRunStart(BaseModel):
-    """What the runner knows about a suite run before it starts: who ran what, where, on which commit."""
-
-    id: str
-    kind: SuiteKind = "run"
-    parent_id: str | None = None
-    """The suite run this one reruns or rescores."""
-    command: list[str] = Field(default_factory=list)
-    root: str = ""
-    """The project root the suite ran in."""
-    git_commit: str | None = None
-    git_branch: str | None = None
-    git_dirty: bool | None = None
-    config_digest: str | None = None
-    """SHA-256 of the config file, when there is one."""
-    strict: bool = False
-    min_pass_rate: float = 1.0
+from niceeval.store._start import ShardStatus as ShardStatus
+from niceeval.store._start import SuiteKind as SuiteKind
+from niceeval.store._start import SuiteRunStart as SuiteRunStart
+from niceeval.store._start import SuiteStatus as SuiteStatus
 
 
 class SuiteRunInfo(BaseModel):

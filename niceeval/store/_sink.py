@@ -22,7 +22,7 @@ from niceeval._core.results import RunResult
 from niceeval._core.summary import PlannedEval, Problem, SuiteSummary
 from niceeval.store._driver import store_wide
 from niceeval.store._lease import Lease
-from niceeval.store._models import ShardStatus, SuiteRunStart, SuiteStatus
+from niceeval.store._start import ShardStatus, SuiteRunStart, SuiteStatus
 
 if TYPE_CHECKING:
     from niceeval.store._store import Store

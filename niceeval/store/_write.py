@@ -22,7 +22,7 @@ from niceeval._core.results import RunResult
 from niceeval._core.summary import PlannedEval
 from niceeval.store._driver import Dialect, Session
 from niceeval.store._meta import niceeval_version
-from niceeval.store._models import SuiteRunStart, SuiteStatus
+from niceeval.store._start import SuiteRunStart, SuiteStatus
 from niceeval.store._verdicts import count_verdicts
 
 _dumps = json.dumps

@@ -24,7 +24,7 @@ from niceeval.store._driver import DIALECTS, Session, Target, connect, parse_url
 from niceeval.store._errors import StoreError
 from niceeval.store._lease import Lease, LeaseHeld, held_message, take_lease
 from niceeval.store._meta import SCHEMA_REVISION
-from niceeval.store._models import ShardStatus, SuiteRunStart, SuiteStatus
+from niceeval.store._start import ShardStatus, SuiteRunStart, SuiteStatus
 from niceeval.store._url import StoreUrlError, resolve_url
 
 if TYPE_CHECKING:
