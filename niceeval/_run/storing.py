@@ -97,6 +97,21 @@ def _git(root: Path, *args: str) -> str | None:
     return proc.stdout.strip() if proc.returncode == 0 else None
 
 
+def _git_state(root: Path) -> tuple[str | None, str | None, bool | None]:
+    """The commit checked out in `root`, its branch (`HEAD` when detached) and whether tracked files changed; all
+    None outside a repository or before its first commit. One `git status` tells all three."""
+    status = _git(root, "status", "--porcelain=v2", "--branch", "--untracked-files=no")
+    if status is None:
+        return None, None, None
+    head = dict(line[2:].split(" ", 1) for line in status.splitlines() if line.startswith("# ") and " " in line[2:])
+    commit = head.get("branch.oid")
+    if commit is None or commit == "(initial)":
+        return None, None, None
+    branch = head.get("branch.head")
+    changed = any(not line.startswith("#") for line in status.splitlines())
+    return commit, "HEAD" if branch in (None, "(detached)") else branch, changed
+
+
 def suite_start(
     root: Path,
     config_file: Path | None,
@@ -114,24 +129,22 @@ def suite_start(
     from niceeval.store import SuiteRunStart
 
     redactor = Redactor.from_environment()
-    commit = _git(root, "rev-parse", "HEAD")
+    commit, branch, dirty = _git_state(root)
     digest = hashlib.sha256(config_file.read_bytes()).hexdigest() if config_file and config_file.is_file() else None
     return SuiteRunStart(
         id=new_run_id(),
         command=[redactor.text(part) for part in (command if command is not None else ["niceeval", *sys.argv[1:]])],
         root=str(root),
         git_commit=commit,
-        git_branch=_git(root, "rev-parse", "--abbrev-ref", "HEAD") if commit else None,
-        git_dirty=bool(_git(root, "status", "--porcelain", "--untracked-files=no")) if commit else None,
+        git_branch=branch,
+        git_dirty=dirty,
         config_digest=digest,
         strict=strict,
         min_pass_rate=min_pass_rate,
     )
 
 
-def store_sink(
-    store: Recorder, start: SuiteRunStart, *, resume: bool = False, lease: Lease | None = None
-) -> StoreSink:
+def store_sink(store: Recorder, start: SuiteRunStart, *, resume: bool = False, lease: Lease | None = None) -> StoreSink:
     """The sink that records the suite run `start.id` in `store` (holding `lease`, when taken already)."""
     from niceeval.store._sink import StoreSink
 

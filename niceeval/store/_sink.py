@@ -171,9 +171,7 @@ class StoreSink:
     def _failed(self, exc: BaseException, result: RunResult | None = None) -> None:
         if self.error is None:
             text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-            self.error = self.recorder.damage(exc) or (
-                f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-            )
+            self.error = self.recorder.damage(exc) or (f"{type(exc).__name__}: {text}" if text else type(exc).__name__)
             if result is not None:
                 self.error += f"; first unstored: {result.eval_id} run {result.run_index + 1}"
 

@@ -293,3 +293,32 @@ def test_a_store_not_at_this_schema_yet_is_opened_as_a_store_and_then_by_the_wri
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert done.stdout.strip() == "False", done.stderr
+
+
+def test_a_suite_run_records_the_commit_its_branch_and_whether_tracked_files_changed(tmp_path: Path) -> None:
+    from niceeval._run.storing import suite_start
+
+    def git(*args: str) -> str:
+        done = subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+            cwd=tmp_path, capture_output=True, text=True, timeout=30, check=True,
+        )  # fmt: skip
+        return done.stdout.strip()
+
+    def state() -> tuple[str | None, str | None, bool | None]:
+        start = suite_start(tmp_path, None, strict=False, min_pass_rate=1.0, command=["niceeval"])
+        return start.git_commit, start.git_branch, start.git_dirty
+
+    assert state() == (None, None, None)  # not a repository
+    git("init", "-q", "-b", "main")
+    assert state() == (None, None, None)  # no commit yet
+    (tmp_path / "a.txt").write_text("a")
+    git("add", "a.txt")
+    git("commit", "-q", "-m", "a")
+    commit = git("rev-parse", "HEAD")
+    (tmp_path / "new.txt").write_text("untracked")
+    assert state() == (commit, "main", False)  # an untracked file is no change
+    (tmp_path / "a.txt").write_text("b")
+    assert state() == (commit, "main", True)
+    git("checkout", "-q", "--detach")
+    assert state() == (commit, "HEAD", True)  # what `git rev-parse --abbrev-ref HEAD` says when detached
