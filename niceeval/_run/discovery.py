@@ -8,13 +8,14 @@ import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from niceeval._core.errors import ConfigError, NiceevalError, relative, user_location
-from niceeval._eval.cases import Case
-from niceeval._eval.dataset_eval import dataset_eval, is_dataset
 from niceeval._eval.spec import EvalSpec, collecting_definition_errors
-from niceeval._eval.variants import Variant
-from niceeval._run.load_hints import import_hint
+
+if TYPE_CHECKING:
+    from niceeval._eval.cases import Case
+    from niceeval._eval.variants import Variant
 
 _LEADING_LOCATION = re.compile(r"^(\S+\.py):(\d+): ")
 SKIP_DIRS = {"fixtures", "__pycache__", "node_modules"}
@@ -161,6 +162,8 @@ def _load_error(file: Path, exc: BaseException) -> LoadError:
         if line is None and said and said.group(1) == relative(str(file)):
             line = int(said.group(2))  # a deferred `define_eval` error: its traceback ends inside niceeval
         return LoadError(file=relative(str(file)), line=line, message=_LEADING_LOCATION.sub("", str(exc), count=1))
+    from niceeval._run.load_hints import import_hint
+
     hint = import_hint(exc, file)
     return LoadError(file=relative(str(file)), line=line, message=f"{type(exc).__name__}: {exc}{hint}")
 
@@ -177,8 +180,8 @@ def discover(root: Path, targets: Sequence[str]) -> Discovery:
             if resolved in seen and target.name is None:
                 continue
             seen.add(resolved)
-            if is_dataset(resolved):
-                _collect(result, root, resolved, [dataset_eval(resolved)], target.name)
+            if (dataset := _dataset_eval(resolved)) is not None:
+                _collect(result, root, resolved, [dataset], target.name)
                 continue
             try:
                 with collecting_definition_errors() as wrong:
@@ -189,6 +192,16 @@ def discover(root: Path, targets: Sequence[str]) -> Discovery:
             result.errors.extend(_load_error(resolved, exc) for exc in wrong)  # the file's other evals still run
             _collect(result, root, resolved, specs, target.name)
     return result
+
+
+def _dataset_eval(file: Path) -> EvalSpec | None:
+    """The eval of a dataset file named on the command line (`niceeval run data/cases.yaml`), or None. Datasets
+    and their readers are loaded only then: a run of eval modules alone does not import them."""
+    if file.suffix == ".py":
+        return None
+    from niceeval._eval.dataset_eval import dataset_eval, is_dataset
+
+    return dataset_eval(file) if is_dataset(file) else None
 
 
 def _collect(result: Discovery, root: Path, file: Path, specs: list[EvalSpec], only: str | None) -> None:

@@ -13,13 +13,14 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from niceeval._core.errors import UsageError
-from niceeval._eval.cases import Case, CaseError, Loading, iter_cases
-from niceeval._eval.declared import EDIT_DISTANCES, DeclaredError, parse_entries, row_assertions
 from niceeval._eval.variants import Variant, parse_variants
 from niceeval._run.discovery import EvalEntry, LoadError
+
+if TYPE_CHECKING:
+    from niceeval._eval.cases import Case, Loading
 
 
 @dataclass(kw_only=True)
@@ -64,6 +65,8 @@ def _loaded(loading: Loading, entry: EvalEntry, plan: Plan) -> None:
 
 def _declared_cases(entry: EvalEntry, cases: list[Case], plan: Plan) -> list[Case]:
     """The cases whose `assert:` entries are usable; each bad row is an error of its own, the others run."""
+    from niceeval._eval.declared import EDIT_DISTANCES, DeclaredError, parse_entries, row_assertions
+
     kept = []
     for case in cases:
         try:
@@ -97,24 +100,9 @@ def expand(entries: Sequence[EvalEntry], *, root: Path, suite_variants: Any = No
     for entry in entries:
         cases: list[Case] | None = None
         if entry.spec.cases is not None:
-            loading = Loading()
-            try:
-                cases = list(
-                    iter_cases(
-                        entry.spec.cases,
-                        eval_file=entry.spec.file,
-                        root=root,
-                        model=entry.spec.case_model,
-                        loading=loading,
-                    )
-                )
-            except CaseError as exc:
-                plan.errors.append(
-                    LoadError(file=exc.file, line=exc.line, message=f"{exc.detail} (eval {entry.id} did not run)")
-                )
+            cases = _cases(entry, entry.spec.cases, root, plan)
+            if cases is None:
                 continue
-            finally:
-                _loaded(loading, entry, plan)
             cases = _declared_cases(entry, cases, plan)
         unclustered = _case_without_cluster(entry, cases)
         if unclustered is not None:
@@ -122,6 +110,25 @@ def expand(entries: Sequence[EvalEntry], *, root: Path, suite_variants: Any = No
             continue
         plan.evals.extend(_expand_one(entry, cases, _variants_of(entry, shared)))
     return plan
+
+
+def _cases(entry: EvalEntry, source: str | Path | Sequence[Any], root: Path, plan: Plan) -> list[Case] | None:
+    """The eval's cases, read once (None: the dataset cannot be used; the error is in `plan`). Datasets and their
+    readers load only for evals with `cases=`: a plain run does not import them."""
+    from niceeval._eval.cases import CaseError, Loading, iter_cases
+
+    loading = Loading()
+    try:
+        return list(
+            iter_cases(source, eval_file=entry.spec.file, root=root, model=entry.spec.case_model, loading=loading)
+        )
+    except CaseError as exc:
+        plan.errors.append(
+            LoadError(file=exc.file, line=exc.line, message=f"{exc.detail} (eval {entry.id} did not run)")
+        )
+        return None
+    finally:
+        _loaded(loading, entry, plan)
 
 
 def _case_without_cluster(entry: EvalEntry, cases: Sequence[Case] | None) -> LoadError | None:
