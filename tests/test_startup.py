@@ -10,9 +10,12 @@ import gc
 import json
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 from niceeval._run.collection import paced_collection, paused_collection
+from niceeval._run.strays import stray_threads, watching
 
 HEAVY = ("pydantic", "sqlalchemy", "rich", "anyio", "httpx", "openai", "importlib.metadata")
 
@@ -199,3 +202,20 @@ def test_a_paused_start_up_is_collected_again_after_an_error() -> None:
     with contextlib.suppress(RuntimeError), paused_collection():
         raise RuntimeError("a bad config")
     assert gc.isenabled()
+
+
+def test_the_loops_finishing_worker_thread_is_not_a_stray_but_an_evals_thread_is() -> None:
+    """niceeval's imports off the loop run on the loop's worker thread, which stops a little after `anyio.run`
+    returns: the exit waits for it instead of naming it (and leaving through `os._exit`)."""
+    finishing = threading.Thread(target=time.sleep, args=(0.05,), name="AnyIO worker thread")
+    stuck = threading.Event()
+    left = threading.Thread(target=stuck.wait, name="left-by-an-eval")
+    with watching("evals/e.py::leaves_a_thread"):
+        left.start()
+    finishing.start()
+    try:
+        assert stray_threads() == ["'left-by-an-eval' (started during evals/e.py::leaves_a_thread)"]
+        assert not finishing.is_alive()
+    finally:
+        stuck.set()
+        left.join(timeout=5)

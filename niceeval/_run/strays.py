@@ -30,8 +30,17 @@ def watching(eval_id: str) -> Iterator[None]:
             _started_by.setdefault(thread, eval_id)
 
 
+_LOOP_WORKER = "AnyIO worker thread"
+"""The name of the event loop's worker threads: told to stop as the loop ends, they may still be finishing."""
+
+
 def stray_threads() -> list[str]:
-    """The non-daemon threads still alive, each as `'NAME' (started during EVAL_ID)`."""
+    """The non-daemon threads still alive, each as `'NAME' (started during EVAL_ID)`. The loop's own worker
+    threads (niceeval's imports off the loop before the evals start) are waited for a moment first: they stop
+    when the loop ends, a little after `anyio.run` has returned."""
+    for thread in _non_daemon():
+        if thread.name == _LOOP_WORKER and thread not in _started_by:
+            thread.join(timeout=1.0)
     alive = _non_daemon()
     return [
         f"{thread.name!r} (started during {_started_by[thread]})" if thread in _started_by else repr(thread.name)
