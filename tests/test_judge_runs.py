@@ -183,3 +183,36 @@ def test_a_judge_of_the_reply_before_the_first_send_fails_the_run_at_its_line(se
         f":{too_early.fn.__code__.co_firstlineno + 2}"
     )
     assert server.requests == []
+
+
+@pytest.mark.parametrize("kind", ["async", "sync"])
+def test_a_finished_run_is_freed_by_reference_counting_not_left_in_cycles(server: LLMServer, kind: str) -> None:
+    import gc
+    import weakref
+
+    from niceeval._eval.context import ContextBase
+    from niceeval.judge._judge import Judge, JudgeSession
+
+    seen: list[weakref.ref[object]] = []
+
+    async def judged_async(t: EvalContext) -> None:
+        await t.send("hello")
+        t.judge.rubric("polite?")
+        seen.extend(weakref.ref(o) for o in (t, t.judge, t.judge._session, t.judge.autoevals))
+
+    def judged_sync(t: SyncEvalContext) -> None:
+        t.send("hello")
+        t.judge.rubric("polite?")
+        seen.extend(weakref.ref(o) for o in (t, t.judge, t.judge._session, t.judge.autoevals))
+
+    spec = define_eval(name=f"judged_{kind}")(judged_async if kind == "async" else judged_sync)
+    gc.collect()
+    gc.disable()  # only reference counting frees what the run made
+    try:
+        result = run(spec)
+        assert result.error is None and result.assertions[0].score == 0.9
+        alive = [type(ref()).__name__ for ref in seen if ref() is not None]
+        assert alive == [], f"kept alive by reference cycles after the run: {alive}"
+        assert not [o for o in gc.get_objects() if isinstance(o, ContextBase | Judge | JudgeSession)]
+    finally:
+        gc.enable()

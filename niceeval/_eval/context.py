@@ -307,6 +307,15 @@ class ContextBase(Observations, SpanAssertions, CaseChecks):
         for conversation in self._conversations:
             await conversation.close()
 
+    def _release(self) -> None:
+        """Let go of what ties a finished run in reference cycles (its conversations point back at the context, its
+        judge's callbacks read the context): reference counting then frees the run as soon as the runner drops
+        it, instead of the collector much later (a suite's memory grew by about 10 KB per eval)."""
+        for conversation in self._conversations:
+            conversation._host = None
+        self._judge = None
+        self._judge_factory = None
+
 
 def _refuse_awaitable(value: Any, location: str | None, verb: str) -> NoReturn:
     if inspect.iscoroutine(value):

@@ -202,6 +202,7 @@ async def _run_body(entry: EvalEntry, state: RunState, options: ExecOptions, set
     settings = judge_settings(spec, options)
     error: ErrorInfo | None = None
     slot = JudgeSlot(setup.judges, settings=settings, grader=options.grader, pricing=options.pricing)
+    ctx: ContextBase | None = None
     started = anyio.current_time()
     try:
         with anyio.fail_after(timeout):
@@ -230,6 +231,8 @@ async def _run_body(entry: EvalEntry, state: RunState, options: ExecOptions, set
         if ran > timeout:
             error = _timed_out(entry, timeout, ran_s=ran)
     state.assertions.extend(slot.results())
+    if ctx is not None:
+        ctx._release()
     return error
 
 

@@ -209,8 +209,10 @@ async def consult(
     # a lone surrogate in the judged text cannot be encoded (UTF-8, the cache key): it is judged as U+FFFD
     messages = [{name: without_surrogates(text) for name, text in message.items()} for message in messages]
     judged_input = without_surrogates(judged_input) if judged_input is not None else None
-    params = _params(ref) if sample == 0 else {**_params(ref), "sample": sample}
-    key = cache_key(model, messages, family.schema, params)
+    key = ""  # no cache (--no-cache): no key to compute (a JSON dump and a hash of the whole prompt)
+    if env.cache is not None:
+        params = _params(ref) if sample == 0 else {**_params(ref), "sample": sample}
+        key = cache_key(model, messages, family.schema, params)
     if env.cache is not None and env.cache_mode != "write_only":
         hit = await _from_cache(env, key, model, messages, family, fallback, judged_input)
         if hit is not None:

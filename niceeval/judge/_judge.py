@@ -147,7 +147,12 @@ class JudgeSession:
             retry=runtime.retry,
         )
         self.handles: list[JudgeHandle] = []
-        self.judge = Judge(self)
+
+    @property
+    def judge(self) -> Judge:
+        """The run's `t.judge` (the runner asks once per run). Not kept here: a run's judge and session freed by
+        reference counting when the run ends, instead of waiting in a cycle for the collector."""
+        return Judge(self)
 
     def results(self) -> list[AssertionResult]:
         """The verdicts to record, in call order; call it once the run's task group has finished.
@@ -197,12 +202,23 @@ class Judge:
 
     def __init__(self, session: JudgeSession) -> None:
         self._session = session
-        self.autoevals = Autoevals(self)
+
+    # The judge families are made when asked for: most evals use none, and kept here they would tie the judge in a
+    # reference cycle that only the collector frees.
+    @property
+    def autoevals(self) -> Autoevals:
         """Graders in the spirit of autoevals: `factuality`, `closed_qa`, `summarizes`."""
-        self.conversation = ConversationJudges(self)
+        return Autoevals(self)
+
+    @property
+    def conversation(self) -> ConversationJudges:
         """Graders over the whole conversation: `goal_completion`, `role_adherence`, `knowledge_retention`."""
-        self.rag = Rag(self)
+        return ConversationJudges(self)
+
+    @property
+    def rag(self) -> Rag:
         """Retrieval graders: `faithfulness`, `answer_relevance`, `context_relevance`, `context_recall`."""
+        return Rag(self)
 
     if not TYPE_CHECKING:  # type checkers should still flag a misspelt judge
 
