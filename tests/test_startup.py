@@ -105,6 +105,18 @@ def test_a_default_run_into_a_store_already_made_does_not_import_sqlalchemy(tmp_
     assert rows == [("finished", 1, 1), ("finished", 1, 1)]
 
 
+def test_a_run_into_a_postgresql_store_made_already_imports_no_sqlalchemy(postgres: object, tmp_path: Path) -> None:
+    from niceeval.store import Store
+
+    url = postgres.database()  # type: ignore[attr-defined]
+    Store.open(url).close()
+    code, imported, output = niceeval(project(tmp_path), "run", "--store", url)
+    assert code == 0 and "1 passed" in output and "stored as run" in output
+    assert "sqlalchemy" not in imported
+    with Store.open(url) as store:
+        assert [(r.status, r.passed) for r in store.runs()] == [("finished", 1)]
+
+
 NOT_ON_A_PLAIN_RUN = (
     "rapidfuzz",
     "niceeval._eval.cases",

@@ -67,3 +67,14 @@ def test_other_stores_are_left_to_the_store(tmp_path: Path) -> None:
     assert may_hold_cases(f"sqlite:///{tmp_path / STORE}?timeout=5", tmp_path) is True
     assert may_hold_cases("sqlite:///:memory:", tmp_path) is True
     assert may_hold_cases("mysql://user@localhost/db", tmp_path) is True
+
+
+def test_a_postgresql_store_is_asked_through_its_driver(postgres: object, tmp_path: Path) -> None:
+    url = postgres.database()  # type: ignore[attr-defined]
+    assert may_hold_cases(url, tmp_path) is True  # no schema yet: left to the store
+    with Store.open(url) as store:
+        assert may_hold_cases(url, tmp_path) is False
+        CaseBook(store).create(UiCase(name="hello", rounds=[CaseRound(prompt="hi")]))
+        assert may_hold_cases(url, tmp_path) is True
+        CaseBook(store).delete("hello", expected_version=1)
+        assert may_hold_cases(url, tmp_path) is False
