@@ -5,8 +5,9 @@ Events are stored with each run's result, so every assertion can be explained fr
 
 from __future__ import annotations
 
+import functools
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -102,7 +103,21 @@ Event = Annotated[
     Field(discriminator="type"),
 ]
 EventType = Literal["message", "action.called", "subagent.called", "input.requested", "error", "usage"]
-EVENTS: TypeAdapter[list[Event]] = TypeAdapter(list[Event])
+if TYPE_CHECKING:
+    EVENTS: TypeAdapter[list[Event]]
+
+
+@functools.cache
+def _events_adapter() -> TypeAdapter[list[Event]]:
+    return TypeAdapter(list[Event])
+
+
+def __getattr__(name: str) -> Any:
+    # `EVENTS`, the validator of a stored list of events, is built when the store first reads one back: a run
+    # never validates a list of events, and building it was a tenth of this module's import.
+    if name == "EVENTS":
+        return _events_adapter()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def latencies(events: list[Event] | tuple[Event, ...]) -> list[float]:
