@@ -5,6 +5,7 @@ default run once the store exists."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import gc
 import json
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from niceeval._run.collection import paced_collection, paused_collection
 from niceeval._run.strays import stray_threads, watching
+from niceeval.cli._main import GROUPS, build_parser
 
 HEAVY = ("pydantic", "sqlalchemy", "rich", "anyio", "httpx", "openai", "importlib.metadata")
 
@@ -231,3 +233,35 @@ def test_the_loops_finishing_worker_thread_is_not_a_stray_but_an_evals_thread_is
     finally:
         stuck.set()
         left.join(timeout=5)
+
+
+def _commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    (commands,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(commands.choices)
+
+
+def test_each_command_group_adds_the_commands_the_table_names() -> None:
+    """A command parses with its group's parser alone: the table must name every command of every group."""
+    everything = _commands(build_parser())
+    assert sorted(everything) == sorted(name for names in GROUPS.values() for name in names)
+    for names in GROUPS.values():
+        for name in names:
+            alone = _commands(build_parser([name, "--help"]))
+            assert sorted(alone) == sorted(names)
+            assert alone[name].format_help() == everything[name].format_help()
+
+
+def test_a_command_parses_the_same_with_its_group_alone() -> None:
+    argv = ["run", "evals/", "--runs", "3", "-k", "refund", "--no-store", "--timeout", "30"]
+    assert vars(build_parser(argv).parse_args(argv)) == vars(build_parser().parse_args(argv))
+    argv = ["rescore", "latest", "--strict"]
+    assert vars(build_parser(argv).parse_args(argv)) == vars(build_parser().parse_args(argv))
+
+
+def test_the_top_level_help_and_unknown_commands_see_every_command(tmp_path: Path) -> None:
+    code, _, output = niceeval(tmp_path, "--help")
+    assert code == 0 and all(name in output for names in GROUPS.values() for name in names)
+    done = subprocess.run(
+        [sys.executable, "-m", "niceeval", "rnu"], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2 and "invalid choice: 'rnu'" in done.stderr and "calibrate" in done.stderr
