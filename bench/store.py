@@ -8,7 +8,8 @@ Run by hand (pytest does not collect it); PostgreSQL comes from a throwaway clus
 1. The judged suite of `bench/judge_suite.py` (`--evals` evals, each one agent call and one rubric judge call
    against `niceeval testing serve --latency L`), run by the real `niceeval run --no-cache` with the store off
    (`--no-store`), on SQLite and on PostgreSQL; `--repeat` rounds, configurations interleaved, the median
-   shown. Columns: wall time and peak RSS (VmHWM) of the measured process, and the change against store off.
+   shown. Columns: wall time and peak RSS (VmHWM) of the measured process, and the change against store off (of
+   the medians, and `paired`: the median of each round's ratio to that round's store-off run).
 2. Store size per eval run after those runs: the SQLite file (+ WAL) and the PostgreSQL database (less the size
    of an empty one) divided by the eval runs stored.
 3. `niceeval runs` and `niceeval diff` on a store of `--suites` suite runs x `--evals` eval runs (synthetic records
@@ -79,13 +80,16 @@ def suite_overhead(args: argparse.Namespace, cluster: Cluster, folder: Path) -> 
     )
     base_wall = statistics.median(m.wall_s for m in measured["store off"])
     base_rss = statistics.median(m.peak_rss_mb for m in measured["store off"])
-    print(f"{'configuration':12} {'wall s':>8} {'vs off':>8} {'RSS MB':>8} {'vs off':>8}   all walls")
+    print(f"{'configuration':12} {'wall s':>8} {'vs off':>8} {'paired':>8} {'RSS MB':>8} {'vs off':>8}   all walls")
     for name, runs in measured.items():
         wall = statistics.median(m.wall_s for m in runs)
+        # each round's wall over the same round's store-off wall: a busy moment of the machine weighs on both
+        paired = statistics.median(m.wall_s / off.wall_s for m, off in zip(runs, measured["store off"], strict=True))
         rss = statistics.median(m.peak_rss_mb for m in runs)
         walls = " ".join(f"{m.wall_s:.2f}" for m in runs)
         print(
-            f"{name:12} {wall:8.2f} {100 * (wall / base_wall - 1):+7.1f}% {rss:8.1f} {rss - base_rss:+7.1f}MB   {walls}"
+            f"{name:12} {wall:8.2f} {100 * (wall / base_wall - 1):+7.1f}% {100 * (paired - 1):+7.1f}% {rss:8.1f} "
+            f"{rss - base_rss:+7.1f}MB   {walls}"
         )
     stored = args.evals * args.repeat
     print(f"\n2. store size per eval run ({stored} judged eval runs stored per backend)")

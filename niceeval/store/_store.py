@@ -60,9 +60,8 @@ class Store:
         """The store's URL with any password masked."""
         return self.engine.url.render_as_string(hide_password=True)
 
-    @property
-    def target(self) -> Target:
-        """What the store's engine connects to, for driver-level connections (the run's writer, a lease)."""
+    def _target(self) -> Target:
+        """What the store's engine connects to, for a connection of the driver's own (a lease)."""
         return parse_url(self.engine.url.render_as_string(hide_password=False))
 
     def close(self) -> None:
@@ -176,7 +175,7 @@ class Store:
             StoreError: another process is writing it (running or resuming it) right now.
         """
         try:
-            return take_lease(self.target, suite_run_id)
+            return take_lease(self._target(), suite_run_id)
         except LeaseHeld:
             raise StoreError(held_message(suite_run_id)) from None
 

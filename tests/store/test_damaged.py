@@ -3,6 +3,7 @@ nothing silently new, no traceback."""
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import time
@@ -107,3 +108,26 @@ def test_a_garbled_judge_cache_says_so_once(tmp_path: Path, capsys: pytest.Captu
         with pytest.raises(JudgeCacheDamaged, match=rf"the judge cache {path} is damaged .*delete it"):
             cache.get_sync("key")
     assert capsys.readouterr().err.count("niceeval: warning: the judge cache") == 1
+
+
+def test_garbled_pages_met_by_the_runs_writer_are_named(sound: Path, tmp_path: Path) -> None:
+    from niceeval.store._writer import RunWriter, open_recorder
+
+    path = _copy(sound, tmp_path)
+    writer = open_recorder(str(path), tmp_path)
+    assert isinstance(writer, RunWriter)
+    data = bytearray(path.read_bytes())  # damaged under the open writer's feet
+    page = int.from_bytes(data[16:18], "big")
+    for n in range(10, len(data) // page - 2):
+        data[n * page + 8 : n * page + 400] = b"\xde\xad" * 196
+    path.write_bytes(bytes(data))
+    warnings = io.StringIO()
+    sink = StoreSink(writer, SuiteRunStart(id="new"), warnings=warnings)
+    sink.start(planned("e0"), [])
+    sink.run_finished(result("e0"))
+    sink.finish(summary_of(["e0"]))
+    sink.close()
+    assert sink.error is not None and f"{path} is damaged (" in sink.error and MOVE_AWAY in sink.error
+    assert "were not stored in the results store" in warnings.getvalue()
+    with pytest.raises(StoreError, match=rf"{path} is damaged \(.*\): {MOVE_AWAY}"):
+        open_recorder(str(path), tmp_path)  # the next run: refused by name before any eval runs
