@@ -126,6 +126,8 @@ NOT_ON_A_PLAIN_RUN = (
     "niceeval._eval.peers",
     "niceeval._eval.promptfoo",
     "niceeval._run.load_hints",
+    "niceeval.report.progress",  # the live bar: only on a terminal
+    "rich.live",
 )
 """What a one-eval run does not use, so does not import (bench/startup.py times what that buys)."""
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.text import Text
@@ -21,7 +22,9 @@ from niceeval.report._grouping import group_misses, runs_text
 from niceeval.report._text import clean, clean_lines
 from niceeval.report._uncertainty import eval_rate, interval_text, power_text, suite_power, suite_rate
 from niceeval.report._variants import VariantTable
-from niceeval.report.progress import Clock, LiveProgress
+
+if TYPE_CHECKING:
+    from niceeval.report.progress import Clock, LiveProgress
 
 _LABEL: dict[Outcome, tuple[str, str]] = {
     "passed": ("PASS", "green"),
@@ -98,7 +101,9 @@ class ConsoleReporter:
         self._tallies: dict[str, EvalTally] = {}
         self._progress: LiveProgress | None = None
         self._terminal = console.is_terminal  # rich works it out anew on every access (environment, isatty)
-        if self._terminal:
+        if self._terminal:  # a live bar only on a terminal: in CI (and piped) its rich parts are not even imported
+            from niceeval.report.progress import LiveProgress
+
             self._progress = LiveProgress(console, clock=clock, strict=strict, refresh_per_second=refresh_per_second)
         self._variants = VariantTable()
 
