@@ -126,6 +126,8 @@ NOT_ON_A_PLAIN_RUN = (
     "niceeval._eval.peers",
     "niceeval._eval.promptfoo",
     "niceeval._run.load_hints",
+    "niceeval._run.keyword",  # -k's parser
+    "niceeval._run.shard",  # --shard
     "niceeval.report.progress",  # the live bar: only on a terminal
     "rich.live",
 )

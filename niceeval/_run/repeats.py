@@ -11,11 +11,14 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Container, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from niceeval._core.summary import EvalTally, PlannedEval
 from niceeval._run.discovery import EvalEntry
-from niceeval._run.shard import Shard
 from niceeval.stats import AdaptiveRuns
+
+if TYPE_CHECKING:
+    from niceeval._run.shard import Shard  # `--shard` only: its class is not needed to run without one
 
 WorkItem = tuple[EvalEntry, list[int]]
 

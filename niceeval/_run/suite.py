@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -19,13 +19,14 @@ from niceeval._run.control import RunControl
 from niceeval._run.discovery import EvalEntry, LoadError
 from niceeval._run.execute import ExecOptions, execute_run
 from niceeval._run.judging import SuiteJudges, judging_modules
-from niceeval._run.keyword import compile_keyword
 from niceeval._run.repeats import Repeats, RunQueue, runs_of, work
-from niceeval._run.shard import Shard
 from niceeval._run.watchdog import LoopWatchdog
 from niceeval.providers import shared_clients
 from niceeval.report import Reporter, ReporterSet
 from niceeval.stats import AdaptiveRuns
+
+if TYPE_CHECKING:
+    from niceeval._run.shard import Shard  # `--shard` only: its class is not needed to run without one
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -58,6 +59,8 @@ def select(entries: Sequence[EvalEntry], *, keyword: str | None = None, tags: Se
     """Keep the evals that `keyword` (pytest's -k grammar over eval ids) matches and that carry any of `tags`."""
     chosen = list(entries)
     if keyword:
+        from niceeval._run.keyword import compile_keyword  # -k's parser: imported only when asked for
+
         matches = compile_keyword(keyword)
         chosen = [e for e in chosen if matches(e.id)]
     if tags:

@@ -90,7 +90,6 @@ def add_store_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
 def store_plan_for(config: Config, args: argparse.Namespace, entries: list[EvalEntry]) -> StoredPlan | None:
     """How this `niceeval run` is recorded (None with the store off); a store that cannot open exits 2."""
     from niceeval._core.errors import ConfigError
-    from niceeval._run.shard import Shard
     from niceeval._run.storing import (
         StoreRequest,
         open_recorder,
@@ -135,7 +134,11 @@ def store_plan_for(config: Config, args: argparse.Namespace, entries: list[EvalE
             return plan_resume(store, start, entries, args.runs, args.resume or None)
         if args.rerun_failed is not None:
             return plan_rerun(store, start, entries, args.runs, args.rerun_failed or None)
-        return plan_shard(store, start.model_copy(update={"id": run_id}), entries, args.runs, shard or Shard(1, 1))
+        if shard is None:
+            from niceeval._run.shard import Shard
+
+            shard = Shard(1, 1)  # a named suite run (--run-id) written whole: one shard of one
+        return plan_shard(store, start.model_copy(update={"id": run_id}), entries, args.runs, shard)
     except Exception:
         store.close()
         raise
