@@ -122,6 +122,7 @@ def test_a_run_into_a_postgresql_store_made_already_imports_no_sqlalchemy(postgr
 NOT_ON_A_PLAIN_RUN = (
     "rapidfuzz",
     "niceeval._eval.cases",
+    "niceeval._eval.declared",  # `assert:` entries: loaded while planning an eval with cases
     "niceeval._eval.dataset_eval",
     "niceeval._eval.peers",
     "niceeval._eval.promptfoo",

@@ -12,10 +12,10 @@ from niceeval._core.settings import Price
 from niceeval._eval import efficiency, scoped
 from niceeval._eval.checks import Check
 from niceeval._eval.compare import Comparison, Comparisons
-from niceeval._eval.declared import Declared, DeclaredError, latency_matcher, negated, parse_entries, row_assertions
 from niceeval._eval.observe import Scoped
 
 if TYPE_CHECKING:
+    from niceeval._eval.declared import Declared
     from niceeval.judge import Judge
 
 C = TypeVar("C", bound=Chainable)
@@ -93,6 +93,9 @@ class CaseChecks(Comparisons):
         Returns:
             The handles, in the entries' order (compare entries last).
         """
+        # The entries' table loads here: planning loads it before the suite's loop for every eval with cases.
+        from niceeval._eval.declared import DeclaredError, parse_entries, row_assertions
+
         source = self._case_source  # a dataset file's row (`data/qa.yaml:12`) says which entries, else the call
         location = source if source is not None and _AT_LINE.search(source) else caller_location(1)
         raw = row_assertions(self.case) if entries is None else entries
@@ -117,6 +120,8 @@ class CaseChecks(Comparisons):
 
     def _apply(self, item: Declared, on: object, location: str | None) -> tuple[Check | Chainable, str]:
         """The entry recorded, and the name it is recorded under (for max-score weights)."""
+        from niceeval._eval.declared import negated
+
         kind = item.type
         if kind.kind == "value":
             assert kind.build is not None
@@ -138,6 +143,8 @@ class CaseChecks(Comparisons):
         if name == "max_tokens":
             return efficiency.max_tokens(int(value), self._pricing)
         if name == "max_latency":
+            from niceeval._eval.declared import latency_matcher
+
             return latency_matcher(float(value))
         if name == "not_called_tool":
             return scoped.not_called_tool(str(value))
