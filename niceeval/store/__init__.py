@@ -15,8 +15,8 @@ The read API (what `niceeval runs/show/diff` and the viewer use):
 A suite run is named by its id (`ref` may also be a unique prefix of 4+ characters, or `latest`); inside it an
 eval run is keyed by `(eval_id, run_index)`. See docs/store.md.
 
-Names load on first use: `niceeval run --no-store`, and a run's steps before it writes, import this package's
-light modules (the default path, the cases probe) without SQLAlchemy.
+Names load on first use: `niceeval run` imports only this package's light modules (the default path, the cases
+probe, and the run's writer, which writes through the database driver once the store exists), never SQLAlchemy.
 """
 
 from __future__ import annotations
