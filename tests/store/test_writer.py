@@ -322,3 +322,15 @@ def test_a_suite_run_records_the_commit_its_branch_and_whether_tracked_files_cha
     assert state() == (commit, "main", True)
     git("checkout", "-q", "--detach")
     assert state() == (commit, "HEAD", True)  # what `git rev-parse --abbrev-ref HEAD` says when detached
+
+
+def test_an_unreachable_postgresql_store_stops_the_run_naming_it_without_its_password(tmp_path: Path) -> None:
+    from niceeval.store import StoreError
+
+    url = f"postgresql://ci:s3cret-pass@/evals?host={tmp_path / 'no-server'}"
+    with pytest.raises(StoreError) as refused:
+        open_recorder(url, tmp_path)
+    message = str(refused.value)
+    assert message.startswith("cannot open the results store postgresql+psycopg://ci:***@/evals?host=")
+    assert message.endswith("Check the URL, or pass --no-store to run without it.")
+    assert "s3cret-pass" not in message
