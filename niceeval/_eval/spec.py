@@ -67,6 +67,9 @@ class EvalSpec:
 
 
 def _check_signature(fn: EvalFunction, where: str) -> None:
+    code = getattr(fn, "__code__", None)
+    if code is not None and not hasattr(fn, "__wrapped__") and (code.co_argcount, code.co_kwonlyargcount) == (1, 0):
+        return  # `def e(t)`, `async def e(t)`: the common case, read off the code without building a signature
     try:
         params = list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):
