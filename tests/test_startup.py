@@ -270,3 +270,16 @@ def test_the_top_level_help_and_unknown_commands_see_every_command(tmp_path: Pat
         [sys.executable, "-m", "niceeval", "rnu"], cwd=tmp_path, capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 2 and "invalid choice: 'rnu'" in done.stderr and "calibrate" in done.stderr
+
+
+def test_a_clean_run_record_is_checked_without_compiling_the_whole_text_secret_patterns() -> None:
+    from niceeval._core.redact import Redactor, _pattern
+    from niceeval._core.results import RunResult
+
+    _pattern.cache_clear()
+    clean = RunResult(eval_id="e.py::x", file="e.py", line=1, outcome="passed", duration_s=0.1)
+    assert Redactor({}).run(clean) is clean  # `input_tokens` and friends hold markers: checked, found clean
+    assert _pattern.cache_info().currsize == 0
+    leaky = clean.model_copy(update={"warnings": ["Authorization: Bearer abcdefghijklmnop"]})
+    assert Redactor({}).run(leaky).warnings == ["Authorization: Bearer [redacted]"]
+    assert _pattern.cache_info().currsize > 0

@@ -16,6 +16,7 @@ is; a record is rebuilt only when something is actually in it.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -33,17 +34,25 @@ MIN_SECRET_CHARS = 8
 REDACTED = "[redacted]"
 
 _KEY_NAMES = r"authorization|proxy-authorization|x-api-key|api[-_]?key|(?:access[-_]?)?token|secret|password|passwd"
-_SECRET_KEY = re.compile(rf"^(?:.*[._])?(?:{_KEY_NAMES})$", re.IGNORECASE)  # also `http.request.header.authorization`
+_SECRET_KEY = rf"^(?:.*[._])?(?:{_KEY_NAMES})$"  # also `http.request.header.authorization`
 """A field whose value is a credential, whatever the value looks like."""
-_SECRET_TEXT = re.compile(
+_SECRET_TEXT = (
     r"(?P<scheme>\b(?:Bearer|Basic|Token)\s+)[A-Za-z0-9._~+/=-]{8,}"  # an Authorization header's value
     rf"|(?P<field>(?:{_KEY_NAMES})[\"']?\s*[:=]\s*[\"']?)(?!\[redacted)[^\s\"',;&]{{8,}}"  # key: value, key=value
     r"|\b(?:sk|rk|pk)-(?:ant-|proj-|live-|test-)?[A-Za-z0-9_-]{16,}"  # OpenAI/Anthropic/Stripe-style keys
     r"|\bgh[pousr]_[A-Za-z0-9]{20,}|\bxox[abpr]-[A-Za-z0-9-]{10,}|\bAKIA[0-9A-Z]{16}\b"  # GitHub, Slack, AWS
-    r"|(?P<userinfo>\b[a-z][a-z0-9+.-]*://[^\s:/@\"']*:)(?!\[redacted)[^\s@/\"']+(?=@)",  # scheme://user:PASSWORD@
-    re.IGNORECASE,
+    r"|(?P<userinfo>\b[a-z][a-z0-9+.-]*://[^\s:/@\"']*:)(?!\[redacted)[^\s@/\"']+(?=@)"  # scheme://user:PASSWORD@
 )
-_KEY_IN_JSON = re.compile(rf'"(?:[^"]*[._])?(?:{_KEY_NAMES})"\s*:\s*(?!null|""|\[\]|\{{\}})', re.IGNORECASE)
+_KEY_IN_JSON = rf'"(?:[^"]*[._])?(?:{_KEY_NAMES})"\s*:\s*(?!null|""|\[\]|\{{\}})'
+
+
+@functools.cache
+def _pattern(source: str) -> re.Pattern[str]:
+    """`_SECRET_KEY`, `_SECRET_TEXT` and `_KEY_IN_JSON` compiled on first use: a clean run record needs only the
+    patterns anchored at a marker (compiling the whole-text ones was a third of this module's import)."""
+    return re.compile(source, re.IGNORECASE)
+
+
 _MARKERS = (
     "bearer", "basic", "token", "sk-", "rk-", "pk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "xox", "akia",
     "authorization", "api-key", "api_key", "apikey", "secret", "passw",
@@ -78,7 +87,7 @@ def credential_shaped(text: str) -> bool:
     """
     lowered = text.lower()
     if len(lowered) != len(text):  # a character whose lower case is longer moves the positions: scan it all
-        return _SECRET_TEXT.search(text) is not None or _KEY_IN_JSON.search(text) is not None
+        return _pattern(_SECRET_TEXT).search(text) is not None or _pattern(_KEY_IN_JSON).search(text) is not None
     for marker in _MARKERS:
         at = lowered.find(marker)
         while at != -1:
@@ -88,7 +97,7 @@ def credential_shaped(text: str) -> bool:
     at = text.find("://")
     while at != -1:
         authority = _AUTHORITY.match(text, at + 3)
-        if authority and _SECRET_TEXT.search(text, max(0, at - _URL_BEFORE), authority.end()):
+        if authority and _pattern(_SECRET_TEXT).search(text, max(0, at - _URL_BEFORE), authority.end()):
             return True
         at = text.find("://", at + 1)
     return False
@@ -112,7 +121,7 @@ def scrub_text(text: str) -> str:
     def keep_prefix(match: re.Match[str]) -> str:
         return (match.group("scheme") or match.group("field") or match.group("userinfo") or "") + REDACTED
 
-    return _SECRET_TEXT.sub(keep_prefix, text)
+    return _pattern(_SECRET_TEXT).sub(keep_prefix, text)
 
 
 def scrub_value(value: Any) -> Any:
@@ -121,7 +130,7 @@ def scrub_value(value: Any) -> Any:
         return scrub_text(value)
     if isinstance(value, dict):
         return {
-            key: REDACTED if isinstance(key, str) and _SECRET_KEY.match(key) and item else scrub_value(item)
+            key: REDACTED if isinstance(key, str) and _pattern(_SECRET_KEY).match(key) and item else scrub_value(item)
             for key, item in value.items()
         }
     if isinstance(value, list):
