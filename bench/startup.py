@@ -13,9 +13,11 @@ Modules load from bytecode, as from an installed package: the children write and
 `--from-source` measures the other case (every niceeval module compiled at each start, as in a checkout run with
 PYTHONDONTWRITEBYTECODE=1): 0.1-0.15 s more.
 
-Each niceeval figure is also printed as a ratio to both yardsticks. With `--before REV` the same commands run a
-second time against that commit (checked out in a detached `git worktree`, put first on PYTHONPATH), in the same
-rounds, so before and after are read side by side. Targets (issue 20): `--help` <= 0.15 s, one-eval run <= 0.30 s.
+Each niceeval figure is also printed as a ratio to both yardsticks, and with its CPU time (user + system, the
+median too): on a busy shared machine wall times wander with the load, CPU times far less. With `--before REV`
+the same commands run a second time against that commit (checked out in a detached `git worktree`, put first on
+PYTHONPATH), in the same rounds, so before and after are read side by side. Targets (issue 20): `--help` <= 0.15
+s, one-eval run <= 0.30 s.
 
     python bench/startup.py [--repeats 11] [--before REV] [--from-source]
 """
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -76,12 +79,17 @@ class Side:
     name: str
     source: Path | None
     times: dict[str, list[float]] = field(default_factory=dict)
+    cpu: dict[str, list[float]] = field(default_factory=dict)
 
 
-def timed(args: list[str], cwd: Path, env: dict[str, str]) -> float:
+def timed(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float]:
+    """Wall and CPU seconds (user + system) of one run of the command."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     began = time.perf_counter()
     subprocess.run([sys.executable, *args], cwd=cwd, env=env, check=True, capture_output=True, timeout=60)
-    return time.perf_counter() - began
+    wall = time.perf_counter() - began
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def measure(sides: list[Side], project: Path, repeats: int, machine: Machine) -> dict[str, list[float]]:
@@ -93,12 +101,15 @@ def measure(sides: list[Side], project: Path, repeats: int, machine: Machine) ->
         for args in COMMANDS.values():
             timed(args, project, machine.env(side.source))  # the first also creates the store: not timed
         side.times = {name: [] for name in COMMANDS}
+        side.cpu = {name: [] for name in COMMANDS}
     for _ in range(repeats):
         for name, args in YARDSTICKS.items():
-            yardsticks[name].append(timed(args, project, machine.env()))
+            yardsticks[name].append(timed(args, project, machine.env())[0])
         for side in sides:
             for name, args in COMMANDS.items():
-                side.times[name].append(timed(args, project, machine.env(side.source)))
+                wall, cpu = timed(args, project, machine.env(side.source))
+                side.times[name].append(wall)
+                side.cpu[name].append(cpu)
     return yardsticks
 
 
@@ -107,13 +118,17 @@ def report(sides: list[Side], yardsticks: dict[str, list[float]]) -> None:
     heavy = statistics.median(yardsticks["import pydantic, sqlalchemy"])
     print(f"{'python -c pass':<40} {bare:7.3f} s")
     print(f"{'python -c import pydantic, sqlalchemy':<40} {heavy:7.3f} s")
-    print(f"{'':<40} {'median':>9} {'min':>7} {'x pass':>7} {'x imports':>9}")
+    print(f"{'':<40} {'median':>9} {'min':>7} {'x pass':>7} {'x imports':>9} {'CPU median':>12}")
     for name in COMMANDS:
         for side in sides:
             times = side.times[name]
             median = statistics.median(times)
+            cpu = statistics.median(side.cpu[name])
             label = f"{name} [{side.name}]"
-            print(f"{label:<40} {median:7.3f} s {min(times):6.3f} {median / bare:7.1f} {median / heavy:9.2f}")
+            print(
+                f"{label:<40} {median:7.3f} s {min(times):6.3f} {median / bare:7.1f} {median / heavy:9.2f} "
+                f"{cpu:10.3f} s"
+            )
 
 
 def checkout(rev: str, folder: Path) -> Path:
