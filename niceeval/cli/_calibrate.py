@@ -60,9 +60,9 @@ def _labels(entries: list[EvalEntry], split: str | None) -> tuple[list[EvalEntry
 
 def _store_sink(config: Config, args: argparse.Namespace) -> StoreSink | None:
     from niceeval._eval.config import CONFIG_FILE
-    from niceeval._run.storing import StoreRequest, open_store, store_sink, suite_start
+    from niceeval._run.storing import StoreRequest, open_recorder, store_sink, suite_start
 
-    store = open_store(StoreRequest(flag=args.store, off=args.no_store, configured=config.store, root=config.root))
+    store = open_recorder(StoreRequest(flag=args.store, off=args.no_store, configured=config.store, root=config.root))
     if store is None:
         return None
     config_file = args.config.resolve() if args.config else config.root / CONFIG_FILE
