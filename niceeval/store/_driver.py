@@ -183,6 +183,10 @@ class Session:
         cursor.execute(self.sql(text), params)
         return cursor
 
+    def run(self, prepared: str, params: Sequence[Any]) -> None:
+        """Run `prepared` (already in this driver's placeholders) once, with `params`."""
+        self.connection.cursor().execute(prepared, params)
+
     def executemany(self, prepared: str, rows: list[tuple[Any, ...]]) -> None:
         """Run `prepared` (already in this driver's placeholders) once per row."""
         if rows:

@@ -1,8 +1,8 @@
 """The store as a sink of finished runs: results are written by a thread, in batches, each batch committed.
 
-The event loop only enqueues a finished `RunResult`; the writer thread takes what queues up within a quarter of a
-second of the first run it waits for (up to 256 runs), writes it in one transaction and commits. A killed process
-therefore loses at most the runs in flight and those of the last quarter second. A store that fails
+The event loop only enqueues a finished `RunResult`; the writer thread, woken by the first run it waits for, sleeps
+a quarter of a second, takes everything queued by then, writes it in transactions of up to 256 runs and commits. A
+killed process therefore loses at most the runs in flight and those of the last quarter second. A store that fails
 mid-run never stops the suite: the runs it could not take are counted and a warning says so at the end.
 """
 
@@ -12,7 +12,6 @@ import contextlib
 import queue
 import sys
 import threading
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TextIO, cast
@@ -29,8 +28,8 @@ if TYPE_CHECKING:
 
 _BATCH = 256
 _GATHER_S = 0.25
-"""How long the writer gathers the runs that follow the first of a batch: one transaction for all of them (each
-costs a commit, and the thread's work competes with the event loop for the interpreter)."""
+"""How long the writer lets the runs that follow the first of a batch queue up: one transaction for all of them
+(each costs a commit, and the thread's work competes with the event loop for the interpreter)."""
 _JOIN_TIMEOUT_S = 300.0
 
 
@@ -108,6 +107,8 @@ class StoreSink:
         """The first write error, in words."""
         self._warnings = warnings
         self._queue: queue.SimpleQueue[RunResult | _Finish] = queue.SimpleQueue()
+        self._ending = threading.Event()
+        """Set when the suite has ended: the writer stops gathering and takes the last runs at once."""
         self._thread: threading.Thread | None = None
         self._open = False
         self._stored: set[tuple[str, int]] = set()
@@ -159,6 +160,7 @@ class StoreSink:
         self._queue.put(result)
 
     def finish(self, summary: SuiteSummary) -> None:
+        self._ending.set()
         self._queue.put(_Finish(summary))
         if self._thread is not None:
             self._thread.join(_JOIN_TIMEOUT_S)
@@ -177,21 +179,19 @@ class StoreSink:
 
     def _write_loop(self) -> None:
         while True:
-            item = self._queue.get()
-            batch: list[RunResult] = []
-            gathered_by = time.monotonic() + _GATHER_S
-            while isinstance(item, RunResult):
-                batch.append(item)
-                if len(batch) >= _BATCH or (wait := gathered_by - time.monotonic()) <= 0:
-                    break
-                try:
-                    item = self._queue.get(timeout=wait)
-                except queue.Empty:
-                    break
-            if batch:
-                self._write(batch)
-            if isinstance(item, _Finish):
-                self._close(item.summary)
+            items: list[RunResult | _Finish] = [self._queue.get()]  # asleep until a run (or the end) arrives
+            if isinstance(items[0], RunResult):
+                # The runs of the next quarter second queue up meanwhile without waking this thread: a wake-up per
+                # run took the interpreter from the event loop each time. The suite's end cuts the wait short.
+                self._ending.wait(_GATHER_S)
+            with contextlib.suppress(queue.Empty):
+                while True:
+                    items.append(self._queue.get_nowait())
+            runs = [item for item in items if isinstance(item, RunResult)]
+            for first in range(0, len(runs), _BATCH):
+                self._write(runs[first : first + _BATCH])
+            if isinstance(items[-1], _Finish):  # the end comes after every run
+                self._close(items[-1].summary)
                 return
 
     def _write(self, batch: list[RunResult]) -> None:

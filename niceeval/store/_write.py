@@ -37,10 +37,10 @@ class Columns:
     json: frozenset[str] = frozenset()
     when: frozenset[str] = frozenset()
 
-    def insert(self, dialect: Dialect) -> str:
-        """The INSERT statement for one row, in `dialect`'s placeholders."""
+    def insert(self, dialect: Dialect, rows: int = 1) -> str:
+        """The INSERT statement for `rows` rows, in `dialect`'s placeholders."""
         marks = ", ".join(dialect.mark + (dialect.json_cast if name in self.json else "") for name in self.names)
-        return f"INSERT INTO {self.table} ({', '.join(self.names)}) VALUES ({marks})"
+        return f"INSERT INTO {self.table} ({', '.join(self.names)}) VALUES " + ", ".join([f"({marks})"] * rows)
 
 
 SUITE_START = Columns(
@@ -83,15 +83,37 @@ WRITTEN = (SUITE_START, SUITE_EVALS, EVAL_RUNS, ASSERTIONS, JUDGE_CALLS, EVENTS,
 
 _assertion_values = attrgetter(*_ASSERTION_FIELDS)
 _EVENT_HEAD = {"seq", "type", "at"}
-_statements: dict[tuple[str, str], str] = {}
+_statements: dict[tuple[str, str, int], str] = {}
+_MAX_PARAMS = 999
+"""Parameters per statement: the limit of the oldest SQLite builds (PostgreSQL takes 65,535)."""
+_MAX_ROWS = 64
+"""Rows per statement, at most: past that a statement's text and compiled program (cached by the driver) grow
+for no fewer hand-overs worth having."""
 
 
-def _insert(session: Session, columns: Columns) -> str:
-    key = (session.dialect.kind, columns.table)
+def _insert(session: Session, columns: Columns, rows: int = 1) -> str:
+    key = (session.dialect.kind, columns.table, rows)
     found = _statements.get(key)
     if found is None:
-        found = _statements[key] = columns.insert(session.dialect)
+        found = _statements[key] = columns.insert(session.dialect, rows)
     return found
+
+
+def _insert_rows(session: Session, columns: Columns, rows: Sequence[tuple[Any, ...]]) -> None:
+    """`rows` into `columns.table`, many per statement (multi-row VALUES, as many as `_MAX_PARAMS` allows).
+
+    The driver lets go of the interpreter around every statement it runs: one statement per row made the writer
+    thread and the event loop hand the interpreter back and forth about ten times per eval run: the writer's CPU
+    per 1,000 judged runs at concurrency 64 went from 0.19 to 0.14 s.
+    """
+    most = min(_MAX_ROWS, _MAX_PARAMS // len(columns.names))
+    first = 0
+    while first < len(rows):
+        # chunks of a power of two rows: a handful of statement texts per table for the driver's statement cache
+        count = 1 << (min(most, len(rows) - first).bit_length() - 1)
+        chunk = rows[first : first + count]
+        session.run(_insert(session, columns, count), [value for row in chunk for value in row])
+        first += count
 
 
 def insert_suite(
@@ -120,8 +142,9 @@ def add_plan(session: Session, suite_run_id: str, plan: Sequence[PlannedEval]) -
     query = "SELECT eval_id, runs FROM suite_evals WHERE suite_run_id = ?"
     known = dict(session.execute(query, (suite_run_id,)).fetchall())
     fresh = [p for p in plan if p.id not in known]
-    session.executemany(
-        _insert(session, SUITE_EVALS),
+    _insert_rows(
+        session,
+        SUITE_EVALS,
         [
             (suite_run_id, p.id, len(known) + i, p.file, p.line, _dumps(list(p.tags)), p.runs, p.cluster)
             for i, p in enumerate(fresh)
@@ -142,8 +165,9 @@ def insert_runs(session: Session, suite_run_id: str, results: Sequence[RunResult
     results = [r if is_clean(r) else scrub_run(r, surrogates=True) for r in results]
     run_ids = session.new_ids("eval_runs", len(results))
     finished = stamp(datetime.now(UTC))
-    session.executemany(
-        _insert(session, EVAL_RUNS),
+    _insert_rows(
+        session,
+        EVAL_RUNS,
         [_eval_run(run_id, suite_run_id, r, finished) for run_id, r in zip(run_ids, results, strict=True)],
     )
     assertion_rows: list[tuple[Any, ...]] = []
@@ -163,15 +187,16 @@ def insert_runs(session: Session, suite_run_id: str, results: Sequence[RunResult
         ]  # agents may put anything in an event's data: `repr` of what JSON cannot hold
         turn_rows += [(run_id, *turn) for turn in turns_of(result.events)]
         span_rows += [(run_id, i, _dumps(s.model_dump(mode="json"))) for i, s in enumerate(result.spans)]
-    session.executemany(_insert(session, ASSERTIONS), assertion_rows)
+    _insert_rows(session, ASSERTIONS, assertion_rows)
     call_ids = session.new_ids("judge_calls", len(calls))
-    session.executemany(
-        _insert(session, JUDGE_CALLS),
+    _insert_rows(
+        session,
+        JUDGE_CALLS,
         [(call_id, a_id, i, *_judge_values(call)) for call_id, (a_id, i, call) in zip(call_ids, calls, strict=True)],
     )
-    session.executemany(_insert(session, EVENTS), event_rows)
-    session.executemany(_insert(session, TURNS), turn_rows)
-    session.executemany(_insert(session, SPANS), span_rows)
+    _insert_rows(session, EVENTS, event_rows)
+    _insert_rows(session, TURNS, turn_rows)
+    _insert_rows(session, SPANS, span_rows)
 
 
 def _eval_run(run_id: int, suite_run_id: str, result: RunResult, finished: Any) -> tuple[Any, ...]:

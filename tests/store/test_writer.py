@@ -334,3 +334,32 @@ def test_an_unreachable_postgresql_store_stops_the_run_naming_it_without_its_pas
     assert message.startswith("cannot open the results store postgresql+psycopg://ci:***@/evals?host=")
     assert message.endswith("Check the URL, or pass --no-store to run without it.")
     assert "s3cret-pass" not in message
+
+
+def test_a_batch_of_runs_is_written_in_few_statements_not_one_per_row(tmp_path: Path) -> None:
+    """The driver lets go of the interpreter around every statement: a statement per row made the writer thread and
+    the event loop trade it about ten times per eval run."""
+    url = f"sqlite:///{tmp_path / 'results.db'}"
+    Store.open(url).close()
+    from niceeval.store._driver import DIALECTS, connect, writing
+    from niceeval.store._write import insert_runs, insert_suite
+
+    runs = [full_result().model_copy(update={"eval_id": f"evals/a.py::e{i}"}) for i in range(100)]
+    connection = connect(parse_url(url))
+    statements: list[str] = []
+    connection.set_trace_callback(statements.append)
+    try:
+        with writing(connection, DIALECTS["sqlite"]) as session:
+            insert_suite(session, SuiteRunStart(id="b1", command=["niceeval"]), planned(*(r.eval_id for r in runs)))
+        statements.clear()
+        with writing(connection, DIALECTS["sqlite"]) as session:
+            insert_runs(session, "b1", runs)
+    finally:
+        connection.close()
+    inserts = [s for s in statements if s.startswith("INSERT")]
+    rows = {table: len(_raw(url, table)) for table in ("eval_runs", "assertions", "judge_calls", "events", "turns")}
+    per_run = {table: count // 100 for table, count in rows.items()}
+    assert sum(rows.values()) >= 100 * 5 and all(per_run.values())
+    assert len(inserts) <= 30, f"{len(inserts)} INSERT statements for {sum(rows.values())} rows"
+    with Store.open(url) as store:
+        assert store.eval_run("b1", "evals/a.py::e42", 1) == runs[42]
