@@ -280,6 +280,9 @@ def test_the_sharding_example_in_the_docs_runs(project: Project) -> None:
     done = subprocess.run(
         ["bash", "-c", script[1]], cwd=project.root, env=env, capture_output=True, text=True, timeout=120
     )
-    assert done.returncode == 0, done.stdout + done.stderr
+    shard_logs = "".join(
+        f"\n--- {log.name}\n{log.read_text(errors='replace')}" for log in sorted(project.root.glob("shard-*.log"))
+    )
+    assert done.returncode == 0, done.stdout + done.stderr + shard_logs  # a shard's own words when it failed
     assert "finished · 3 shards" in done.stdout and "6 passed" in done.stdout
     assert (project.root / "report.xml").read_text().count("<testcase") == 6
