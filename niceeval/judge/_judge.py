@@ -150,8 +150,8 @@ class JudgeSession:
 
     @property
     def judge(self) -> Judge:
-        """The run's `t.judge` (the runner asks once per run). Not kept here: a run's judge and session freed by
-        reference counting when the run ends, instead of waiting in a cycle for the collector."""
+        """The run's `t.judge` (the runner asks once per run). Not kept here, so that the judge and the session are
+        freed by reference counting when the run ends instead of waiting in a cycle for the collector."""
         return Judge(self)
 
     def results(self) -> list[AssertionResult]:
