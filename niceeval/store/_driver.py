@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import sqlite3
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -160,12 +160,14 @@ class Dialect:
     """The driver's parameter placeholder."""
     json_cast: str
     """Written after the placeholder of a JSON column (PostgreSQL casts the text to `json`)."""
+    stamp: Callable[[datetime], Any]
+    """A datetime as this database's `DateTime` column takes it."""
 
-    def stamp(self, when: datetime) -> Any:
-        return stamp_sqlite(when) if self.kind == "sqlite" else _same(when)
 
-
-DIALECTS = {"sqlite": Dialect("sqlite", "?", ""), "postgresql": Dialect("postgresql", "%s", "::json")}
+DIALECTS = {
+    "sqlite": Dialect("sqlite", "?", "", stamp_sqlite),
+    "postgresql": Dialect("postgresql", "%s", "::json", _same),
+}
 
 
 @dataclass(slots=True)

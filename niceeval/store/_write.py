@@ -16,6 +16,10 @@ from datetime import UTC, datetime
 from operator import attrgetter
 from typing import Any
 
+import pydantic_core
+from pydantic import BaseModel
+
+from niceeval._core.assertion import JudgeCall
 from niceeval._core.events import Event, MessageEvent, UsageEvent
 from niceeval._core.redact import is_clean, scrub_run
 from niceeval._core.results import RunResult
@@ -26,6 +30,13 @@ from niceeval.store._start import SuiteRunStart, SuiteStatus
 from niceeval.store._verdicts import count_verdicts
 
 _dumps = json.dumps
+_json = pydantic_core.to_json
+"""Values of a run's JSON columns as JSON text (pydantic's serializer: what `json.dumps` of their `model_dump(mode=
+"json")` gives, read back, without building that copy first)."""
+
+
+def _model_json(model: BaseModel, **options: Any) -> bytes:
+    return model.__pydantic_serializer__.to_json(model, **options)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +93,7 @@ SPANS = Columns("spans", ("eval_run_id", "position", "payload"), json=frozenset(
 WRITTEN = (SUITE_START, SUITE_EVALS, EVAL_RUNS, ASSERTIONS, JUDGE_CALLS, EVENTS, TURNS, SPANS)
 
 _assertion_values = attrgetter(*_ASSERTION_FIELDS)
+_judge_fields = attrgetter(*_JUDGE_FIELDS)
 _EVENT_HEAD = {"seq", "type", "at"}
 _statements: dict[tuple[str, str, int], str] = {}
 _MAX_PARAMS = 999
@@ -180,13 +192,13 @@ def insert_runs(session: Session, suite_run_id: str, results: Sequence[RunResult
         for position, assertion in enumerate(result.assertions):
             assertion_id = next(assertion_ids)
             assertion_rows.append((assertion_id, run_id, position, *_assertion_values(assertion)))
-            calls += [(assertion_id, i, call.model_dump(mode="json")) for i, call in enumerate(assertion.judge_calls)]
+            calls += [(assertion_id, i, call) for i, call in enumerate(assertion.judge_calls)]
         event_rows += [
-            (run_id, e.seq, e.type, stamp(e.at), _dumps(e.model_dump(mode="json", exclude=_EVENT_HEAD, fallback=repr)))
+            (run_id, e.seq, e.type, stamp(e.at), _model_json(e, exclude=_EVENT_HEAD, fallback=repr).decode())
             for e in result.events
         ]  # agents may put anything in an event's data: `repr` of what JSON cannot hold
         turn_rows += [(run_id, *turn) for turn in turns_of(result.events)]
-        span_rows += [(run_id, i, _dumps(s.model_dump(mode="json"))) for i, s in enumerate(result.spans)]
+        span_rows += [(run_id, i, _model_json(s).decode()) for i, s in enumerate(result.spans)]
     _insert_rows(session, ASSERTIONS, assertion_rows)
     call_ids = session.new_ids("judge_calls", len(calls))
     _insert_rows(
@@ -205,17 +217,17 @@ def _eval_run(run_id: int, suite_run_id: str, result: RunResult, finished: Any) 
     unpriced = {"agent": agent.unpriced, "judge": judge.unpriced} if agent.unpriced + judge.unpriced else None
     return (
         run_id, suite_run_id, result.eval_id, result.run_index, result.file, result.line, result.outcome, finished,
-        result.duration_s, _dumps(result.error.model_dump() if result.error else None), result.skip_reason,
+        result.duration_s, _model_json(result.error).decode() if result.error else "null", result.skip_reason,
         result.sandbox_path, result.workspace_diff, agent.calls, agent.tokens, agent.cost, judge.calls, judge.tokens,
-        judge.cost, judge.cached, _dumps(unpriced), sum(e.input_tokens for e in usage),
+        judge.cost, judge.cached, _json(unpriced).decode(), sum(e.input_tokens for e in usage),
         sum(e.output_tokens for e in usage), sum(e.cache_read_tokens for e in usage),
-        result.case_id, _dumps(result.variant),
+        result.case_id, _json(result.variant).decode(),
     )  # fmt: skip
 
 
-def _judge_values(call: dict[str, Any]) -> tuple[Any, ...]:
-    values = tuple(call[name] for name in _JUDGE_FIELDS)
-    return values[:1] + (_dumps(values[1]),) + values[2:]  # `messages` is JSON
+def _judge_values(call: JudgeCall) -> tuple[Any, ...]:
+    values = _judge_fields(call)
+    return (values[0], _json(values[1]).decode(), *values[2:])  # `messages` is JSON
 
 
 def turns_of(events: Sequence[Event]) -> list[tuple[Any, ...]]:
@@ -228,17 +240,13 @@ def turns_of(events: Sequence[Event]) -> list[tuple[Any, ...]]:
         if event.role == "user":
             turns.append([len(turns), event.text, None, None, event.seq, event.seq])
         elif turns:
-            turns[-1][2:4] = [event.text, _plain(event.data)]
+            turns[-1][2:4] = [event.text, event.data]
             turns[-1][5] = event.seq
     if turns:  # a turn spans every event up to the next user message (tool calls, usage after the reply)
         ends = [t[4] - 1 for t in turns[1:]] + [events[-1].seq]
         for turn, end in zip(turns, ends, strict=True):
             turn[5] = max(turn[5], end)
-    return [(*turn[:3], _dumps(turn[3]), *turn[4:]) for turn in turns]
-
-
-def _plain(value: Any) -> Any:
-    return MessageEvent(role="assistant", text="", data=value).model_dump(mode="json", fallback=repr)["data"]
+    return [(*turn[:3], _json(turn[3], fallback=repr).decode(), *turn[4:]) for turn in turns]
 
 
 def finish_suite(

@@ -4,6 +4,7 @@ written it (every column, on SQLite and PostgreSQL), ids exact under concurrent 
 from __future__ import annotations
 
 import io
+import json
 import sqlite3
 import subprocess
 import sys
@@ -96,15 +97,19 @@ def test_what_the_writer_stores_reads_back_equal_through_store(writer: RunWriter
 
 
 def _raw(url: str, table: str) -> list[tuple[object, ...]]:
-    """Every row of `table` as the database holds it (JSON as its text), in key order."""
+    """Every row of `table` as the database holds it, in key order; a JSON column's text parsed (the writer's JSON
+    is compact and UTF-8, SQLAlchemy's `json.dumps` spaced and ASCII-escaped: the same JSON values)."""
     target = parse_url(url)
     if target.kind == "sqlite":
+        json_at = [i for i, column in enumerate(metadata.tables[table].c) if isinstance(column.type, JSON)]
         with sqlite3.connect(target.database or "") as conn:
-            return conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2").fetchall()
+            rows = conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2").fetchall()
+        return [tuple(json.loads(v) if i in json_at and v is not None else v for i, v in enumerate(r)) for r in rows]
     import psycopg
 
     with psycopg.connect(host=target.query["host"], user=target.username, dbname=target.database) as conn:
-        return conn.execute(f"SELECT t::text FROM {table} t ORDER BY 1").fetchall()  # type: ignore[arg-type]
+        # jsonb: the JSON columns' values, whatever their spacing; the rest as PostgreSQL holds it
+        return conn.execute(f"SELECT to_jsonb(t)::text FROM {table} t ORDER BY 1").fetchall()  # type: ignore[arg-type]
 
 
 def test_the_writer_stores_every_value_as_sqlalchemy_would(
