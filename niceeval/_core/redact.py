@@ -139,8 +139,8 @@ def scrub_value(value: Any) -> Any:
 
 
 _CLEAN: dict[int, weakref.ref[RunResult]] = {}
-"""Results a `Redactor` found free of secrets, credential-shaped text and lone surrogates, by `id` (a weak
-reference each: a result that is gone, or another object at its address, is never taken for it)."""
+"""Results a `Redactor` found free of secrets, credential-shaped text, lone surrogates and NUL characters, by `id`
+(a weak reference each: a result that is gone, or another object at its address, is never taken for it)."""
 
 
 def _forget(key: int) -> None:
@@ -148,18 +148,18 @@ def _forget(key: int) -> None:
 
 
 def is_clean(result: RunResult) -> bool:
-    """Whether a `Redactor` found this very object clean: `scrub_run(result, surrogates=True)` would return it
+    """Whether a `Redactor` found this very object clean: `scrub_run(result, storable=True)` would return it
     unchanged (no redactor has more to find than the one that checked it; a copy is checked again)."""
     ref = _CLEAN.get(id(result))
     return ref is not None and ref() is result
 
 
-def scrub_run(result: RunResult, *, surrogates: bool = False) -> RunResult:
+def scrub_run(result: RunResult, *, storable: bool = False) -> RunResult:
     """`result` itself when it holds nothing credential-shaped, else a copy with each such value replaced.
 
-    `surrogates`: also replace lone surrogates with U+FFFD (what is stored or sent must encode as UTF-8).
+    `storable`: also replace lone surrogates and NUL characters with U+FFFD (the store's rule).
     """
-    return Redactor({}).run(result, surrogates=surrogates)
+    return Redactor({}).run(result, storable=storable)
 
 
 class Redactor:
@@ -194,11 +194,11 @@ class Redactor:
         text = self.known(text)
         return scrub_text(text) if credential_shaped(text) else text
 
-    def run(self, result: RunResult, *, surrogates: bool = False) -> RunResult:
+    def run(self, result: RunResult, *, storable: bool = False) -> RunResult:
         """`result` itself when it holds no secret, else a copy with every secret replaced.
 
-        `surrogates`: also replace lone surrogates with U+FFFD (the store's and the judge's rule: what leaves the
-        process must encode as UTF-8); without it they are kept, for the console to show them escaped.
+        `storable`: also replace lone surrogates and NUL characters with U+FFFD (the store's rule: what it keeps must
+        encode as UTF-8 and fit PostgreSQL's text); without it they are kept, for the console to show them escaped.
         """
         try:
             dumped: str | None = result.model_dump_json(fallback=repr)
@@ -207,11 +207,14 @@ class Redactor:
         if dumped is not None:
             known = any(value in dumped for value in self._in_json)
             if not known and not credential_shaped(dumped):
-                key = id(result)  # the dump succeeded: no lone surrogate either
-                _CLEAN[key] = weakref.ref(result, lambda _, key=key: _forget(key))  # type: ignore[misc]
-                return result
+                if "\\u0000" not in dumped:  # no NUL character (nor the text `\u0000`, which takes the copy below)
+                    key = id(result)  # the dump succeeded: no lone surrogate either
+                    _CLEAN[key] = weakref.ref(result, lambda _, key=key: _forget(key))  # type: ignore[misc]
+                    return result
+                if not storable:
+                    return result  # its NUL characters kept, for the console to show them escaped
         data = scrub_value(self._replace(result.model_dump(mode="json", fallback=repr)))
-        return RunResult.model_validate(scrub(data) if surrogates else data)
+        return RunResult.model_validate(scrub(data, nul=True) if storable else data)
 
     def _replace(self, value: Any) -> Any:
         if isinstance(value, str):

@@ -2,8 +2,9 @@
 
 What a model, an agent or a tool returns may hold lone surrogates (`"\\ud800"`, which decoders produce from broken
 input and which UTF-8 cannot encode). Every exit that encodes text (the store, the judge's prompt, the checkpoints
-file, the JSON and JUnit reports) replaces each with U+FFFD, the way a lenient decoder would; everything else is
-kept exactly.
+file, the JSON and JUnit reports) replaces each with U+FFFD, the way a lenient decoder would; the store replaces NUL
+characters too (PostgreSQL's text cannot hold one, and both databases keep the same text); everything else is kept
+exactly.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import re
 from typing import Any
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_OR_NUL = re.compile("[\ud800-\udfff\x00]")
 REPLACEMENT = "\ufffd"
 
 
@@ -25,12 +27,19 @@ def without_surrogates(text: str) -> str:
     return _SURROGATE.sub(REPLACEMENT, text)
 
 
-def scrub(value: Any) -> Any:
-    """A JSON-ready value (dicts, lists, strings, numbers) with lone surrogates replaced in every string and key."""
+def scrub(value: Any, *, nul: bool = False) -> Any:
+    """A JSON-ready value (dicts, lists, strings, numbers) with lone surrogates replaced in every string and key.
+
+    `nul`: NUL characters too (the store's rule on every database: PostgreSQL's text cannot hold one).
+    """
+    return _scrub(value, _SURROGATE_OR_NUL if nul else _SURROGATE)
+
+
+def _scrub(value: Any, pattern: re.Pattern[str]) -> Any:
     if isinstance(value, str):
-        return without_surrogates(value)
+        return pattern.sub(REPLACEMENT, value)
     if isinstance(value, dict):
-        return {scrub(k): scrub(v) for k, v in value.items()}
+        return {_scrub(k, pattern): _scrub(v, pattern) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [scrub(v) for v in value]
+        return [_scrub(v, pattern) for v in value]
     return value

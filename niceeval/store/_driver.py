@@ -197,6 +197,12 @@ class Session:
         if rows:
             self.connection.cursor().executemany(prepared, rows)
 
+    def copy(self, table: str, names: Sequence[str], rows: Sequence[tuple[Any, ...]]) -> None:
+        """PostgreSQL: `rows` (values in the order of `names`) into `table` by `COPY ... FROM STDIN`."""
+        with self.connection.cursor().copy(f"COPY {table} ({', '.join(names)}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+
     def new_ids(self, table: str, count: int) -> range | list[int]:
         """`count` ids for new rows of `table`, free for this transaction alone.
 

@@ -43,7 +43,7 @@ def writer(store_url: str, tmp_path: Path) -> Iterator[RunWriter]:
 
 
 def odd_result() -> RunResult:
-    """Text a store must keep (unicode, quotes, NUL-free control characters) or make storable (lone surrogates)."""
+    """Text a store must keep (unicode, quotes, control characters) or make storable (lone surrogates, NUL)."""
     return RunResult(
         eval_id="evals/ü.py::naïve 'quoted' \"run\"",
         file="evals/ü.py",
@@ -55,9 +55,14 @@ def odd_result() -> RunResult:
         case_id=None,
         variant={"model": "ß", "prompt": 'short "one"'},
         assertions=[
-            AssertionResult(name="ok ✓", severity="gate", score=None, threshold=1.0, state="inconclusive", reason="")
+            AssertionResult(
+                name="ok ✓", severity="gate", score=None, threshold=1.0, state="inconclusive", reason="\x00"
+            )
         ],
-        events=[MessageEvent(role="user", text="こんにちは \ud800", seq=0, at=datetime(2026, 1, 2, 3, 4, 5, 6, UTC))],
+        events=[
+            MessageEvent(role="user", text="こんにちは \ud800", seq=0, at=datetime(2026, 1, 2, 3, 4, 5, 6, UTC)),
+            MessageEvent(role="assistant", text="NUL \x00 here", data={"k\x00": ["\x00"]}, seq=1),
+        ],
         spans=[SpanRecord(trace_id="t", span_id="s", name="agent ✓", start_ns=2**62, attributes={"n": 1.5})],
     )
 
@@ -85,9 +90,12 @@ def test_what_the_writer_stores_reads_back_equal_through_store(writer: RunWriter
     with Store.open(store_url) as store:
         assert store.eval_run("w1", written[0].eval_id, 1) == written[0]
         odd = store.eval_run("w1", written[1].eval_id, 0)
-        assert odd == scrub_run(written[1], surrogates=True)
+        assert odd == scrub_run(written[1], storable=True)
         assert odd.skip_reason == "tab\there, emoji 🎉, broken \ufffd half"
         assert odd.events[0].text == "こんにちは \ufffd"
+        # PostgreSQL's text holds no NUL (the run was lost there): replaced on both databases alike
+        assert (odd.events[1].text, odd.events[1].data) == ("NUL \ufffd here", {"k\ufffd": ["\ufffd"]})
+        assert odd.assertions[0].reason == "\ufffd" and "\x00" not in odd.model_dump_json()
         info = store.run("w1").run
     assert (info.status, info.exit_code, info.duration_s, info.runs_done, info.failed, info.scored) == (
         "finished", 1, 2.5, 2, 1, 1,
@@ -267,13 +275,16 @@ def test_a_postgresql_connection_lost_mid_run_fails_one_batch_and_the_next_recon
 def test_a_result_the_runner_found_clean_is_not_scrubbed_again_and_anything_else_is() -> None:
     redactor = Redactor.from_environment({"OPENAI_API_KEY": "sk-live-secret-value-123456"})
     clean = redactor.run(result("a"))
-    assert is_clean(clean) and scrub_run(clean, surrogates=True) is clean  # the store's pass would change nothing
+    assert is_clean(clean) and scrub_run(clean, storable=True) is clean  # the store's pass would change nothing
     assert not is_clean(clean.model_copy(update={"skip_reason": "key sk-live-secret-value-123456"}))
     assert not is_clean(result("b"))  # never checked
     secret = redactor.run(result("c").model_copy(update={"skip_reason": "sk-live-secret-value-123456"}))
     assert not is_clean(secret) and secret.skip_reason == "[redacted:OPENAI_API_KEY]"
     broken = redactor.run(odd_result())  # lone surrogates: kept for the console, replaced by the store
     assert not is_clean(broken) and "\udc80" in (broken.skip_reason or "")
+    nul = redactor.run(result("d").model_copy(update={"skip_reason": "a\x00b"}))  # NUL: likewise
+    assert not is_clean(nul) and nul.skip_reason == "a\x00b"
+    assert scrub_run(nul, storable=True).skip_reason == "a\ufffdb"
 
 
 def test_a_store_not_at_this_schema_yet_is_opened_as_a_store_and_then_by_the_writer(
