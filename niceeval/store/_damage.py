@@ -11,6 +11,7 @@ from __future__ import annotations
 import sqlite3
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
 _HEADER = b"SQLite format 3\x00"
 _FRESH_S = 10.0
 """An empty store file younger than this may be another process's new store, about to get its schema."""
+_SECOND_LOOK_S = 0.1
+"""How long after a first look that found a problem the file is looked at again (only a damaged store waits)."""
 _DAMAGE = ("malformed", "not a database", "file is encrypted", "disk i/o error", "database corrupt")
 
 
@@ -32,19 +35,48 @@ def _move_away(path: str | Path) -> str:
 
 
 def check_sqlite_file(path: Path) -> str | None:
-    """What is wrong with the SQLite file at `path`, judged from its header and size (None: nothing seen)."""
-    if not path.is_file():
+    """What is wrong with the SQLite file at `path`, judged from its header and size (None: nothing seen).
+
+    A problem counts only when a second look, a moment later, sees the same file with it: another process writing
+    the store (a shard that made it and is ending, its checkpoint growing the file and deleting the log) changes
+    the file between this process's `stat`, its look for a log and its read of the header, so one look can pair a
+    stale size with a newer header. Damage stays as it is.
+    """
+    first = _look(path)
+    if first.problem is None:
         return None
+    time.sleep(_SECOND_LOOK_S)
+    second = _look(path)
+    return second.problem if second.file == first.file else None
+
+
+@dataclass(frozen=True, slots=True)
+class _Look:
+    problem: str | None
+    file: tuple[int, int, int] | None
+    """The file's inode, size and modification time (ns) when looked at: what a writer at work changes."""
+
+
+def _look(path: Path) -> _Look:
+    if not path.is_file():
+        return _Look(None, None)
     stat = path.stat()
     size = stat.st_size
+    seen = (stat.st_ino, size, stat.st_mtime_ns)
     if size == 0 and _being_created(path, stat.st_mtime):
-        return None
+        return _Look(None, seen)
     if size == 0:
-        return f"the results store {path} is an empty file (0 bytes), not a results store: {_move_away(path)}."
+        return _Look(
+            f"the results store {path} is an empty file (0 bytes), not a results store: {_move_away(path)}.", seen
+        )
     if _in_use(path):  # another process may be writing it (a checkpoint writes page 1 before the pages after it):
-        return None  # its header proves nothing now, and damage still shows when a page is read
+        return _Look(None, seen)  # its header proves nothing now, and damage still shows when a page is read
     with path.open("rb") as file:
         header = file.read(100)
+    return _Look(_header_problem(path, header, size), seen)
+
+
+def _header_problem(path: Path, header: bytes, size: int) -> str | None:
     if not header.startswith(_HEADER):
         return f"the results store {path} is not a SQLite database (damaged, or another file): {_move_away(path)}."
     if len(header) < 100:

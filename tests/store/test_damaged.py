@@ -78,6 +78,35 @@ def test_a_store_another_process_is_writing_is_not_judged_by_its_header(sound: P
         log.unlink()
 
 
+class _ShardEndingMidLook(type(Path())):  # type: ignore[misc]  # PosixPath or WindowsPath: Path's concrete class
+    """The store file as one shard sees it while another shard, which made the store, ends: that shard's last
+    connection checkpoints the log into the file and deletes the log just before this one looks for a log."""
+
+    other: Store | None = None
+
+    def exists(self, *args: bool, **kwargs: bool) -> bool:
+        if _ShardEndingMidLook.other is not None and self.name.endswith(("-wal", "-journal")):
+            _ShardEndingMidLook.other.close()  # its checkpoint writes page 1 (the page count), then the rest
+            _ShardEndingMidLook.other = None
+        return super().exists(*args, **kwargs)
+
+
+def test_a_store_whose_maker_ends_while_it_is_looked_at_is_not_judged_cut_short(tmp_path: Path) -> None:
+    """Shards started at once (CI flake, a shard 'not started'): one shard made the store (its schema in the log,
+    the file one page long) and ended between another shard's `stat` of the file and its look for a log; the header
+    then counts pages the stale size did not have. A writer at work changes the file; damage stays."""
+    from niceeval.store._damage import check_sqlite_file
+
+    path = tmp_path / "results.db"
+    _ShardEndingMidLook.other = Store.open(str(path))
+    assert path.stat().st_size == 4096 and path.with_name("results.db-wal").exists()
+    assert check_sqlite_file(_ShardEndingMidLook(path)) is None
+    assert _ShardEndingMidLook.other is None  # the other shard did end mid-look
+    assert path.stat().st_size > 4096 and not path.with_name("results.db-wal").exists()
+    with Store.open(str(path)) as store:
+        assert store.runs() == []
+
+
 def test_garbled_pages_met_while_reading_are_named_not_a_traceback(sound: Path, tmp_path: Path) -> None:
     path = _copy(sound, tmp_path)
     data = bytearray(path.read_bytes())
