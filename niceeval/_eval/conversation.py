@@ -235,8 +235,9 @@ class Conversation:
         _stamp_latency(self._log.events[start:], time.perf_counter() - began)
         self.spans.append((start, len(self._log.events)))
         events = tuple(self._log.events[start:])
-        if not prices_loaded() and any(isinstance(e, UsageEvent) and e.cost is None for e in events):
-            await prices_ready()  # the turn's usage is priced below; the price data loads off the loop, once
+        unpriced = () if prices_loaded() else [e.model for e in events if isinstance(e, UsageEvent) and e.cost is None]
+        if unpriced:  # priced below: by the config or the memo, else the price data loads off the loop, once
+            await prices_ready(unpriced, self._pricing)
         status: TurnStatus = reply.status
         if status == "completed" and waiting_for_input(events) is not None:
             status = "waiting"

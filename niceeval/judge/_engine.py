@@ -220,7 +220,7 @@ async def consult(
     attempt = _Attempt(messages=messages, judged_input=judged_input)
     if env.cache is not None and env.cache_mode == "read_only_strict":
         reason = f"{model}: not in cache (--cache-only); run without --cache-only to ask the judge and store it"
-        await prices_ready()  # the record prices its call; the price data loads off the loop, once
+        await prices_ready([model], env.pricing)  # the record prices its call; the price data loads off the loop, once
         return Consultation(
             call=_record(env, model, attempt, fallback=fallback, reason=reason, cause="provider_error", asked=False)
         )
@@ -232,7 +232,7 @@ async def consult(
     except _Unparseable as exc:
         cause, reason = "parse_error", str(exc)
     else:
-        await prices_ready()  # loading since the SDK warmed up, while the request was out
+        await prices_ready([model], env.pricing)  # loading since the SDK warmed up, while the request was out
         call = _record(
             env, model, attempt, fallback=fallback, score=parsed.score, passed=parsed.passed, reason=parsed.reason
         )
@@ -240,7 +240,7 @@ async def consult(
             call = await _store(env.cache, key, call, parsed)
         return Consultation(call=call, parsed=parsed)
     asked = cause != "no_api_key"  # without a key the request never left
-    await prices_ready()
+    await prices_ready([model], env.pricing)
     return Consultation(call=_record(env, model, attempt, fallback=fallback, reason=reason, cause=cause, asked=asked))
 
 

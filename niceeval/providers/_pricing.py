@@ -9,12 +9,15 @@ has no cost: `None`, never 0.
 genai-prices' data module is 1.6 MB (0.3 s to import): `load_prices()` loads it once per process, blocking, so
 the runner calls it in a worker thread before the first price is needed (the SDK warm-up, `await
 prices_ready()`). `find_price` resolves each model name once and caches it: a call costs a few dict lookups.
+In a suite the runner also keeps those answers in `.niceeval/prices.json` (`use_memo`, `save_memo`: see
+`_price_memo`): a model found there is priced without loading genai-prices at all.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -23,6 +26,7 @@ from niceeval._core.threads import once_off_loop
 
 if TYPE_CHECKING:
     from decimal import Decimal
+    from pathlib import Path
 
     from genai_prices.types import ModelPrice, TieredPrices
 
@@ -67,21 +71,31 @@ _RESOLVED: dict[str, Price | None] = {}
 
 def find_price(model: str, overrides: Mapping[str, Price] | None = None) -> Price | None:
     """The price of `provider/model`, or None when neither the config, genai-prices nor the table knows it."""
-    if overrides:
-        provider = model.split("/", 1)[0] if "/" in model else ""
-        for key in (model, f"{provider}/*"):
-            if key in overrides:
-                return overrides[key]
+    if overrides and (price := _overridden(model, overrides)) is not None:
+        return price
     try:
         return _RESOLVED[model]
     except KeyError:
         pass
+    if _memo is not None and _memo.key is None:
+        _open_memo()
+        if model in _RESOLVED:
+            return _RESOLVED[model]
     if _catalog is None:
         load_prices()  # a caller outside the runner; the runner has loaded it off the event loop already
     assert _catalog is not None
     price = _catalog(model) or _from_table(model)
     _RESOLVED[model] = price
     return price
+
+
+def _overridden(model: str, overrides: Mapping[str, Price]) -> Price | None:
+    """The config's price for `model`: its exact key, else its provider's `provider/*`."""
+    provider = model.split("/", 1)[0] if "/" in model else ""
+    for key in (model, f"{provider}/*"):
+        if key in overrides:
+            return overrides[key]
+    return None
 
 
 def prices_loaded() -> bool:
@@ -103,6 +117,9 @@ _STARTING = threading.Lock()
 def load_prices_in_background() -> None:
     """Start `load_prices()` in a daemon thread, once, so it overlaps the model calls whose cost needs it."""
     global _started
+    memo = _open_memo()
+    if memo is not None and memo.held:  # the memo prices the project's models; one it lacks loads when asked for
+        return
     with _STARTING:
         if _started or _catalog is not None:
             return
@@ -110,9 +127,79 @@ def load_prices_in_background() -> None:
     threading.Thread(target=load_prices, name="niceeval-prices", daemon=True).start()
 
 
-async def prices_ready() -> None:
-    """`load_prices()` in a worker thread, unless done: await it in a coroutine before `find_price`."""
+async def prices_ready(models: Iterable[str] | None = None, overrides: Mapping[str, Price] | None = None) -> None:
+    """`load_prices()` in a worker thread, unless done: await it in a coroutine before `find_price`. Given the
+    `models` to price, only when the config's `overrides`, the memo or an earlier lookup do not price them all."""
+    if models is not None and prices_known(models, overrides):
+        return
     await once_off_loop("prices", load_prices, prices_loaded)
+
+
+def prices_known(models: Iterable[str], overrides: Mapping[str, Price] | None = None) -> bool:
+    """Whether `find_price` answers each of `models` without genai-prices (a few dict lookups, once the memo is
+    read)."""
+    for model in models:
+        if model in _RESOLVED or (overrides and _overridden(model, overrides) is not None):
+            continue
+        if _memo is None or _memo.key is not None:
+            return False
+        _open_memo()
+        if model not in _RESOLVED:
+            return False
+    return True
+
+
+@dataclass(slots=True)
+class _Memo:
+    root: Path
+    """The project's root: the file is `<root>/.niceeval/prices.json`."""
+    key: dict[str, object] | None = None
+    """What it was read under (None: not read yet; it is read on the first price asked for)."""
+    held: frozenset[str] = frozenset()
+    """The models the file held when read or last written."""
+
+
+_memo: _Memo | None = None
+_MEMO_LOCK = threading.Lock()
+
+
+def use_memo(root: Path | None) -> None:
+    """Keep each model's resolved price in the project at `root`'s `.niceeval/prices.json` (for a suite), read on
+    first need and written by `save_memo()`; None: no memo (the default, outside a run)."""
+    global _memo
+    with _MEMO_LOCK:
+        _memo = None if root is None else _Memo(root)
+
+
+def _open_memo() -> _Memo | None:
+    """The memo, its fresh prices read into `_RESOLVED` (once)."""
+    memo = _memo
+    if memo is None:
+        return None
+    with _MEMO_LOCK:
+        if memo.key is None:
+            from niceeval.providers import _price_memo
+
+            key = _price_memo.current_key(_BUILTIN)
+            held = _price_memo.read(memo.root / _price_memo.FILE, key)
+            for model, price in held.items():
+                _RESOLVED.setdefault(model, price)
+            memo.key, memo.held = key, frozenset(held)
+    return memo
+
+
+def save_memo() -> None:
+    """Write the models resolved since the memo was read into it, when there are any (once, at the suite's end)."""
+    memo = _memo
+    if memo is None or memo.key is None:  # not read: nothing was priced
+        return
+    from niceeval.providers import _price_memo
+
+    if memo.key["day"] != _price_memo.today():  # the suite ran past midnight: today's prices may differ
+        return
+    resolved = dict(_RESOLVED)
+    if resolved.keys() - memo.held and _price_memo.write(memo.root / _price_memo.FILE, memo.key, resolved):
+        memo.held = frozenset(resolved)
 
 
 def _genai_prices() -> Lookup:

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -126,3 +127,74 @@ def test_a_run_that_prices_nothing_never_loads_the_price_data(tmp_path: Path) ->
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "genai-prices modules imported: 0" in proc.stdout
+
+
+MEMO_CONFIG = """\
+from niceeval import define_config
+from niceeval.agents import openai_agent
+
+config = define_config(agent=openai_agent("openai/gpt-5.1"), judge={"model": "openai/house-judge"})
+"""
+
+# `niceeval run`, then the genai-prices modules the process imported (none: every price came from the memo).
+LISTED_RUN = """\
+import sys
+from niceeval.cli import main
+
+code = main(["run", "--no-store", "--no-cache", "--json", sys.argv[1]])
+print("genai-prices modules:", sorted(name for name in sys.modules if name.split(".")[0] == "genai_prices"))
+sys.exit(code)
+"""
+
+
+def _run_listing_imports(root: Path, server: LLMServer) -> tuple[dict[str, Any], str]:
+    """One `niceeval run` in a new process: its eval's run from the JSON report, and the genai-prices line."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NICEEVAL", "OPENAI", "ANTHROPIC"))}
+    env.update(OPENAI_API_KEY="test-key", OPENAI_BASE_URL=server.base_url, COLUMNS="200")
+    report = root / "report.json"
+    proc = subprocess.run(
+        [sys.executable, "-c", LISTED_RUN, str(report)],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    run: dict[str, Any] = json.loads(report.read_text())["evals"][0]["runs"][0]
+    return run, next(line for line in proc.stdout.splitlines() if line.startswith("genai-prices modules:"))
+
+
+@pytest.mark.slow
+def test_the_next_run_prices_from_the_projects_memo_without_loading_genai_prices(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    project.write("niceeval.config.py", MEMO_CONFIG)
+    project.write("evals/greet.py", EVAL)
+    memo = project.root / ".niceeval" / "prices.json"
+    genai = find_price("openai/gpt-5.1")
+    assert genai is not None and "openai/gpt-5.1" not in BUILTIN_PRICES
+    agent_cost = cost_of(genai, input_tokens=1000, output_tokens=200)
+    with LLMServer(_script) as server:
+        first, first_imports = _run_listing_imports(project.root, server)
+        assert "'genai_prices.data'" in first_imports  # the first run loads the data and memoizes what it gave
+        written, file = json.loads(memo.read_text()), memo.stat()
+        assert written["prices"] == {"openai/gpt-5.1": genai.model_dump(), "openai/house-judge": None}
+
+        second, second_imports = _run_listing_imports(project.root, server)
+        assert second_imports == "genai-prices modules: []"
+        assert second["agent_spend"] == first["agent_spend"]
+        assert second["agent_spend"]["cost"] == pytest.approx(agent_cost)
+        assert second["judge_spend"]["cost"] is None
+        assert second["judge_spend"]["unpriced"] == ["openai/house-judge"]
+        assert (memo.stat().st_ino, memo.stat().st_mtime_ns) == (file.st_ino, file.st_mtime_ns)  # nothing new
+
+        stale = {
+            "key": {**written["key"], "day": "2000-01-01"},
+            "prices": {"openai/gpt-5.1": {"input_per_mtok": 99.0, "output_per_mtok": 99.0}},
+        }
+        memo.write_text(json.dumps(stale))
+        third, third_imports = _run_listing_imports(project.root, server)
+    assert "'genai_prices.data'" in third_imports
+    assert third["agent_spend"]["cost"] == pytest.approx(agent_cost)
+    assert json.loads(memo.read_text()) == written  # today's key and prices again
