@@ -1,8 +1,10 @@
-"""Benchmark (run by hand): what loading genai-prices adds to a one-eval `niceeval run`.
+"""Benchmark (run by hand): what pricing adds to a one-eval `niceeval run`, and what `.niceeval/prices.json` saves.
 
 A tiny project whose one eval makes one `openai_agent` call and one judge call to the local LLM server, run as a
-user would (a new process each time), in pairs: with prices (genai-prices loads in a worker thread) and without
-(`genai_prices` blocked, so niceeval falls back to its own table at once). Prints each side's median wall time.
+user would (a new process each time), in rounds of three sides: `cold memo` (the memo deleted first: genai-prices
+loads in a worker thread and the memo is written), `warm memo` (the memo the previous run wrote: genai-prices is
+never imported) and `no genai-prices` (`genai_prices` blocked, so niceeval falls back to its own table at once).
+Prints each side's median wall time, CPU time (the process's own, start-up included) and peak RSS (`VmHWM`).
 
     python bench/prices.py [--pairs 7]
 """
@@ -38,12 +40,16 @@ async def greets(t):
     t.judge.rubric("Is the reply a greeting?")
 """
 RUN = """\
-import sys
-if sys.argv[1] == "without":
+import sys, time
+if sys.argv[1] == "no genai-prices":
     sys.modules["genai_prices"] = None
 from niceeval.cli import main
-sys.exit(main(["run", "--no-store", "--no-cache", "--json", "report.json"]))
+code = main(["run", "--no-store", "--no-cache", "--json", "report.json"])
+peak = next(line.split()[1] for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+print(f"measured {time.process_time()} {peak}")
+sys.exit(code)
 """
+SIDES = ("cold memo", "warm memo", "no genai-prices")
 
 
 def _script(request: LLMRequest) -> Reply:
@@ -53,10 +59,17 @@ def _script(request: LLMRequest) -> Reply:
     return Reply(text="Hello there!", usage=usage)
 
 
-def _timed(side: str, root: Path, env: dict[str, str]) -> float:
+def _measured(side: str, root: Path, env: dict[str, str]) -> tuple[float, float, float]:
+    """Wall s, CPU s and peak RSS (MB) of one `niceeval run`."""
+    if side == "cold memo":
+        (root / ".niceeval" / "prices.json").unlink(missing_ok=True)
     began = time.perf_counter()
-    subprocess.run([sys.executable, "-c", RUN, side], cwd=root, env=env, check=True, capture_output=True, timeout=120)
-    return time.perf_counter() - began
+    proc = subprocess.run(
+        [sys.executable, "-c", RUN, side], cwd=root, env=env, check=True, capture_output=True, text=True, timeout=120
+    )
+    wall = time.perf_counter() - began
+    cpu, peak_kb = next(line for line in proc.stdout.splitlines() if line.startswith("measured ")).split()[1:]
+    return wall, float(cpu), int(peak_kb) / 1024
 
 
 def main() -> None:
@@ -70,16 +83,19 @@ def main() -> None:
         (root / "evals" / "greet.py").write_text(EVAL)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("NICEEVAL", "OPENAI", "ANTHROPIC"))}
         env.update(OPENAI_API_KEY="bench", OPENAI_BASE_URL=server.base_url)
-        _timed("with", root, env)  # compiles what needs compiling; not counted
-        times: dict[str, list[float]] = {"with": [], "without": []}
+        _measured("cold memo", root, env)  # compiles what needs compiling; not counted
+        figures: dict[str, list[tuple[float, float, float]]] = {side: [] for side in SIDES}
         for _ in range(args.pairs):
-            for side in ("without", "with"):
-                times[side].append(_timed(side, root, env))
-    for side, values in times.items():
-        print(f"{side} prices: median {statistics.median(values):.3f} s  ({', '.join(f'{v:.2f}' for v in values)})")
-    added = statistics.median(times["with"]) - statistics.median(times["without"])
-    paired = statistics.median(w - wo for w, wo in zip(times["with"], times["without"], strict=True))
-    print(f"added by genai-prices: {added * 1000:+.0f} ms between medians, {paired * 1000:+.0f} ms median per pair")
+            for side in SIDES:
+                figures[side].append(_measured(side, root, env))
+    for side, rows in figures.items():
+        wall, cpu, rss = (statistics.median(column) for column in zip(*rows, strict=True))
+        print(f"{side:>16}: median wall {wall:.3f} s, CPU {cpu:.3f} s, peak RSS {rss:.1f} MB")
+    for name, index in (("CPU", 1), ("peak RSS", 2)):
+        saved = statistics.median(
+            c[index] - w[index] for c, w in zip(figures["cold memo"], figures["warm memo"], strict=True)
+        )
+        print(f"warm memo saves {saved:.3f} {'s' if index == 1 else 'MB'} of {name} (median per round)")
 
 
 if __name__ == "__main__":
