@@ -29,7 +29,8 @@ config = define_config(
 '''
 
 GITIGNORE = """\
-# niceeval's local data: the results store and scratch files stay out of git.
+# niceeval's local data: the results store (results.db), the price memo (prices.json) and scratch files stay out
+# of git.
 *
 !.gitignore
 # The judge cache replays judged suites in CI with --cache-only and no API key (docs/judge.md): commit it.

@@ -78,11 +78,12 @@ def test_init_keeps_the_store_out_of_git_and_the_judge_cache_in_it(project: Proj
     assert project.cli("init").code == 0
     assert '    # judge={"model": "openai/gpt-5.4-mini"},' in (project.root / "niceeval.config.py").read_text()
     subprocess.run(["git", "init", "-q"], cwd=project.root, check=True, timeout=30)
-    paths = [".niceeval/results.db", ".niceeval/results.db-wal", ".niceeval/judge-cache.sqlite", ".niceeval/.gitignore"]
+    ignored = [".niceeval/results.db", ".niceeval/results.db-wal", ".niceeval/prices.json"]
+    paths = [*ignored, ".niceeval/judge-cache.sqlite", ".niceeval/.gitignore"]
     checked = subprocess.run(
         ["git", "check-ignore", *paths], cwd=project.root, capture_output=True, text=True, timeout=30
     )
-    assert checked.stdout.split() == [".niceeval/results.db", ".niceeval/results.db-wal"]
+    assert checked.stdout.split() == ignored
 
 
 def test_pytest_runs_the_evals_of_a_fresh_init_through_the_plugin(project: Project) -> None:
