@@ -2,9 +2,10 @@
 
 The one implementation of these writes: `Store.begin/extend/add/finish` run it on their SQLAlchemy connection's
 driver connection, the run's writer (`_writer.RunWriter`) on its own. Rows are built as tuples in the column
-order of `Columns`, values as SQLAlchemy's types store them (JSON columns `json.dumps`ed, a Python None there
-being JSON `null`; SQLite datetimes as `DateTime`'s text), so every read path gives back the same objects; a test
-pins each column list to `_schema`'s tables. Child rows get their parent's id from `Session.new_ids`.
+order of `Columns`, values as SQLAlchemy's types store them (JSON columns as JSON text, pydantic's compact form of
+what SQLAlchemy would `json.dumps`, a Python None there being JSON `null`; SQLite datetimes as `DateTime`'s text), so
+every read path gives back the same objects; a test pins each column list to `_schema`'s tables. Child rows get
+their parent's id from `Session.new_ids`.
 """
 
 from __future__ import annotations
