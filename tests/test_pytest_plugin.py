@@ -428,3 +428,60 @@ def test_a_store_failing_mid_session_warns_how_many_runs_were_lost(project: Path
     assert result.cases["evals/sample.py::passes"] == "passed"
     assert "niceeval: warning: 4 of 4 eval runs of this pytest session were not stored" in result.output
     assert "(ConnectionError: the database went away)" in result.output
+
+
+PRICED_CONFIG = """\
+from niceeval import define_config
+from niceeval.agents import openai_agent
+
+config = define_config(agent=openai_agent("openai/gpt-5.1"))
+"""
+
+PRICED_EVAL = """\
+from pathlib import Path
+
+from niceeval import define_eval
+
+
+@define_eval
+async def priced(t):
+    await t.send("hello")
+    Path("cost.txt").write_text(repr(t.usage.cost))
+"""
+
+# What the session imported of genai-prices, noted as pytest ends.
+IMPORTS_CONFTEST = """\
+import sys
+from pathlib import Path
+
+
+def pytest_unconfigure(config):
+    imported = sorted(name for name in sys.modules if name.split(".")[0] == "genai_prices")
+    Path("genai_prices_modules.txt").write_text(" ".join(imported))
+"""
+
+
+def test_a_session_keeps_prices_in_the_projects_memo_like_niceeval_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from niceeval.providers._pricing import find_price
+    from niceeval.testing import LLMServer, Reply, TokenUsage
+
+    _write(tmp_path, "niceeval.config.py", PRICED_CONFIG)
+    _write(tmp_path, "evals/priced.py", PRICED_EVAL)
+    _write(tmp_path, "conftest.py", IMPORTS_CONFTEST)
+    price = find_price("openai/gpt-5.1")
+    assert price is not None
+    expected = (1000 * price.input_per_mtok + 200 * price.output_per_mtok) / 1e6
+    with LLMServer(lambda request: Reply(text="hi", usage=TokenUsage(input_tokens=1000, output_tokens=200))) as server:
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        first = _pytest(tmp_path, "evals", "--niceeval-no-store")
+        assert first.cases == {"evals/priced.py::priced": "passed"}, first.output
+        assert "genai_prices.data" in (tmp_path / "genai_prices_modules.txt").read_text().split()
+        assert float((tmp_path / "cost.txt").read_text()) == pytest.approx(expected)
+        assert "openai/gpt-5.1" in (tmp_path / ".niceeval" / "prices.json").read_text()
+        second = _pytest(tmp_path, "evals", "--niceeval-no-store")
+    assert second.cases == {"evals/priced.py::priced": "passed"}, second.output
+    assert (tmp_path / "genai_prices_modules.txt").read_text() == ""  # priced from the memo
+    assert float((tmp_path / "cost.txt").read_text()) == pytest.approx(expected)

@@ -20,6 +20,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from niceeval._run.judging import SuiteJudges
 from niceeval.providers import shared_clients
+from niceeval.providers._pricing import save_memo, use_memo
 
 T = TypeVar("T")
 Work = tuple[Callable[[], Awaitable[Any]], "Future[Any]"]
@@ -48,6 +49,7 @@ class LoopHost:
         return self._portal
 
     def open(self) -> None:
+        use_memo(self.judges.root)  # .niceeval/prices.json, as `niceeval run` keeps it
         self._portal_cm = start_blocking_portal()
         self._portal = self._portal_cm.__enter__()
         self._host, self._send = self._portal.start_task(self._serve)
@@ -64,7 +66,7 @@ class LoopHost:
         return self.submit(fn).result()
 
     def close(self) -> None:
-        """Finish: close the shared clients and the judge cache, stop the loop thread."""
+        """Finish: close the shared clients and the judge cache, stop the loop thread, save new prices."""
         if self._portal_cm is None:
             return
         try:
@@ -75,6 +77,8 @@ class LoopHost:
         finally:
             self._portal_cm.__exit__(None, None, None)
             self._portal_cm = self._portal = None
+            save_memo()
+            use_memo(None)
 
     async def _serve(self, *, task_status: TaskStatus[MemoryObjectSendStream[Work]]) -> None:
         send, receive = anyio.create_memory_object_stream[Work](16)
