@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from niceeval._eval.config import Config
     from niceeval._run.shard import Shard
-    from niceeval.store import Store
+    from niceeval.store import DiffOptions, Store
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 EXIT_TERMINATED = 143
@@ -121,6 +121,14 @@ def add_noise_flags(parser: argparse.ArgumentParser) -> None:
         help="also fail when the suite's pass rate, or a graded assertion's mean score (0-1), drops by more than "
         "RATE, significant or not",
     )  # fmt: skip
+
+
+def noise_options(args: argparse.Namespace) -> DiffOptions:
+    """The comparison `--alpha` and `--max-drop` ask for (`run --baseline`, `report --baseline`): both runs judged
+    by the head run's verdict rule."""
+    from niceeval.store import DiffOptions
+
+    return DiffOptions(alpha=args.alpha, max_drop=args.max_drop)
 
 
 def add_gate_flags(parser: argparse.ArgumentParser) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -63,24 +64,80 @@ def github_reporters(
     return [GitHubReporter(options)]
 
 
-def report_github_reporters(args: argparse.Namespace, store: Store, info: SuiteRunInfo) -> list[GitHubReporter]:
-    """`niceeval report`'s GitHub reporter: the annotations and step summary of a whole stored suite run (the job
-    that gathers a sharded run), with `--baseline` compared against it; none when GitHub output is off."""
-    from niceeval._core.errors import ConfigError
-    from niceeval.report.github import GitHubOptions, GitHubReporter
+class ReportBaseline:
+    """`niceeval report RUN --baseline BASE [--alpha A] [--max-drop D]`: the reported suite run against BASE, weighed
+    as `niceeval run --baseline` weighs a run (the same flags, the same comparison): printed after the report,
+    shared with the step summary, and a regression makes the report exit 1."""
 
-    baseline: str | None = None
-    if args.baseline:
-        if args.baseline == "latest":
-            baseline = next((r.id for r in store.runs(limit=2) if r.id != info.id), None)
-            if baseline is None:
-                raise ConfigError("--baseline latest: the results store holds no other suite run to compare with.")
-        else:
-            baseline = store.resolve(args.baseline)
-            if baseline == info.id:
-                raise ConfigError(f"--baseline {args.baseline} names the reported suite run itself.")
+    def __init__(self, args: argparse.Namespace, store: Store) -> None:
+        self.args = args
+        self.store = store
+        self.baseline: str | None = None
+        self.head: str | None = None
+        self._diff: RunDiff | None = None
+
+    def reporters(self, info: SuiteRunInfo) -> list[GitHubReporter]:
+        """Resolve `--baseline` against the reported suite run `info` (a wrong id exits 2 before anything is
+        printed); the GitHub reporter of the whole suite run, when GitHub output is on."""
+        self.baseline, self.head = _report_baseline(self.args, self.store, info), info.id
+        return _report_github_reporters(self.args, info, self.diff if self.baseline else None)
+
+    def diff(self) -> RunDiff:
+        """The comparison, made once."""
+        from niceeval.cli._common import noise_options
+
+        if self._diff is None:
+            assert self.baseline is not None and self.head is not None
+            self._diff = self.store.diff(self.baseline, self.head, noise_options(self.args))
+        return self._diff
+
+    def exit_code(self, code: int) -> int:
+        """The report's exit code with the comparison's verdict (unchanged without `--baseline`)."""
+        return gated_by_baseline(code, self.baseline, self.diff) if self.baseline is not None else code
+
+
+def gated_by_baseline(code: int, baseline: str, diff: Callable[[], RunDiff]) -> int:
+    """`code` with the verdict of the comparison with `baseline`, printed: 1 at least for a regression beyond noise
+    or past `--max-drop`, or when the runs cannot be compared (nothing then says the run is no worse)."""
+    from niceeval._core.errors import NiceevalError
+    from niceeval.cli._common import EXIT_FAILED
+    from niceeval.cli._views import diff_lines
+
+    try:
+        found = diff()
+    except NiceevalError as exc:
+        print(f"niceeval: --baseline {baseline}: {exc}", file=sys.stderr)
+        return max(code, EXIT_FAILED)
+    for line in diff_lines(found):
+        print(line)
+    return max(code, EXIT_FAILED) if found.regressed else code
+
+
+def _report_baseline(args: argparse.Namespace, store: Store, info: SuiteRunInfo) -> str | None:
+    from niceeval._core.errors import ConfigError
+
+    if not args.baseline:
+        return None
+    if args.baseline == "latest":
+        found = next((r.id for r in store.runs(limit=2) if r.id != info.id), None)
+        if found is None:
+            raise ConfigError("--baseline latest: the results store holds no other suite run to compare with.")
+        return found
+    found = store.resolve(args.baseline)
+    if found == info.id:
+        raise ConfigError(f"--baseline {args.baseline} names the reported suite run itself.")
+    return found
+
+
+def _report_github_reporters(
+    args: argparse.Namespace, info: SuiteRunInfo, diff: Callable[[], RunDiff] | None
+) -> list[GitHubReporter]:
+    """`niceeval report`'s GitHub reporter: the annotations and step summary of a whole stored suite run (the job
+    that gathers a sharded run), with `diff()` in the summary; none when GitHub output is off."""
     if not _github_on(args):
         return []
+    from niceeval.report.github import GitHubOptions, GitHubReporter
+
     options = GitHubOptions(
         summary_path=_summary_path(),
         workspace=_workspace(),
@@ -89,9 +146,8 @@ def report_github_reporters(args: argparse.Namespace, store: Store, info: SuiteR
         min_pass_at_k=None,
         run_id=info.id,
     )
-    if baseline is not None:
-        chosen = baseline
-        options.baseline = lambda: store.diff(chosen, info.id)
+    if diff is not None:
+        options.baseline = diff
     return [GitHubReporter(options)]
 
 

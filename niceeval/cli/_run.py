@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 
 from niceeval._core.wording import plural
 from niceeval.cli._common import (
-    EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
     add_concurrency_flag,
@@ -395,36 +394,27 @@ class _BaselineGate:
     def __init__(self, sink: StoreSink, baseline: str | None, args: argparse.Namespace) -> None:
         self.sink = sink
         self.baseline = baseline
-        self.alpha: float = args.alpha
-        self.max_drop: float | None = args.max_drop
+        self.args = args
         self._diff: RunDiff | None = None
 
     def diff(self) -> RunDiff:
         from niceeval._core.errors import NiceevalError
-        from niceeval.store import DiffOptions
+        from niceeval.cli._common import noise_options
 
         if self._diff is None:
             assert self.baseline is not None
             if self.sink.error is not None:
                 raise NiceevalError(f"this run was not fully stored ({self.sink.error}), so it cannot be compared")
-            options = DiffOptions(alpha=self.alpha, max_drop=self.max_drop)
-            self._diff = self.sink.store.diff(self.baseline, self.sink.run_id, options)
+            self._diff = self.sink.store.diff(self.baseline, self.sink.run_id, noise_options(self.args))
         return self._diff
 
     def exit_code(self, code: int) -> int:
         """The run's exit code with the baseline comparison's verdict: 1 for a regression beyond noise, or when
         the runs cannot be compared (the gate cannot say the run is no worse)."""
-        from niceeval._core.errors import NiceevalError
-        from niceeval.cli._views import diff_lines
+        from niceeval.cli._github import gated_by_baseline
 
-        try:
-            diff = self.diff()
-        except NiceevalError as exc:
-            print(f"niceeval: --baseline {self.baseline}: {exc}", file=sys.stderr)
-            return max(code, EXIT_FAILED)
-        for line in diff_lines(diff):
-            print(line)
-        return max(code, EXIT_FAILED) if diff.regressed else code
+        assert self.baseline is not None
+        return gated_by_baseline(code, self.baseline, self.diff)
 
 
 def _plan_runs(

@@ -11,7 +11,14 @@ import sys
 from typing import TYPE_CHECKING
 
 from niceeval._core.wording import plural
-from niceeval.cli._common import add_config_flag, add_gate_flags, add_report_flags, add_store_flag, open_existing_store
+from niceeval.cli._common import (
+    add_config_flag,
+    add_gate_flags,
+    add_noise_flags,
+    add_report_flags,
+    add_store_flag,
+    open_existing_store,
+)
 from niceeval.cli._github import add_github_flags
 
 if TYPE_CHECKING:
@@ -69,6 +76,7 @@ def add_store_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
     add_config_flag(report)
     add_store_flag(report)
     add_github_flags(report)
+    add_noise_flags(report)
     report.set_defaults(handler=_report)
 
     store = commands.add_parser("store", help="look after the results store itself")
@@ -235,10 +243,11 @@ def _export(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from niceeval.cli._github import report_github_reporters
+    from niceeval.cli._github import ReportBaseline
     from niceeval.cli._views import report_run
 
     with open_existing_store(args) as store:
+        baseline = ReportBaseline(args, store)
         code = report_run(
             store,
             args.run,
@@ -246,8 +255,9 @@ def _report(args: argparse.Namespace) -> int:
             json_path=args.json,
             junit_path=args.junit,
             html_path=args.html,
-            more=lambda info: report_github_reporters(args, store, info),
+            more=baseline.reporters,
         )
+        code = baseline.exit_code(code)
     sys.stdout.flush()
     return code
 
