@@ -99,10 +99,11 @@ def test_a_store_whose_maker_ends_while_it_is_looked_at_is_not_judged_cut_short(
 
     path = tmp_path / "results.db"
     _ShardEndingMidLook.other = Store.open(str(path))
-    assert path.stat().st_size == 4096 and path.with_name("results.db-wal").exists()
+    page = int.from_bytes(path.read_bytes()[16:18], "big")
+    assert path.stat().st_size == page and path.with_name("results.db-wal").exists()  # page 1, the rest in the log
     assert check_sqlite_file(_ShardEndingMidLook(path)) is None
     assert _ShardEndingMidLook.other is None  # the other shard did end mid-look
-    assert path.stat().st_size > 4096 and not path.with_name("results.db-wal").exists()
+    assert path.stat().st_size > page and not path.with_name("results.db-wal").exists()
     with Store.open(str(path)) as store:
         assert store.runs() == []
 
