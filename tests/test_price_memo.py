@@ -192,6 +192,13 @@ def test_a_project_that_cannot_be_written_to_has_no_memo_and_no_error(tmp_path: 
     assert [p.name for p in tmp_path.iterdir()] == [".niceeval"]  # no temporary file left behind
 
 
+def test_an_unreadable_memo_is_no_error(tmp_path: Path) -> None:
+    (tmp_path / ".niceeval" / "prices.json").mkdir(parents=True)  # cannot be read, nor replaced by a file
+    [price] = _suite(tmp_path, [MODEL])
+    assert price == _genai_prices_price(MODEL)
+    assert [p.name for p in (tmp_path / ".niceeval").iterdir()] == ["prices.json"]
+
+
 def test_a_suite_that_prices_nothing_writes_nothing(tmp_path: Path) -> None:
     assert _suite(tmp_path, []) == []
     assert not (tmp_path / ".niceeval").exists()
