@@ -75,23 +75,10 @@ def test_a_run_prices_the_agent_by_genai_prices_and_the_judge_by_the_override(tm
     project = make_project(tmp_path)
     project.write("niceeval.config.py", CONFIG)
     project.write("evals/greet.py", EVAL)
-    report = tmp_path / "report.json"
     with LLMServer(_script) as server:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("NICEEVAL", "OPENAI", "ANTHROPIC"))}
-        env.update(OPENAI_API_KEY="test-key", OPENAI_BASE_URL=server.base_url, COLUMNS="200")
-        proc = subprocess.run(
-            [sys.executable, "-c", SPIED_RUN, str(report)],
-            cwd=project.root,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            stdin=subprocess.DEVNULL,
-        )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "imported on the loop's thread: []" in proc.stdout, proc.stdout
-    assert "genai-prices modules imported: 0" not in proc.stdout
-    run = json.loads(report.read_text())["evals"][0]["runs"][0]
+        run, stdout = _run(project.root, server, SPIED_RUN)
+    assert "imported on the loop's thread: []" in stdout, stdout
+    assert "genai-prices modules imported: 0" not in stdout
     assert run["warnings"] == []
     genai = find_price("openai/gpt-5.1")
     assert genai is not None and "openai/gpt-5.1" not in BUILTIN_PRICES
@@ -115,18 +102,8 @@ async def echoes(t):
 def test_a_run_that_prices_nothing_never_loads_the_price_data(tmp_path: Path) -> None:
     project = make_project(tmp_path)  # the echo agent: no model call, no usage to price
     project.write("evals/echo.py", ECHO_EVAL)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NICEEVAL", "OPENAI", "ANTHROPIC"))}
-    proc = subprocess.run(
-        [sys.executable, "-c", SPIED_RUN, str(tmp_path / "report.json")],
-        cwd=project.root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "genai-prices modules imported: 0" in proc.stdout
+    _, stdout = _run(project.root, None, SPIED_RUN)
+    assert "genai-prices modules imported: 0" in stdout
 
 
 MEMO_CONFIG = """\
@@ -147,13 +124,16 @@ sys.exit(code)
 """
 
 
-def _run_listing_imports(root: Path, server: LLMServer) -> tuple[dict[str, Any], str]:
-    """One `niceeval run` in a new process: its eval's run from the JSON report, and the genai-prices line."""
+def _run(root: Path, server: LLMServer | None, script: str) -> tuple[dict[str, Any], str]:
+    """`script` (a `niceeval run` writing the JSON report named by its argument) in a new process, with `server`'s
+    URL and a key when given: its eval's run from the report, and what it printed."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NICEEVAL", "OPENAI", "ANTHROPIC"))}
-    env.update(OPENAI_API_KEY="test-key", OPENAI_BASE_URL=server.base_url, COLUMNS="200")
+    env["COLUMNS"] = "200"
+    if server is not None:
+        env.update(OPENAI_API_KEY="test-key", OPENAI_BASE_URL=server.base_url)
     report = root / "report.json"
     proc = subprocess.run(
-        [sys.executable, "-c", LISTED_RUN, str(report)],
+        [sys.executable, "-c", script, str(report)],
         cwd=root,
         env=env,
         capture_output=True,
@@ -163,7 +143,13 @@ def _run_listing_imports(root: Path, server: LLMServer) -> tuple[dict[str, Any],
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     run: dict[str, Any] = json.loads(report.read_text())["evals"][0]["runs"][0]
-    return run, next(line for line in proc.stdout.splitlines() if line.startswith("genai-prices modules:"))
+    return run, proc.stdout
+
+
+def _run_listing_imports(root: Path, server: LLMServer) -> tuple[dict[str, Any], str]:
+    """One `niceeval run` in a new process: its eval's run from the JSON report, and the genai-prices line."""
+    run, stdout = _run(root, server, LISTED_RUN)
+    return run, next(line for line in stdout.splitlines() if line.startswith("genai-prices modules:"))
 
 
 @pytest.mark.slow
