@@ -67,12 +67,18 @@ class ScriptRunner:
     thread, hence the lock.
     """
 
-    def __init__(self, script: Script | None, *, faults: FaultRule | None, latency: float) -> None:
+    def __init__(
+        self, script: Script | None, *, faults: FaultRule | None, latency: float, keep_requests: bool = True
+    ) -> None:
+        """`keep_requests`: keep each request for `requests` (False: count them only, as a long-lived server that
+        nobody reads the log of must, or its memory grows with every request it answers)."""
         self._lock = threading.Lock()
         self._queue: deque[Reply] = deque()
         self._function: ScriptFunction | None = None
         self._served = 0
         self._requests: list[LLMRequest] = []
+        self._received = 0
+        self._keep = keep_requests
         self._ids: dict[str, Iterator[int]] = {}
         self.faults = faults
         self.latency = latency
@@ -125,9 +131,11 @@ class ScriptRunner:
             return list(self._requests)
 
     def record(self, request: LLMRequest) -> None:
-        """Add a request to the log."""
+        """Add a request to the log (count it, when requests are not kept)."""
         with self._lock:
-            self._requests.append(request)
+            self._received += 1
+            if self._keep:
+                self._requests.append(request)
 
     async def next_reply(self, request: LLMRequest) -> Reply:
         """The reply to `request`: the fault rule's fault if it gives one, else the script's next reply.
@@ -172,7 +180,7 @@ class ScriptRunner:
         held = f"all {self._served} scripted replies were used" if self._served else "it holds no replies"
         return (
             f"niceeval LLM script ran out of replies: {held}, "
-            f"and request #{len(self._requests)} ({request.provider}, model {request.model!r}, last user "
+            f"and request #{self._received} ({request.provider}, model {request.model!r}, last user "
             f"message {_clip(request.last_user_text)!r}) has none left. Script one more reply per request "
             "(push() or a longer list), or use a function of the request to answer any number of them."
         )

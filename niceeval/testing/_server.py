@@ -199,7 +199,8 @@ def serve(
         UsageError: `host` is not a loopback address.
         OSError: The port cannot be bound.
     """
-    runner = ScriptRunner(script if script is not None else echo, faults=faults, latency=latency)
+    # nothing reads this server's request log: kept, it would grow with every request for as long as it serves
+    runner = ScriptRunner(script if script is not None else echo, faults=faults, latency=latency, keep_requests=False)
     sock = bind_loopback(host, port)
     stopping = asyncio.Event()
     server = Uvicorn(uvicorn_config(LLMApp(runner, models, stopping).asgi(), quiet=False), stopping)

@@ -47,3 +47,32 @@ def test_serve_until_interrupted() -> None:
     assert process.returncode == 0, err
     assert "serve returned" in out
     assert "POST /v1/chat/completions" in out  # uvicorn's access log
+
+
+def test_a_long_lived_server_counts_its_requests_without_keeping_them() -> None:
+    """`niceeval testing serve` answers for hours and nobody reads its log: kept, every request stayed in memory
+    (the benchmark's server grew past 2 GB and paused for its garbage collector)."""
+    import anyio
+
+    from niceeval.testing import LLMRequest
+    from niceeval.testing._script import ScriptExhaustedError, ScriptRunner
+
+    kept = ScriptRunner(["one"], faults=None, latency=0.0)
+    counted = ScriptRunner(["one"], faults=None, latency=0.0, keep_requests=False)
+    first, second = LLMRequest.from_prompt("Capital of France?"), LLMRequest.from_prompt("And of Italy?")
+    for runner in (kept, counted):
+        for request in (first, second):
+            runner.record(request)
+    assert [r.last_user_text for r in kept.requests] == ["Capital of France?", "And of Italy?"]
+    assert counted.requests == []
+
+    async def answer(runner: ScriptRunner) -> str:
+        await runner.next_reply(first)
+        try:
+            await runner.next_reply(second)
+        except ScriptExhaustedError as exc:
+            return str(exc)
+        raise AssertionError("a one-reply script answered twice")
+
+    assert "request #2 " in anyio.run(answer, counted)  # numbered all the same
+    assert "request #2 " in anyio.run(answer, kept)
