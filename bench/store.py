@@ -8,8 +8,10 @@ Run by hand (pytest does not collect it); PostgreSQL comes from a throwaway clus
 1. The judged suite of `bench/judge_suite.py` (`--evals` evals, each one agent call and one rubric judge call
    against `niceeval testing serve --latency L`), run by the real `niceeval run --no-cache` with the store off
    (`--no-store`), on SQLite and on PostgreSQL; `--repeat` rounds, configurations interleaved, the median
-   shown. Columns: wall time and peak RSS (VmHWM) of the measured process, and the change against store off (of
-   the medians, and `paired`: the median of each round's ratio to that round's store-off run).
+   shown (each round runs them in the reverse order of the one before, so a drift of the machine weighs on all
+   alike). Columns: wall time, CPU time (user + system) and peak RSS (VmHWM) of the measured process, and the
+   change against store off (of the medians, and `paired`: the median of each round's ratio to that round's
+   store-off run, with a 95% bootstrap interval of that median when there are 5 rounds or more).
 2. Store size per eval run after those runs: the SQLite file (+ WAL) and the PostgreSQL database (less the size
    of an empty one) divided by the eval runs stored.
 3. `niceeval runs` and `niceeval diff` on a store of `--suites` suite runs x `--evals` eval runs (synthetic records
@@ -67,9 +69,11 @@ def suite_overhead(args: argparse.Namespace, cluster: Cluster, folder: Path) -> 
             "SQLite": ("--store", str(sqlite_path)),
             "PostgreSQL": ("--store", pg_url),
         }
+        if args.skip_postgresql:
+            del configs["PostgreSQL"]
         measured: dict[str, list[Measured]] = {name: [] for name in configs}
-        for _ in range(args.repeat):
-            for name, flags in configs.items():
+        for round_ in range(args.repeat):
+            for name, flags in list(configs.items())[:: 1 if round_ % 2 == 0 else -1]:
                 measured[name].append(niceeval(project, env, args.concurrency, "--no-cache", *flags))
     finally:
         server.process.terminate()
@@ -78,23 +82,42 @@ def suite_overhead(args: argparse.Namespace, cluster: Cluster, folder: Path) -> 
         f"\n1. {args.evals} judged evals, --no-cache, concurrency {args.concurrency}, latency {args.latency}s, "
         f"median of {args.repeat} ({os.cpu_count()} CPUs, shared)"
     )
-    base_wall = statistics.median(m.wall_s for m in measured["store off"])
-    base_rss = statistics.median(m.peak_rss_mb for m in measured["store off"])
-    print(f"{'configuration':12} {'wall s':>8} {'vs off':>8} {'paired':>8} {'RSS MB':>8} {'vs off':>8}   all walls")
+    off = measured["store off"]
+    base_wall = statistics.median(m.wall_s for m in off)
+    base_rss = statistics.median(m.peak_rss_mb for m in off)
+    print(
+        f"{'configuration':12} {'wall s':>8} {'vs off':>8} {'paired':>8} {'95% interval':>16} {'cpu s':>7} "
+        f"{'paired':>8} {'RSS MB':>8} {'vs off':>8}   all walls"
+    )
     for name, runs in measured.items():
         wall = statistics.median(m.wall_s for m in runs)
         # each round's wall over the same round's store-off wall: a busy moment of the machine weighs on both
-        paired = statistics.median(m.wall_s / off.wall_s for m, off in zip(runs, measured["store off"], strict=True))
+        ratios = [m.wall_s / o.wall_s for m, o in zip(runs, off, strict=True)]
+        cpu_paired = statistics.median(m.cpu_s / o.cpu_s for m, o in zip(runs, off, strict=True))
         rss = statistics.median(m.peak_rss_mb for m in runs)
         walls = " ".join(f"{m.wall_s:.2f}" for m in runs)
         print(
-            f"{name:12} {wall:8.2f} {100 * (wall / base_wall - 1):+7.1f}% {100 * (paired - 1):+7.1f}% {rss:8.1f} "
-            f"{rss - base_rss:+7.1f}MB   {walls}"
+            f"{name:12} {wall:8.2f} {100 * (wall / base_wall - 1):+7.1f}% "
+            f"{100 * (statistics.median(ratios) - 1):+7.1f}% "
+            f"{interval(ratios):>16} {statistics.median(m.cpu_s for m in runs):7.2f} {100 * (cpu_paired - 1):+7.1f}% "
+            f"{rss:8.1f} {rss - base_rss:+7.1f}MB   {walls}"
         )
     stored = args.evals * args.repeat
     print(f"\n2. store size per eval run ({stored} judged eval runs stored per backend)")
     print(f"SQLite      {sqlite_size(sqlite_path) / stored / 1024:6.2f} KB")
-    print(f"PostgreSQL  {(pg_size(pg_url) - empty_pg) / stored / 1024:6.2f} KB")
+    if "PostgreSQL" in measured:
+        print(f"PostgreSQL  {(pg_size(pg_url) - empty_pg) / stored / 1024:6.2f} KB")
+
+
+def interval(ratios: list[float]) -> str:
+    """A 95% bootstrap interval of the median of `ratios`, as percent changes (blank under 5 rounds)."""
+    if len(ratios) < 5 or len(set(ratios)) < 2:
+        return ""
+    from scipy.stats import bootstrap
+
+    found = bootstrap((ratios,), statistics.median, vectorized=False, method="percentile", random_state=0)
+    low, high = found.confidence_interval
+    return f"{100 * (low - 1):+.1f}..{100 * (high - 1):+.1f}%"
 
 
 def synthetic(index: int, *, flip: bool) -> RunResult:
@@ -204,6 +227,7 @@ def main() -> None:
     parser.add_argument("--suites", type=int, default=100)
     parser.add_argument("--skip-suite", action="store_true", help="skip the judged suite (parts 1 and 2)")
     parser.add_argument("--skip-big", action="store_true", help="skip the big store (part 3)")
+    parser.add_argument("--skip-postgresql", action="store_true", help="the judged suite on SQLite only (part 1)")
     args = parser.parse_args()
     cluster = Cluster()
     cluster.start()
