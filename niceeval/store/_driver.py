@@ -203,23 +203,33 @@ class Session:
             for row in rows:
                 copy.write_row(row)
 
-    def new_ids(self, table: str, count: int) -> range | list[int]:
-        """`count` ids for new rows of `table`, free for this transaction alone.
+    def new_ids(self, counts: dict[str, int]) -> dict[str, Sequence[int]]:
+        """For each table, its number of new rows' ids, free for this transaction alone.
 
-        SQLite: the writer holds the database's write lock (`BEGIN IMMEDIATE`), so the ids after the largest are
-        free until it commits. PostgreSQL: drawn from the column's own sequence, which never gives an id twice.
+        SQLite: the writer holds the database's write lock (`BEGIN IMMEDIATE`), so the ids after each table's
+        largest are free until it commits (one query for all the tables: each statement is a hand-over of the
+        interpreter between the writer thread and the event loop). PostgreSQL: drawn from each column's own
+        sequence, which never gives an id twice.
         """
-        if count == 0:
-            return []
+        wanted = {table: count for table, count in counts.items() if count}
+        found: dict[str, Sequence[int]] = {table: [] for table in counts}
+        if not wanted:
+            return found
         if self.dialect.kind == "sqlite":
-            (largest,) = self.execute(f"SELECT coalesce(max(id), 0) FROM {table}").fetchone()
-            return range(largest + 1, largest + 1 + count)
-        sequence = self.sequences.get(table)
-        if sequence is None:
-            (sequence,) = self.execute("SELECT pg_get_serial_sequence(?, 'id')", (table,)).fetchone()
-            self.sequences[table] = sequence
-        rows = self.execute("SELECT nextval(?::regclass) FROM generate_series(1, ?)", (sequence, count)).fetchall()
-        return [row[0] for row in rows]
+            largest = self.execute(
+                "SELECT " + ", ".join(f"(SELECT coalesce(max(id), 0) FROM {table})" for table in wanted)
+            ).fetchone()
+            for (table, count), last in zip(wanted.items(), largest, strict=True):
+                found[table] = range(last + 1, last + 1 + count)
+            return found
+        for table, count in wanted.items():
+            sequence = self.sequences.get(table)
+            if sequence is None:
+                (sequence,) = self.execute("SELECT pg_get_serial_sequence(?, 'id')", (table,)).fetchone()
+                self.sequences[table] = sequence
+            rows = self.execute("SELECT nextval(?::regclass) FROM generate_series(1, ?)", (sequence, count)).fetchall()
+            found[table] = [row[0] for row in rows]
+        return found
 
 
 def session_of(conn: Connection) -> Session:

@@ -1,9 +1,10 @@
 """The store as a sink of finished runs: results are written by a thread, in batches, each batch committed.
 
-The event loop only enqueues a finished `RunResult`; the writer thread, woken by the first run it waits for, sleeps
-a quarter of a second, takes everything queued by then, writes it in transactions of up to 256 runs and commits. A
-killed process therefore loses at most the runs in flight and those of the last quarter second. A store that fails
-mid-run never stops the suite: the runs it could not take are counted and a warning says so at the end.
+The event loop turns a finished `RunResult` into its rows (`_write.run_rows`) and enqueues them; the writer
+thread, woken by the first run it waits for, sleeps a quarter of a second, takes everything queued by then,
+writes it in transactions of up to 256 runs and commits. A killed process therefore loses at most the runs in
+flight and those of the last quarter second. A store that fails mid-run never stops the suite: the runs it could
+not take are counted and a warning says so at the end.
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ from typing import TYPE_CHECKING, Protocol, TextIO, cast
 from niceeval._core.outcome import Outcome
 from niceeval._core.results import RunResult
 from niceeval._core.summary import PlannedEval, Problem, SuiteSummary
-from niceeval.store._driver import store_wide
+from niceeval.store._driver import Dialect, store_wide
 from niceeval.store._lease import Lease
 from niceeval.store._start import ShardStatus, SuiteRunStart, SuiteStatus
+from niceeval.store._write import RunRows, run_rows
 
 if TYPE_CHECKING:
     from niceeval.store._store import Store
@@ -46,7 +48,9 @@ class Recorder(Protocol):
     def lease(self, suite_run_id: str) -> Lease: ...
     def begin(self, start: SuiteRunStart, plan: Sequence[PlannedEval]) -> None: ...
     def extend(self, suite_run_id: str, plan: Sequence[PlannedEval]) -> None: ...
-    def add(self, suite_run_id: str, results: Sequence[RunResult]) -> None: ...
+    @property
+    def dialect(self) -> Dialect: ...
+    def add_rows(self, suite_run_id: str, runs: Sequence[RunResult | RunRows]) -> None: ...
     def outcomes(self, ref: str) -> dict[tuple[str, int], Outcome]: ...
     def damage(self, exc: BaseException) -> str | None: ...
     def close(self) -> None: ...
@@ -100,21 +104,28 @@ class StoreSink:
         self.start_info = start
         self.resume = resume
         self.shard = shard
-        self.unstored = 0
-        """Runs that could not be written."""
+        self._unwritten = 0
+        """Runs the writer thread could not write (`unstored` adds those that could not be turned into rows)."""
+        self._unbuilt = 0
         self.received = 0
         self.error: str | None = None
         """The first write error, in words."""
         self._warnings = warnings
-        self._queue: queue.SimpleQueue[RunResult | _Finish] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[RunRows | _Finish] = queue.SimpleQueue()
         self._ending = threading.Event()
         """Set when the suite has ended: the writer stops gathering and takes the last runs at once."""
         self._thread: threading.Thread | None = None
         self._open = False
+        self._dialect = recorder.dialect
         self._stored: set[tuple[str, int]] = set()
         """On resume or a shard's retry: eval runs already in the suite run (replayed to reporters; not written)."""
         self._planned: dict[str, int] = {}
         """Each eval's planned runs at the start (adaptive repeats raise them as the suite goes)."""
+
+    @property
+    def unstored(self) -> int:
+        """Runs that could not be stored (final once `finish` returned)."""
+        return self._unwritten + self._unbuilt
 
     @property
     def run_id(self) -> str:
@@ -157,7 +168,16 @@ class StoreSink:
         if (result.eval_id, result.run_index) in self._stored:
             return
         self.received += 1
-        self._queue.put(result)
+        if self._thread is not None and not self._open:  # the suite run could not be recorded
+            self._unbuilt += 1
+            return
+        try:
+            rows = run_rows(result, self._dialect)
+        except Exception as exc:  # data the store cannot take: the other reporters still have the run
+            self._failed(exc, result.eval_id, result.run_index)
+            self._unbuilt += 1
+            return
+        self._queue.put(rows)
 
     def finish(self, summary: SuiteSummary) -> None:
         self._ending.set()
@@ -166,45 +186,46 @@ class StoreSink:
             self._thread.join(_JOIN_TIMEOUT_S)
             if self._thread.is_alive():
                 self._failed(TimeoutError(f"the store took over {_JOIN_TIMEOUT_S:g} s to take the last runs"))
-                self.unstored = self.received
+                self._unwritten = self.received - self._unbuilt
         if self.unstored:
             self._warn()
 
-    def _failed(self, exc: BaseException, result: RunResult | None = None) -> None:
+    def _failed(self, exc: BaseException, eval_id: str | None = None, run_index: int = 0) -> None:
         if self.error is None:
             text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
             self.error = self.recorder.damage(exc) or (f"{type(exc).__name__}: {text}" if text else type(exc).__name__)
-            if result is not None:
-                self.error += f"; first unstored: {result.eval_id} run {result.run_index + 1}"
+            if eval_id is not None:
+                self.error += f"; first unstored: {eval_id} run {run_index + 1}"
 
     def _write_loop(self) -> None:
         while True:
-            items: list[RunResult | _Finish] = [self._queue.get()]  # asleep until a run (or the end) arrives
-            if isinstance(items[0], RunResult):
+            items: list[RunRows | _Finish] = [self._queue.get()]  # asleep until a run (or the end) arrives
+            if isinstance(items[0], RunRows):
                 # The runs of the next quarter second queue up meanwhile without waking this thread: a wake-up per
                 # run took the interpreter from the event loop each time. The suite's end cuts the wait short.
                 self._ending.wait(_GATHER_S)
             with contextlib.suppress(queue.Empty):
                 while True:
                     items.append(self._queue.get_nowait())
-            runs = [item for item in items if isinstance(item, RunResult)]
+            runs = [item for item in items if isinstance(item, RunRows)]
             for first in range(0, len(runs), _BATCH):
                 self._write(runs[first : first + _BATCH])
             if isinstance(items[-1], _Finish):  # the end comes after every run
                 self._close(items[-1].summary)
                 return
 
-    def _write(self, batch: list[RunResult]) -> None:
+    def _write(self, batch: list[RunRows]) -> None:
         if not self._open:
-            self.unstored += len(batch)
+            self._unwritten += len(batch)
             return
         try:
-            self.recorder.add(self.run_id, batch)
+            self.recorder.add_rows(self.run_id, batch)
         except Exception as exc:
             wide = store_wide(exc)
             if len(batch) == 1 or wide:
-                self._failed(exc, None if wide else batch[0])  # a run's own failure names the run
-                self.unstored += len(batch)
+                first = batch[0]  # a run's own failure names the run
+                self._failed(exc, None if wide else first.eval_id, first.run_index)
+                self._unwritten += len(batch)
                 return
             for result in batch:  # one run's bad data never takes the runs written with it
                 self._write([result])

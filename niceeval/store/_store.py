@@ -15,7 +15,7 @@ from niceeval._core.summary import PlannedEval
 from niceeval.store import _compare, _prune, _read, _shards, _write
 from niceeval.store._compare import DiffOptions
 from niceeval.store._damage import damage_message, integrity_problems
-from niceeval.store._driver import Target, parse_url, session_of
+from niceeval.store._driver import DIALECTS, Dialect, Target, parse_url, session_of
 from niceeval.store._lease import Lease, LeaseHeld, held_message, take_lease
 from niceeval.store._models import (
     EvalRunInfo,
@@ -29,6 +29,7 @@ from niceeval.store._models import (
     TurnRecord,
 )
 from niceeval.store._open import StoreError, create_store_engine, resolve_url
+from niceeval.store._write import RunRows
 
 
 class Store:
@@ -193,8 +194,17 @@ class Store:
 
     def add(self, suite_run_id: str, results: Sequence[RunResult]) -> None:
         """Record finished eval runs in a suite run."""
+        self.add_rows(suite_run_id, results)
+
+    def add_rows(self, suite_run_id: str, runs: Sequence[RunResult | RunRows]) -> None:
+        """Record finished eval runs, some already turned into their rows (a run's sink builds them as they end)."""
         with self._writing() as conn:
-            _write.insert_runs(session_of(conn), suite_run_id, results)
+            _write.insert_runs(session_of(conn), suite_run_id, runs)
+
+    @property
+    def dialect(self) -> Dialect:
+        """What this store's database takes (rows built for `add_rows`)."""
+        return DIALECTS[self.engine.dialect.name]
 
     def finish(
         self,

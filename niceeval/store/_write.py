@@ -180,52 +180,94 @@ def reopen(session: Session, suite_run_id: str) -> None:
     session.execute("UPDATE suite_runs SET status = 'running', finished_at = NULL WHERE id = ?", (suite_run_id,))
 
 
-def insert_runs(session: Session, suite_run_id: str, results: Sequence[RunResult]) -> None:
-    """Record finished eval runs (one statement per table for the whole batch)."""
-    stamp = session.dialect.stamp
-    results = [r if is_clean(r) else scrub_run(r, storable=True) for r in results]
-    run_ids = session.new_ids("eval_runs", len(results))
-    finished = stamp(datetime.now(UTC))
-    _insert_rows(
-        session,
-        EVAL_RUNS,
-        [_eval_run(run_id, suite_run_id, r, finished) for run_id, r in zip(run_ids, results, strict=True)],
+@dataclass(frozen=True, slots=True)
+class RunRows:
+    """A finished eval run as the rows it is stored in, each without the ids its transaction gives it.
+
+    The run's sink builds them as each run finishes, on the event loop: the writer thread then only hands them to
+    the database, which lets go of the interpreter meanwhile. Built in the writer thread, the same Python work
+    made the event loop wait for the interpreter at each of its own system calls (about 3,000 waits per 1,000
+    judged runs at concurrency 64), which cost the loop more than the building itself.
+    """
+
+    eval_id: str
+    run_index: int
+    run: tuple[Any, ...]
+    """The `eval_runs` row after its `id` and `suite_run_id`."""
+    assertions: list[tuple[Any, ...]]
+    """Each assertion's row after its `id` and `eval_run_id`."""
+    judge_calls: list[tuple[int, tuple[Any, ...]]]
+    """(the position of its assertion, the call's row after its `id` and `assertion_id`)."""
+    events: list[tuple[Any, ...]]
+    """Each event's row after its `eval_run_id`; `turns` and `spans` likewise."""
+    turns: list[tuple[Any, ...]]
+    spans: list[tuple[Any, ...]]
+
+
+def run_rows(result: RunResult, dialect: Dialect) -> RunRows:
+    """The rows that store `result` (scrubbed first unless a redactor found it clean), stamped as finished now."""
+    if not is_clean(result):
+        result = scrub_run(result, storable=True)
+    stamp = dialect.stamp
+    events = result.events
+    return RunRows(
+        result.eval_id,
+        result.run_index,
+        _eval_run(result, stamp(datetime.now(UTC))),
+        [(position, *_assertion_values(a)) for position, a in enumerate(result.assertions)],
+        [
+            (position, (i, *_judge_values(call)))
+            for position, a in enumerate(result.assertions)
+            for i, call in enumerate(a.judge_calls)
+        ],
+        [
+            (e.seq, e.type, stamp(e.at), _model_json(e, exclude=_EVENT_HEAD, fallback=repr).decode()) for e in events
+        ],  # agents may put anything in an event's data: `repr` of what JSON cannot hold
+        turns_of(events),
+        [(i, _model_json(s).decode()) for i, s in enumerate(result.spans)],
     )
+
+
+def insert_runs(session: Session, suite_run_id: str, runs: Sequence[RunResult | RunRows]) -> None:
+    """Record finished eval runs (one statement per table for the whole batch, or a few)."""
+    built = [run if isinstance(run, RunRows) else run_rows(run, session.dialect) for run in runs]
+    ids = session.new_ids(
+        {
+            "eval_runs": len(built),
+            "assertions": sum(len(r.assertions) for r in built),
+            "judge_calls": sum(len(r.judge_calls) for r in built),
+        }
+    )
+    run_ids = ids["eval_runs"]
+    _insert_rows(session, EVAL_RUNS, [(run_id, suite_run_id, *r.run) for run_id, r in zip(run_ids, built, strict=True)])
+    assertion_ids = iter(ids["assertions"])
     assertion_rows: list[tuple[Any, ...]] = []
-    calls: list[tuple[Any, ...]] = []
+    call_rows: list[tuple[Any, ...]] = []
     event_rows: list[tuple[Any, ...]] = []
     turn_rows: list[tuple[Any, ...]] = []
     span_rows: list[tuple[Any, ...]] = []
-    assertion_ids = iter(session.new_ids("assertions", sum(len(r.assertions) for r in results)))
-    for run_id, result in zip(run_ids, results, strict=True):
-        for position, assertion in enumerate(result.assertions):
-            assertion_id = next(assertion_ids)
-            assertion_rows.append((assertion_id, run_id, position, *_assertion_values(assertion)))
-            calls += [(assertion_id, i, call) for i, call in enumerate(assertion.judge_calls)]
-        event_rows += [
-            (run_id, e.seq, e.type, stamp(e.at), _model_json(e, exclude=_EVENT_HEAD, fallback=repr).decode())
-            for e in result.events
-        ]  # agents may put anything in an event's data: `repr` of what JSON cannot hold
-        turn_rows += [(run_id, *turn) for turn in turns_of(result.events)]
-        span_rows += [(run_id, i, _model_json(s).decode()) for i, s in enumerate(result.spans)]
+    for run_id, r in zip(run_ids, built, strict=True):
+        owners = [next(assertion_ids) for _ in r.assertions]
+        assertion_rows += [(a_id, run_id, *row) for a_id, row in zip(owners, r.assertions, strict=True)]
+        call_rows += [(owners[position], *row) for position, row in r.judge_calls]
+        event_rows += [(run_id, *row) for row in r.events]
+        turn_rows += [(run_id, *row) for row in r.turns]
+        span_rows += [(run_id, *row) for row in r.spans]
     _insert_rows(session, ASSERTIONS, assertion_rows)
-    call_ids = session.new_ids("judge_calls", len(calls))
     _insert_rows(
-        session,
-        JUDGE_CALLS,
-        [(call_id, a_id, i, *_judge_values(call)) for call_id, (a_id, i, call) in zip(call_ids, calls, strict=True)],
+        session, JUDGE_CALLS, [(call_id, *row) for call_id, row in zip(ids["judge_calls"], call_rows, strict=True)]
     )
     _insert_rows(session, EVENTS, event_rows)
     _insert_rows(session, TURNS, turn_rows)
     _insert_rows(session, SPANS, span_rows)
 
 
-def _eval_run(run_id: int, suite_run_id: str, result: RunResult, finished: Any) -> tuple[Any, ...]:
+def _eval_run(result: RunResult, finished: Any) -> tuple[Any, ...]:
     agent, judge = result.agent_spend, result.judge_spend
     usage = [e for e in result.events if isinstance(e, UsageEvent)]
     unpriced = {"agent": agent.unpriced, "judge": judge.unpriced} if agent.unpriced + judge.unpriced else None
     return (
-        run_id, suite_run_id, result.eval_id, result.run_index, result.file, result.line, result.outcome, finished,
+        result.eval_id, result.run_index, result.file, result.line, result.outcome, finished,
         result.duration_s, _model_json(result.error).decode() if result.error else "null", result.skip_reason,
         result.sandbox_path, result.workspace_diff, agent.calls, agent.tokens, agent.cost, judge.calls, judge.tokens,
         judge.cost, judge.cached, _json(unpriced).decode(), sum(e.input_tokens for e in usage),

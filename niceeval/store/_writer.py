@@ -20,12 +20,13 @@ from niceeval._core.results import RunResult
 from niceeval._core.summary import PlannedEval
 from niceeval.store import _write
 from niceeval.store._damage import check_sqlite_file, damage_message
-from niceeval.store._driver import DIALECTS, Session, Target, connect, parse_url, revision, writing
+from niceeval.store._driver import DIALECTS, Dialect, Session, Target, connect, parse_url, revision, writing
 from niceeval.store._errors import StoreError
 from niceeval.store._lease import Lease, LeaseHeld, held_message, take_lease
 from niceeval.store._meta import SCHEMA_REVISION
 from niceeval.store._start import ShardStatus, SuiteRunStart, SuiteStatus
 from niceeval.store._url import StoreUrlError, resolve_url
+from niceeval.store._write import RunRows
 
 if TYPE_CHECKING:
     from niceeval.store._store import Store
@@ -100,10 +101,19 @@ class RunWriter:
             _write.add_plan(session, suite_run_id, plan)
             _write.reopen(session, suite_run_id)
 
+    @property
+    def dialect(self) -> Dialect:
+        """What this store's database takes (rows built for `add_rows`)."""
+        return self._dialect
+
     def add(self, suite_run_id: str, results: Sequence[RunResult]) -> None:
         """Record finished eval runs in a suite run (one transaction)."""
+        self.add_rows(suite_run_id, results)
+
+    def add_rows(self, suite_run_id: str, runs: Sequence[RunResult | RunRows]) -> None:
+        """Record finished eval runs, some already turned into their rows (one transaction)."""
         with self._writing() as session:
-            _write.insert_runs(session, suite_run_id, results)
+            _write.insert_runs(session, suite_run_id, runs)
 
     def finish(
         self,

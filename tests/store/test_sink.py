@@ -118,9 +118,9 @@ class CountingStore(Store):
 
     adds: list[int]
 
-    def add(self, suite_run_id: str, results: object) -> None:  # type: ignore[override]
-        self.adds.append(len(results))  # type: ignore[arg-type]
-        super().add(suite_run_id, results)  # type: ignore[arg-type]
+    def add_rows(self, suite_run_id: str, runs: object) -> None:  # type: ignore[override]
+        self.adds.append(len(runs))  # type: ignore[arg-type]
+        super().add_rows(suite_run_id, runs)  # type: ignore[arg-type]
 
 
 def test_runs_finishing_close_together_share_one_transaction(store_url: str) -> None:
