@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, RowMapping, func, select
@@ -28,6 +29,7 @@ from niceeval.store._shards import list_shards
 from niceeval.store._write import totals
 
 _CHUNK = 200  # eval runs loaded per round trip when streaming full records
+_PAGE = 500  # suite runs looked through per round trip for an eval's history
 
 
 class RunNotFound(StoreError):
@@ -155,14 +157,40 @@ def pass_rates(conn: Connection, runs: Sequence[SuiteRunInfo]) -> dict[str, floa
 
 
 def history(conn: Connection, eval_id: str, *, limit: int = 50) -> list[EvalRunInfo]:
-    """The eval's runs across suite runs, latest first."""
-    query = (
-        select(eval_runs)
-        .where(eval_runs.c.eval_id == eval_id)
-        .order_by(eval_runs.c.finished_at.desc(), eval_runs.c.run_index)
-        .limit(limit)
+    """The eval's runs across suite runs, the latest suite run's first (each suite run's in run order)."""
+    order = {suite_run_id: n for n, (suite_run_id, _) in enumerate(suite_runs_with(conn, eval_id, limit))}
+    if not order:
+        return []
+    query = select(eval_runs).where(eval_runs.c.suite_run_id.in_(list(order)), eval_runs.c.eval_id == eval_id)
+    rows = sorted(conn.execute(query).mappings(), key=lambda r: (order[r["suite_run_id"]], r["run_index"]))
+    return [_summary(r) for r in rows[:limit]]
+
+
+def suite_runs_with(conn: Connection, eval_id: str, limit: int) -> list[tuple[str, datetime]]:
+    """`(id, started_at)` of the latest `limit` suite runs holding a run of `eval_id`, latest first.
+
+    Suite runs are read newest first, a page at a time, and each page is looked up by the eval runs' key
+    `(suite_run_id, eval_id, ...)`: no index leads with `eval_id` (see `_schema.eval_runs`).
+    """
+    found: list[tuple[str, datetime]] = []
+    newest_first = select(suite_runs.c.id, suite_runs.c.started_at).order_by(
+        suite_runs.c.started_at.desc(), suite_runs.c.id.desc()
     )
-    return [_summary(r) for r in conn.execute(query).mappings()]
+    offset = 0
+    while len(found) < limit:
+        page = conn.execute(newest_first.limit(_PAGE).offset(offset)).all()
+        if not page:
+            break
+        held = set(
+            conn.execute(
+                select(eval_runs.c.suite_run_id)
+                .where(eval_runs.c.suite_run_id.in_([row[0] for row in page]), eval_runs.c.eval_id == eval_id)
+                .distinct()
+            ).scalars()
+        )
+        found += [(row[0], row[1]) for row in page if row[0] in held]
+        offset += _PAGE
+    return found[:limit]
 
 
 def results(

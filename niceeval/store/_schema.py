@@ -152,8 +152,9 @@ eval_runs = Table(
     Column("case_id", Text),
     Column("variant", Json),
     UniqueConstraint("suite_run_id", "eval_id", "run_index"),
-    Index(None, "eval_id", "finished_at"),
 )
+"""No index leads with `eval_id`: its entries would land all over it at every commit of a suite run (a write
+each for most of its pages). An eval's history is found through its suite runs (`_read.suite_runs_with`)."""
 
 assertions = Table(
     "assertions",

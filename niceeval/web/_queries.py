@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException
 
 from niceeval._core.assertion import AssertionResult, JudgeCall
 from niceeval.store import RunNotFound, Store, SuiteRunInfo
+from niceeval.store._read import suite_runs_with
 from niceeval.store._schema import assertions, eval_runs, judge_calls, suite_runs
 from niceeval.web._judging import JudgeModelUse
 
@@ -193,15 +194,9 @@ def variant_scores(
 
 def score_history(store: Store, eval_id: str, *, limit: int = 30) -> ScoreHistory:
     """The eval's assertion scores in the last `limit` suite runs it ran in (oldest first)."""
-    recent = (
-        select(suite_runs.c.id, suite_runs.c.started_at)
-        .where(suite_runs.c.id.in_(select(eval_runs.c.suite_run_id).where(eval_runs.c.eval_id == eval_id)))
-        .order_by(suite_runs.c.started_at.desc(), suite_runs.c.id.desc())
-        .limit(limit)
-    )
     history = ScoreHistory()
     with store.engine.connect() as conn:
-        history.runs = [(str(i), at) for i, at in conn.execute(recent)][::-1]
+        history.runs = suite_runs_with(conn, eval_id, limit)[::-1]
         if not history.runs:
             return history
         rows = conn.execute(

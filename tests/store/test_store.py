@@ -188,6 +188,25 @@ def test_history_shows_an_eval_across_suite_runs_latest_first(store: Store) -> N
     assert [(h.suite_run_id, h.outcome) for h in store.history("a")] == [("new", "passed"), ("old", "failed")]
 
 
+def test_history_pages_through_suite_runs_and_stops_at_its_limit(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No index leads with eval_id: the history looks through suite runs newest first, a page at a time (two here)."""
+    from niceeval.store import _read
+
+    monkeypatch.setattr(_read, "_PAGE", 2)
+    for n in range(7):  # "a" runs twice in s0, s3 and s6; "b" in every one
+        runs = [result("a", run_index=0), result("a", "failed", run_index=1, score=0.0)] if n % 3 == 0 else []
+        record(store, f"s{n}", [*runs, result("b")], plan=planned("a", runs=2) + planned("b") if runs else None)
+    assert [(h.suite_run_id, h.run_index, h.outcome) for h in store.history("a")] == [
+        ("s6", 0, "passed"), ("s6", 1, "failed"), ("s3", 0, "passed"), ("s3", 1, "failed"),
+        ("s0", 0, "passed"), ("s0", 1, "failed"),
+    ]  # fmt: skip
+    assert [(h.suite_run_id, h.run_index) for h in store.history("a", limit=3)] == [("s6", 0), ("s6", 1), ("s3", 0)]
+    assert [h.suite_run_id for h in store.history("b", limit=4)] == ["s6", "s5", "s4", "s3"]
+    assert store.history("never") == []
+
+
 def test_diff_finds_flips_new_and_gone_evals_and_moved_scores(store: Store) -> None:
     record(store, "base", [result("keeps"), result("breaks"), result("gone"), result("drifts", "scored", score=0.9)])
     record(store, "head", [result("keeps"), result("breaks", "failed", score=0.0), result("new"),
