@@ -417,11 +417,11 @@ def test_a_store_failing_mid_session_warns_how_many_runs_were_lost(project: Path
         from niceeval.store import Store
 
 
-        def _gone(self, suite_run_id, results):
+        def _gone(self, suite_run_id, runs):
             raise ConnectionError("the database went away")
 
 
-        Store.add = _gone
+        Store.add_rows = _gone
         """,
     )
     result = _pytest(project, "evals")

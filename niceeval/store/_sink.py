@@ -9,6 +9,7 @@ not take are counted and a warning says so at the end.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import queue
 import sys
@@ -108,8 +109,9 @@ class StoreSink:
         """Runs the writer thread could not write (`unstored` adds those that could not be turned into rows)."""
         self._unbuilt = 0
         self.received = 0
-        self.error: str | None = None
-        """The first write error, in words."""
+        self._error: str | None = None
+        self._finished = False
+        self._settled = False
         self._warnings = warnings
         self._queue: queue.SimpleQueue[RunRows | _Finish] = queue.SimpleQueue()
         self._ending = threading.Event()
@@ -124,8 +126,15 @@ class StoreSink:
 
     @property
     def unstored(self) -> int:
-        """Runs that could not be stored (final once `finish` returned)."""
+        """Runs that could not be stored (after `finish`: once the writer has taken the last ones)."""
+        self.settle()
         return self._unwritten + self._unbuilt
+
+    @property
+    def error(self) -> str | None:
+        """The first write error, in words (after `finish`: once the writer has taken the last runs)."""
+        self.settle()
+        return self._error
 
     @property
     def run_id(self) -> str:
@@ -141,10 +150,12 @@ class StoreSink:
         """The full `Store` for reading (`--baseline`): the recorder itself, or one the run's writer opens now."""
         from niceeval.store._writer import RunWriter
 
+        self.settle()
         return self.recorder.store() if isinstance(self.recorder, RunWriter) else cast("Store", self.recorder)
 
     def close(self) -> None:
-        """Release the store's connections (after `finish`)."""
+        """Release the store's connections (after `finish`, once the writer has taken the last runs)."""
+        self.settle()
         self.recorder.close()
 
     def start(self, plan: Sequence[PlannedEval], problems: Sequence[Problem]) -> None:
@@ -180,22 +191,35 @@ class StoreSink:
         self._queue.put(rows)
 
     def finish(self, summary: SuiteSummary) -> None:
+        """The suite ended: the writer takes the last runs and closes the suite run while the other reporters
+        write theirs (their summaries, not the store, are what a user waits for). Whatever reads the outcome
+        (`unstored`, `error`, `store`, `close`) waits for the writer first, and so does the process's exit."""
         self._ending.set()
         self._queue.put(_Finish(summary))
+        self._finished = True
+        atexit.register(self.settle)
+
+    def settle(self) -> None:
+        """Once the suite has ended: wait until the writer has taken the last runs (warn if some were lost)."""
+        if not self._finished or self._settled:
+            return
+        self._settled = True
+        atexit.unregister(self.settle)
         if self._thread is not None:
             self._thread.join(_JOIN_TIMEOUT_S)
             if self._thread.is_alive():
                 self._failed(TimeoutError(f"the store took over {_JOIN_TIMEOUT_S:g} s to take the last runs"))
                 self._unwritten = self.received - self._unbuilt
-        if self.unstored:
+        if self._unwritten + self._unbuilt:
             self._warn()
 
     def _failed(self, exc: BaseException, eval_id: str | None = None, run_index: int = 0) -> None:
-        if self.error is None:
+        if self._error is None:
             text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-            self.error = self.recorder.damage(exc) or (f"{type(exc).__name__}: {text}" if text else type(exc).__name__)
+            error = self.recorder.damage(exc) or (f"{type(exc).__name__}: {text}" if text else type(exc).__name__)
             if eval_id is not None:
-                self.error += f"; first unstored: {eval_id} run {run_index + 1}"
+                error += f"; first unstored: {eval_id} run {run_index + 1}"
+            self._error = error
 
     def _write_loop(self) -> None:
         while True:
@@ -240,7 +264,9 @@ class StoreSink:
     def _record_end(self, summary: SuiteSummary) -> None:
         if not self._open:
             return
-        status: SuiteStatus = "interrupted" if summary.interrupted else "incomplete" if self.unstored else "finished"
+        status: SuiteStatus = (
+            "interrupted" if summary.interrupted else "incomplete" if self._unwritten + self._unbuilt else "finished"
+        )
         errors = [{"location": p.location, "message": p.message} for p in summary.problems]
         try:
             if self.shard is not None:
@@ -276,7 +302,7 @@ class StoreSink:
             again = f"`niceeval run --resume {self.run_id}` runs the missing ones again once the store is back"
         with contextlib.suppress(OSError):
             print(
-                f"niceeval: warning: {self.unstored} of {self.received} runs were not stored in the results store "
-                f"{self.recorder.url} ({self.error}). The reports include them; {again}.",
+                f"niceeval: warning: {self._unwritten + self._unbuilt} of {self.received} runs were not stored in the "
+                f"results store {self.recorder.url} ({self._error}). The reports include them; {again}.",
                 file=out,
             )

@@ -30,6 +30,7 @@ def _store_with_runs(path: Path) -> None:
             for i in range(40):
                 sink.run_finished(result(f"e{i}").model_copy(update={"skip_reason": "x" * 3000}))
             sink.finish(summary_of([f"e{i}" for i in range(40)]))
+            sink.settle()
     with Store.open(f"sqlite:///{path}") as store, store.engine.connect() as conn:
         conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
 
@@ -156,6 +157,7 @@ def test_garbled_pages_met_by_the_runs_writer_are_named(sound: Path, tmp_path: P
     sink.start(planned("e0"), [])
     sink.run_finished(result("e0"))
     sink.finish(summary_of(["e0"]))
+    sink.settle()
     sink.close()
     assert sink.error is not None and f"{path} is damaged (" in sink.error and MOVE_AWAY in sink.error
     assert "were not stored in the results store" in warnings.getvalue()

@@ -42,6 +42,7 @@ def test_a_lone_surrogate_is_stored_as_the_json_report_has_it_and_takes_no_run_w
         sink.run_finished(run)
     sink.start(planned("a", "b", "c"), [])
     sink.finish(summary_of(["a", "b", "c"]))
+    sink.settle()
     assert (sink.unstored, sink.error) == (0, None)
     info = store.run("s1").run
     assert (info.status, info.runs_done, info.passed, info.failed) == ("finished", 3, 2, 1)
@@ -57,6 +58,7 @@ def incomplete_suite(store: Store) -> StoreSink:
         sink.run_finished(run)
     sink.start(planned("a", "b", "c"), [])
     sink.finish(summary_of(["a", "b", "c"]))
+    sink.settle()
     return sink
 
 
@@ -142,4 +144,5 @@ def test_a_second_resume_of_a_run_being_written_refuses_and_goes_once_the_writer
     plan.sink.start(planned("a", "b", "c"), [])
     plan.sink.run_finished(result("c"))
     plan.sink.finish(summary_of(["a", "b", "c"]))
+    plan.sink.settle()
     assert (store.run("s1").run.status, store.run("s1").run.runs_done) == ("finished", 3)

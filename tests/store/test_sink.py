@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, make_url, text
@@ -64,6 +67,7 @@ def test_a_finished_run_is_committed_before_the_suite_ends(store: Store) -> None
     assert store.run("s1").run.status == "running"
     sink.run_finished(result("b", "failed", score=0.0))
     sink.finish(summary_of(["a", "b"]))
+    sink.settle()
     info = store.run("s1").run
     assert (info.status, info.runs_done, info.passed, info.failed) == ("finished", 2, 1, 1)
 
@@ -73,6 +77,7 @@ def test_an_interrupted_suite_is_stored_as_interrupted(store: Store) -> None:
     sink.start(planned("a", "b"), [])
     sink.run_finished(result("a"))
     sink.finish(summary_of(["a", "b"], interrupted=True))
+    sink.settle()
     assert store.run("s1").run.status == "interrupted"
 
 
@@ -83,6 +88,7 @@ def test_many_runs_arriving_at_once_are_all_stored(store: Store) -> None:
     for eval_id in ids:
         sink.run_finished(result(eval_id))
     sink.finish(summary_of(ids))
+    sink.settle()
     assert len(store.outcomes("s1")) == 600 and sink.unstored == 0
 
 
@@ -96,6 +102,7 @@ def test_a_store_going_away_mid_run_is_a_warning_counting_the_unstored_runs(stor
     sink.run_finished(result("b"))
     sink.run_finished(result("c"))
     sink.finish(summary_of(["a", "b", "c"]))
+    sink.settle()
     assert sink.unstored == 2
     assert "2 of 3 runs were not stored in the results store" in warnings.getvalue()
     assert "--resume s1" in warnings.getvalue()
@@ -109,6 +116,7 @@ def test_resume_without_an_id_skips_unfinished_pytest_sessions(store: Store) -> 
         sink.start(planned("a", "b"), [])
         sink.run_finished(result("a"))
         sink.finish(summary_of(["a", "b"], interrupted=True))
+        sink.settle()
     plan = plan_resume(store, SuiteRunStart(id="new"), [], None, None)
     assert plan.sink.run_id == "r1"  # `niceeval run --resume` finishes niceeval runs, never a pytest session
 
@@ -134,5 +142,48 @@ def test_runs_finishing_close_together_share_one_transaction(store_url: str) -> 
             sink.run_finished(result(eval_id))
             time.sleep(0.005)
         sink.finish(summary_of(ids))
+        sink.settle()
         assert sum(store.adds) == 20 and len(store.adds) <= 2  # gathered a quarter second at a time
         assert store.run("s1").run.runs_done == 20
+
+
+ENDS_WITHOUT_WAITING = """
+import sys
+sys.path.insert(0, sys.argv[2])
+from niceeval.store import Store, SuiteRunStart
+from niceeval.store._sink import StoreSink
+from store.test_sink import planned, result, summary_of
+
+store = Store.open(sys.argv[1])
+sink = StoreSink(store, SuiteRunStart(id="s1"))
+sink.start(planned("a", "b"), [])
+sink.run_finished(result("a"))
+sink.run_finished(result("b", "failed", score=0.0))
+sink.finish(summary_of(["a", "b"]))
+print("finish returned", flush=True)
+"""
+
+
+def test_finish_returns_at_once_and_the_process_still_waits_for_the_last_runs(store_url: str, tmp_path: Path) -> None:
+    """The other reporters write their summaries while the writer takes the last runs; a process that ends right
+    after (an error in a later reporter, a script that never closes the sink) still stores them."""
+    done = subprocess.run(
+        [sys.executable, "-c", ENDS_WITHOUT_WAITING, store_url, str(Path(__file__).parent.parent)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "finish returned\n"
+    with Store.open(store_url) as store:
+        info = store.run("s1").run
+        assert (info.status, info.runs_done, info.passed, info.failed) == ("finished", 2, 1, 1)
+
+
+def test_what_reads_the_outcome_waits_for_the_writer(store: Store) -> None:
+    sink = StoreSink(store, SuiteRunStart(id="s1"))
+    sink.start(planned("a"), [])
+    sink.run_finished(result("a"))
+    sink.finish(summary_of(["a"]))
+    assert (sink.unstored, sink.error) == (0, None)  # settled on reading
+    assert store.run("s1").run.status == "finished"

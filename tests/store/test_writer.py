@@ -220,6 +220,7 @@ def test_a_store_locked_past_the_wait_is_a_warning_counting_the_unstored_runs(tm
         sink.run_finished(result("a"))
         sink.run_finished(result("b"))
         sink.finish(summary_of(["a", "b"]))
+        sink.settle()
     finally:
         other.execute("COMMIT")
         other.close()
@@ -265,6 +266,7 @@ def test_a_postgresql_connection_lost_mid_run_fails_one_batch_and_the_next_recon
             conn.commit()
         sink.run_finished(result("b"))
         sink.finish(summary_of(["a", "b", "c"]))
+        sink.settle()
         sink.close()
         assert sink.unstored == 1 and sink.error == "AdminShutdown: terminating connection due to administrator command"
         assert "1 of 2 runs were not stored" in warnings.getvalue()
