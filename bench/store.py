@@ -3,7 +3,7 @@
 Run by hand (pytest does not collect it); PostgreSQL comes from a throwaway cluster (tests/_postgres.py):
 
     python bench/store.py [--evals 1000] [--latency 0.05] [--concurrency 64] [--repeat 3]
-                          [--suites 100] [--skip-suite] [--skip-big]
+                          [--suites 100] [--skip-suite] [--skip-big] [--skip-postgresql] [--before CHECKOUT]
 
 1. The judged suite of `bench/judge_suite.py` (`--evals` evals, each one agent call and one rubric judge call
    against `niceeval testing serve --latency L`), run by the real `niceeval run --no-cache` with the store off
@@ -11,7 +11,9 @@ Run by hand (pytest does not collect it); PostgreSQL comes from a throwaway clus
    shown (each round runs them in the reverse order of the one before, so a drift of the machine weighs on all
    alike). Columns: wall time, CPU time (user + system) and peak RSS (VmHWM) of the measured process, and the
    change against store off (of the medians, and `paired`: the median of each round's ratio to that round's
-   store-off run, with a 95% bootstrap interval of that median when there are 5 rounds or more).
+   store-off run, with a 95% bootstrap interval of that median when there are 5 rounds or more). `--before`: each
+   round also runs SQLite with the niceeval of another checkout (its folder put first on `PYTHONPATH`), so a change
+   to the store is measured against the code before it in the same rounds.
 2. Store size per eval run after those runs: the SQLite file (+ WAL) and the PostgreSQL database (less the size
    of an empty one) divided by the eval runs stored.
 3. `niceeval runs` and `niceeval diff` on a store of `--suites` suite runs x `--evals` eval runs (synthetic records
@@ -71,10 +73,14 @@ def suite_overhead(args: argparse.Namespace, cluster: Cluster, folder: Path) -> 
         }
         if args.skip_postgresql:
             del configs["PostgreSQL"]
+        envs = dict.fromkeys(configs, env)
+        if args.before:
+            configs["SQLite before"] = ("--store", str(folder / "before.db"))
+            envs["SQLite before"] = {**env, "PYTHONPATH": str(Path(args.before).resolve())}
         measured: dict[str, list[Measured]] = {name: [] for name in configs}
         for round_ in range(args.repeat):
             for name, flags in list(configs.items())[:: 1 if round_ % 2 == 0 else -1]:
-                measured[name].append(niceeval(project, env, args.concurrency, "--no-cache", *flags))
+                measured[name].append(niceeval(project, envs[name], args.concurrency, "--no-cache", *flags))
     finally:
         server.process.terminate()
         server.process.wait(timeout=10)
@@ -228,6 +234,7 @@ def main() -> None:
     parser.add_argument("--skip-suite", action="store_true", help="skip the judged suite (parts 1 and 2)")
     parser.add_argument("--skip-big", action="store_true", help="skip the big store (part 3)")
     parser.add_argument("--skip-postgresql", action="store_true", help="the judged suite on SQLite only (part 1)")
+    parser.add_argument("--before", help="a checkout whose niceeval also runs the suite on SQLite, each round (part 1)")
     args = parser.parse_args()
     cluster = Cluster()
     cluster.start()
