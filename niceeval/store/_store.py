@@ -154,7 +154,7 @@ class Store:
             return _read.pass_rates(conn, runs)
 
     def history(self, eval_id: str, *, limit: int = 50) -> list[EvalRunInfo]:
-        """The eval's runs across suite runs, latest first."""
+        """The eval's runs across suite runs: the latest suite run first, each suite run's runs in order."""
         with self._reading() as conn:
             return _read.history(conn, eval_id, limit=limit)
 
