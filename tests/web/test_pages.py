@@ -347,6 +347,7 @@ def test_history_charts_an_eval_across_suite_runs(store: Store, browser: TestCli
     assert re.findall(r"<title>[^<]*: (\d+%)</title>", trend) == ["100%", "0%", "100%"]
     heat = html.split("Assertions × runs")[1].split("</section>")[0]
     assert heat.count('class="cell passed"') == 2 and heat.count('class="cell failed"') == 1
+    assert "coloured by its mean score" in heat and "red 0, amber 0.5, green 1" in heat  # the fill is the score
     assert len(rows(html, "history")) == 3
 
 
