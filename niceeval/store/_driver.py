@@ -141,10 +141,7 @@ def connect(target: Target) -> Any:
 
 def stamp_sqlite(when: datetime) -> str:
     """A datetime as SQLAlchemy's SQLite `DateTime` stores it (its wall-clock fields; no zone)."""
-    return (
-        f"{when.year:04d}-{when.month:02d}-{when.day:02d} "
-        f"{when.hour:02d}:{when.minute:02d}:{when.second:02d}.{when.microsecond:06d}"
-    )
+    return when.isoformat(" ", "microseconds")[:26]  # "YYYY-MM-DD HH:MM:SS.ffffff", then any "+HH:MM"
 
 
 def _same(when: datetime) -> datetime:
@@ -258,14 +255,21 @@ def revision(connection: Any, kind: Kind) -> str | None:
     return str(row[0]) if row is not None else None
 
 
+class Busy(Exception):
+    """Another writer holds the SQLite store's write lock (raised instead of waiting for it)."""
+
+
 @contextmanager
-def writing(connection: Any, dialect: Dialect) -> Iterator[Session]:
+def writing(connection: Any, dialect: Dialect, *, wait: bool = True) -> Iterator[Session]:
     """A write transaction on a connection of this module's (`connect`): committed at the end, rolled back on
-    an error."""
+    an error. SQLite, `wait=False`: `Busy` at once, nothing begun, when another writer holds the lock."""
     if dialect.kind == "sqlite":
         # Writers take the lock up front: a deferred transaction upgrading to a write can fail at once with
         # "database is locked" instead of waiting for the other writer.
-        connection.execute("BEGIN IMMEDIATE")
+        if wait:
+            connection.execute("BEGIN IMMEDIATE")
+        else:
+            _begin_at_once(connection)
     try:
         yield Session(connection, dialect)
     except BaseException:
@@ -276,6 +280,19 @@ def writing(connection: Any, dialect: Dialect) -> Iterator[Session]:
         connection.execute("COMMIT")
     else:
         connection.commit()
+
+
+def _begin_at_once(connection: sqlite3.Connection) -> None:
+    (waits,) = connection.execute("PRAGMA busy_timeout").fetchone()
+    connection.execute("PRAGMA busy_timeout=0")
+    try:
+        connection.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as exc:
+        if exc.sqlite_errorcode == sqlite3.SQLITE_BUSY:
+            raise Busy from None
+        raise
+    finally:
+        connection.execute(f"PRAGMA busy_timeout={int(waits)}")
 
 
 def store_wide(exc: BaseException) -> bool:

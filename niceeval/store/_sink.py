@@ -1,10 +1,17 @@
-"""The store as a sink of finished runs: results are written by a thread, in batches, each batch committed.
+"""The store as a sink of finished runs: results are written in batches, each batch committed, off the
+event loop's way.
 
-The event loop turns a finished `RunResult` into its rows (`_write.run_rows`) and enqueues them; the writer
-thread, woken by the first run it waits for, sleeps a quarter of a second, takes everything queued by then,
-writes it in transactions of up to 256 runs and commits. A killed process therefore loses at most the runs in
-flight and those of the last quarter second. A store that fails mid-run never stops the suite: the runs it could
-not take are counted and a warning says so at the end.
+The event loop turns a finished `RunResult` into its rows (`_write.run_rows`) and adds them to the pending runs.
+On SQLite, the first run to finish a quarter second or more after the oldest pending one writes them all, on the
+loop, in one transaction: an append of a few dozen runs is a few milliseconds of CPU, and a thread doing it made
+the loop wait for the interpreter at each of the driver's statements (more than the writing itself costs). The
+loop never waits there: when the store's write lock is taken (another process writing) or the writer thread is
+busy, the runs go to that thread, which may wait. The thread also writes what no later run came to write (the
+last runs before a pause), checkpoints SQLite's write-ahead log, and closes the suite run at the end. PostgreSQL
+(network round trips) and a `Store` being created or migrated are written by the thread alone, a quarter second's
+runs at a time. Either way a killed process loses at most the runs in flight and those of the last second.
+A store that fails mid-run never stops the suite: the runs it could not take are counted and a warning says so
+at the end.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ import contextlib
 import queue
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TextIO, cast
@@ -28,11 +36,15 @@ from niceeval.store._write import RunRows, run_rows
 
 if TYPE_CHECKING:
     from niceeval.store._store import Store
+    from niceeval.store._writer import RunWriter
 
 _BATCH = 256
 _GATHER_S = 0.25
-"""How long the writer lets the runs that follow the first of a batch queue up: one transaction for all of them
-(each costs a commit, and the thread's work competes with the event loop for the interpreter)."""
+"""How long the runs that follow the first of a batch gather before they are written: one transaction for all
+of them (each costs a commit). The writer thread looks as often for runs left behind twice as long."""
+_CHECKPOINT_EVERY = 16
+"""Commits between two checkpoints of SQLite's write-ahead log by the writer thread (about 1,000 judged runs at
+full speed: the pages of SQLite's own automatic checkpoint)."""
 _JOIN_TIMEOUT_S = 300.0
 
 
@@ -113,9 +125,18 @@ class StoreSink:
         self._finished = False
         self._settled = False
         self._warnings = warnings
-        self._queue: queue.SimpleQueue[RunRows | _Finish] = queue.SimpleQueue()
-        self._ending = threading.Event()
-        """Set when the suite has ended: the writer stops gathering and takes the last runs at once."""
+        self._pending: list[RunRows] = []
+        """Runs turned into rows, not written yet (guarded by `_mutex`), the first of them since `_pending_at`."""
+        self._pending_at = 0.0
+        self._mutex = threading.Lock()
+        self._writing = threading.Lock()
+        """Held by whoever writes through the recorder: the event loop (never waiting for it) or the thread."""
+        self._inline: RunWriter | None = None
+        """The recorder, when the event loop writes through it itself (SQLite)."""
+        self._unchecked = 0
+        """Commits since the write-ahead log's last checkpoint (when the loop writes)."""
+        self._queue: queue.SimpleQueue[list[RunRows] | _Finish] = queue.SimpleQueue()
+        """For the thread: runs the loop could not write without waiting, then the suite's end."""
         self._thread: threading.Thread | None = None
         self._open = False
         self._dialect = recorder.dialect
@@ -170,6 +191,10 @@ class StoreSink:
             if self._lease is None and self.shard is None:
                 self._lease = self.recorder.lease(self.run_id)  # a resume of this run while it runs is refused
             self._open = True
+            from niceeval.store._writer import RunWriter
+
+            if isinstance(self.recorder, RunWriter) and self.recorder.writes_inline():
+                self._inline = self.recorder
         except Exception as exc:  # the suite runs anyway; the warning at the end counts what was lost
             self._failed(exc)
         self._thread = threading.Thread(target=self._write_loop, name="niceeval-store-writer", daemon=True)
@@ -188,13 +213,22 @@ class StoreSink:
             self._failed(exc, result.eval_id, result.run_index)
             self._unbuilt += 1
             return
-        self._queue.put(rows)
+        now = time.monotonic()
+        with self._mutex:
+            if not self._pending:
+                self._pending_at = now
+            self._pending.append(rows)
+            due = self._inline is not None and now - self._pending_at >= _GATHER_S
+        if due and self._writing.acquire(blocking=False):  # else the thread is writing: the runs wait their turn
+            try:
+                self._write_pending(wait=False)
+            finally:
+                self._writing.release()
 
     def finish(self, summary: SuiteSummary) -> None:
         """The suite ended: the writer takes the last runs and closes the suite run while the other reporters
         write theirs (their summaries, not the store, are what a user waits for). Whatever reads the outcome
         (`unstored`, `error`, `store`, `close`) waits for the writer first, and so does the process's exit."""
-        self._ending.set()
         self._queue.put(_Finish(summary))
         self._finished = True
         atexit.register(self.settle)
@@ -223,36 +257,63 @@ class StoreSink:
 
     def _write_loop(self) -> None:
         while True:
-            items: list[RunRows | _Finish] = [self._queue.get()]  # asleep until a run (or the end) arrives
-            if isinstance(items[0], RunRows):
-                # The runs of the next quarter second queue up meanwhile without waking this thread: a wake-up per
-                # run took the interpreter from the event loop each time. The suite's end cuts the wait short.
-                self._ending.wait(_GATHER_S)
-            with contextlib.suppress(queue.Empty):
-                while True:
-                    items.append(self._queue.get_nowait())
-            runs = [item for item in items if isinstance(item, RunRows)]
-            for first in range(0, len(runs), _BATCH):
-                self._write(runs[first : first + _BATCH])
-            if isinstance(items[-1], _Finish):  # the end comes after every run
-                self._close(items[-1].summary)
+            try:
+                item = self._queue.get(timeout=_GATHER_S)
+            except queue.Empty:
+                item = None
+            with self._writing:
+                if isinstance(item, list):  # runs the loop could not write without waiting
+                    for first in range(0, len(item), _BATCH):
+                        self._write(item[first : first + _BATCH])
+                # The runs no later run came to write (the loop writes its own a quarter second apart: the thread
+                # leaves them a quarter second more); without a loop writing, every run gathered since the last look.
+                last = self._inline is None or isinstance(item, _Finish)
+                self._write_pending(older_than=0.0 if last else 2 * _GATHER_S)
+                if isinstance(item, _Finish):  # the end comes after every run
+                    self._close(item.summary)
+                    return
+                if self._inline is not None and self._unchecked >= _CHECKPOINT_EVERY:
+                    self._unchecked = 0
+                    with contextlib.suppress(Exception):  # a failed checkpoint loses nothing: the next one copies it
+                        self._inline.checkpoint()
+
+    def _write_pending(self, *, wait: bool = True, older_than: float = 0.0) -> None:
+        """Write the pending runs (the caller holds `_writing`), if the oldest is at least `older_than` s old.
+        `wait=False`: on the event loop, which hands the runs to the thread when the store's lock is taken."""
+        with self._mutex:
+            if not self._pending or time.monotonic() - self._pending_at < older_than:
+                return
+            runs, self._pending = self._pending, []
+        for first in range(0, len(runs), _BATCH):
+            left = self._write(runs[first : first + _BATCH], wait=wait)
+            if left:
+                self._queue.put(left + runs[first + _BATCH :])
                 return
 
-    def _write(self, batch: list[RunRows]) -> None:
+    def _write(self, batch: list[RunRows], *, wait: bool = True) -> list[RunRows]:
+        """Write `batch` (the caller holds `_writing`): the runs left unwritten because another writer held the
+        store's lock and `wait` is False (else none: a run that fails to be written is counted as unstored)."""
         if not self._open:
             self._unwritten += len(batch)
-            return
+            return []
         try:
-            self.recorder.add_rows(self.run_id, batch)
+            if wait or self._inline is None:
+                self.recorder.add_rows(self.run_id, batch)
+            elif not self._inline.add_rows_now(self.run_id, batch):
+                return batch
+            self._unchecked += 1
+            return []
         except Exception as exc:
             wide = store_wide(exc)
             if len(batch) == 1 or wide:
                 first = batch[0]  # a run's own failure names the run
                 self._failed(exc, None if wide else first.eval_id, first.run_index)
                 self._unwritten += len(batch)
-                return
+                return []
+            left: list[RunRows] = []
             for result in batch:  # one run's bad data never takes the runs written with it
-                self._write([result])
+                left += self._write([result], wait=wait)
+            return left
 
     def _close(self, summary: SuiteSummary) -> None:
         try:

@@ -20,7 +20,7 @@ from niceeval._core.results import RunResult
 from niceeval._core.summary import PlannedEval
 from niceeval.store import _write
 from niceeval.store._damage import check_sqlite_file, damage_message
-from niceeval.store._driver import DIALECTS, Dialect, Session, Target, connect, parse_url, revision, writing
+from niceeval.store._driver import DIALECTS, Busy, Dialect, Session, Target, connect, parse_url, revision, writing
 from niceeval.store._errors import StoreError
 from niceeval.store._lease import Lease, LeaseHeld, held_message, take_lease
 from niceeval.store._meta import SCHEMA_REVISION
@@ -36,8 +36,9 @@ class RunWriter:
     """Writes suite runs into a store already at this niceeval's schema, through its driver alone.
 
     It has the methods of `Store` a run's sink calls; `store()` is the full `Store` on the same database, opened
-    on first use (reads, shards). Its connection is used by one thread at a time (the sink's start, then its
-    writer thread); a PostgreSQL connection lost mid-run is opened again for the next batch.
+    on first use (reads, shards). Its connection is used by one thread at a time (the sink's start, then the
+    event loop and the sink's writer thread in turn); a PostgreSQL connection lost mid-run is opened again for the
+    next batch.
     """
 
     def __init__(self, target: Target, connection: Any, url: str) -> None:
@@ -73,13 +74,13 @@ class RunWriter:
         return damage_message(exc, self.target.database or self.url)
 
     @contextmanager
-    def _writing(self) -> Iterator[Session]:
+    def _writing(self, *, wait: bool = True) -> Iterator[Session]:
         connection = self._connection
         if self.target.kind == "postgresql" and (connection.closed or connection.broken):
             with contextlib.suppress(Exception):
                 connection.close()
             self._connection = connection = connect(self.target)  # the server is back: write again
-        with writing(connection, self._dialect) as session:
+        with writing(connection, self._dialect, wait=wait) as session:
             session.sequences = self._sequences
             yield session
 
@@ -114,6 +115,33 @@ class RunWriter:
         """Record finished eval runs, some already turned into their rows (one transaction)."""
         with self._writing() as session:
             _write.insert_runs(session, suite_run_id, runs)
+
+    def writes_inline(self) -> bool:
+        """Whether the event loop may write the runs itself (`add_rows_now`): SQLite, where a batch is a few
+        milliseconds of CPU and never a network round trip.
+
+        From this call on, the writer's commits no longer checkpoint SQLite's write-ahead log when it fills (an
+        `fsync` the event loop would wait for): the sink's thread calls `checkpoint` instead.
+        """
+        if self.target.kind != "sqlite":
+            return False
+        self._connection.execute("PRAGMA wal_autocheckpoint=0")
+        return True
+
+    def add_rows_now(self, suite_run_id: str, runs: Sequence[RunResult | RunRows]) -> bool:
+        """SQLite: record finished eval runs (one transaction) if no other writer holds the store's write lock,
+        without waiting for it; False, nothing written, if one does."""
+        try:
+            with self._writing(wait=False) as session:
+                _write.insert_runs(session, suite_run_id, runs)
+        except Busy:
+            return False
+        return True
+
+    def checkpoint(self) -> None:
+        """SQLite: copy the write-ahead log's committed pages into the database file, as far as no reader needs
+        them (what a commit filling the log does, unless `writes_inline` turned that off)."""
+        self._connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
 
     def finish(
         self,

@@ -1,0 +1,153 @@
+"""SQLite: the thread a run finishes on (the event loop) writes the pending runs itself, never waiting for the
+store; the writer thread takes what may wait (a locked store), what no later run came to write, and the
+write-ahead log's checkpoints."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Sequence
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from niceeval import RunResult
+from niceeval._core.events import MessageEvent
+from niceeval.store import Store, SuiteRunStart, _sink
+from niceeval.store._sink import StoreSink
+from niceeval.store._write import RunRows
+from niceeval.store._writer import RunWriter, open_recorder
+
+from .test_sink import summary_of
+from .test_store import planned, result
+
+
+class WatchedWriter(RunWriter):
+    """The run's real writer, noting which thread wrote each batch, and how."""
+
+    calls: list[tuple[str, int, str]]
+
+    def add_rows_now(self, suite_run_id: str, runs: Sequence[RunRows]) -> bool:  # type: ignore[override]
+        written = super().add_rows_now(suite_run_id, runs)
+        self.calls.append(("now" if written else "busy", threading.get_ident(), suite_run_id))
+        return written
+
+    def add_rows(self, suite_run_id: str, runs: Sequence[RunRows]) -> None:  # type: ignore[override]
+        self.calls.append(("waiting", threading.get_ident(), suite_run_id))
+        super().add_rows(suite_run_id, runs)
+
+
+def watched_writer(tmp_path: Path) -> WatchedWriter:
+    url = f"sqlite:///{tmp_path / 'results.db'}"
+    Store.open(url).close()  # at this niceeval's schema: the run's writer opens it
+    opened = open_recorder(url, tmp_path)
+    assert isinstance(opened, RunWriter)
+    opened.__class__ = WatchedWriter
+    watched = opened
+    assert isinstance(watched, WatchedWriter)
+    watched.calls = []
+    return watched
+
+
+def stored(path: Path, run_id: str) -> set[str]:
+    """The eval ids stored for `run_id`, read by another connection (another process would see the same)."""
+    with closing(sqlite3.connect(path)) as conn:
+        return {row[0] for row in conn.execute("SELECT eval_id FROM eval_runs WHERE suite_run_id = ?", (run_id,))}
+
+
+def test_a_busy_suites_runs_are_written_by_the_thread_they_finish_on(tmp_path: Path) -> None:
+    writer = watched_writer(tmp_path)
+    ids = [f"e{i:03d}" for i in range(150)]
+    sink = StoreSink(writer, SuiteRunStart(id="s1"))
+    sink.start(planned(*ids), [])
+    for eval_id in ids:  # a run every 5 ms for 0.75 s: a batch falls due about every 50 runs
+        sink.run_finished(result(eval_id))
+        time.sleep(0.005)
+    on_loop = [call for call in writer.calls if call[1] == threading.get_ident()]
+    assert on_loop and all(how == "now" for how, _, _ in on_loop)  # written there, never waiting
+    written_before_the_end = stored(tmp_path / "results.db", "s1")
+    assert len(written_before_the_end) >= 100  # committed as the suite goes, visible to any reader
+    sink.finish(summary_of(ids))
+    sink.settle()
+    sink.close()
+    assert stored(tmp_path / "results.db", "s1") == set(ids) and sink.unstored == 0
+    with Store.open(f"sqlite:///{tmp_path / 'results.db'}") as store:
+        info = store.run("s1").run
+        assert (info.status, info.runs_done, info.passed) == ("finished", 150, 150)
+
+
+def test_a_store_another_process_is_writing_never_holds_up_the_loop(tmp_path: Path) -> None:
+    """The loop finds the lock taken, hands its runs to the thread and goes on; the thread waits for the lock
+    (up to the driver's 60 s) and writes them. A loop that waited for the lock would sit out 60 s per run."""
+    writer = watched_writer(tmp_path)
+    ids = [f"e{i:03d}" for i in range(60)]
+    sink = StoreSink(writer, SuiteRunStart(id="s1"))
+    sink.start(planned(*ids), [])
+    other = sqlite3.connect(tmp_path / "results.db", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process writing, for the length of these runs
+    try:
+        for eval_id in ids:
+            sink.run_finished(result(eval_id))
+            time.sleep(0.01)
+        me = threading.get_ident()
+        assert ("busy", me, "s1") in writer.calls and ("now", me, "s1") not in writer.calls
+        assert stored(tmp_path / "results.db", "s1") == set()
+    finally:
+        other.execute("COMMIT")
+        other.close()
+    sink.finish(summary_of(ids))
+    sink.settle()
+    sink.close()
+    assert stored(tmp_path / "results.db", "s1") == set(ids) and sink.unstored == 0 and sink.error is None
+    assert any(how == "waiting" and thread != me for how, thread, _ in writer.calls)
+
+
+def test_the_last_runs_before_a_pause_are_written_without_a_later_run(tmp_path: Path) -> None:
+    writer = watched_writer(tmp_path)
+    sink = StoreSink(writer, SuiteRunStart(id="s1"))
+    sink.start(planned("a", "b"), [])
+    sink.run_finished(result("a"))  # then nothing for a while: a slow eval
+    deadline = time.monotonic() + 30
+    while stored(tmp_path / "results.db", "s1") != {"a"}:
+        assert time.monotonic() < deadline, "the pending run was never written"
+        time.sleep(0.02)
+    sink.run_finished(result("b"))
+    sink.finish(summary_of(["a", "b"]))
+    sink.settle()
+    sink.close()
+    assert stored(tmp_path / "results.db", "s1") == {"a", "b"}
+
+
+def big_result(eval_id: str) -> RunResult:
+    run = result(eval_id)
+    return run.model_copy(update={"events": [MessageEvent(role="assistant", text="x" * 3_000_000, seq=0)]})
+
+
+def test_no_commit_checkpoints_the_log_the_writer_thread_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SQLite's own checkpoint runs in the commit that fills the write-ahead log past 1,000 pages (4 MB), an
+    `fsync` the event loop would wait for. The run's writer turns it off; its thread checkpoints every few
+    commits instead, so the log still never grows for long."""
+    database, log = tmp_path / "results.db", tmp_path / "results.db-wal"
+    for every, checkpointed in ((10_000, False), (1, True)):
+        monkeypatch.setattr(_sink, "_CHECKPOINT_EVERY", every)
+        writer = watched_writer(tmp_path)
+        empty = database.stat().st_size
+        run_id = f"s{every}"
+        sink = StoreSink(writer, SuiteRunStart(id=run_id))
+        sink.start(planned("a", "b", "c"), [])
+        for eval_id in ("a", "b"):  # 6 MB in two commits: past SQLite's own checkpoint
+            sink.run_finished(big_result(eval_id))
+            time.sleep(0.3)
+        deadline = time.monotonic() + 30
+        while stored(database, run_id) != {"a", "b"} or (checkpointed and database.stat().st_size == empty):
+            assert time.monotonic() < deadline, "the runs were never written, or the log never checkpointed"
+            time.sleep(0.02)
+        assert (database.stat().st_size > empty) == checkpointed
+        assert checkpointed or log.stat().st_size > 6_000_000  # all of it in the log
+        sink.run_finished(result("c"))
+        sink.finish(summary_of(["a", "b", "c"]))
+        sink.settle()
+        sink.close()  # the last connection's close checkpoints the rest
+        assert database.stat().st_size > empty + 6_000_000 and stored(database, run_id) == {"a", "b", "c"}
