@@ -321,6 +321,9 @@ class StoreSink:
         finally:
             if self._lease is not None:
                 self._lease.release()
+        if self._inline is not None:  # the log's copy and `fsync` overlap the summaries, not the connection's close
+            with contextlib.suppress(Exception):
+                self._inline.checkpoint()
 
     def _record_end(self, summary: SuiteSummary) -> None:
         if not self._open:
