@@ -2,11 +2,12 @@
 
 SQLAlchemy and Alembic own the schema, its migrations and every read; the writes a suite run makes (`_write.py`)
 go through the driver itself, with SQL text made once per table and dialect: importing SQLAlchemy and its
-per-row parameter processing cost a small run more than the rest of its start-up, and a big run's writer thread
-competes with the event loop for the interpreter. This module parses a store URL the way SQLAlchemy does, opens
+per-row parameter processing cost a small run more than the rest of its start-up, and a big run's writes take
+CPU from its event loop. This module parses a store URL the way SQLAlchemy does, opens
 a connection the way `_open` configures SQLAlchemy's (SQLite: WAL, `synchronous=NORMAL`, foreign keys, writers
 taking the lock with `BEGIN IMMEDIATE`, a 60 s busy timeout; PostgreSQL: a 10 s connect timeout), reads the
-schema revision, and runs a write transaction. `Session` is a connection in a transaction with its dialect's SQL:
+schema revision, and runs a write transaction (or, on SQLite, begins one only if no other writer holds the lock:
+`Busy`). `Session` is a connection in a transaction with its dialect's SQL:
 `Store` makes one from its SQLAlchemy connection, the run's writer from its own.
 """
 
@@ -204,8 +205,7 @@ class Session:
         """For each table, its number of new rows' ids, free for this transaction alone.
 
         SQLite: the writer holds the database's write lock (`BEGIN IMMEDIATE`), so the ids after each table's
-        largest are free until it commits (one query for all the tables: each statement is a hand-over of the
-        interpreter between the writer thread and the event loop). PostgreSQL: drawn from each column's own
+        largest are free until it commits (one query for all the tables). PostgreSQL: drawn from each column's own
         sequence, which never gives an id twice.
         """
         wanted = {table: count for table, count in counts.items() if count}
