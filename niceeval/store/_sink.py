@@ -263,8 +263,7 @@ class StoreSink:
                 item = None
             with self._writing:
                 if isinstance(item, list):  # runs the loop could not write without waiting
-                    for first in range(0, len(item), _BATCH):
-                        self._write(item[first : first + _BATCH])
+                    self._write_batches(item)
                 # The runs no later run came to write (the loop writes its own a quarter second apart: the thread
                 # leaves them a quarter second more); without a loop writing, every run gathered since the last look.
                 last = self._inline is None or isinstance(item, _Finish)
@@ -284,6 +283,11 @@ class StoreSink:
             if not self._pending or time.monotonic() - self._pending_at < older_than:
                 return
             runs, self._pending = self._pending, []
+        self._write_batches(runs, wait=wait)
+
+    def _write_batches(self, runs: list[RunRows], *, wait: bool = True) -> None:
+        """Write `runs` in transactions of up to `_BATCH` (the caller holds `_writing`); those the loop could not
+        write without waiting go to the thread."""
         for first in range(0, len(runs), _BATCH):
             left = self._write(runs[first : first + _BATCH], wait=wait)
             if left:
