@@ -1,17 +1,18 @@
 """The store as a sink of finished runs: results are written in batches, each batch committed, off the
 event loop's way.
 
-The event loop turns a finished `RunResult` into its rows (`_write.run_rows`) and adds them to the pending runs.
-On SQLite, the first run to finish a quarter second or more after the oldest pending one writes them all, on the
-loop, in one transaction: an append of a few dozen runs is a few milliseconds of CPU, and a thread doing it made
-the loop wait for the interpreter at each of the driver's statements (more than the writing itself costs). The
-loop never waits there: when the store's write lock is taken (another process writing) or the writer thread is
-busy, the runs go to that thread, which may wait. The thread also writes what no later run came to write (the
-last runs before a pause), checkpoints SQLite's write-ahead log, and closes the suite run at the end. PostgreSQL
-(network round trips) and a `Store` being created or migrated are written by the thread alone, a quarter second's
-runs at a time. Either way a killed process loses at most the runs in flight and those of the last second.
-A store that fails mid-run never stops the suite: the runs it could not take are counted and a warning says so
-at the end.
+On SQLite a finished run joins the pending runs as it is, and the first run to finish a quarter second or more
+after the oldest pending one turns them all into their rows (`_write.run_rows`) and writes them, on the loop, in
+one transaction: a few dozen runs are a few milliseconds of CPU (rows built together cost less than the same rows
+built one run at a time, between the suite's other work), and a thread doing it made the loop wait for the
+interpreter at each of the driver's statements (more than the writing itself costs). The loop never waits there:
+when the store's write lock is taken (another process writing) or the writer thread is busy, the runs go to that
+thread, which may wait. The thread also writes what no later run came to write (the last runs before a pause),
+checkpoints SQLite's write-ahead log, and closes the suite run at the end. PostgreSQL (network round trips) and a
+`Store` being created or migrated are written by the thread alone, a quarter second's runs at a time, their rows
+built on the loop as each run finishes (the thread's Python work would be the loop's wait). Either way a killed
+process loses at most the runs in flight and those of the last second. A store that fails mid-run never stops the
+suite: the runs it could not take are counted and a warning says so at the end.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Protocol, TextIO, cast
 
 from niceeval._core.outcome import Outcome
@@ -51,6 +53,14 @@ _JOIN_TIMEOUT_S = 300.0
 @dataclass(frozen=True, slots=True)
 class _Finish:
     summary: SuiteSummary
+
+
+@dataclass(frozen=True, slots=True)
+class _Finished:
+    """A run not yet turned into its rows, and when it finished."""
+
+    result: RunResult
+    at: datetime
 
 
 class Recorder(Protocol):
@@ -125,8 +135,9 @@ class StoreSink:
         self._finished = False
         self._settled = False
         self._warnings = warnings
-        self._pending: list[RunRows] = []
-        """Runs turned into rows, not written yet (guarded by `_mutex`), the first of them since `_pending_at`."""
+        self._pending: list[RunRows | _Finished] = []
+        """Runs not written yet (guarded by `_mutex`), the first of them since `_pending_at`: turned into rows when
+        the thread writes them, as they come when the loop does."""
         self._pending_at = 0.0
         self._mutex = threading.Lock()
         self._writing = threading.Lock()
@@ -207,12 +218,14 @@ class StoreSink:
         if self._thread is not None and not self._open:  # the suite run could not be recorded
             self._unbuilt += 1
             return
-        try:
-            rows = run_rows(result, self._dialect)
-        except Exception as exc:  # data the store cannot take: the other reporters still have the run
-            self._failed(exc, result.eval_id, result.run_index)
-            self._unbuilt += 1
-            return
+        finished = _Finished(result, datetime.now(UTC))
+        if self._inline is not None:  # the loop builds the rows when it writes them
+            rows: RunRows | _Finished = finished
+        else:
+            built = self._built([finished])
+            if not built:
+                return
+            rows = built[0]
         now = time.monotonic()
         with self._mutex:
             if not self._pending:
@@ -283,7 +296,23 @@ class StoreSink:
             if not self._pending or time.monotonic() - self._pending_at < older_than:
                 return
             runs, self._pending = self._pending, []
-        self._write_batches(runs, wait=wait)
+        self._write_batches(self._built(runs), wait=wait)
+
+    def _built(self, runs: list[RunRows | _Finished]) -> list[RunRows]:
+        """`runs` as rows: by whoever writes them, holding `_writing`, when the loop writes; on the loop as each run
+        finishes when the thread does. A run whose data the store cannot take is counted as unstored (the other
+        reporters still have it)."""
+        built: list[RunRows] = []
+        for run in runs:
+            if isinstance(run, RunRows):
+                built.append(run)
+                continue
+            try:
+                built.append(run_rows(run.result, self._dialect, run.at))
+            except Exception as exc:
+                self._failed(exc, run.result.eval_id, run.result.run_index)
+                self._unbuilt += 1
+        return built
 
     def _write_batches(self, runs: list[RunRows], *, wait: bool = True) -> None:
         """Write `runs` in transactions of up to `_BATCH` (the caller holds `_writing`); those the loop could not

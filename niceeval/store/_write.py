@@ -204,8 +204,9 @@ class RunRows:
     spans: list[tuple[Any, ...]]
 
 
-def run_rows(result: RunResult, dialect: Dialect) -> RunRows:
-    """The rows that store `result` (scrubbed first unless a redactor found it clean), stamped as finished now."""
+def run_rows(result: RunResult, dialect: Dialect, finished: datetime | None = None) -> RunRows:
+    """The rows that store `result` (scrubbed first unless a redactor found it clean), stamped as finished at
+    `finished` (now by default)."""
     if not is_clean(result):
         result = scrub_run(result, storable=True)
     stamp = dialect.stamp
@@ -213,7 +214,7 @@ def run_rows(result: RunResult, dialect: Dialect) -> RunRows:
     return RunRows(
         result.eval_id,
         result.run_index,
-        _eval_run(result, stamp(datetime.now(UTC))),
+        _eval_run(result, stamp(finished or datetime.now(UTC))),
         [(position, *_assertion_values(a)) for position, a in enumerate(result.assertions)],
         [
             (position, (i, *_judge_values(call)))

@@ -4,11 +4,13 @@ write-ahead log's checkpoints."""
 
 from __future__ import annotations
 
+import io
 import sqlite3
 import threading
 import time
 from collections.abc import Sequence
 from contextlib import closing
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -118,6 +120,55 @@ def test_the_last_runs_before_a_pause_are_written_without_a_later_run(tmp_path: 
     sink.settle()
     sink.close()
     assert stored(tmp_path / "results.db", "s1") == {"a", "b"}
+
+
+def finished_at(path: Path, run_id: str) -> dict[str, datetime]:
+    with closing(sqlite3.connect(path)) as conn:
+        rows = conn.execute("SELECT eval_id, finished_at FROM eval_runs WHERE suite_run_id = ?", (run_id,))
+        return {eval_id: datetime.fromisoformat(at).replace(tzinfo=UTC) for eval_id, at in rows}
+
+
+def test_a_run_is_stamped_when_it_finishes_not_when_its_batch_is_written(tmp_path: Path) -> None:
+    """The loop turns the pending runs into rows when it writes them (rows built together cost less): a run's
+    `finished_at` is still the moment it finished, a quarter second or more before."""
+    writer = watched_writer(tmp_path)
+    sink = StoreSink(writer, SuiteRunStart(id="s1"))
+    sink.start(planned("a", "b"), [])
+    before = datetime.now(UTC)
+    sink.run_finished(result("a"))
+    after = datetime.now(UTC)
+    time.sleep(0.3)  # "b" finds "a" due: it writes both
+    sink.run_finished(result("b"))
+    assert ("now", threading.get_ident(), "s1") in writer.calls
+    written = datetime.now(UTC)
+    stamps = finished_at(tmp_path / "results.db", "s1")
+    assert stamps.keys() == {"a", "b"}
+    assert before <= stamps["a"] <= after < stamps["b"] <= written
+    sink.finish(summary_of(["a", "b"]))
+    sink.settle()
+    sink.close()
+
+
+def test_a_run_the_store_cannot_take_is_named_and_takes_no_run_of_its_batch_with_it(tmp_path: Path) -> None:
+    """Its rows fail to build when its batch is written, on the loop: the other runs of the batch are written,
+    and the suite run is `incomplete`, naming it."""
+    writer = watched_writer(tmp_path)
+    warnings = io.StringIO()
+    sink = StoreSink(writer, SuiteRunStart(id="s1"), warnings=warnings)
+    sink.start(planned("a", "b", "c"), [])
+    unbuildable = result("b").model_copy(update={"variant": {"prompt": object()}})  # not JSON: its rows fail
+    for run in (result("a"), unbuildable):
+        sink.run_finished(run)
+    time.sleep(0.3)
+    sink.run_finished(result("c"))  # writes the batch, on the loop
+    assert ("now", threading.get_ident(), "s1") in writer.calls
+    assert stored(tmp_path / "results.db", "s1") == {"a", "c"}
+    sink.finish(summary_of(["a", "b", "c"]))
+    assert sink.unstored == 1 and sink.error is not None and "first unstored: b run 1" in sink.error
+    assert "1 of 3 runs were not stored" in warnings.getvalue()
+    sink.close()
+    with Store.open(f"sqlite:///{tmp_path / 'results.db'}") as store:
+        assert store.run("s1").run.status == "incomplete"
 
 
 def big_result(eval_id: str) -> RunResult:
