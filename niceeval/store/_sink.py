@@ -136,8 +136,8 @@ class StoreSink:
         self._settled = False
         self._warnings = warnings
         self._pending: list[RunRows | _Finished] = []
-        """Runs not written yet (guarded by `_mutex`), the first of them since `_pending_at`: turned into rows when
-        the thread writes them, as they come when the loop does."""
+        """Runs not written yet (guarded by `_mutex`), the first of them since `_pending_at`: as they finished when
+        the loop writes them (turned into rows with their batch), as rows when the thread does."""
         self._pending_at = 0.0
         self._mutex = threading.Lock()
         self._writing = threading.Lock()
