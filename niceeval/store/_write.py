@@ -184,10 +184,10 @@ def reopen(session: Session, suite_run_id: str) -> None:
 class RunRows:
     """A finished eval run as the rows it is stored in, each without the ids its transaction gives it.
 
-    The run's sink builds them as each run finishes, on the event loop, which on SQLite writes them too (a thread
-    writes them to PostgreSQL). Built in a writer thread, the same Python work made the event loop wait for the
-    interpreter at each of its own system calls (about 3,000 waits per 1,000 judged runs at concurrency 64),
-    which cost the loop more than the building itself.
+    The run's sink builds them on the event loop: on SQLite a batch at a time, as the loop writes it; for
+    PostgreSQL, whose writes a thread makes, as each run finishes. Built in a writer thread, the same Python work
+    made the event loop wait for the interpreter at each of its own system calls (about 3,000 waits per 1,000
+    judged runs at concurrency 64), which cost the loop more than the building itself.
     """
 
     eval_id: str
