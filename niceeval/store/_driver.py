@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 from urllib.parse import parse_qsl, quote, quote_plus, unquote
 
 if TYPE_CHECKING:
@@ -118,6 +118,7 @@ def connect(target: Target) -> Any:
     if not target.own_driver and target.kind == "postgresql":
         raise UnsupportedUrl(f"{target.shown}: niceeval writes to PostgreSQL through psycopg 3 (postgresql://...)")
     if target.kind == "sqlite":
+        _bind_plainly()
         connection = sqlite3.connect(
             target.database or ":memory:", timeout=60.0, isolation_level=None, check_same_thread=False
         )
@@ -140,9 +141,35 @@ def connect(target: Target) -> Any:
     return psycopg.connect(**options)
 
 
+_SECONDS: dict[tuple[int, int, int, int, int, int], str] = {}
+""""YYYY-MM-DD HH:MM:SS" by wall-clock fields: a run's events fall in a few seconds, and `isoformat` formats
+through C's `printf`, twice the CPU of this lookup (4,000 stamps per 1,000 judged runs)."""
+
+
 def stamp_sqlite(when: datetime) -> str:
     """A datetime as SQLAlchemy's SQLite `DateTime` stores it (its wall-clock fields; no zone)."""
-    return when.isoformat(" ", "microseconds")[:26]  # "YYYY-MM-DD HH:MM:SS.ffffff", then any "+HH:MM"
+    second = (when.year, when.month, when.day, when.hour, when.minute, when.second)
+    head = _SECONDS.get(second)
+    if head is None:
+        if len(_SECONDS) >= 4096:
+            _SECONDS.clear()
+        head = _SECONDS[second] = when.isoformat(" ", "seconds")[:19]  # then any "+HH:MM"
+    return f"{head}.{when.microsecond:06d}"
+
+
+def _bind_plainly() -> None:
+    """Give `None` and `bool` parameters the adapters they already get in effect (NULL, 0 and 1).
+
+    `sqlite3` binds the exact `int`, `float`, `str` and `bytes` types directly; any other parameter goes through its
+    adapter protocol, which on Python 3.11 raises and formats an `AttributeError` (`__adapt__` on its protocol
+    type) when no adapter is registered: 8 `None` and 6 `bool` values in each judged run's rows, 30 million
+    instructions per 1,000 runs, an eighth of the writes. Process-wide, but what any caller's `None` and `bool`
+    parameters are stored as does not change.
+    """
+    if (type(None), sqlite3.PrepareProtocol) not in sqlite3.adapters:
+        null: dict[None, None] = {}
+        sqlite3.register_adapter(type(None), cast("Callable[[None], None]", null.get))  # C, returns `None`
+        sqlite3.register_adapter(bool, int)
 
 
 def _same(when: datetime) -> datetime:

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -20,8 +20,8 @@ from niceeval import AssertionResult, RunResult
 from niceeval._core.events import MessageEvent
 from niceeval._core.redact import Redactor, is_clean, scrub_run
 from niceeval._core.spans import SpanRecord
-from niceeval.store import Store, SuiteRunStart
-from niceeval.store._driver import parse_url, store_wide
+from niceeval.store import Store, SuiteRunStart, _driver
+from niceeval.store._driver import connect, parse_url, stamp_sqlite, store_wide
 from niceeval.store._schema import metadata
 from niceeval.store._sink import StoreSink
 from niceeval.store._write import SUITE_START, WRITTEN
@@ -227,6 +227,32 @@ def test_a_store_locked_past_the_wait_is_a_warning_counting_the_unstored_runs(tm
     sink.close()
     assert sink.unstored == 2 and sink.error == "OperationalError: database is locked"
     assert "2 of 2 runs were not stored in the results store" in warnings.getvalue()
+
+
+def test_a_sqlite_stamp_is_the_wall_clock_isoformat_to_the_microsecond() -> None:
+    """The per-second cache gives what `isoformat` gives, in any zone, and stays bounded."""
+    zones = [UTC, timezone(timedelta(hours=5, minutes=30)), timezone(timedelta(hours=-8)), None]
+    start = datetime(2026, 12, 31, 23, 59, 58, 999_999, tzinfo=UTC)
+    moments = [start + timedelta(microseconds=1_731 * i) for i in range(3_000)]
+    moments += [datetime(5, 1, 2, 3, 4, 5), datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 6, 1, 12, 0, 0, 1)]
+    for when in moments:
+        for zone in zones:
+            local = when.astimezone(zone) if zone and when.tzinfo else when
+            assert stamp_sqlite(local) == local.isoformat(" ", "microseconds")[:26], local
+    for second in range(5_000):
+        stamp_sqlite(start + timedelta(seconds=second))
+    assert len(_driver._SECONDS) <= 4_096
+
+
+def test_none_and_bool_parameters_are_stored_as_null_and_integers_in_any_sqlite_connection(tmp_path: Path) -> None:
+    """The writer's adapters for `None` and `bool` (process-wide) store what `sqlite3` stores without them."""
+    connect(parse_url(f"sqlite:///{tmp_path / 'store.db'}")).close()
+    assert (type(None), sqlite3.PrepareProtocol) in sqlite3.adapters
+    other = sqlite3.connect(tmp_path / "theirs.db")  # the user's own database, in the same process
+    other.execute("CREATE TABLE t (a, b, c)")
+    other.execute("INSERT INTO t VALUES (?, ?, ?)", (None, True, False))
+    assert other.execute("SELECT typeof(a), a, typeof(b), b, c FROM t").fetchall() == [("null", None, "integer", 1, 0)]
+    other.close()
 
 
 def test_driver_failures_of_the_store_itself_are_store_wide(tmp_path: Path) -> None:
