@@ -39,6 +39,14 @@ writes one eval over a JSONL dataset of `--evals` cases instead of `--evals` fun
 memory yardstick at scale (e.g. `--dataset --evals 10000 --runs 3 --pairs 1`; the bare loop makes one pass). Each
 configuration runs once untimed first, and with bytecode written (`PYTHONDONTWRITEBYTECODE` unset), as an
 installed package runs.
+
+`--instructions` (with `--pairs`) counts instead of timing: each configuration runs under Valgrind's cachegrind
+(Debian's `valgrind`), which counts the instructions the measured process executes, and the table shows the
+median of their ratios to the bare loop's. On a shared machine a process's wall and CPU time move by 15% from one
+run to the next with what the neighbours do; its instruction count moves by about 2% (the event loop's scheduling).
+It does not see cache misses or the kernel's work, so it complements the timed figures, and it reads as "how much
+work": niceeval under cachegrind runs about 15 times slower, so the store gathers `_GATHER_S` x 15 of runs per
+transaction, as many runs as a native quarter second holds.
 """
 
 from __future__ import annotations
@@ -214,6 +222,30 @@ def measure(command: list[str], cwd: Path, env: dict[str, str]) -> Measured:
         return Measured(wall, peak_kb / 1024, usage.ru_utime + usage.ru_stime, process.returncode, out.read())
 
 
+_SLOWDOWN = 15
+"""About how much slower a process runs under cachegrind (a native quarter second's runs per store batch)."""
+_UNDER_CACHEGRIND = (
+    "import runpy, sys\n"
+    "import niceeval.store._sink as sink\n"
+    f"sink._GATHER_S *= {_SLOWDOWN}\n"
+    "sys.argv = ['niceeval', *sys.argv[1:]]\n"
+    "runpy.run_module('niceeval.cli', run_name='__main__', alter_sys=True)\n"
+)
+
+
+def count_instructions(command: list[str], cwd: Path, env: dict[str, str]) -> Measured:
+    """Run `command` under cachegrind: `cpu_s` holds the instructions it executed, in billions."""
+    if command[1:3] == ["-m", "niceeval.cli"]:
+        command = [command[0], "-c", _UNDER_CACHEGRIND, *command[3:]]
+    valgrind = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
+    done = measure([*valgrind, *command], cwd, env)
+    found = re.search(r"I\s+refs:\s+([\d,]+)", done.output)
+    if found is None:
+        raise SystemExit(f"no instruction count in cachegrind's output:\n{done.output[-3000:]}")
+    done.cpu_s = int(found.group(1).replace(",", "")) / 1e9
+    return done
+
+
 def niceeval(project: Path, env: dict[str, str], concurrency: int, *flags: str) -> Measured:
     report = project / "report.json"
     command = [sys.executable, "-m", "niceeval.cli", "run", "--concurrency", str(concurrency), *flags]
@@ -257,7 +289,10 @@ def main() -> None:
     parser.add_argument("--before", type=Path, help="with --pairs: also run niceeval from this checkout")
     parser.add_argument("--dataset", action="store_true", help="one eval over a dataset of --evals cases")
     parser.add_argument("--runs", type=int, default=1, help="with --pairs: niceeval run --runs N (memory at scale)")
+    parser.add_argument("--instructions", action="store_true", help="with --pairs: count instructions (cachegrind)")
     args = parser.parse_args()
+    if args.instructions and not args.pairs:
+        parser.error("--instructions counts the --pairs configurations; add --pairs N")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         server = start_server(args.latency, folder / "server.log")
@@ -307,11 +342,16 @@ def paired(args: argparse.Namespace, server: Server, project: Path, env: dict[st
     if args.before is not None:
         before_store = str(project / ".niceeval" / "before.db")  # its own: the schemas may differ
         checkouts.append(("before ", {**env, "PYTHONPATH": str(args.before.resolve()), "NICEEVAL_STORE": before_store}))
+    run = count_instructions if args.instructions else measure
     print(
         f"{args.evals} evals x (1 agent call + 1 rubric judge call), server latency {args.latency}s, "
         f"{os.cpu_count()} CPUs, {args.pairs} rounds, medians"
     )
-    print(f"{'conc':>4} {'configuration':20} {'wall s':>7} {'cpu s':>7} {'RSS MB':>7} {'wall/bare':>9} {'cpu/bare':>9}")
+    if args.instructions:
+        print(f"{'conc':>4} {'configuration':20} {'instructions (billions)':>24} {'ratio':>7} {'range':>13}")
+    else:
+        head = f"{'wall s':>7} {'cpu s':>7} {'RSS MB':>7} {'wall/bare':>9} {'cpu/bare':>9}"
+        print(f"{'conc':>4} {'configuration':20} {head}")
     for concurrency in args.concurrency:
         bare_command = [sys.executable, "-c", BARE_LOOP, server.url, str(args.evals), str(concurrency)]
         command = [sys.executable, "-m", "niceeval.cli", "run", "--concurrency", str(concurrency), "--no-cache"]
@@ -326,17 +366,34 @@ def paired(args: argparse.Namespace, server: Server, project: Path, env: dict[st
         for round_ in range(args.pairs):
             shift = round_ % len(configs)
             for name, argv, config_env in configs[shift:] + configs[:shift]:
-                measured = measure(argv, project, config_env)
+                measured = run(argv, project, config_env)
                 if measured.returncode not in (0, 1):
                     raise SystemExit(f"{name} failed ({measured.returncode}):\n{measured.output[-3000:]}")
                 done[name].append(measured)
         bare = done["bare loop"]
+        if args.instructions:
+            print_counts(concurrency, done, [label for label, _ in checkouts])
+            continue
         for name, runs in done.items():
             wall = statistics.median(r.wall_s / b.wall_s for r, b in zip(runs, bare, strict=True))
             cpu = statistics.median(r.cpu_s / b.cpu_s for r, b in zip(runs, bare, strict=True))
             fields = ("wall_s", "cpu_s", "peak_rss_mb")
             w, c, rss = (statistics.median(getattr(r, field) for r in runs) for field in fields)
             print(f"{concurrency:>4} {name:20} {w:7.2f} {c:7.2f} {rss:7.0f} {wall:9.3f} {cpu:9.3f}")
+
+
+def print_counts(concurrency: int, done: dict[str, list[Measured]], labels: list[str]) -> None:
+    """`--instructions`: each configuration's count over the bare loop's, and the store on over off, per round."""
+    bare = done["bare loop"]
+    rows = [(name, runs, bare) for name, runs in done.items()]
+    rows += [
+        (f"{label}store on / off", done[f"{label}niceeval"], done[f"{label}niceeval --no-store"]) for label in labels
+    ]
+    for name, runs, base in rows:
+        ratios = sorted(r.cpu_s / b.cpu_s for r, b in zip(runs, base, strict=True))
+        counted = f"{statistics.median(r.cpu_s for r in runs):.2f}" if base is bare else ""
+        spread = f"{ratios[0]:.3f}-{ratios[-1]:.3f}"
+        print(f"{concurrency:>4} {name:20} {counted:>24} {statistics.median(ratios):7.3f} {spread:>13}")
 
 
 def print_table(args: argparse.Namespace, rows: list[tuple[Any, ...]]) -> None:
