@@ -167,7 +167,7 @@ def add_plan(session: Session, suite_run_id: str, plan: Sequence[PlannedEval]) -
         session,
         SUITE_EVALS,
         [
-            (suite_run_id, p.id, len(known) + i, p.file, p.line, _dumps(list(p.tags)), p.runs, p.cluster)
+            (suite_run_id, p.id, len(known) + i, p.file, p.line, _json(p.tags).decode(), p.runs, p.cluster)
             for i, p in enumerate(fresh)
         ],
     )
