@@ -348,10 +348,10 @@ def paired(args: argparse.Namespace, server: Server, project: Path, env: dict[st
         f"{os.cpu_count()} CPUs, {args.pairs} rounds, medians"
     )
     if args.instructions:
-        print(f"{'conc':>4} {'configuration':20} {'instructions (billions)':>24} {'ratio':>7} {'range':>13}")
+        print(f"{'conc':>4} {'configuration':28} {'instructions (billions)':>24} {'ratio':>7} {'range':>13}")
     else:
         head = f"{'wall s':>7} {'cpu s':>7} {'RSS MB':>7} {'wall/bare':>9} {'cpu/bare':>9}"
-        print(f"{'conc':>4} {'configuration':20} {head}")
+        print(f"{'conc':>4} {'configuration':28} {head}")
     for concurrency in args.concurrency:
         bare_command = [sys.executable, "-c", BARE_LOOP, server.url, str(args.evals), str(concurrency)]
         command = [sys.executable, "-m", "niceeval.cli", "run", "--concurrency", str(concurrency), "--no-cache"]
@@ -379,7 +379,7 @@ def paired(args: argparse.Namespace, server: Server, project: Path, env: dict[st
             cpu = statistics.median(r.cpu_s / b.cpu_s for r, b in zip(runs, bare, strict=True))
             fields = ("wall_s", "cpu_s", "peak_rss_mb")
             w, c, rss = (statistics.median(getattr(r, field) for r in runs) for field in fields)
-            print(f"{concurrency:>4} {name:20} {w:7.2f} {c:7.2f} {rss:7.0f} {wall:9.3f} {cpu:9.3f}")
+            print(f"{concurrency:>4} {name:28} {w:7.2f} {c:7.2f} {rss:7.0f} {wall:9.3f} {cpu:9.3f}")
 
 
 def print_counts(concurrency: int, done: dict[str, list[Measured]], labels: list[str]) -> None:
@@ -393,7 +393,7 @@ def print_counts(concurrency: int, done: dict[str, list[Measured]], labels: list
         ratios = sorted(r.cpu_s / b.cpu_s for r, b in zip(runs, base, strict=True))
         counted = f"{statistics.median(r.cpu_s for r in runs):.2f}" if base is bare else ""
         spread = f"{ratios[0]:.3f}-{ratios[-1]:.3f}"
-        print(f"{concurrency:>4} {name:20} {counted:>24} {statistics.median(ratios):7.3f} {spread:>13}")
+        print(f"{concurrency:>4} {name:28} {counted:>24} {statistics.median(ratios):7.3f} {spread:>13}")
 
 
 def print_table(args: argparse.Namespace, rows: list[tuple[Any, ...]]) -> None:
