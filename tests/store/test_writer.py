@@ -255,6 +255,19 @@ def test_none_and_bool_parameters_are_stored_as_null_and_integers_in_any_sqlite_
     other.close()
 
 
+def test_a_bool_adapter_the_program_registered_is_left_in_place(tmp_path: Path) -> None:
+    key = (bool, sqlite3.PrepareProtocol)
+    before = sqlite3.adapters.pop(key, None)  # the process-wide registry: put back as it was after
+    try:
+        sqlite3.register_adapter(bool, str)
+        connect(parse_url(f"sqlite:///{tmp_path / 'store.db'}")).close()
+        assert sqlite3.adapters[key] is str
+    finally:
+        sqlite3.adapters.pop(key, None)
+        if before is not None:
+            sqlite3.adapters[key] = before
+
+
 def test_driver_failures_of_the_store_itself_are_store_wide(tmp_path: Path) -> None:
     path = tmp_path / "x.db"
     holder = sqlite3.connect(path, isolation_level=None)
