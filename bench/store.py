@@ -4,6 +4,7 @@ Run by hand (pytest does not collect it); PostgreSQL comes from a throwaway clus
 
     python bench/store.py [--evals 1000] [--latency 0.05] [--concurrency 64] [--repeat 3]
                           [--suites 100] [--skip-suite] [--skip-big] [--skip-postgresql] [--before CHECKOUT]
+                          [--instructions]
 
 1. The judged suite of `bench/judge_suite.py` (`--evals` evals, each one agent call and one rubric judge call
    against `niceeval testing serve --latency L`), run by the real `niceeval run --no-cache` with the store off
@@ -12,8 +13,11 @@ Run by hand (pytest does not collect it); PostgreSQL comes from a throwaway clus
    alike). Columns: wall time, CPU time (user + system) and peak RSS (VmHWM) of the measured process, and the
    change against store off (of the medians, and `paired`: the median of each round's ratio to that round's
    store-off run, with a 95% bootstrap interval of that median when there are 5 rounds or more). `--before`: each
-   round also runs SQLite with the niceeval of another checkout (its folder put first on `PYTHONPATH`), so a change
-   to the store is measured against the code before it in the same rounds.
+   round also runs SQLite (and PostgreSQL) with the niceeval of another checkout (its folder put first on
+   `PYTHONPATH`), so a change to the store is measured against the code before it in the same rounds.
+   `--instructions`: each run is counted under Valgrind's cachegrind instead (instructions, in billions, and
+   their ratio to store off per round: exact where time moves 15% between identical runs), next to the CPU
+   seconds the PostgreSQL cluster's own processes used meanwhile.
 2. Store size per eval run after those runs: the SQLite file (+ WAL) and the PostgreSQL database (less the size
    of an empty one) divided by the eval runs stored.
 3. `niceeval runs` and `niceeval diff` on a store of `--suites` suite runs x `--evals` eval runs (synthetic records
@@ -33,7 +37,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from judge_suite import Measured, niceeval, start_server, write_project
+from judge_suite import _CLOCK_TICKS, Measured, count_instructions, niceeval, start_server, write_project
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
@@ -75,12 +79,26 @@ def suite_overhead(args: argparse.Namespace, cluster: Cluster, folder: Path) -> 
             del configs["PostgreSQL"]
         envs = dict.fromkeys(configs, env)
         if args.before:
+            before_env = {**env, "PYTHONPATH": str(Path(args.before).resolve())}
             configs["SQLite before"] = ("--store", str(folder / "before.db"))
-            envs["SQLite before"] = {**env, "PYTHONPATH": str(Path(args.before).resolve())}
+            envs["SQLite before"] = before_env
+            if not args.skip_postgresql:
+                configs["PostgreSQL before"] = ("--store", cluster.database())
+                envs["PostgreSQL before"] = before_env
         measured: dict[str, list[Measured]] = {name: [] for name in configs}
+        server_cpu: dict[str, list[float]] = {name: [] for name in configs}
         for round_ in range(args.repeat):
             for name, flags in list(configs.items())[:: 1 if round_ % 2 == 0 else -1]:
-                measured[name].append(niceeval(project, envs[name], args.concurrency, "--no-cache", *flags))
+                before = cluster_cpu(cluster)
+                if args.instructions:
+                    command = [sys.executable, "-m", "niceeval.cli", "run", "--concurrency", str(args.concurrency)]
+                    done = count_instructions([*command, "--no-cache", *flags], project, envs[name])
+                    if done.returncode != 0:
+                        raise SystemExit(f"niceeval run failed ({done.returncode}):\n{done.output[-3000:]}")
+                else:
+                    done = niceeval(project, envs[name], args.concurrency, "--no-cache", *flags)
+                measured[name].append(done)
+                server_cpu[name].append(cluster_cpu(cluster) - before)
     finally:
         server.process.terminate()
         server.process.wait(timeout=10)
@@ -89,10 +107,13 @@ def suite_overhead(args: argparse.Namespace, cluster: Cluster, folder: Path) -> 
         f"median of {args.repeat} ({os.cpu_count()} CPUs, shared)"
     )
     off = measured["store off"]
+    if args.instructions:
+        print_instructions(measured, server_cpu)
+        return
     base_wall = statistics.median(m.wall_s for m in off)
     base_rss = statistics.median(m.peak_rss_mb for m in off)
     print(
-        f"{'configuration':12} {'wall s':>8} {'vs off':>8} {'paired':>8} {'95% interval':>16} {'cpu s':>7} "
+        f"{'configuration':17} {'wall s':>8} {'vs off':>8} {'paired':>8} {'95% interval':>16} {'cpu s':>7} "
         f"{'paired':>8} {'RSS MB':>8} {'vs off':>8}   all walls"
     )
     for name, runs in measured.items():
@@ -103,7 +124,7 @@ def suite_overhead(args: argparse.Namespace, cluster: Cluster, folder: Path) -> 
         rss = statistics.median(m.peak_rss_mb for m in runs)
         walls = " ".join(f"{m.wall_s:.2f}" for m in runs)
         print(
-            f"{name:12} {wall:8.2f} {100 * (wall / base_wall - 1):+7.1f}% "
+            f"{name:17} {wall:8.2f} {100 * (wall / base_wall - 1):+7.1f}% "
             f"{100 * (statistics.median(ratios) - 1):+7.1f}% "
             f"{interval(ratios):>16} {statistics.median(m.cpu_s for m in runs):7.2f} {100 * (cpu_paired - 1):+7.1f}% "
             f"{rss:8.1f} {rss - base_rss:+7.1f}MB   {walls}"
@@ -113,6 +134,37 @@ def suite_overhead(args: argparse.Namespace, cluster: Cluster, folder: Path) -> 
     print(f"SQLite      {sqlite_size(sqlite_path) / stored / 1024:6.2f} KB")
     if "PostgreSQL" in measured:
         print(f"PostgreSQL  {(pg_size(pg_url) - empty_pg) / stored / 1024:6.2f} KB")
+
+
+def cluster_cpu(cluster: Cluster) -> float:
+    """User + system CPU seconds the PostgreSQL cluster's processes have used: the postmaster's own and its
+    children's, running (each backend, the background writers) and ended (a connection's backend, once reaped)."""
+    postmaster = int((cluster.data / "postmaster.pid").read_text().split()[0])
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        pid = int(stat.parent.name)
+        if pid == postmaster:
+            total += sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
+        elif int(fields[1]) == postmaster:
+            total += int(fields[11]) + int(fields[12])
+    return total / _CLOCK_TICKS
+
+
+def print_instructions(measured: dict[str, list[Measured]], server_cpu: dict[str, list[float]]) -> None:
+    """`--instructions`: each configuration's instructions (billions) and their ratio to store off, round by
+    round; the PostgreSQL server's CPU seconds in the same runs (a process of its own: not counted in them)."""
+    off = measured["store off"]
+    print(f"{'configuration':17} {'instructions':>13} {'vs off':>8} {'range':>16} {'server cpu s':>13}")
+    for name, runs in measured.items():
+        ratios = sorted(m.cpu_s / o.cpu_s for m, o in zip(runs, off, strict=True))
+        count = statistics.median(m.cpu_s for m in runs)
+        spread = f"{100 * (ratios[0] - 1):+.2f}..{100 * (ratios[-1] - 1):+.2f}%"
+        served = statistics.median(server_cpu[name])
+        print(f"{name:17} {count:12.3f}G {100 * (statistics.median(ratios) - 1):+7.2f}% {spread:>16} {served:13.2f}")
 
 
 def interval(ratios: list[float]) -> str:
@@ -234,6 +286,9 @@ def main() -> None:
     parser.add_argument("--skip-suite", action="store_true", help="skip the judged suite (parts 1 and 2)")
     parser.add_argument("--skip-big", action="store_true", help="skip the big store (part 3)")
     parser.add_argument("--skip-postgresql", action="store_true", help="the judged suite on SQLite only (part 1)")
+    parser.add_argument(
+        "--instructions", action="store_true", help="count the run's instructions under cachegrind (part 1)"
+    )
     parser.add_argument("--before", help="a checkout whose niceeval also runs the suite on SQLite, each round (part 1)")
     args = parser.parse_args()
     cluster = Cluster()

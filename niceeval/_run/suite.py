@@ -204,5 +204,7 @@ async def run_suite(
         use_memo(None)
         summary.duration_s = time.perf_counter() - started
         summary.terminated = summary.interrupted and was_terminated()
+        with anyio.CancelScope(shield=True):
+            await sinks.drain()  # the store's last runs, written from the loop (PostgreSQL)
         sinks.finish(summary)
     return summary

@@ -73,6 +73,17 @@ class ReporterSet:
     def run_finished(self, result: RunResult) -> None:
         self._each("run_finished", result)
 
+    async def drain(self) -> None:
+        """Before `finish`, on the event loop: reporters that write from the loop (the results store on
+        PostgreSQL) end their writes there. Only reporters that define `drain` are told."""
+        for reporter in list(self._reporters):
+            drain = getattr(reporter, "drain", None)
+            if drain is not None:
+                try:
+                    await drain()
+                except Exception as exc:  # its `finish` still runs: what it did not write is counted there
+                    _warn(f"reporter {type(reporter).__name__} failed in drain(): {_describe(exc)}")
+
     def finish(self, summary: SuiteSummary) -> None:
         self._each("finish", summary)
         for reporter in self._reporters:

@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, cast
 from urllib.parse import parse_qsl, quote, quote_plus, unquote
 
@@ -131,6 +131,11 @@ def connect(target: Target) -> Any:
         return connection
     import psycopg
 
+    return psycopg.connect(**postgresql_options(target))
+
+
+def postgresql_options(target: Target) -> dict[str, Any]:
+    """The keyword arguments psycopg connects to `target` with (a 10 s connect timeout, the URL's options)."""
     options: dict[str, Any] = {"connect_timeout": 10}
     names = {"username": "user", "database": "dbname"}
     for name in ("host", "port", "username", "password", "database"):
@@ -138,7 +143,7 @@ def connect(target: Target) -> Any:
         if value is not None:
             options[names.get(name, name)] = value
     options.update(target.query)
-    return psycopg.connect(**options)
+    return options
 
 
 _SECONDS: dict[tuple[int, int, int, int, int, int], str] = {}
@@ -146,15 +151,29 @@ _SECONDS: dict[tuple[int, int, int, int, int, int], str] = {}
 through C's `printf`, twice the CPU of this lookup (4,000 stamps per 1,000 judged runs)."""
 
 
-def stamp_sqlite(when: datetime) -> str:
-    """A datetime as SQLAlchemy's SQLite `DateTime` stores it (its wall-clock fields; no zone)."""
+def _second(when: datetime) -> str:
+    """`when`'s wall-clock date and time to the second, "YYYY-MM-DD HH:MM:SS"."""
     second = (when.year, when.month, when.day, when.hour, when.minute, when.second)
     head = _SECONDS.get(second)
     if head is None:
         if len(_SECONDS) >= 4096:
             _SECONDS.clear()
         head = _SECONDS[second] = when.isoformat(" ", "seconds")[:19]  # then any "+HH:MM"
-    return f"{head}.{when.microsecond:06d}"
+    return head
+
+
+def stamp_sqlite(when: datetime) -> str:
+    """A datetime as SQLAlchemy's SQLite `DateTime` stores it (its wall-clock fields; no zone)."""
+    return f"{_second(when)}.{when.microsecond:06d}"
+
+
+def stamp_postgresql(when: datetime) -> datetime | str:
+    """A datetime as PostgreSQL's `timestamptz` takes it: the text of a UTC one (what niceeval stamps), built as
+    `stamp_sqlite` builds it (psycopg formats a datetime with `isoformat`, over 10,000 instructions each, a fifth
+    of a batch's writing); any other datetime as it is, for psycopg to adapt."""
+    if when.tzinfo is not UTC:
+        return when
+    return f"{_second(when)}.{when.microsecond:06d}+00"
 
 
 def _bind_plainly() -> None:
@@ -173,10 +192,6 @@ def _bind_plainly() -> None:
         sqlite3.register_adapter(bool, int)
 
 
-def _same(when: datetime) -> datetime:
-    return when  # psycopg adapts a datetime to timestamptz itself
-
-
 @dataclass(frozen=True, slots=True)
 class Dialect:
     """What differs between the two databases at the driver level."""
@@ -192,7 +207,7 @@ class Dialect:
 
 DIALECTS = {
     "sqlite": Dialect("sqlite", "?", "", stamp_sqlite),
-    "postgresql": Dialect("postgresql", "%s", "::json", _same),
+    "postgresql": Dialect("postgresql", "%s", "::json", stamp_postgresql),
 }
 
 
@@ -223,9 +238,9 @@ class Session:
         if rows:
             self.connection.cursor().executemany(prepared, rows)
 
-    def copy(self, table: str, names: Sequence[str], rows: Sequence[tuple[Any, ...]]) -> None:
-        """PostgreSQL: `rows` (values in the order of `names`) into `table` by `COPY ... FROM STDIN`."""
-        with self.connection.cursor().copy(f"COPY {table} ({', '.join(names)}) FROM STDIN") as copy:
+    def copy(self, statement: str, rows: Sequence[tuple[Any, ...]]) -> None:
+        """PostgreSQL: `rows` into a table by `statement`, a `COPY ... FROM STDIN`."""
+        with self.connection.cursor().copy(statement) as copy:
             for row in rows:
                 copy.write_row(row)
 
@@ -247,14 +262,26 @@ class Session:
             for (table, count), last in zip(wanted.items(), largest, strict=True):
                 found[table] = range(last + 1, last + 1 + count)
             return found
-        for table, count in wanted.items():
-            sequence = self.sequences.get(table)
-            if sequence is None:
-                (sequence,) = self.execute("SELECT pg_get_serial_sequence(?, 'id')", (table,)).fetchone()
-                self.sequences[table] = sequence
-            rows = self.execute("SELECT nextval(?::regclass) FROM generate_series(1, ?)", (sequence, count)).fetchall()
-            found[table] = [row[0] for row in rows]
+        missing = [table for table in wanted if table not in self.sequences]
+        if missing:
+            self.sequences.update(zip(missing, self.execute(*sequences_query(missing)).fetchone(), strict=True))
+        found.update(zip(wanted, self.execute(*ids_query(wanted, self.sequences)).fetchone(), strict=True))
         return found
+
+
+def sequences_query(tables: Sequence[str]) -> tuple[str, list[str]]:
+    """PostgreSQL: the query of the sequence behind each of `tables`' `id` column (one row)."""
+    return "SELECT " + ", ".join(["pg_get_serial_sequence(%s, 'id')"] * len(tables)), list(tables)
+
+
+def ids_query(wanted: dict[str, int], sequences: dict[str, str]) -> tuple[str, list[Any]]:
+    """PostgreSQL: the query of `wanted[table]` new ids of each table, drawn from its sequence: one row of arrays,
+    one round trip for the batch."""
+    draw = "ARRAY(SELECT nextval(%s::regclass) FROM generate_series(1, %s))"
+    params: list[Any] = []
+    for table, count in wanted.items():
+        params += [sequences[table], count]
+    return "SELECT " + ", ".join([draw] * len(wanted)), params
 
 
 def session_of(conn: Connection) -> Session:

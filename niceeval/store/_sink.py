@@ -8,11 +8,15 @@ built one run at a time, between the suite's other work), and a thread doing it 
 interpreter at each of the driver's statements (more than the writing itself costs). The loop never waits there:
 when the store's write lock is taken (another process writing) or the writer thread is busy, the runs go to that
 thread, which may wait. The thread also writes what no later run came to write (the last runs before a pause),
-checkpoints SQLite's write-ahead log, and closes the suite run at the end. PostgreSQL (network round trips) and a
-`Store` being created or migrated are written by the thread alone, a quarter second's runs at a time, their rows
-built on the loop as each run finishes (the thread's Python work would be the loop's wait). Either way a killed
-process loses at most the runs in flight and those of the last second. A store that fails mid-run never stops the
-suite: the runs it could not take are counted and a warning says so at the end.
+checkpoints SQLite's write-ahead log, and closes the suite run at the end. On PostgreSQL, in a suite running on an
+asyncio loop, the loop writes each quarter second's runs over psycopg's async connection (`_loop_writer`), a task
+that awaits the server while the suite runs, started by a timer when the first of them finishes; the runner's
+`drain` writes the last ones before `finish`. A batch that fails there (or is cancelled) goes to the thread whole,
+and so does every later one. PostgreSQL outside a loop and a `Store` being created or migrated are written by the
+thread alone, a quarter second's runs at a time. Where the thread or the async connection writes, rows are built
+on the loop as each run finishes (the thread's Python work would be the loop's wait). Either way a killed process
+loses at most the runs in flight and those of the last second. A store that fails mid-run never stops the suite:
+the runs it could not take are counted and a warning says so at the end.
 """
 
 from __future__ import annotations
@@ -37,6 +41,9 @@ from niceeval.store._start import ShardStatus, SuiteRunStart, SuiteStatus
 from niceeval.store._write import RunRows, run_rows
 
 if TYPE_CHECKING:
+    import asyncio
+
+    from niceeval.store._loop_writer import LoopWriter
     from niceeval.store._store import Store
     from niceeval.store._writer import RunWriter
 
@@ -149,6 +156,17 @@ class StoreSink:
         self._queue: queue.SimpleQueue[list[RunRows] | _Finish] = queue.SimpleQueue()
         """For the thread: runs the loop could not write without waiting, then the suite's end."""
         self._thread: threading.Thread | None = None
+        self._on_loop: LoopWriter | None = None
+        """PostgreSQL, when the suite runs on an asyncio loop: what the loop writes its batches through (None once a
+        batch failed there: the thread writes every batch from then on)."""
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._task: asyncio.Task[None] | None = None
+        """The loop's write under way."""
+        self._timer: asyncio.TimerHandle | None = None
+        """When the loop writes the pending runs next (none while a write is under way: it looks again when done)."""
+        self._idle = threading.Event()
+        """Set while no write of the loop's is under way (the thread closes the suite run only then)."""
+        self._idle.set()
         self._open = False
         self._dialect = recorder.dialect
         self._stored: set[tuple[str, int]] = set()
@@ -206,6 +224,12 @@ class StoreSink:
 
             if isinstance(self.recorder, RunWriter) and self.recorder.writes_inline():
                 self._inline = self.recorder
+            elif isinstance(self.recorder, RunWriter) and self.recorder.target.kind == "postgresql":
+                self._loop = _running_loop()
+                if self._loop is not None:
+                    from niceeval.store._loop_writer import LoopWriter
+
+                    self._on_loop = LoopWriter(self.recorder.target)
         except Exception as exc:  # the suite runs anyway; the warning at the end counts what was lost
             self._failed(exc)
         self._thread = threading.Thread(target=self._write_loop, name="niceeval-store-writer", daemon=True)
@@ -228,20 +252,101 @@ class StoreSink:
             rows = built[0]
         now = time.monotonic()
         with self._mutex:
-            if not self._pending:
+            first = not self._pending
+            if first:
                 self._pending_at = now
             self._pending.append(rows)
             due = self._inline is not None and now - self._pending_at >= _GATHER_S
+        if first and self._on_loop is not None:
+            self._schedule()
         if due and self._writing.acquire(blocking=False):  # else the thread is writing: the runs wait their turn
             try:
                 self._write_pending(wait=False)
             finally:
                 self._writing.release()
 
+    def _schedule(self) -> None:
+        """On the loop: write the pending runs when the oldest is `_GATHER_S` old, unless a write is under way
+        (it looks again when it is done)."""
+        if self._on_loop is None or self._loop is None or self._task is not None or self._timer is not None:
+            return
+        with self._mutex:
+            if not self._pending:
+                return
+            wait = self._pending_at + _GATHER_S - time.monotonic()
+        self._timer = self._loop.call_later(max(wait, 0.0), self._due)
+
+    def _due(self) -> None:
+        self._timer = None
+        if self._on_loop is not None and self._loop is not None and self._task is None:
+            self._idle.clear()
+            self._task = self._loop.create_task(self._write_on_loop())
+
+    async def _write_on_loop(self) -> None:
+        try:
+            await self._write_pending_on_loop()
+        except Exception:  # handed to the thread, which names the failure if it fails there too
+            pass
+        finally:
+            self._task = None
+            self._idle.set()
+            self._schedule()
+
+    async def _write_pending_on_loop(self) -> None:
+        """The pending runs, written by the loop in transactions of up to `_BATCH`. A batch that fails there (or
+        is cancelled) goes to the thread whole, which writes it or counts it lost, and takes every later batch."""
+        with self._mutex:
+            runs, self._pending = self._pending, []
+        batch = self._built(runs)
+        for first in range(0, len(batch), _BATCH):
+            writer = self._on_loop
+            if writer is None or not self._open:  # `finish` came first: the thread writes the rest
+                self._queue.put(batch[first:])
+                return
+            try:
+                await writer.add_rows(self.run_id, batch[first : first + _BATCH])
+            except BaseException:
+                self._on_loop = None
+                self._queue.put(batch[first:])
+                raise
+
+    async def drain(self) -> None:
+        """On the loop, before `finish`: the loop's write under way ends, the loop writes the runs still pending,
+        then closes its connection (the thread closes the suite run). Without it, `finish` hands the pending runs
+        to the thread, which waits for the write under way."""
+        import asyncio
+
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._task is not None:
+            await asyncio.wait({self._task}, timeout=_JOIN_TIMEOUT_S)  # never cancels the write itself
+            if self._task is not None:
+                return
+        writer = self._on_loop
+        if writer is None:
+            return
+        self._idle.clear()
+        try:
+            await self._write_pending_on_loop()
+        except Exception:
+            pass
+        finally:
+            self._idle.set()
+        self._on_loop = None
+        with contextlib.suppress(Exception):
+            await writer.aclose()
+
     def finish(self, summary: SuiteSummary) -> None:
         """The suite ended: the writer takes the last runs and closes the suite run while the other reporters
         write theirs (their summaries, not the store, are what a user waits for). Whatever reads the outcome
         (`unstored`, `error`, `store`, `close`) waits for the writer first, and so does the process's exit."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._on_loop is not None:  # what is pending goes to the thread
+            self._on_loop.drop()
+            self._on_loop = None
         self._queue.put(_Finish(summary))
         self._finished = True
         atexit.register(self.settle)
@@ -277,10 +382,17 @@ class StoreSink:
             with self._writing:
                 if isinstance(item, list):  # runs the loop could not write without waiting
                     self._write_batches(item)
+                if isinstance(item, _Finish):  # a write of the loop's still under way (finished without `drain`)
+                    self._idle.wait(_JOIN_TIMEOUT_S)
+                    for late in _handed_over(self._queue):
+                        self._write_batches(late)
                 # The runs no later run came to write (the loop writes its own a quarter second apart: the thread
-                # leaves them a quarter second more); without a loop writing, every run gathered since the last look.
-                last = self._inline is None or isinstance(item, _Finish)
-                self._write_pending(older_than=0.0 if last else 2 * _GATHER_S)
+                # leaves them a quarter second more; none while the loop's write is under way, which writes them
+                # next); without a loop writing, every run gathered since the last look.
+                loop_writes = self._inline is not None or self._on_loop is not None
+                last = not loop_writes or isinstance(item, _Finish)
+                if last or self._idle.is_set():
+                    self._write_pending(older_than=0.0 if last else 2 * _GATHER_S)
                 if isinstance(item, _Finish):  # the end comes after every run
                     self._close(item.summary)
                     return
@@ -403,3 +515,27 @@ class StoreSink:
                 f"results store {self.recorder.url} ({self._error}). The reports include them; {again}.",
                 file=out,
             )
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    """The asyncio event loop running in this thread, if any (none under another async library)."""
+    if "asyncio" not in sys.modules:
+        return None
+    import asyncio
+
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def _handed_over(items: queue.SimpleQueue[list[RunRows] | _Finish]) -> list[list[RunRows]]:
+    """The batches already in the thread's queue (what a write of the loop's handed over as it ended)."""
+    found: list[list[RunRows]] = []
+    while True:
+        try:
+            item = items.get_nowait()
+        except queue.Empty:
+            return found
+        if isinstance(item, list):
+            found.append(item)

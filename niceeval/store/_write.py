@@ -125,7 +125,7 @@ def _insert_rows(session: Session, columns: Columns, rows: Sequence[tuple[Any, .
     if not rows:
         return
     if session.dialect.kind == "postgresql":
-        session.copy(columns.table, columns.names, rows)
+        session.copy(copy_statement(columns), rows)
         return
     most = min(_MAX_ROWS, _MAX_PARAMS // len(columns.names))
     first = 0
@@ -135,6 +135,11 @@ def _insert_rows(session: Session, columns: Columns, rows: Sequence[tuple[Any, .
         chunk = rows[first : first + count]
         session.run(_insert(session, columns, count), [value for row in chunk for value in row])
         first += count
+
+
+def copy_statement(columns: Columns) -> str:
+    """PostgreSQL: the `COPY ... FROM STDIN` that takes `columns`' rows."""
+    return f"COPY {columns.table} ({', '.join(columns.names)}) FROM STDIN"
 
 
 def insert_suite(
@@ -232,35 +237,49 @@ def run_rows(result: RunResult, dialect: Dialect, finished: datetime | None = No
 def insert_runs(session: Session, suite_run_id: str, runs: Sequence[RunResult | RunRows]) -> None:
     """Record finished eval runs (one statement per table for the whole batch, or a few)."""
     built = [run if isinstance(run, RunRows) else run_rows(run, session.dialect) for run in runs]
-    ids = session.new_ids(
-        {
-            "eval_runs": len(built),
-            "assertions": sum(len(r.assertions) for r in built),
-            "judge_calls": sum(len(r.judge_calls) for r in built),
-        }
-    )
+    ids = session.new_ids(id_counts(built))
+    for columns, rows in run_tables(suite_run_id, built, ids):
+        _insert_rows(session, columns, rows)
+
+
+def id_counts(built: Sequence[RunRows]) -> dict[str, int]:
+    """The new ids a batch of runs takes, per table whose rows others point to."""
+    return {
+        "eval_runs": len(built),
+        "assertions": sum(len(r.assertions) for r in built),
+        "judge_calls": sum(len(r.judge_calls) for r in built),
+    }
+
+
+def run_tables(
+    suite_run_id: str, built: Sequence[RunRows], ids: dict[str, Sequence[int]]
+) -> list[tuple[Columns, list[tuple[Any, ...]]]]:
+    """A batch's rows, table by table in the order they are written (parents first), given its new `ids`."""
     run_ids = ids["eval_runs"]
-    _insert_rows(session, EVAL_RUNS, [(run_id, suite_run_id, *r.run) for run_id, r in zip(run_ids, built, strict=True)])
     assertion_ids = iter(ids["assertions"])
+    run_rows_: list[tuple[Any, ...]] = []
     assertion_rows: list[tuple[Any, ...]] = []
     call_rows: list[tuple[Any, ...]] = []
     event_rows: list[tuple[Any, ...]] = []
     turn_rows: list[tuple[Any, ...]] = []
     span_rows: list[tuple[Any, ...]] = []
     for run_id, r in zip(run_ids, built, strict=True):
+        run_rows_.append((run_id, suite_run_id, *r.run))
         owners = [next(assertion_ids) for _ in r.assertions]
         assertion_rows += [(a_id, run_id, *row) for a_id, row in zip(owners, r.assertions, strict=True)]
         call_rows += [(owners[position], *row) for position, row in r.judge_calls]
         event_rows += [(run_id, *row) for row in r.events]
         turn_rows += [(run_id, *row) for row in r.turns]
         span_rows += [(run_id, *row) for row in r.spans]
-    _insert_rows(session, ASSERTIONS, assertion_rows)
-    _insert_rows(
-        session, JUDGE_CALLS, [(call_id, *row) for call_id, row in zip(ids["judge_calls"], call_rows, strict=True)]
-    )
-    _insert_rows(session, EVENTS, event_rows)
-    _insert_rows(session, TURNS, turn_rows)
-    _insert_rows(session, SPANS, span_rows)
+    calls = [(call_id, *row) for call_id, row in zip(ids["judge_calls"], call_rows, strict=True)]
+    return [
+        (EVAL_RUNS, run_rows_),
+        (ASSERTIONS, assertion_rows),
+        (JUDGE_CALLS, calls),
+        (EVENTS, event_rows),
+        (TURNS, turn_rows),
+        (SPANS, span_rows),
+    ]
 
 
 def _eval_run(result: RunResult, finished: Any) -> tuple[Any, ...]:

@@ -10,6 +10,7 @@ What reads the store during a run (`--baseline`, the shards' bookkeeping) opens 
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,14 +32,20 @@ from niceeval.store._write import RunRows
 if TYPE_CHECKING:
     from niceeval.store._store import Store
 
+_IDLE_S = 30.0
+"""PostgreSQL: a connection idle this long is tried (`SELECT 1`) before a write, and opened again if the server or
+the network dropped it meanwhile (the suite's batches go over the event loop's own connection: this one may have
+written nothing since the suite began)."""
+
 
 class RunWriter:
     """Writes suite runs into a store already at this niceeval's schema, through its driver alone.
 
     It has the methods of `Store` a run's sink calls; `store()` is the full `Store` on the same database, opened
     on first use (reads, shards). Its connection is used by one thread at a time (the sink's start, then the
-    event loop and the sink's writer thread in turn); a PostgreSQL connection lost mid-run is opened again for the
-    next batch.
+    event loop and the sink's writer thread in turn); a PostgreSQL connection lost mid-run (or found dead after
+    `_IDLE_S` unused: the loop writes a suite's batches over a connection of its own) is opened again for the next
+    write.
     """
 
     def __init__(self, target: Target, connection: Any, url: str) -> None:
@@ -48,6 +55,8 @@ class RunWriter:
         self._dialect = DIALECTS[target.kind]
         self._sequences: dict[str, str] = {}
         self._store: Store | None = None
+        self._used = time.monotonic()
+        """When the connection last wrote (PostgreSQL: checked before a write after `_IDLE_S` without one)."""
 
     @property
     def url(self) -> str:
@@ -76,13 +85,21 @@ class RunWriter:
     @contextmanager
     def _writing(self, *, wait: bool = True) -> Iterator[Session]:
         connection = self._connection
-        if self.target.kind == "postgresql" and (connection.closed or connection.broken):
-            with contextlib.suppress(Exception):
-                connection.close()
-            self._connection = connection = connect(self.target)  # the server is back: write again
-        with writing(connection, self._dialect, wait=wait) as session:
-            session.sequences = self._sequences
-            yield session
+        if self.target.kind == "postgresql":
+            if time.monotonic() - self._used > _IDLE_S and not (connection.closed or connection.broken):
+                with contextlib.suppress(Exception):  # a dead connection is marked broken: open another
+                    connection.execute("SELECT 1")
+                    connection.rollback()
+            if connection.closed or connection.broken:
+                with contextlib.suppress(Exception):
+                    connection.close()
+                self._connection = connection = connect(self.target)  # the server is back: write again
+        try:
+            with writing(connection, self._dialect, wait=wait) as session:
+                session.sequences = self._sequences
+                yield session
+        finally:
+            self._used = time.monotonic()
 
     def lease(self, suite_run_id: str) -> Lease:
         """The right to write suite run `suite_run_id` (see `Store.lease`)."""
