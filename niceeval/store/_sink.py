@@ -316,13 +316,13 @@ class StoreSink:
         to the thread, which waits for the write under way."""
         import asyncio
 
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
         if self._task is not None:
             await asyncio.wait({self._task}, timeout=_JOIN_TIMEOUT_S)  # never cancels the write itself
             if self._task is not None:
                 return
+        if self._timer is not None:  # set when no write is under way (the one that ended may have set it)
+            self._timer.cancel()
+            self._timer = None
         writer = self._on_loop
         if writer is None:
             return
