@@ -12,9 +12,10 @@ checkpoints SQLite's write-ahead log, and closes the suite run at the end. On Po
 asyncio loop, the loop writes each quarter second's runs over psycopg's async connection (`_loop_writer`), a task
 that awaits the server while the suite runs, started by a timer when the first of them finishes; the runner's
 `drain` writes the last ones before `finish`. A batch that fails there (or is cancelled) goes to the thread whole,
-and so does every later one. PostgreSQL outside a loop and a `Store` being created or migrated are written by the
-thread alone, a quarter second's runs at a time. Where the thread or the async connection writes, rows are built
-on the loop as each run finishes (the thread's Python work would be the loop's wait). Either way a killed process
+and so does every later one; like SQLite's, its batches are turned into rows when the loop writes them.
+PostgreSQL outside a loop and a `Store` being created or migrated are written by the thread alone, a quarter
+second's runs at a time, their rows built on the loop as each run finishes (the thread's Python work would be the
+loop's wait). Either way a killed process
 loses at most the runs in flight and those of the last second. A store that fails mid-run never stops the suite:
 the runs it could not take are counted and a warning says so at the end.
 """
@@ -243,7 +244,7 @@ class StoreSink:
             self._unbuilt += 1
             return
         finished = _Finished(result, datetime.now(UTC))
-        if self._inline is not None:  # the loop builds the rows when it writes them
+        if self._inline is not None or self._on_loop is not None:  # the loop builds the rows when it writes them
             rows: RunRows | _Finished = finished
         else:
             built = self._built([finished])

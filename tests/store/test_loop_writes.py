@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable, Coroutine, Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -126,6 +127,31 @@ def test_a_suites_runs_are_written_by_its_loop_batch_by_batch_and_read_back_whol
     assert back is not None
     assert [a.model_dump() for a in back.assertions] == [a.model_dump() for a in full.assertions]
     assert [e.model_dump() for e in back.events] == [e.model_dump() for e in full.events]
+
+
+def test_a_run_is_stamped_when_it_finishes_not_when_the_loop_writes_its_batch(url: str, tmp_path: Path) -> None:
+    writer = writer_for(url, tmp_path)
+    sink = StoreSink(writer, SuiteRunStart(id="s1"))
+    moments: list[datetime] = []
+
+    async def suite() -> None:
+        sink.start(planned("a"), [])
+        moments.append(datetime.now(UTC))
+        sink.run_finished(result("a"))
+        moments.append(datetime.now(UTC))
+        await until(lambda: stored(url, "s1") == {"a"})
+        moments.append(datetime.now(UTC))
+        await sink.drain()
+        sink.finish(summary_of(["a"]))
+
+    on_a_loop(suite)
+    sink.settle()
+    sink.close()
+    with admin(url) as conn:
+        row = conn.execute("SELECT finished_at FROM eval_runs WHERE suite_run_id = 's1'").fetchone()
+    assert row is not None
+    before, after, written = moments
+    assert before <= row[0] <= after and written - after >= timedelta(seconds=0.2)  # its batch, a quarter second on
 
 
 def test_a_loop_connection_the_server_drops_hands_its_batch_to_the_thread_and_nothing_is_lost(
