@@ -13,8 +13,9 @@ Run by hand (pytest does not collect it); PostgreSQL comes from a throwaway clus
    alike). Columns: wall time, CPU time (user + system) and peak RSS (VmHWM) of the measured process, and the
    change against store off (of the medians, and `paired`: the median of each round's ratio to that round's
    store-off run, with a 95% bootstrap interval of that median when there are 5 rounds or more). `--before`: each
-   round also runs SQLite (and PostgreSQL) with the niceeval of another checkout (its folder put first on
-   `PYTHONPATH`), so a change to the store is measured against the code before it in the same rounds.
+   round also runs store off, SQLite (and PostgreSQL) with the niceeval of another checkout (its folder put first
+   on `PYTHONPATH`), each compared with that checkout's store off, so a change is measured against the code before
+   it in the same rounds.
    `--instructions`: each run is counted under Valgrind's cachegrind instead (instructions, in billions, and
    their ratio to store off per round: exact where time moves 15% between identical runs), next to the CPU
    seconds the PostgreSQL cluster's own processes used meanwhile.
@@ -80,6 +81,8 @@ def suite_overhead(args: argparse.Namespace, cluster: Cluster, folder: Path) -> 
         envs = dict.fromkeys(configs, env)
         if args.before:
             before_env = {**env, "PYTHONPATH": str(Path(args.before).resolve())}
+            configs["store off before"] = ("--no-store",)
+            envs["store off before"] = before_env
             configs["SQLite before"] = ("--store", str(folder / "before.db"))
             envs["SQLite before"] = before_env
             if not args.skip_postgresql:
@@ -118,9 +121,11 @@ def suite_overhead(args: argparse.Namespace, cluster: Cluster, folder: Path) -> 
     )
     for name, runs in measured.items():
         wall = statistics.median(m.wall_s for m in runs)
-        # each round's wall over the same round's store-off wall: a busy moment of the machine weighs on both
-        ratios = [m.wall_s / o.wall_s for m, o in zip(runs, off, strict=True)]
-        cpu_paired = statistics.median(m.cpu_s / o.cpu_s for m, o in zip(runs, off, strict=True))
+        # each round's wall over the same round's store-off wall (the other checkout's for its own configurations):
+        # a busy moment of the machine weighs on both
+        base = measured["store off before"] if name.endswith(" before") else off
+        ratios = [m.wall_s / o.wall_s for m, o in zip(runs, base, strict=True)]
+        cpu_paired = statistics.median(m.cpu_s / o.cpu_s for m, o in zip(runs, base, strict=True))
         rss = statistics.median(m.peak_rss_mb for m in runs)
         walls = " ".join(f"{m.wall_s:.2f}" for m in runs)
         print(

@@ -188,21 +188,35 @@ def _build_throwaway_client(provider: Provider) -> None:
         _ = AsyncAnthropic(api_key="warm-up", base_url="http://127.0.0.1:9", http_client=plain).messages
 
 
+def _splits() -> bool:
+    # A client shared by a suite's evals takes many requests at once; one built per call, or one told of a proxy by
+    # the environment (which httpx reads only for a client built without a transport), keeps the SDK's default.
+    from niceeval.providers._pool import proxied
+
+    return _SCOPE.get() is not None and not proxied()
+
+
+def _split() -> Any:
+    import httpx2
+
+    from niceeval.providers._pool import SplitTransport
+
+    return SplitTransport(httpx2.Limits(max_connections=1000, max_keepalive_connections=100))
+
+
 def openai_client(*, key: str | None = None, url: str | None = None, timeout: float = 60.0) -> AsyncOpenAI:
     """An async OpenAI client with SDK retries off (`call()` retries). Give it back with `release()`.
 
     In a coroutine, `await sdk_ready("openai")` first (no key: `ProviderError(no_api_key)` before any import).
     """
     token, where = api_key("openai", key), base_url("openai", url)
-    from openai import AsyncOpenAI
+    from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 
-    return _shared(
-        "openai",
-        token,
-        where,
-        timeout,
-        lambda: AsyncOpenAI(api_key=token, base_url=where, timeout=timeout, max_retries=0),
-    )
+    def make() -> AsyncOpenAI:
+        http = DefaultAsyncHttpxClient(transport=_split()) if _splits() else None
+        return AsyncOpenAI(api_key=token, base_url=where, timeout=timeout, max_retries=0, http_client=http)
+
+    return _shared("openai", token, where, timeout, make)
 
 
 async def chat_completion(client: AsyncOpenAI, body: dict[str, Any], *, timeout: float) -> ChatCompletion:
@@ -221,15 +235,13 @@ async def chat_completion(client: AsyncOpenAI, body: dict[str, Any], *, timeout:
 def anthropic_client(*, key: str | None = None, url: str | None = None, timeout: float = 60.0) -> AsyncAnthropic:
     """An async Anthropic client with SDK retries off (`call()` retries). Give it back with `release()`."""
     token, where = api_key("anthropic", key), base_url("anthropic", url)
-    from anthropic import AsyncAnthropic
+    from anthropic import AsyncAnthropic, DefaultAsyncHttpxClient
 
-    return _shared(
-        "anthropic",
-        token,
-        where,
-        timeout,
-        lambda: AsyncAnthropic(api_key=token, base_url=where, timeout=timeout, max_retries=0),
-    )
+    def make() -> AsyncAnthropic:
+        http = DefaultAsyncHttpxClient(transport=_split()) if _splits() else None
+        return AsyncAnthropic(api_key=token, base_url=where, timeout=timeout, max_retries=0, http_client=http)
+
+    return _shared("anthropic", token, where, timeout, make)
 
 
 class AdaptiveLimiter:
