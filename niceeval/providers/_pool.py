@@ -18,7 +18,7 @@ import httpx2
 if TYPE_CHECKING:
     import ssl
 
-_SHARE = int(os.environ.get("NICEEVAL_POOL_SHARE", "8"))
+_SHARE = 8
 """Requests in flight per pool before the next one takes them."""
 
 _PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy")
@@ -54,8 +54,10 @@ class _Held(httpx2.AsyncByteStream):
     async def aclose(self) -> None:
         stream, self._stream = self._stream, None
         if stream is not None:
-            self._pool.busy -= 1
-            await stream.aclose()
+            try:
+                await stream.aclose()
+            finally:  # once its connection is back in the pool, where the next request of this pool finds it
+                self._pool.busy -= 1
 
 
 class SplitTransport(httpx2.AsyncBaseTransport):
