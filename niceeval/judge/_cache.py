@@ -16,7 +16,6 @@ import json
 import sqlite3
 import sys
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,8 @@ from types import TracebackType
 from typing import Any, Literal, Self, TypeVar
 
 import anyio.to_thread
+
+from niceeval._core.sqlite_wal import use_wal
 
 T = TypeVar("T")
 CacheMode = Literal["read_write", "write_only", "read_only_strict"]
@@ -198,18 +199,8 @@ class JudgeCache:
 
 
 def _setup(db: sqlite3.Connection) -> None:
-    """WAL journaling and the table. Switching to WAL can report "locked" at once, without waiting for the busy
-    timeout, while another connection creates the same file: retry it until the timeout."""
-    deadline = time.monotonic() + _BUSY_TIMEOUT
-    while True:
-        try:
-            if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                db.execute("PRAGMA journal_mode=WAL")
-            break
-        except sqlite3.OperationalError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.01)
+    """WAL journaling and the table."""
+    use_wal(db, _BUSY_TIMEOUT)
     db.execute("PRAGMA synchronous=NORMAL")
     db.execute(_SCHEMA)
 

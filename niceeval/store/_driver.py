@@ -23,6 +23,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, cast
 from urllib.parse import parse_qsl, quote, quote_plus, unquote
 
+from niceeval._core.sqlite_wal import use_wal
+
 if TYPE_CHECKING:
     from sqlalchemy import Connection
 
@@ -122,7 +124,7 @@ def connect(target: Target) -> Any:
         connection = sqlite3.connect(
             target.database or ":memory:", timeout=60.0, isolation_level=None, check_same_thread=False
         )
-        connection.execute("PRAGMA journal_mode=WAL")  # readers never block the writer
+        use_wal(connection, 60.0)  # readers never block the writer
         connection.execute("PRAGMA synchronous=NORMAL")  # a commit survives a killed process (not a power loss)
         connection.execute("PRAGMA foreign_keys=ON")
         # The run's writer only appends: SQLite's default 2 MB page cache held pages it never reads again (the

@@ -17,10 +17,12 @@ from sqlalchemy import Column, Connection, Engine, MetaData, String, Table, crea
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, SQLAlchemyError
 
+from niceeval._core.sqlite_wal import use_wal
 from niceeval.store import _url
 from niceeval.store._errors import StoreError as StoreError
 from niceeval.store._schema import SCHEMA_REVISION, metadata, store_info
 
+_BUSY_S = 60.0
 _MIGRATIONS = Path(__file__).resolve().parent / "_migrations"
 _ADVISORY_LOCK = 0x6E6963_6565_76  # "niceev": one key for every niceeval schema migration
 _VERSION_TABLE = Table(
@@ -60,13 +62,13 @@ def _sqlite_engine(url: URL) -> Engine:
         if problem is not None:
             raise StoreError(problem)
         Path(database).parent.mkdir(parents=True, exist_ok=True)
-    engine = create_engine(url, connect_args={"timeout": 60.0})
+    engine = create_engine(url, connect_args={"timeout": _BUSY_S})
 
     @event.listens_for(engine, "connect")
     def _connect(dbapi: sqlite3.Connection, _record: object) -> None:
         dbapi.isolation_level = None  # niceeval emits BEGIN itself (below): pysqlite's implicit one is unreliable
         cursor = dbapi.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")  # readers never block the writer
+        use_wal(dbapi, _BUSY_S)  # readers never block the writer
         cursor.execute("PRAGMA synchronous=NORMAL")  # a commit survives a killed process (not a power loss)
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()

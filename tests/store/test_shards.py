@@ -106,7 +106,7 @@ def test_a_suite_run_made_without_run_id_cannot_be_joined(store: Store) -> None:
 
 def test_shards_starting_at_the_same_moment_make_one_suite_run(store_url: str) -> None:
     errors: list[BaseException] = []
-    gate = threading.Barrier(3)
+    gate = threading.Barrier(3, timeout=60)
 
     def start(shard: int) -> None:
         try:
@@ -114,6 +114,7 @@ def test_shards_starting_at_the_same_moment_make_one_suite_run(store_url: str) -
                 gate.wait()
                 join(own, shard)
         except BaseException as exc:
+            gate.abort()  # the others stop waiting: the failure is reported, not a hang
             errors.append(exc)
 
     threads = [threading.Thread(target=start, args=(shard,)) for shard in (1, 2, 3)]
@@ -132,18 +133,24 @@ def test_shards_finishing_at_the_same_moment_close_the_suite_run(store_url: str)
     with Store.open(store_url) as store:
         for shard in (1, 2, 3):
             join(store, shard)
-    gate = threading.Barrier(3)
+    gate = threading.Barrier(3, timeout=60)
+    errors: list[BaseException] = []
 
     def end(shard: int) -> None:
-        with Store.open(store_url) as own:
-            gate.wait()
-            finish(own, shard)
+        try:
+            with Store.open(store_url) as own:
+                gate.wait()
+                finish(own, shard)
+        except BaseException as exc:
+            gate.abort()
+            errors.append(exc)
 
     threads = [threading.Thread(target=end, args=(shard,)) for shard in (1, 2, 3)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
+    assert errors == []
     with Store.open(store_url) as store:
         info = store.run("gh-1").run
         assert (info.status, info.shards_done) == ("finished", 3)
