@@ -155,6 +155,28 @@ class RunWriter:
             return False
         return True
 
+    def end_now(
+        self,
+        suite_run_id: str,
+        runs: Sequence[RunResult | RunRows],
+        *,
+        status: SuiteStatus,
+        exit_code: int | None,
+        duration_s: float,
+        errors: Sequence[dict[str, str]] = (),
+    ) -> bool:
+        """SQLite: record the last eval runs and close the suite run, in one transaction, if no other writer holds
+        the store's write lock, without waiting for it; False, nothing written, if one does."""
+        try:
+            with self._writing(wait=False) as session:
+                _write.insert_runs(session, suite_run_id, runs)
+                _write.finish_suite(
+                    session, suite_run_id, status=status, exit_code=exit_code, duration_s=duration_s, errors=errors
+                )
+        except Busy:
+            return False
+        return True
+
     def checkpoint(self) -> None:
         """SQLite: copy the write-ahead log's committed pages into the database file, as far as no reader needs
         them (what a commit filling the log does, unless `writes_inline` turned that off)."""

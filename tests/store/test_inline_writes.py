@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,6 +40,19 @@ class WatchedWriter(RunWriter):
     def add_rows(self, suite_run_id: str, runs: Sequence[RunRows]) -> None:  # type: ignore[override]
         self.calls.append(("waiting", threading.get_ident(), suite_run_id))
         super().add_rows(suite_run_id, runs)
+
+    def end_now(self, suite_run_id: str, runs: Sequence[RunRows], **end: Any) -> bool:  # type: ignore[override]
+        try:
+            ended = super().end_now(suite_run_id, runs, **end)
+        except Exception:
+            self.calls.append(("end failed", threading.get_ident(), suite_run_id))
+            raise
+        self.calls.append(("ended" if ended else "end busy", threading.get_ident(), suite_run_id))
+        return ended
+
+    def finish(self, suite_run_id: str, **end: Any) -> None:  # type: ignore[override]
+        self.calls.append(("finish", threading.get_ident(), suite_run_id))
+        super().finish(suite_run_id, **end)
 
 
 def watched_writer(tmp_path: Path) -> WatchedWriter:
@@ -202,3 +216,71 @@ def test_no_commit_checkpoints_the_log_the_writer_thread_does(tmp_path: Path, mo
         sink.settle()
         sink.close()  # the last connection's close checkpoints the rest
         assert database.stat().st_size > empty + 6_000_000 and stored(database, run_id) == {"a", "b", "c"}
+
+
+def suite_run(path: Path, run_id: str) -> tuple[str, int, int, int] | None:
+    """The suite run's status and totals, read by another connection (another process would see the same)."""
+    with closing(sqlite3.connect(path)) as conn:
+        query = "SELECT status, runs_done, passed, failed FROM suite_runs WHERE id = ?"
+        found = conn.execute(query, (run_id,)).fetchone()
+        return None if found is None else tuple(found)
+
+
+def test_the_loop_writes_the_last_runs_and_closes_the_suite_run_in_one_transaction(tmp_path: Path) -> None:
+    """At the end the loop writes what is pending and the suite run's totals itself (the process then has no
+    thread to wait for but its checkpoint): closed before `finish` returns, nothing written by the thread."""
+    writer = watched_writer(tmp_path)
+    sink = StoreSink(writer, SuiteRunStart(id="s1"))
+    sink.start(planned("a", "b", "c"), [])
+    for eval_id in ("a", "b", "c"):
+        sink.run_finished(result(eval_id, "failed" if eval_id == "b" else "passed"))
+    assert stored(tmp_path / "results.db", "s1") == set()  # pending: no quarter second has passed
+    sink.finish(summary_of(["a", "b", "c"]))
+    me = threading.get_ident()
+    assert writer.calls == [("ended", me, "s1")]
+    assert suite_run(tmp_path / "results.db", "s1") == ("finished", 3, 2, 1)
+    sink.settle()
+    sink.close()
+    assert writer.calls == [("ended", me, "s1")] and sink.unstored == 0 and sink.error is None
+
+
+def test_a_store_locked_at_the_end_is_closed_by_the_thread(tmp_path: Path) -> None:
+    writer = watched_writer(tmp_path)
+    sink = StoreSink(writer, SuiteRunStart(id="s1"))
+    sink.start(planned("a", "b"), [])
+    for eval_id in ("a", "b"):
+        sink.run_finished(result(eval_id))
+    other = sqlite3.connect(tmp_path / "results.db", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process writing as the suite ends
+    try:
+        sink.finish(summary_of(["a", "b"]))
+        assert ("end busy", threading.get_ident(), "s1") in writer.calls  # the loop did not wait
+        time.sleep(0.1)
+        assert suite_run(tmp_path / "results.db", "s1") == ("running", 0, 0, 0)
+    finally:
+        other.execute("COMMIT")
+        other.close()
+    sink.settle()
+    sink.close()
+    assert suite_run(tmp_path / "results.db", "s1") == ("finished", 2, 2, 0)
+    assert stored(tmp_path / "results.db", "s1") == {"a", "b"} and sink.unstored == 0
+    assert [how for how, thread, _ in writer.calls if thread != threading.get_ident()] == ["waiting", "finish"]
+
+
+def test_a_last_batch_that_fails_on_the_loop_is_written_run_by_run_by_the_thread(tmp_path: Path) -> None:
+    """One run of the last batch cannot be inserted (here: the same eval run twice): the loop's transaction is
+    rolled back whole, and the thread writes the batch as it writes any, the others kept, the suite run
+    `incomplete`."""
+    writer = watched_writer(tmp_path)
+    warnings = io.StringIO()
+    sink = StoreSink(writer, SuiteRunStart(id="s1"), warnings=warnings)
+    sink.start(planned("a", "b"), [])
+    for run in (result("a"), result("b"), result("b")):
+        sink.run_finished(run)
+    sink.finish(summary_of(["a", "b"]))
+    assert ("end failed", threading.get_ident(), "s1") in writer.calls
+    assert sink.unstored == 1 and sink.error is not None and "first unstored: b run 1" in sink.error
+    sink.close()
+    assert stored(tmp_path / "results.db", "s1") == {"a", "b"}
+    assert suite_run(tmp_path / "results.db", "s1") == ("incomplete", 2, 2, 0)
+    assert "1 of 3 runs were not stored" in warnings.getvalue()
