@@ -7,8 +7,9 @@ one transaction: a few dozen runs are a few milliseconds of CPU (rows built toge
 built one run at a time, between the suite's other work), and a thread doing it made the loop wait for the
 interpreter at each of the driver's statements (more than the writing itself costs). The loop never waits there:
 when the store's write lock is taken (another process writing) or the writer thread is busy, the runs go to that
-thread, which may wait. The thread also writes what no later run came to write (the last runs before a pause),
-checkpoints SQLite's write-ahead log, and closes the suite run at the end. On PostgreSQL, in a suite running on an
+thread, which may wait. The thread also writes what no later run came to write (the last runs before a pause) and
+checkpoints SQLite's write-ahead log; at the end the loop writes the last runs and closes the suite run in one
+transaction if it can without waiting, else the thread does. On PostgreSQL, in a suite running on an
 asyncio loop, the loop writes each quarter second's runs over psycopg's async connection (`_loop_writer`), a task
 that awaits the server while the suite runs, started by a timer when the first of them finishes; the runner's
 `drain` writes the last ones before `finish`. A batch that fails there (or is cancelled) goes to the thread whole,
