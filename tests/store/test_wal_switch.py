@@ -66,7 +66,7 @@ def test_stores_opened_at_once_on_a_new_file_all_open(tmp_path: Path) -> None:
         url = f"sqlite:///{tmp_path / f'results-{trial}.db'}"
         errors: list[BaseException] = []
 
-        def open_store(url: str = url) -> None:
+        def open_store(url: str = url, errors: list[BaseException] = errors) -> None:
             try:
                 Store.open(url).close()
             except BaseException as exc:
