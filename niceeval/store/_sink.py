@@ -434,12 +434,12 @@ class StoreSink:
             with self._writing:
                 if isinstance(item, list):  # runs the loop could not write without waiting
                     self._write_batches(item)
-                    self._written(1)
+                    self._written()
                 if isinstance(item, _Finish):  # a write of the loop's still under way (finished without `drain`)
                     self._idle.wait(_JOIN_TIMEOUT_S)
                     for late in _handed_over(self._queue):
                         self._write_batches(late)
-                        self._written(1)
+                        self._written()
                 # The runs no later run came to write (the loop writes its own a quarter second apart: the thread
                 # leaves them a quarter second more; none while the loop's write is under way, which writes them
                 # next); without a loop writing, every run gathered since the last look.
@@ -495,10 +495,10 @@ class StoreSink:
             self._handed += 1
         self._queue.put(batch)
 
-    def _written(self, batches: int) -> None:
-        """The thread wrote (or counted as lost) `batches` handed to it."""
+    def _written(self) -> None:
+        """The thread wrote (or counted as lost) a batch handed to it."""
         with self._mutex:
-            self._handed -= batches
+            self._handed -= 1
 
     def _write(self, batch: list[RunRows], *, wait: bool = True) -> list[RunRows]:
         """Write `batch` (the caller holds `_writing`): the runs left unwritten because another writer held the

@@ -1,4 +1,5 @@
-"""Opening one new SQLite file from several connections at once: the switch to WAL waits its turn."""
+"""Opening one new SQLite file from several connections at once: the switch to WAL waits its turn (stores opened at
+once: tests/store/test_open.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from niceeval._core.sqlite_wal import use_wal
-from niceeval.store import Store
 
 _AT_ONCE = 4
 
@@ -60,21 +60,3 @@ def test_a_lock_held_past_the_timeout_still_raises(tmp_path: Path) -> None:
     use_wal(other, 0.2)
     assert other.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
-
-def test_stores_opened_at_once_on_a_new_file_all_open(tmp_path: Path) -> None:
-    for trial in range(10):
-        url = f"sqlite:///{tmp_path / f'results-{trial}.db'}"
-        errors: list[BaseException] = []
-
-        def open_store(url: str = url, errors: list[BaseException] = errors) -> None:
-            try:
-                Store.open(url).close()
-            except BaseException as exc:
-                errors.append(exc)
-
-        threads = [threading.Thread(target=open_store) for _ in range(3)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        assert errors == [], f"trial {trial}: {errors}"
