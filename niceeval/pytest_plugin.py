@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from niceeval._eval.context import SyncEvalContext
     from niceeval._run.discovery import EvalEntry
     from niceeval._run.execute import ExecOptions
-    from niceeval._run.inline import InlineRun, InlineTarget
+    from niceeval._run.fixture_run import InlineRun, InlineTarget
     from niceeval._run.loop_host import LoopHost
     from niceeval._run.pytest_store import SessionRecording, StoreNote, XdistWorker
 
@@ -380,7 +380,7 @@ def niceeval(request: pytest.FixtureRequest) -> Iterator[SyncEvalContext]:
     After the test returns, its assertions are folded as an eval's: the test fails when the outcome does
     (a gate missed, an error), is skipped on `t.skip(...)`, and warns on a soft miss (`scored`).
     """
-    from niceeval._run.inline import InlineRun
+    from niceeval._run.fixture_run import InlineRun
 
     session = _session(request.config)
     node = request.node
@@ -397,7 +397,7 @@ def niceeval(request: pytest.FixtureRequest) -> Iterator[SyncEvalContext]:
 def _inline_target(item: pytest.Item) -> InlineTarget:
     """What a test using the fixture is reported and stored as: its node id, file and line."""
     from niceeval._core.errors import relative
-    from niceeval._run.inline import InlineTarget
+    from niceeval._run.fixture_run import InlineTarget
 
     path, line, _ = item.reportinfo()
     return InlineTarget(eval_id=item.nodeid, file=relative(str(path)), line=(line or 0) + 1)

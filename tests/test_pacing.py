@@ -13,7 +13,7 @@ import anyio
 from niceeval._core.results import RunResult, Spend
 from niceeval._core.summary import EvalTally, PlannedEval
 from niceeval._core.threads import once_off_loop
-from niceeval._run.collection import YOUNG_THRESHOLD, paced_collection
+from niceeval._run.gc_pacing import YOUNG_THRESHOLD, paced_collection
 
 
 def test_work_asked_by_many_coroutines_at_once_runs_once_in_one_thread() -> None:
@@ -76,7 +76,7 @@ def test_a_tally_sums_spend_over_runs_with_unknown_costs_and_unpriced_models_kep
 def test_the_sdk_warm_up_loads_what_a_chat_completion_needs_and_no_more() -> None:
     probe = (
         "import sys\n"
-        "from niceeval.providers import _warm_up\n"
+        "from niceeval.providers._warm_up import _warm_up\n"
         "_warm_up('openai')\n"
         "print(' '.join(m for m in ('openai.resources.chat.completions', 'httpcore2', 'httpcore', 'h11',\n"
         "    'openai.resources.responses.responses') if m in sys.modules))\n"

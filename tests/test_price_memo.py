@@ -36,15 +36,15 @@ def _next_run(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_pricing, "_catalog", None)
     monkeypatch.setattr(_pricing, "_started", False)
     monkeypatch.setattr(_pricing, "_RESOLVED", {})
-    _pricing.use_memo(root)
+    _pricing.use_price_memo(root)
 
 
 def _suite(root: Path, models: list[str], overrides: dict[str, Price] | None = None) -> list[Price | None]:
     """What a suite does: point at the memo, price `models`, save what was new."""
-    _pricing.use_memo(root)
+    _pricing.use_price_memo(root)
     prices = [find_price(model, overrides) for model in models]
-    _pricing.save_memo()
-    _pricing.use_memo(None)
+    _pricing.save_price_memo()
+    _pricing.use_price_memo(None)
     return prices
 
 
@@ -97,7 +97,7 @@ def test_a_model_the_memo_lacks_loads_genai_prices_and_joins_the_memo(
     anyio.run(lambda: _pricing.prices_ready([MODEL, "openai/gpt-5.2"]))  # in a worker thread
     assert _pricing.prices_loaded()
     added = find_price("openai/gpt-5.2")
-    _pricing.save_memo()
+    _pricing.save_price_memo()
     assert added is not None and _memo(tmp_path)["prices"]["openai/gpt-5.2"] == added.model_dump()
     assert MODEL in _memo(tmp_path)["prices"]
 
@@ -210,7 +210,7 @@ def test_a_memo_is_written_only_when_a_model_was_new(tmp_path: Path, monkeypatch
     memo.write_text(memo.read_text(encoding="utf-8") + " ", encoding="utf-8")  # a mark a rewrite would drop
     _next_run(tmp_path, monkeypatch)
     find_price(MODEL)
-    _pricing.save_memo()
+    _pricing.save_price_memo()
     assert memo.read_text(encoding="utf-8").endswith("}\n ")
 
 
@@ -218,5 +218,5 @@ def test_outside_a_suite_nothing_is_read_or_written(tmp_path: Path, monkeypatch:
     monkeypatch.chdir(tmp_path)
     _write_memo(tmp_path, _price_memo.current_key(_pricing._BUILTIN), {MODEL: FAKE.model_dump()})
     assert find_price(MODEL) == _genai_prices_price(MODEL)
-    _pricing.save_memo()
+    _pricing.save_price_memo()
     assert _memo(tmp_path)["prices"] == {MODEL: FAKE.model_dump()}

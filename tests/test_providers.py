@@ -13,12 +13,13 @@ import anyio
 import pytest
 from openai import AsyncOpenAI
 
-from niceeval import providers
 from niceeval._core.errors import UsageError
 from niceeval.providers import (
     AdaptiveLimiter,
     ProviderError,
     RetryPolicy,
+    _call,
+    _limiter,
     call,
     limiter_for,
     openai_client,
@@ -37,7 +38,7 @@ def anyio_backend() -> str:
 
 @pytest.fixture(autouse=True)
 def fresh_limiters(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(providers, "_limiters", {})
+    monkeypatch.setattr(_limiter, "_limiters", {})
 
 
 @asynccontextmanager
@@ -197,10 +198,10 @@ async def test_a_provider_error_raised_by_the_request_passes_through_unretried()
 )
 def test_retry_after_headers(headers: dict[str, str], seconds: float | None) -> None:
     error = SimpleNamespace(response=SimpleNamespace(headers=headers))
-    assert providers._retry_after(error) == seconds  # type: ignore[arg-type]
+    assert _call._retry_after(error) == seconds  # type: ignore[arg-type]
 
 
 def test_retry_after_as_an_http_date() -> None:
     when = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
     error = SimpleNamespace(response=SimpleNamespace(headers={"retry-after": when}))
-    assert 28 <= (providers._retry_after(error) or 0) <= 30  # type: ignore[arg-type]
+    assert 28 <= (_call._retry_after(error) or 0) <= 30  # type: ignore[arg-type]

@@ -15,8 +15,8 @@ import threading
 import time
 from pathlib import Path
 
-from niceeval._run.collection import paced_collection, paused_collection
-from niceeval._run.strays import stray_threads, watching
+from niceeval._run.gc_pacing import paced_collection, paused_collection
+from niceeval._run.stray_threads import stray_threads, watching
 from niceeval.cli._main import GROUPS, build_parser
 
 HEAVY = ("pydantic", "sqlalchemy", "rich", "anyio", "httpx", "openai", "importlib.metadata")

@@ -23,7 +23,7 @@ from niceeval._eval.scopes import ScopeAssertions, ScopeHost, ToolCall, tool_cal
 from niceeval.agents import Agent, AgentSession, FunctionAgent, TurnStatus
 from niceeval.agents._attachments import Attachment
 from niceeval.expect._matchers import equals, matches
-from niceeval.providers._pricing import prices_loaded, prices_ready
+from niceeval.providers import prices_loaded, prices_ready
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

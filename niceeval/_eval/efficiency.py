@@ -14,7 +14,7 @@ from niceeval._core.assertion import Inconclusive, Matcher, ScoreLike, Verdict
 from niceeval._core.errors import UsageError
 from niceeval._core.events import Event, UsageEvent, latencies
 from niceeval._core.settings import Price
-from niceeval.providers._pricing import cost_of, find_price
+from niceeval.providers import cost_of, find_price
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

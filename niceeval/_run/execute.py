@@ -29,7 +29,7 @@ from niceeval._eval.efficiency import usage_of
 from niceeval._eval.spec import EvalSpec
 from niceeval._run.discovery import EvalEntry
 from niceeval._run.judging import JudgeSlot, SuiteJudges, spend_of
-from niceeval._run.strays import watching
+from niceeval._run.stray_threads import watching
 from niceeval.agents._protocol import WORKSPACE
 from niceeval.agents._variant import PerVariant
 

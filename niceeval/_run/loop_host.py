@@ -19,8 +19,7 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from niceeval._run.judging import SuiteJudges
-from niceeval.providers import shared_clients
-from niceeval.providers._pricing import save_memo, use_memo
+from niceeval.providers import save_price_memo, shared_clients, use_price_memo
 
 T = TypeVar("T")
 Work = tuple[Callable[[], Awaitable[Any]], "Future[Any]"]
@@ -49,7 +48,7 @@ class LoopHost:
         return self._portal
 
     def open(self) -> None:
-        use_memo(self.judges.root)  # .niceeval/prices.json, as `niceeval run` keeps it
+        use_price_memo(self.judges.root)  # .niceeval/prices.json, as `niceeval run` keeps it
         self._portal_cm = start_blocking_portal()
         self._portal = self._portal_cm.__enter__()
         self._host, self._send = self._portal.start_task(self._serve)
@@ -77,8 +76,8 @@ class LoopHost:
         finally:
             self._portal_cm.__exit__(None, None, None)
             self._portal_cm = self._portal = None
-            save_memo()
-            use_memo(None)
+            save_price_memo()
+            use_price_memo(None)
 
     async def _serve(self, *, task_status: TaskStatus[MemoryObjectSendStream[Work]]) -> None:
         send, receive = anyio.create_memory_object_stream[Work](16)

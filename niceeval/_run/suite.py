@@ -15,14 +15,13 @@ from niceeval._core.stopping import was_terminated
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
 from niceeval._core.threads import load_off_loop
 from niceeval._run.compare import CrossRuns
-from niceeval._run.control import RunControl
 from niceeval._run.discovery import EvalEntry, LoadError
+from niceeval._run.early_stop import RunControl
 from niceeval._run.execute import ExecOptions, execute_run
 from niceeval._run.judging import SuiteJudges, judging_modules
 from niceeval._run.repeats import Repeats, RunQueue, runs_of, work
 from niceeval._run.watchdog import LoopWatchdog
-from niceeval.providers import shared_clients
-from niceeval.providers._pricing import save_memo, use_memo
+from niceeval.providers import save_price_memo, shared_clients, use_price_memo
 from niceeval.report import Reporter, ReporterSet
 from niceeval.stats import AdaptiveRuns
 
@@ -181,7 +180,7 @@ async def run_suite(
             repeats.again(tallies[result.eval_id], queue)
             sinks.run_finished(result)
     judges = SuiteJudges(options.exec.root, no_cache=options.exec.no_cache, cache_only=options.exec.cache_only)
-    use_memo(options.exec.root)  # .niceeval/prices.json: the prices this project's models resolved to, kept
+    use_price_memo(options.exec.root)  # .niceeval/prices.json: the prices this project's models resolved to, kept
     exec_options = replace(options.exec, judges=judges)
     await load_off_loop(*judging_modules(entries))  # before the evals start: nothing of ours imports on the loop
     watchdog = LoopWatchdog(entries)
@@ -200,8 +199,8 @@ async def run_suite(
                     await judges.aclose()  # inside the client scope: the judges' clients are the shared ones
         summary.interrupted = False
     finally:
-        save_memo()  # the models first priced in this suite, if any (a small file, written once)
-        use_memo(None)
+        save_price_memo()  # the models first priced in this suite, if any (a small file, written once)
+        use_price_memo(None)
         summary.duration_s = time.perf_counter() - started
         summary.terminated = summary.interrupted and was_terminated()
         with anyio.CancelScope(shield=True):

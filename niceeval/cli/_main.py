@@ -145,9 +145,9 @@ def _terminate_as_interrupt() -> _Terminated:
 
 def _leave_stray_threads(code: int) -> None:
     """Exit now, naming them, when an eval left a non-daemon thread running (Python would wait for it forever)."""
-    if "niceeval._run.strays" not in sys.modules:
+    if "niceeval._run.stray_threads" not in sys.modules:
         return
-    from niceeval._run.strays import stray_threads
+    from niceeval._run.stray_threads import stray_threads
 
     strays = stray_threads()
     if not strays:

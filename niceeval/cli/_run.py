@@ -261,7 +261,7 @@ def _adaptive(args: argparse.Namespace) -> str | None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from niceeval._run.collection import paused_collection
+    from niceeval._run.gc_pacing import paused_collection
 
     with paused_collection():
         return _run_suite(args)
@@ -271,8 +271,8 @@ def _run_suite(args: argparse.Namespace) -> int:
     import anyio
     from rich.console import Console
 
-    from niceeval._run.collection import paced_collection
     from niceeval._run.execute import ExecOptions
+    from niceeval._run.gc_pacing import paced_collection
     from niceeval._run.suite import SuiteOptions, run_suite, select
     from niceeval._run.suite_gates import GateCollector, gated_exit_code
     from niceeval.cli._github import github_reporters, resolve_baseline

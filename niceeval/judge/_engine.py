@@ -22,8 +22,7 @@ from niceeval.judge._cache import CachedVerdict, CacheMode, JudgeCache, cache_ke
 from niceeval.judge._client import ANTHROPIC_MAX_TOKENS, JudgeClients, ModelAnswer, Request, ask, embed_similarity
 from niceeval.judge._families import AnswerError, Family, Parsed
 from niceeval.judge._prompts import Messages, repair_messages
-from niceeval.providers import ModelRef, ProviderError, RetryPolicy
-from niceeval.providers._pricing import cost_of, find_price, prices_ready
+from niceeval.providers import ModelRef, ProviderError, RetryPolicy, cost_of, find_price, prices_ready
 
 if TYPE_CHECKING:
     from niceeval._core.settings import Price

@@ -2,9 +2,10 @@
 
 httpcore's connection pool looks at every connection it holds on each request and each response closed, and for
 an idle one asks the socket whether the server has hung up (`has_expired()`: a poll plus `getpeername`). At 64
-requests in flight that scan is a fifth of a suite's CPU, for a bare client loop as much as for niceeval. Pools of
-at most `_SHARE` requests in flight keep it short: a request goes to the first pool with room, and a new pool opens
-when all are full. They share one SSL context (building one reads the trust store: 30 ms of CPU).
+requests in flight that scan is a large share of a suite's CPU, for a bare client loop as much as for niceeval
+(bench/NOTES.md, "The HTTP client's pool"). Pools of at most `_SHARE` requests in flight keep it short: a request
+goes to the first pool with room, and a new pool opens when all are full. They share one SSL context (building one
+reads the trust store).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """`.niceeval/prices.json`: the price genai-prices or the built-in table gave each model name, kept between runs.
 
-genai-prices' data module is 1.6 MB of Python: loading it costs 0.16-0.3 s of CPU and 4.6 MB of memory, yet a
-project prices the same few models (its agent's, its judge's) on every run. The runner points `_pricing` at this
-file for a suite; a model found in it is priced without loading genai-prices.
+genai-prices' data module is a large Python module, slow to load and heavy in memory (bench/NOTES.md, "Prices"),
+yet a project prices the same few models (its agent's, its judge's) on every run. The runner points `_pricing` at
+this file for a suite; a model found in it is priced without loading genai-prices.
 
 An answer is kept only as long as it cannot have changed: the file is keyed on the UTC day (genai-prices knows
 prices that change on a date, and niceeval reads them as of today), on genai-prices' data file (its path, size
@@ -48,8 +48,7 @@ def today() -> str:
 
 
 def _data_stamp() -> str:
-    """genai-prices' data file as `path:size:mtime_ns` ("absent" when not installed), found without importing it:
-    0.1 ms, against 0.2 s to import it."""
+    """genai-prices' data file as `path:size:mtime_ns` ("absent" when not installed), found without importing it."""
     try:
         spec = importlib.util.find_spec("genai_prices")
         folders = spec.submodule_search_locations if spec is not None else None

@@ -6,11 +6,12 @@ built-in table below (exact key, then the longest key the model name starts with
 finds `gpt-4o-mini`), for a model genai-prices does not know or when it is not installed. A model with no price
 has no cost: `None`, never 0.
 
-genai-prices' data module is 1.6 MB (0.3 s to import): `load_prices()` loads it once per process, blocking, so
+genai-prices' data module is large and slow to import: `load_prices()` loads it once per process, blocking, so
 the runner calls it in a worker thread before the first price is needed (the SDK warm-up, `await
 prices_ready()`). `find_price` resolves each model name once and caches it: a call costs a few dict lookups.
-In a suite the runner also keeps those answers in `.niceeval/prices.json` (`use_memo`, `save_memo`: see
-`_price_memo`): a model found there is priced without loading genai-prices at all.
+In a suite the runner also keeps those answers in `.niceeval/prices.json` (`use_price_memo`, `save_price_memo`:
+see `_price_memo`): a model found there is priced without loading genai-prices at all. Its cost is in
+bench/NOTES.md ("Prices").
 """
 
 from __future__ import annotations
@@ -103,7 +104,7 @@ def prices_loaded() -> bool:
 
 
 def load_prices() -> None:
-    """Load genai-prices' data, once per process (blocking for about 0.3 s: call it from a worker thread)."""
+    """Load genai-prices' data, once per process (blocking: call it from a worker thread)."""
     global _catalog
     with _LOADING:
         if _catalog is None:
@@ -163,9 +164,9 @@ _memo: _Memo | None = None
 _MEMO_LOCK = threading.Lock()
 
 
-def use_memo(root: Path | None) -> None:
+def use_price_memo(root: Path | None) -> None:
     """Keep each model's resolved price in the project at `root`'s `.niceeval/prices.json` (for a suite), read on
-    first need and written by `save_memo()`; None: no memo (the default, outside a run)."""
+    first need and written by `save_price_memo()`; None: no memo (the default, outside a run)."""
     global _memo
     with _MEMO_LOCK:
         _memo = None if root is None else _Memo(root)
@@ -188,7 +189,7 @@ def _open_memo() -> _Memo | None:
     return memo
 
 
-def save_memo() -> None:
+def save_price_memo() -> None:
     """Write the models resolved since the memo was read into it, when there are any (once, at the suite's end)."""
     memo = _memo
     if memo is None or memo.key is None:  # not read: nothing was priced
