@@ -45,6 +45,7 @@ class NiceevalScoredWarning(UserWarning):
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """Declare the `--niceeval-*` options: strictness, the judge model and cache, the results store."""
     group = parser.getgroup("niceeval", "niceeval evals")
     group.addoption("--niceeval-strict", action="store_true", help="soft misses (`scored`) fail too")
     group.addoption("--niceeval-grader", metavar="MODEL", help="judge model for every judge call")
@@ -62,6 +63,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    """Refuse options that exclude each other, then register the session's niceeval plugin."""
     if config.getoption("niceeval_no_cache") and config.getoption("niceeval_cache_only"):
         raise pytest.UsageError("--niceeval-no-cache and --niceeval-cache-only exclude each other; pass one.")
     if config.getoption("niceeval_store") and config.getoption("niceeval_no_store"):
@@ -313,6 +315,7 @@ class EvalFile(pytest.File):
     """An eval module: imported the way `niceeval run` imports it; its evals become `EvalItem`s."""
 
     def collect(self) -> Iterator[pytest.Item]:
+        """Import the file as `niceeval run` does; one `EvalItem` per planned eval (case and variant)."""
         from niceeval._run.discovery import discover
         from niceeval._run.plan import expand
 
@@ -338,6 +341,7 @@ class EvalItem(pytest.Item):
             self.add_marker(tag)
 
     def runtest(self) -> None:
+        """Run the eval once on the session's loop, record it, and map its outcome onto pytest's."""
         from niceeval._run.execute import execute
 
         session = _session(self.config)
@@ -348,6 +352,7 @@ class EvalItem(pytest.Item):
         _settle(self, result)
 
     def reportinfo(self) -> tuple[Path, int, str]:
+        """Where pytest reports the item: the eval's file and line."""
         return self.path, self.entry.spec.line - 1, f"eval {self.entry.id}"
 
 
@@ -405,6 +410,7 @@ def _inline_target(item: pytest.Item) -> InlineTarget:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """A test using the `niceeval` fixture: finish its run with the body's outcome and settle it as an eval's."""
     from niceeval._eval.context import RequireFailed, Skipped
 
     run = item.stash.get(_INLINE, None)

@@ -83,7 +83,7 @@ def relative(filename: str) -> str:
 
 @functools.lru_cache(maxsize=4096)
 def _relative(filename: str, cwd: str) -> str:
-    # Cached: every assertion records its location, and `relpath` was a fifth of the per-assertion cost.
+    # Cached: every assertion records its location, and `relpath` was a large share of an assertion's cost.
     try:
         rel = os.path.relpath(filename, cwd)
     except ValueError:

@@ -114,7 +114,7 @@ def _events_adapter() -> TypeAdapter[list[Event]]:
 
 def __getattr__(name: str) -> Any:
     # `EVENTS`, the validator of a stored list of events, is built when the store first reads one back: a run
-    # never validates a list of events, and building it was a tenth of this module's import.
+    # never validates a list of events, and building it made this module's import slower.
     if name == "EVENTS":
         return _events_adapter()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

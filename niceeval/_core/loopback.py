@@ -136,7 +136,7 @@ def bind_loopback(host: str, port: int) -> socket.socket:
     """
     check_loopback(host, "a niceeval local server")
     # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY on accepted connections only when the listening socket
-    # says it is TCP; with protocol 0 every response waits ~40 ms on Nagle + delayed ACK.
+    # says it is TCP; with protocol 0 every response waits on Nagle's algorithm and the client's delayed ACK.
     sock = socket.socket(LOOPBACK[host], socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -185,7 +185,7 @@ class SuiteSummary:
     """What the whole suite came to; the exit code follows from it."""
 
     # Not in the repr: asyncio reprs the main task, result included, when it restores the SIGINT handler at the
-    # end of `anyio.run`, and a repr of every tally cost 20 MB and 0.2 s at 40,000 evals.
+    # end of `anyio.run`, and a repr of every tally grows with the suite (bench/NOTES.md, "Memory").
     tallies: list[EvalTally] = field(repr=False)
     problems: list[Problem]
     duration_s: float

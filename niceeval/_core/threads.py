@@ -60,7 +60,7 @@ async def load_off_loop(*modules: str) -> None:
     """Import `modules` in a worker thread while the event loop keeps running the other evals.
 
     niceeval loads heavy libraries (provider SDKs, httpx, the bridge's server) on first use; imported inside a
-    coroutine they would stall every eval in flight for as long as the import takes (0.3 to 1 s per SDK).
+    coroutine they would stall every eval in flight for as long as the import takes.
     """
     missing = [name for name in modules if name not in _LOADED]
     if missing:

@@ -1,13 +1,13 @@
 """Python's cyclic garbage collector, paced for a suite run.
 
 A suite allocates many short-lived objects per eval (SDK requests and responses, events, the eval's context), and
-the collector's default pace (a young-generation pass every 700 net allocations) spent about a tenth of a judged
+the collector's default pace (a young-generation pass every 700 net allocations) spent a good share of a judged
 suite's CPU time walking them. For the suite's event loop the young-generation threshold is raised to 10,000 and
 what start-up loaded (modules, classes, the discovered evals) is frozen out of every collection: it lives as long as
-the process. Peak memory grows by a few megabytes at most (garbage waits a little longer); the old pace is put back
-when the suite ends. When the process ends with the suite (the `niceeval` command), start-up stays frozen: the
-collection made before exit then walks what the suite made, not every module again (150 -> 65 ms after a
-1,000-eval suite).
+the process. Garbage waits a little longer, so peak memory grows a little; the old pace is put back when the suite
+ends. When the process ends with the suite (the `niceeval` command), start-up stays frozen: the collection made
+before exit then walks what the suite made, not every module again. The figures: bench/NOTES.md, "Garbage
+collection".
 """
 
 from __future__ import annotations
@@ -22,8 +22,10 @@ YOUNG_THRESHOLD = 10_000
 @contextmanager
 def paused_collection() -> Iterator[None]:
     """No collection while a command starts (imports, discovery, planning, a `paced_collection` block excepted).
-    Nearly every object start-up makes lives until the process ends, so the collector's passes over them (about a
-    hundred young-generation passes in a one-eval run, 5% of its time) found nothing to free."""
+
+    Nearly every object start-up makes lives until the process ends, so the collector's many young-generation
+    passes over them found nothing to free.
+    """
     enabled = gc.isenabled()
     gc.disable()
     try:

@@ -1,6 +1,8 @@
-"""Agents under test: the protocol and its adapters (functions, OpenAI and Anthropic tool loops, HTTP services,
-agent frameworks: the OpenAI Agents SDK, pydantic-ai, LangGraph; the coding agents Claude Code and Codex, run as
-their command lines; and any other agent through the OpenAI bridge).
+"""Agents under test: the protocol and its adapters.
+
+Adapters: functions, OpenAI and Anthropic tool loops, HTTP services, agent frameworks (the OpenAI Agents SDK,
+pydantic-ai, LangGraph), the coding agents Claude Code and Codex (run as their command lines), and any other agent
+through the OpenAI bridge.
 
 The model, HTTP and framework adapters are imported on first use, so `import niceeval` does not pay for the SDKs,
 and the frameworks are needed only by those who use them (each is an extra: `pip install 'niceeval[langgraph]'`).

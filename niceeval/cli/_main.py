@@ -33,8 +33,10 @@ GROUPS: dict[AddCommands, tuple[str, ...]] = {
 
 
 def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
-    """The `niceeval` parser: every command, or, when `argv` starts with a command, only its group's (what that
-    command parses the same; the other groups' flags took 3 ms of every start to declare)."""
+    """The `niceeval` parser: every command, or, when `argv` starts with a command, only its group's.
+
+    That command parses the same either way; declaring the other groups' flags would cost every start.
+    """
     parser = argparse.ArgumentParser(prog="niceeval", description="Test LLM apps and AI agents.")
     parser.add_argument("--version", action=_VersionAction, nargs=0, help="show niceeval's version and exit")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -45,7 +47,7 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
 
 
 class _VersionAction(argparse.Action):
-    """`--version`: reads the installed version only when asked (importlib.metadata costs 20 ms at start-up)."""
+    """`--version`: reads the installed version only when asked (importing importlib.metadata slows start-up)."""
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: object, values: object, flag: object = None) -> None:
         print(f"niceeval {_version()}")
@@ -90,9 +92,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _light_teardown() -> None:
-    """Spare the interpreter's exit its full garbage collections (about 40 ms of a one-eval run: several passes
-    over every object start-up made). What is garbage now is collected first, so its finalizers run as before;
-    what is still alive is frozen out of the passes teardown makes (Python never promised finalizers there)."""
+    """Spare the interpreter's exit its full garbage collections (several passes over every object start-up made).
+
+    What is garbage now is collected first, so its finalizers run as before; what is still alive is frozen out of
+    the passes teardown makes (Python never promised finalizers there). Its cost: bench/NOTES.md, "Start-up".
+    """
     import gc
 
     gc.collect()

@@ -1,8 +1,8 @@
 """Edit-distance matchers: `similarity` and `levenshtein`, on rapidfuzz.
 
-Apart from the other matchers because rapidfuzz takes longer to import than any of them (about 8 ms, a few percent
-of a one-eval run): `niceeval.expect` loads this module when one of its names is first asked for, which an eval
-file's `from niceeval.expect import similarity` does as discovery imports it, before the suite's loop starts.
+Apart from the other matchers because rapidfuzz takes longer to import than any of them (bench/NOTES.md,
+"Start-up"): `niceeval.expect` loads this module when one of its names is first asked for, which an eval file's
+`from niceeval.expect import similarity` does as discovery imports it, before the suite's loop starts.
 """
 
 from __future__ import annotations
