@@ -2,6 +2,8 @@
 
 Names load on first use, so the `niceeval` command (which lives in this package) starts without importing
 pydantic and the rest until a command needs them.
+
+Design: docs/design/README.md
 """
 
 from __future__ import annotations

@@ -1,1 +1,4 @@
-"""The shared vocabulary of niceeval: assertions, outcomes, events, results, errors. Imports no feature."""
+"""The shared vocabulary of niceeval: assertions, outcomes, events, results, errors. Imports no feature.
+
+Design: docs/design/layout.md
+"""

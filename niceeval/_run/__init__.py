@@ -1,1 +1,4 @@
-"""Discovery, planning, scheduling and execution of runs."""
+"""Discovery, planning, scheduling and execution of runs.
+
+Design: docs/design/runner.md
+"""

@@ -6,6 +6,8 @@ through the OpenAI bridge.
 
 The model, HTTP and framework adapters are imported on first use, so `import niceeval` does not pay for the SDKs,
 and the frameworks are needed only by those who use them (each is an extra: `pip install 'niceeval[langgraph]'`).
+
+Design: docs/design/agents.md
 """
 
 from __future__ import annotations

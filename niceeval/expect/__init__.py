@@ -6,6 +6,8 @@ Matchers are immutable: `.gate()`, `.at_least(x)`, `.label(text)` and `.optional
 
 `similarity` and `levenshtein` load on first use (with rapidfuzz, the slowest of the matchers' libraries to import):
 `from niceeval.expect import similarity` in an eval file loads them while discovery imports the file.
+
+Design: docs/design/assertions.md
 """
 
 from __future__ import annotations

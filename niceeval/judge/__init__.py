@@ -6,6 +6,8 @@ records; `judge_spend(results)` sums them into a `JudgeSpend`. See docs/judge.md
 
 How the runner wires a run's judge (clients, cache, one session per run) is private: `niceeval run`, the pytest
 plugin and `niceeval rescore` do it.
+
+Design: docs/design/judge.md
 """
 
 from niceeval._core.assertion import JudgeCall

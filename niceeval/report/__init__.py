@@ -1,6 +1,8 @@
 """Reporters: sinks of finished runs (console, JSON, JUnit).
 
 Names load on first use: a run imports the reporters it writes, nothing more.
+
+Design: docs/design/report.md
 """
 
 from __future__ import annotations

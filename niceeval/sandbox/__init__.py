@@ -5,6 +5,8 @@ with a scrubbed environment and a timeout, diffs the workspace against the fixtu
 by running the hidden tests with `run_fixture_tests`. It does not isolate; `BwrapSandbox` (bubblewrap
 namespaces) and `DockerSandbox` (a container per command) run the same workspace's commands isolated:
 the system read-only, no network but allowed loopback endpoints. See `docs/sandbox.md`.
+
+Design: docs/design/sandbox.md
 """
 
 from niceeval.sandbox._bwrap import BwrapSandbox, ProcessLimits, SandboxUnavailableError, bwrap_problem

@@ -5,6 +5,8 @@ instead of printing a fake-precise number. `wilson`, `clustered_mean` and `power
 library (the console shows them after every run); the tests of change import scipy when called.
 
 Names load on first use: a run imports the intervals it shows, never the tests of change it does not make.
+
+Design: docs/design/stats.md
 """
 
 from __future__ import annotations

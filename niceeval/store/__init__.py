@@ -17,6 +17,8 @@ eval run is keyed by `(eval_id, run_index)`. See docs/store.md.
 
 Names load on first use: `niceeval run` imports only this package's light modules (the default path, the cases
 probe, and the run's writer, which writes through the database driver once the store exists), never SQLAlchemy.
+
+Design: docs/design/store.md
 """
 
 from __future__ import annotations

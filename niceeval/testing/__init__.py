@@ -8,6 +8,8 @@
 
 See docs/testing.md. For pytest, put `pytest_plugins = ["niceeval.testing.pytest_plugin"]` in a
 `conftest.py` to get the `llm_server` fixture.
+
+Design: docs/design/testing.md
 """
 
 from niceeval.testing._replies import Fault, Reply, ReplyLike, TokenUsage, ToolCall

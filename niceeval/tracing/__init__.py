@@ -3,6 +3,8 @@
 An instrumented agent's spans (OpenTelemetry GenAI semantic conventions, OpenInference) become the same events
 the adapters record, so `t.called_tool`, `t.max_tokens` and the rest work on any instrumented agent. Decoding
 OTLP protobuf needs the `otel` extra: `pip install 'niceeval[otel]'`.
+
+Design: docs/design/tracing.md
 """
 
 from __future__ import annotations

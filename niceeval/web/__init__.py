@@ -5,6 +5,8 @@ scripts are static files shipped here: the viewer works offline and runs no inli
 
 The public names load on first use: the HTML report renders with this package's templates
 (`niceeval.web._templates`) and must not pay for importing Starlette.
+
+Design: docs/design/viewer.md
 """
 
 from __future__ import annotations
