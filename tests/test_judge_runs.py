@@ -20,10 +20,10 @@ from niceeval import (
     SyncEvalContext,
     define_config,
     define_eval,
-    providers,
 )
 from niceeval._run.discovery import EvalEntry
 from niceeval._run.execute import ExecOptions, execute, judge_settings
+from niceeval.providers import _limiter
 from niceeval.testing import Fault, LLMServer, Reply
 
 RUBRIC_PASS = {"reason": "polite and on topic", "pass": True, "score": 0.9}
@@ -42,7 +42,7 @@ def run(spec: EvalSpec, **judge: Any) -> RunResult:
 @pytest.fixture(autouse=True)
 def fresh_limiters(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test gets its own provider limiters (they belong to one event loop, and a 429 shrinks them)."""
-    monkeypatch.setattr(providers, "_limiters", {})
+    monkeypatch.setattr(_limiter, "_limiters", {})
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from niceeval import providers
 from niceeval._core.errors import UsageError
 from niceeval._core.events import ActionCalledEvent, EventLog, MessageEvent
 from niceeval.agents import FunctionAgent, ModelAgent, answer_followup, anthropic_agent, openai_agent
-from niceeval.providers import ProviderError
+from niceeval.providers import ProviderError, _limiter
 from niceeval.testing import Fault, LLMServer, Reply, ToolCall
 
 pytestmark = pytest.mark.anyio
@@ -22,7 +22,7 @@ AgentFactory = Callable[..., ModelAgent]
 @pytest.fixture(autouse=True)
 def fresh_limiters(monkeypatch: pytest.MonkeyPatch) -> None:
     """429s halve the shared per-provider limiter; keep that from leaking into other tests."""
-    monkeypatch.setattr(providers, "_limiters", {})
+    monkeypatch.setattr(_limiter, "_limiters", {})
 
 
 def make_openai(server: LLMServer, **options: object) -> ModelAgent:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from niceeval import providers
+from niceeval.providers import _limiter
 
 
 @pytest.fixture(autouse=True)
 def fresh_limiters(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test gets its own provider limiters (they belong to one event loop)."""
-    monkeypatch.setattr(providers, "_limiters", {})
+    monkeypatch.setattr(_limiter, "_limiters", {})
 
 
 @pytest.fixture(autouse=True)

@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 from judge_helpers import Run
 
-from niceeval import providers
 from niceeval.judge._cache import JudgeCache
+from niceeval.providers import _limiter
 from niceeval.testing import LLMServer
 
 
 @pytest.fixture(autouse=True)
 def fresh_limiters(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test gets its own provider limiters: a 429 test must not slow the next one down."""
-    monkeypatch.setattr(providers, "_limiters", {})
+    monkeypatch.setattr(_limiter, "_limiters", {})
 
 
 @pytest.fixture
