@@ -9,8 +9,9 @@ plugin and `niceeval rescore` do it.
 """
 
 from niceeval._core.assertion import JudgeCall
+from niceeval.judge._autoevals import Autoevals
 from niceeval.judge._handle import JudgeHandle
-from niceeval.judge._judge import Autoevals, Judge
+from niceeval.judge._judge import Judge
 from niceeval.judge._spend import JudgeSpend, judge_spend
 
 __all__ = [

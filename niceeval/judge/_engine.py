@@ -19,6 +19,7 @@ import anyio
 from niceeval._core.assertion import Cause, JudgeCall
 from niceeval._core.text import without_surrogates
 from niceeval.judge._cache import CachedVerdict, CacheMode, JudgeCache, cache_key
+from niceeval.judge._cap import DEFAULT_MAX_CHARS
 from niceeval.judge._client import ANTHROPIC_MAX_TOKENS, JudgeClients, ModelAnswer, Request, ask, embed_similarity
 from niceeval.judge._families import AnswerError, Family, Parsed
 from niceeval.judge._prompts import Messages, repair_messages
@@ -39,6 +40,8 @@ class Env:
     pricing: Mapping[str, Price]
     timeout: float
     retry: RetryPolicy
+    max_chars: int = DEFAULT_MAX_CHARS
+    """The cap of each prompt in characters (the settings' `max_chars`); a call's own wins."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
