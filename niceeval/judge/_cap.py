@@ -63,11 +63,10 @@ def capped(
     `build` turns data blocks and a note for the judge (empty when nothing is cut) into the messages.
     """
     whole = list(blocks)
-    messages = build(whole, "")
-    over = size(messages) - max_chars
-    if over <= 0:
-        return Capped(messages, whole, [])
     data = sum(len(text) for _, text in blocks)
+    over = size(build([(label, "") for label, _ in blocks], "")) + data - max_chars  # the instructions, measured
+    if over <= 0:
+        return Capped(build(whole, ""), whole, [])
     # Room for the note as long as it can get (every block cut, with its largest numbers) and its blank line.
     longest_note = cut_note([Cut(label=label, total=len(text), shown=len(text)) for label, text in blocks])
     fitted, cuts = _fit(blocks, data - over - len(longest_note) - 2, where, max_chars)
@@ -111,11 +110,11 @@ def cut_note(cuts: Sequence[Cut]) -> str:
     """What the task tells the judge about the cut blocks (empty when none was cut)."""
     if not cuts:
         return ""
-    shown = "; ".join(f"{cut.label}: {cut.shown:,} of {cut.total:,} characters shown" for cut in cuts)
+    shown = "; ".join(f"{cut.label}, {cut.shown:,} of {cut.total:,} characters shown" for cut in cuts)
     return (
-        "Some data was too long to send whole and was cut in the middle, where a marker says how many characters "
-        f"are missing ({shown}: the start and the end). Judge what is shown; what was cut is unknown to you, not "
-        "missing from the data."
+        "Some data was too long to send whole. Each cut block keeps its start and its end, with a marker in the "
+        f"middle saying how many characters are missing: {shown}. Judge what is shown; what was cut is unknown to "
+        "you, not missing from the data."
     )
 
 
