@@ -15,13 +15,13 @@ from niceeval._core.errors import UsageError, caller_location
 from niceeval._core.values import short
 from niceeval.judge._autoevals import Autoevals
 from niceeval.judge._cache import CacheMode, JudgeCache
-from niceeval.judge._cap import Capped, capped, cut_reason
+from niceeval.judge._cap import capped, cut_reason
 from niceeval.judge._client import JudgeClients
 from niceeval.judge._conversation import ConversationJudges
 from niceeval.judge._engine import Env, decide, decide_samples, poll
-from niceeval.judge._families import G_EVAL, RUBRIC, SIMILAR, SUMMARIZES, Family
+from niceeval.judge._families import G_EVAL, RUBRIC, SIMILAR, SUMMARIZES
 from niceeval.judge._handle import JudgeHandle
-from niceeval.judge._prompts import Messages, as_text, build_messages
+from niceeval.judge._prompts import as_text
 from niceeval.judge._rag import Rag
 from niceeval.judge._request import (
     ASKED,
@@ -36,7 +36,8 @@ from niceeval.judge._request import (
     one_line,
 )
 from niceeval.judge._ruling import CrashedRuling, Ruling, SampledRuling, SingleRuling, Voter, VoteRuling
-from niceeval.judge._templates import fill_criteria, load_template, placeholders, templated_messages
+from niceeval.judge._sent import embedded, family_prompt, input_block, request_prompt
+from niceeval.judge._templates import fill_criteria, load_template
 from niceeval.providers import ModelRef, RetryPolicy, parse_model
 
 if TYPE_CHECKING:
@@ -300,8 +301,8 @@ class Judge:
             raise UsageError(f"{where}(need=...) must be a whole number from 1 to {total} (the voters), got {need!r}.")
         text, asked = self._judged(on, where), self._input(input)
         limit = self._max_chars(max_chars, where)
-        data = [*_input_block(asked, "input"), ("output", text)]
-        prompts = {c: capped(_family_prompt(RUBRIC, c), data, limit, where) for c in rubrics}
+        data = [*input_block(asked, "input"), ("output", text)]
+        prompts = {c: capped(family_prompt(RUBRIC, c), data, limit, where) for c in rubrics}
         ballots = [(c, ref, prompts[c].messages) for c in rubrics for ref in refs]
         shown = prompts[rubrics[0]].sent("input")
         env, threshold = self._session.env, self._session.runtime.settings.default_threshold
@@ -340,7 +341,7 @@ class Judge:
             raise UsageError(
                 f"{where}(): embeddings go through an OpenAI-compatible endpoint; {chosen!r} is not openai/"
             )
-        sent = capped(_embedded, [("expected", reference), ("output", text)], limit, where)
+        sent = capped(embedded, [("expected", reference), ("output", text)], limit, where)
         env = self._session.env
 
         async def work() -> Ruling:
@@ -407,16 +408,16 @@ class Judge:
         count = self._samples(request.samples, where)
         limit = self._max_chars(request.max_chars, where)
         text = self._judged(request.on, where)
-        sent, shown_input, expected = self._prompt(request, text, asked, limit)
+        sent = request_prompt(request, text, asked, limit)
         env, family = self._session.env, request.family
 
         async def work() -> Ruling:
             if count == 1:
                 return SingleRuling(
-                    await decide(env, sent.messages, family, primary, fallback, judged_input=shown_input)
+                    await decide(env, sent.messages, family, primary, fallback, judged_input=sent.input)
                 )
             models = (primary, fallback)
-            answers = await decide_samples(env, sent.messages, family, models, samples=count, judged_input=shown_input)
+            answers = await decide_samples(env, sent.messages, family, models, samples=count, judged_input=sent.input)
             return SampledRuling([SingleRuling(answer) for answer in answers])
 
         threshold = self._session.runtime.settings.default_threshold
@@ -425,34 +426,12 @@ class Judge:
         handle = JudgeHandle(
             name=request.name,
             threshold=threshold,
-            expected=_shorten(expected),
+            expected=_shorten(sent.expected),
             actual=_shorten(text),
             location=caller_location(1),
             note=cut_reason(sent.cuts, limit),
         )
         return self._session.launch(handle, work)
-
-    @staticmethod
-    def _prompt(request: JudgeRequest, text: str, asked: str | None, limit: int) -> tuple[Capped, str | None, str]:
-        """The capped prompt, the input as the judge saw it (recorded with each call), and the assertion's
-        `expected`: the criteria, else the first data shown besides the user's input (a reference, a source)."""
-        template, criteria = request.prompt, request.criteria
-        if template is not None and criteria is not None:
-
-            def fill(blocks: list[tuple[str, str]], note: str) -> Messages:
-                output = blocks[0][1]
-                return templated_messages(
-                    request.family, template.template, criteria, output, template.variables, template.where, note=note
-                )
-
-            sent = capped(fill, [("output", text)], limit, request.where)
-            # the template decides where (and whether) `{input}` appears
-            return sent, asked if "input" in placeholders(template.template) else None, criteria
-        blocks = [*_input_block(asked, request.input_label), *request.context, ("output", text)]
-        sent = capped(_family_prompt(request.family, criteria), blocks, limit, request.where)
-        shown = sent.sent(request.input_label) if asked is not None and asked.strip() else asked
-        expected = criteria if criteria is not None else next((t for n, t in blocks[:-1] if n != "input"), "")
-        return sent, shown, expected
 
     @staticmethod
     def _vote_models(models: Sequence[str] | None, model: str | None, where: str) -> list[str | None]:
@@ -527,22 +506,6 @@ class Judge:
         if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
             raise UsageError(f"{where}(max_chars=...) is a number of characters, 1 or more, got {max_chars!r}.")
         return max_chars
-
-
-def _family_prompt(family: Family, criteria: str | None) -> Callable[[list[tuple[str, str]], str], Messages]:
-    def build(blocks: list[tuple[str, str]], note: str) -> Messages:
-        return build_messages(family, criteria, blocks, note=note)
-
-    return build
-
-
-def _embedded(blocks: list[tuple[str, str]], note: str) -> Messages:
-    """The two texts `similar` embeds (nothing tells an embedding model about a cut: the reason says it)."""
-    return [{"role": label, "content": text} for label, text in blocks]
-
-
-def _input_block(asked: str | None, label: str) -> list[tuple[str, str]]:
-    return [] if asked is None or not asked.strip() else [(label, asked)]
 
 
 def _shorten(text: str) -> str:
