@@ -12,11 +12,10 @@ ones from `niceeval.judge`), never from the judge's other modules.
 
 from niceeval.judge._cache import CacheMode, JudgeCache, default_cache_path
 from niceeval.judge._client import JudgeClients
-from niceeval.judge._engine import Env
+from niceeval.judge._engine import Env, estimated_cost
 from niceeval.judge._judge import JudgeRuntime, JudgeSession
 from niceeval.judge._prompts import as_text
 from niceeval.judge._select import Choice, select_best
-from niceeval.judge._spend import estimated_cost
 
 __all__ = [
     "CacheMode",

@@ -1,21 +1,11 @@
-"""What judging cost, summed over assertion results for run and suite summaries; and what it may cost, estimated
-from the prompt's cap for `--dry-run`."""
+"""What judging cost: summed over assertion results, for run and suite summaries."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from niceeval._core.assertion import AssertionResult
-from niceeval.judge._cap import CHARS_PER_TOKEN
-
-if TYPE_CHECKING:
-    from niceeval._core.settings import Price
-
-ANSWER_TOKENS = 300
-"""Output tokens one judge answer is taken to cost in an estimate: a reason and the structured fields (a g_eval's
-steps run longer, most answers shorter)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -87,18 +77,3 @@ def judge_spend(results: Iterable[AssertionResult]) -> JudgeSpend:
         cost=cost,
         unpriced_models=tuple(unpriced),
     )
-
-
-def estimated_cost(model: str, calls: int, *, max_chars: int, pricing: Mapping[str, Price]) -> float | None:
-    """At most what `calls` judge calls to `model` cost when every prompt is as long as the cap allows (`max_chars`
-    characters, about `CHARS_PER_TOKEN` each), each answered in `ANSWER_TOKENS`; None when the model has no price.
-
-    A repair turn or a fallback model adds to it; a verdict read from the judge cache costs nothing.
-    """
-    from niceeval.providers._pricing import cost_of, find_price
-
-    price = find_price(model, pricing)
-    if price is None:
-        return None
-    tokens = -(-max_chars // CHARS_PER_TOKEN)
-    return cost_of(price, input_tokens=calls * tokens, output_tokens=calls * ANSWER_TOKENS)
