@@ -64,9 +64,12 @@ def capped(
     """
     whole = list(blocks)
     data = sum(len(text) for _, text in blocks)
-    over = size(build([(label, "") for label, _ in blocks], "")) + data - max_chars  # the instructions, measured
-    if over <= 0:
-        return Capped(build(whole, ""), whole, [])
+    if data <= max_chars:  # the usual case: built once, and sent whole when it fits
+        messages = build(whole, "")
+        if size(messages) <= max_chars:
+            return Capped(messages, whole, [])
+    # The instructions measured without the data: a 10 MB output is never hashed or searched whole.
+    over = size(build([(label, "") for label, _ in blocks], "")) + data - max_chars
     # Room for the note as long as it can get (every block cut, with its largest numbers) and its blank line.
     longest_note = cut_note([Cut(label=label, total=len(text), shown=len(text)) for label, text in blocks])
     fitted, cuts = _fit(blocks, data - over - len(longest_note) - 2, where, max_chars)
