@@ -166,6 +166,8 @@ class EvalOptions:
 
 OPTION_NAMES: tuple[str, ...] = tuple(f.name for f in fields(EvalOptions))
 """The keywords `define_eval` accepts, in declaration order."""
+_READERS: dict[str, Reader] = {f.name: f.metadata["read"] for f in fields(EvalOptions)}
+_DEFAULTS = EvalOptions()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -184,13 +186,12 @@ class EvalSpec(EvalOptions):
 
 def read_options(given: Mapping[str, Any], where: str | None) -> EvalOptions:
     """The options given to `define_eval`, checked and read; a `UsageError` naming `where` and the option."""
+    if not given:
+        return _DEFAULTS  # `@define_eval` bare, the usual case
     _check_known(given, where)
-    values = {
-        f.name: f.metadata["read"](given[f.name], f"{where}: define_eval({f.name}=...)")
-        for f in fields(EvalOptions)
-        if f.name in given
-    }
-    options = EvalOptions(**values)
+    options = EvalOptions(
+        **{name: _READERS[name](value, f"{where}: define_eval({name}=...)") for name, value in given.items()}
+    )
     if options.fixture is None and (options.validation is not None or options.scripts):
         raise UsageError(f"{where}: validation= and scripts= score a sandbox workspace; give fixture= too.")
     if options.fixture is None and (options.sandbox is not None or options.setup):
