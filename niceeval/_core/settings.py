@@ -32,6 +32,9 @@ class JudgeSettings(BaseModel):
     samples: int = Field(default=1, ge=1, le=100)
     """How many times each judge call asks the judge on the same output (`--judge-samples K`; a call's
     `samples=` wins): the score is the samples' mean, and a verdict they do not settle is `unstable`."""
+    max_chars: int = Field(default=100_000, ge=1)
+    """The most characters one judge prompt holds (a call's `max_chars=` wins): longer data is cut in the middle,
+    and the prompt and the assertion's reason say how much (docs/judge.md, "What a judge is sent")."""
 
 
 class Price(BaseModel):

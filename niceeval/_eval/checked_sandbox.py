@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Coroutine, Sequence
 from pathlib import Path, PurePath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from niceeval._core.awaits import tracked
 from niceeval._core.errors import NiceevalError, UsageError
 
 if TYPE_CHECKING:
-    from niceeval.sandbox import CommandResult, Diff, PytestRun, Sandbox
+    from niceeval.sandbox import CommandOptions, CommandResult, Diff, PytestRun, Sandbox
 
 
 class CheckedSandbox:
@@ -58,33 +58,19 @@ class CheckedSandbox:
         return method
 
     def run_command(
-        self,
-        cmd: str,
-        args: Sequence[str] = (),
-        *,
-        cwd: str | PurePath | None = None,
-        timeout: float = 60.0,
-        env: Mapping[str, str] | None = None,
-        record: bool = True,
-        check: bool = False,
+        self, cmd: str, args: Sequence[str] = (), *, check: bool = False, **options: Unpack[CommandOptions]
     ) -> Coroutine[Any, Any, CommandResult]:
-        """Run a program (no shell) in the workspace. With `check=True`, a command that exits non-zero (or times
-        out) raises `CommandFailed` with its output, ending the eval there."""
-        coro = self._inner.run_command(cmd, args, cwd=cwd, timeout=timeout, env=env, record=record)
+        """Run a program (no shell) in the workspace (`cwd`, `timeout`, `env`, `record`: `CommandOptions`). With
+        `check=True`, a command that exits non-zero (or times out) raises `CommandFailed` with its output, ending
+        the eval there."""
+        coro = self._inner.run_command(cmd, args, **options)
         return tracked(_checked(coro) if check else coro, "t.sandbox.run_command(...)")
 
     def run_shell(
-        self,
-        script: str,
-        *,
-        cwd: str | PurePath | None = None,
-        timeout: float = 60.0,
-        env: Mapping[str, str] | None = None,
-        record: bool = True,
-        check: bool = False,
+        self, script: str, *, check: bool = False, **options: Unpack[CommandOptions]
     ) -> Coroutine[Any, Any, CommandResult]:
         """Run a `sh -c` script in the workspace (`check=True`: a failure raises `CommandFailed`)."""
-        coro = self._inner.run_shell(script, cwd=cwd, timeout=timeout, env=env, record=record)
+        coro = self._inner.run_shell(script, **options)
         return tracked(_checked(coro) if check else coro, "t.sandbox.run_shell(...)")
 
     @property

@@ -184,7 +184,7 @@ class Comparisons:
         location = caller_location(1)
         if not isinstance(criteria, str) or not criteria.strip():
             raise UsageError(f"t.select_best() at {location} needs criteria text, e.g. 'Which answer is clearest?'.")
-        from niceeval.judge._prompts import as_text
+        from niceeval.judge._runtime import as_text
 
         output = self._reply_text() if on is None else as_text(on)
         settings = SelectBest(criteria=criteria, output=output, model=model, input=self._asked_text())

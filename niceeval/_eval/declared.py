@@ -628,7 +628,7 @@ def parse_entry(raw: object, position: int) -> Declared:
 def _explain(error: Mapping[str, Any]) -> str:
     key = ".".join(map(str, error["loc"])) or "entry"
     if error["type"] == "extra_forbidden":
-        known = ["type", "value", "threshold", "weight", "gate", "soft", "metric", "label", "provider", "model"]
+        known = [key for name, info in Entry.model_fields.items() for key in (info.alias, name) if key]
         close = difflib.get_close_matches(key, known, n=1)
         return f"unknown key {key!r}" + (f": did you mean {close[0]!r}?" if close else f" (keys: {', '.join(known)})")
     return f"{key}: {error['msg']}"

@@ -6,10 +6,10 @@ import difflib
 import functools
 import inspect
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path, PurePath
 from typing import Any, Literal, cast, overload
 
@@ -22,48 +22,192 @@ from niceeval._eval.config import parse_judge
 from niceeval._eval.variants import Variant, parse_variants
 
 EvalFunction = Callable[[Any], Any]
+Reader = Callable[[Any, str], Any]
+"""Checks one option's value and gives it as the record holds it; `where` is `file:line: define_eval(name=...)`."""
+
+
+def _option(default: Any = None, *, read: Reader) -> Any:
+    """A field of `EvalOptions`: its default, and how a value given to `define_eval` is checked and read."""
+    return field(default=default, metadata={"read": read})
+
+
+def _as_given(value: Any, where: str) -> Any:
+    return value
+
+
+def _name(value: Any, where: str) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise UsageError(f"{where} must be a string, got {value!r}.")
+    return value
+
+
+def _texts(example: str) -> Reader:
+    def read(value: Any, where: str) -> tuple[str, ...]:
+        items = value or ()
+        if isinstance(items, str) or not all(isinstance(item, str) for item in items):
+            raise UsageError(f"{where} takes {example}.")
+        return tuple(items)
+
+    return read
+
+
+def _timeout(value: Any, where: str) -> float | None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or value <= 0):
+        raise UsageError(f"{where} is seconds, a positive number; got {value!r}.")
+    return float(value) if value is not None else None
+
+
+def _judge(value: Any, where: str) -> JudgeSettings | None:
+    return parse_judge(value, where=where)
+
+
+def _fixture(value: Any, where: str) -> str | None:
+    if value is not None and not isinstance(value, str | PurePath):
+        raise UsageError(f"{where} is a folder path, e.g. 'evals/fixtures/button'.")
+    return str(value) if value is not None else None
+
+
+def _validation(value: Any, where: str) -> Literal["pytest", "none"] | None:
+    if value not in (None, "pytest", "none"):
+        raise UsageError(f"{where} is 'pytest' or 'none', got {value!r}.")
+    return cast(Literal["pytest", "none"] | None, value)
+
+
+def _cases(value: Any, where: str) -> str | tuple[Any, ...] | None:
+    if value is not None and not isinstance(value, str | PurePath | list | tuple):
+        raise UsageError(f"{where} is a dataset file ('data/qa.jsonl') or a list of rows.")
+    if value is None or isinstance(value, str):
+        return value
+    return str(value) if isinstance(value, PurePath) else tuple(value)
+
+
+def _case_model(value: Any, where: str) -> type[BaseModel] | None:
+    if value is not None and not (isinstance(value, type) and issubclass(value, BaseModel)):
+        raise UsageError(f"{where} takes a pydantic model class, got {value!r:.60}.")
+    return value
+
+
+def _variants(value: Any, where: str) -> tuple[Variant, ...]:
+    return parse_variants(value, where)
+
+
+def _flag(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise UsageError(f"{where} is True or False.")
+    return value
+
+
+def _sandbox(value: Any, where: str) -> SandboxKind | None:
+    if value is not None and value not in SANDBOX_KINDS:
+        raise UsageError(f"{where} is one of {', '.join(SANDBOX_KINDS)}; got {value!r}.")
+    return cast(SandboxKind | None, value)
+
+
+def _cluster(value: Any, where: str) -> str | None:
+    if value is not None and (not isinstance(value, str) or not value):
+        raise UsageError(f"{where} is a case field's name (or a label), e.g. 'source'.")
+    return value
+
+
+def _runs(value: Any, where: str) -> int | None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise UsageError(f"{where} is a whole number of runs, at least 1; got {value!r}.")
+    return value
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class EvalSpec:
-    """An eval as defined by the user: the function and its options. Calling it calls the function."""
+class EvalOptions:
+    """Every option of `@define_eval(...)`, declared once: its default, what it means, and how it is read.
+
+    `define_eval` accepts exactly these names (a misspelt one is an error naming the closest), `EvalSpec` holds
+    them as read here, and the typed overload of `define_eval` is pinned to them by a test.
+    """
+
+    name: str | None = _option(read=_name)
+    """The eval's name in its id (`path/to/file.py::name`) and in reports; the function's name by default."""
+    tags: tuple[str, ...] = _option((), read=_texts("a list of strings, e.g. tags=['support']"))
+    """Labels to select evals by (`niceeval run -t support`)."""
+    timeout: float | None = _option(read=_timeout)
+    """Seconds a run of this eval may take; the config's `timeout` by default."""
+    judge: JudgeSettings | None = _option(read=_judge)
+    """Judge settings for this eval (a dict or `JudgeSettings`); its keys win over the config's `judge`."""
+    description: str | None = _option(read=_as_given)
+    """What the eval checks, shown in reports; the function's docstring by default."""
+    agent: Any = _option(read=_as_given)
+    """The agent under test for this eval, overriding the config's."""
+    fixture: str | None = _option(read=_fixture)
+    """Folder (relative to the project root) copied into a fresh workspace for this eval: a sandbox eval."""
+    validation: Literal["pytest", "none"] | None = _option(read=_validation)
+    """How the workspace is scored afterwards: the fixture's hidden EVAL.py with pytest (the default when it
+    exists), or not at all."""
+    scripts: tuple[str, ...] = _option((), read=_texts("a list of shell commands, e.g. ['make build']"))
+    """Shell commands run in the workspace afterwards; each must exit 0 (a gate each)."""
+    cases: str | tuple[Any, ...] | None = _option(read=_cases)
+    """A dataset file (JSONL, JSON, CSV, YAML; relative to the eval file) or rows: one eval per case (`t.case`)."""
+    case_model: type[BaseModel] | None = _option(read=_case_model)
+    """A pydantic model every case is validated as; `t.case` is then an instance of it."""
+    variants: tuple[Variant, ...] = _option((), read=_variants)
+    """Every combination of `variants={"prompt": [...], "model": [...]}`: the eval runs once per combination
+    (`t.variant`)."""
+    sequential_runs: bool = _option(False, read=_flag)
+    """Run the `--runs N` repeats of this eval one after another instead of at the same time (for evals that
+    touch shared state)."""
+    sandbox: SandboxKind | None = _option(read=_sandbox)
+    """Which sandbox runs the workspace's commands: `local`, `bwrap` or `docker`; None: the config's default."""
+    setup: tuple[str, ...] = _option((), read=_texts("a list of shell commands, e.g. ['npm ci']"))
+    """Shell commands that prepare the fixture (install dependencies), run once per fixture content and cached."""
+    cluster: str | None = _option(read=_cluster)
+    """What the suite's standard errors count as one independent unit: a case field (`cluster="source"`: cases
+    from one document form one cluster), or, for an eval without cases, a label evals share
+    (docs/statistics.md)."""
+    runs: int | None = _option(read=_runs)
+    """How many times this eval runs, whatever `--runs` says (None: as `--runs` says)."""
+
+
+OPTION_NAMES: tuple[str, ...] = tuple(f.name for f in fields(EvalOptions))
+"""The keywords `define_eval` accepts, in declaration order."""
+_READERS: dict[str, Reader] = {f.name: f.metadata["read"] for f in fields(EvalOptions)}
+_DEFAULTS = EvalOptions()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class EvalSpec(EvalOptions):
+    """An eval as defined by the user: the function and its options (`EvalOptions`). Calling it calls the function."""
 
     fn: EvalFunction
     name: str
     file: Path
     line: int
-    tags: tuple[str, ...] = ()
-    timeout: float | None = None
-    judge: JudgeSettings | None = None
-    description: str | None = None
-    agent: Any = None
-    is_async: bool = field(default=False)
-    fixture: str | None = None
-    """Folder (relative to the project root) copied into a fresh workspace for this eval."""
-    validation: Literal["pytest", "none"] | None = None
-    """How the workspace is scored afterwards: the fixture's hidden EVAL.py with pytest, or not at all."""
-    scripts: tuple[str, ...] = ()
-    """Shell commands run in the workspace afterwards; each must exit 0 (a gate each)."""
-    cases: str | tuple[Any, ...] | None = None
-    """A dataset file (JSONL, JSON, CSV, YAML; relative to the eval file) or rows: one eval per case."""
-    case_model: type[BaseModel] | None = None
-    """A pydantic model every case is validated as; `t.case` is then an instance of it."""
-    variants: tuple[Variant, ...] = ()
-    """Every combination of `variants={...}`: the eval runs once per combination."""
-    sequential_runs: bool = False
-    """Run the `--runs N` repeats of this eval one after another instead of at the same time."""
-    sandbox: SandboxKind | None = None
-    """Which sandbox runs the workspace's commands: `local`, `bwrap` or `docker`; None: the config's default."""
-    setup: tuple[str, ...] = ()
-    """Shell commands that prepare the fixture (install dependencies), run once per fixture content and cached."""
-    cluster: str | None = None
-    """What the suite's standard errors count as one independent unit: a case field (`cluster="source"`: cases
-    from one document form one cluster), or, for an eval without cases, a label evals share."""
-    runs: int | None = None
-    """How many times this eval runs, whatever `--runs` says (None: as `--runs` says)."""
+    is_async: bool = False
 
     def __call__(self, t: Any) -> Any:
         return self.fn(t)
+
+
+def read_options(given: Mapping[str, Any], where: str | None) -> EvalOptions:
+    """The options given to `define_eval`, checked and read; a `UsageError` naming `where` and the option."""
+    if not given:
+        return _DEFAULTS  # `@define_eval` bare, the usual case
+    _check_known(given, where)
+    options = EvalOptions(
+        **{name: _READERS[name](value, f"{where}: define_eval({name}=...)") for name, value in given.items()}
+    )
+    if options.fixture is None and (options.validation is not None or options.scripts):
+        raise UsageError(f"{where}: validation= and scripts= score a sandbox workspace; give fixture= too.")
+    if options.fixture is None and (options.sandbox is not None or options.setup):
+        raise UsageError(f"{where}: sandbox= and setup= prepare a sandbox workspace; give fixture= too.")
+    if options.case_model is not None and options.cases is None:
+        raise UsageError(f"{where}: case_model= validates cases; give cases= too.")
+    return options
+
+
+def _check_known(given: Mapping[str, Any], where: str | None) -> None:
+    for name in sorted(set(given) - set(OPTION_NAMES)):
+        close = difflib.get_close_matches(name, OPTION_NAMES, n=1)
+        guess = f"did you mean {close[0]!r}? " if close else ""
+        raise UsageError(
+            f"{where}: define_eval() has no option {name!r}; {guess}The options: {', '.join(sorted(OPTION_NAMES))}."
+        )
 
 
 def _check_signature(fn: EvalFunction, where: str) -> None:
@@ -86,103 +230,25 @@ def _check_signature(fn: EvalFunction, where: str) -> None:
         )
 
 
-def _check_options(options: dict[str, Any], where: str | None) -> None:
-    name, tags, timeout = options.get("name"), options.get("tags") or (), options.get("timeout")
-    if name is not None and not isinstance(name, str):
-        raise UsageError(f"{where}: define_eval(name=...) must be a string, got {name!r}.")
-    if isinstance(tags, str) or not all(isinstance(tag, str) for tag in tags):
-        raise UsageError(f"{where}: define_eval(tags=...) takes a list of strings, e.g. tags=['support'].")
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0):
-        raise UsageError(f"{where}: define_eval(timeout=...) is seconds, a positive number; got {timeout!r}.")
-    if not isinstance(options.get("sequential_runs", False), bool):
-        raise UsageError(f"{where}: define_eval(sequential_runs=...) is True or False.")
-    cluster = options.get("cluster")
-    if cluster is not None and (not isinstance(cluster, str) or not cluster):
-        raise UsageError(f"{where}: define_eval(cluster=...) is a case field's name (or a label), e.g. 'source'.")
-    runs = options.get("runs")
-    if runs is not None and (isinstance(runs, bool) or not isinstance(runs, int) or runs < 1):
-        raise UsageError(f"{where}: define_eval(runs=...) is a whole number of runs, at least 1; got {runs!r}.")
-    _check_sandbox_options(options, where)
-    _check_case_options(options, where)
-
-
-def _check_case_options(options: dict[str, Any], where: str | None) -> None:
-    cases, model = options.get("cases"), options.get("case_model")
-    if cases is not None and not isinstance(cases, str | PurePath | list | tuple):
-        raise UsageError(f"{where}: define_eval(cases=...) is a dataset file ('data/qa.jsonl') or a list of rows.")
-    if model is not None and not (isinstance(model, type) and issubclass(model, BaseModel)):
-        raise UsageError(f"{where}: define_eval(case_model=...) takes a pydantic model class, got {model!r:.60}.")
-    if model is not None and cases is None:
-        raise UsageError(f"{where}: case_model= validates cases; give cases= too.")
-
-
-def _cases(value: Any) -> str | tuple[Any, ...] | None:
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, PurePath):
-        return str(value)
-    return tuple(value)
-
-
-def _check_sandbox_options(options: dict[str, Any], where: str | None) -> None:
-    fixture, validation, scripts = options.get("fixture"), options.get("validation"), options.get("scripts") or ()
-    if fixture is not None and not isinstance(fixture, str | PurePath):
-        raise UsageError(f"{where}: define_eval(fixture=...) is a folder path, e.g. 'evals/fixtures/button'.")
-    if validation not in (None, "pytest", "none"):
-        raise UsageError(f"{where}: define_eval(validation=...) is 'pytest' or 'none', got {validation!r}.")
-    if isinstance(scripts, str) or not all(isinstance(script, str) for script in scripts):
-        raise UsageError(f"{where}: define_eval(scripts=...) takes a list of shell commands, e.g. ['make build'].")
-    if fixture is None and (validation is not None or scripts):
-        raise UsageError(f"{where}: validation= and scripts= score a sandbox workspace; give fixture= too.")
-    sandbox, setup = options.get("sandbox"), options.get("setup") or ()
-    if sandbox is not None and sandbox not in SANDBOX_KINDS:
-        raise UsageError(f"{where}: define_eval(sandbox=...) is one of {', '.join(SANDBOX_KINDS)}; got {sandbox!r}.")
-    if isinstance(setup, str) or not all(isinstance(command, str) for command in setup):
-        raise UsageError(f"{where}: define_eval(setup=...) takes a list of shell commands, e.g. ['npm ci'].")
-    if fixture is None and (sandbox is not None or setup):
-        raise UsageError(f"{where}: sandbox= and setup= prepare a sandbox workspace; give fixture= too.")
-
-
 @functools.lru_cache(maxsize=256)
 def _resolved(filename: str, cwd: str) -> Path:
     # Once per file, not per eval: resolving walks the path with a system call per component.
     return (Path(cwd) / filename).resolve()
 
 
-def _make_spec(fn: object, options: dict[str, Any]) -> EvalSpec:
+def _make_spec(fn: object, options: EvalOptions) -> EvalSpec:
     if not inspect.isfunction(fn):
         raise UsageError(f"@define_eval decorates a function taking `t`, not {type(fn).__name__}.")
     code = fn.__code__
     file = _resolved(code.co_filename, os.getcwd())
     where = f"{relative(str(file))}:{code.co_firstlineno}"
     _check_signature(fn, where)
-    _check_options(options, where)
-    if options.get("fixture") is not None and not inspect.iscoroutinefunction(fn):
+    is_async = inspect.iscoroutinefunction(fn)
+    if options.fixture is not None and not is_async:
         raise UsageError(f"{where}: a sandbox eval (fixture=...) must be `async def`: the sandbox API is awaited.")
-    timeout = options.get("timeout")
-    return EvalSpec(
-        fn=fn,
-        name=options.get("name") or fn.__name__,
-        file=file,
-        line=code.co_firstlineno,
-        tags=tuple(options.get("tags") or ()),
-        timeout=float(timeout) if timeout is not None else None,
-        judge=parse_judge(options.get("judge"), where=f"{where}: define_eval(judge=...)"),
-        description=options.get("description") or inspect.getdoc(fn),
-        agent=options.get("agent"),
-        is_async=inspect.iscoroutinefunction(fn),
-        fixture=str(options["fixture"]) if options.get("fixture") is not None else None,
-        validation=options.get("validation"),
-        scripts=tuple(options.get("scripts") or ()),
-        cases=_cases(options.get("cases")),
-        case_model=options.get("case_model"),
-        variants=parse_variants(options.get("variants"), f"{where}: define_eval(variants=...)"),
-        sequential_runs=bool(options.get("sequential_runs", False)),
-        sandbox=options.get("sandbox"),
-        setup=tuple(options.get("setup") or ()),
-        cluster=options.get("cluster"),
-        runs=options.get("runs"),
-    )
+    given = {name: getattr(options, name) for name in OPTION_NAMES}
+    given.update(name=options.name or fn.__name__, description=options.description or inspect.getdoc(fn))
+    return EvalSpec(**given, fn=fn, file=file, line=code.co_firstlineno, is_async=is_async)
 
 
 @overload
@@ -224,42 +290,26 @@ def define_eval(
 
     Args:
         fn: The eval function, when used bare.
-        **options: `name`, `tags`, `timeout` (seconds), `judge` (judge settings for this eval),
-            `description`, `agent` (the agent under test for this eval, overriding the config's),
-            `fixture` (a folder copied into a fresh workspace: a sandbox eval), `validation`
-            (`"pytest"` runs the fixture's hidden EVAL.py afterwards, the default when it exists; `"none"`),
-            `scripts` (commands run in the workspace afterwards that must exit 0), `cases` (a dataset file,
-            JSONL/JSON/CSV/YAML, or a list of rows: one eval per case, `t.case`), `case_model` (a pydantic model
-            each case must fit), `variants` (`{"prompt": [...], "model": [...]}`: one eval per combination,
-            `t.variant`), `sequential_runs` (True: the `--runs N` repeats run one after another, for evals
-            that touch shared state; by default they run at the same time), `sandbox` (`"local"`, `"bwrap"` or
-            `"docker"`: what runs the workspace's commands; the config's default otherwise), `setup` (commands that
-            prepare the fixture, such as installing dependencies: run once per fixture content, then cached),
-            `cluster` (a case field whose value groups cases that share a source, e.g. `"source"`, or a label for
-            an eval without cases: the suite's standard errors then count clusters, not cases;
-            docs/statistics.md), `runs` (how many times this eval runs: it wins over `--runs`).
+        **options: The options, each documented on `EvalSpec` (the fields it shares with `EvalOptions`):
+            `name`, `tags`, `timeout`, `judge`, `cases`, `variants`, `fixture`, ... A name that is not an option
+            is an error naming the closest.
     """
-    known = {
-        *("name", "tags", "timeout", "judge", "description", "agent", "fixture", "validation", "scripts"),
-        *("cases", "case_model", "variants", "sequential_runs", "sandbox", "setup", "cluster", "runs"),
-    }
     where = caller_location(1)
     try:
-        _check_known(options, known, where)
         if isinstance(fn, str):
             raise UsageError(
                 f"{where}: @define_eval({fn!r}) takes the eval's name as a keyword: write @define_eval(name={fn!r})."
             )
+        read = read_options(options, where)
         if fn is not None:
-            return _make_spec(fn, options)
-        _check_options(options, where)
+            return _make_spec(fn, read)
     except UsageError as exc:
         _defer(exc)
         return cast(EvalSpec, fn) if fn is not None and not isinstance(fn, str) else _skipped
 
     def decorate(inner: EvalFunction) -> EvalSpec:
         try:
-            return _make_spec(inner, options)
+            return _make_spec(inner, read)
         except UsageError as exc:
             _defer(exc)
             return cast(EvalSpec, inner)
@@ -292,12 +342,3 @@ def _defer(exc: UsageError) -> None:
 
 def _skipped(inner: EvalFunction) -> EvalSpec:
     return cast(EvalSpec, inner)
-
-
-def _check_known(options: dict[str, Any], known: set[str], where: str | None) -> None:
-    for name in sorted(set(options) - known):
-        close = difflib.get_close_matches(name, sorted(known), n=1)
-        guess = f"did you mean {close[0]!r}? " if close else ""
-        raise UsageError(
-            f"{where}: define_eval() has no option {name!r}; {guess}The options: {', '.join(sorted(known))}."
-        )

@@ -23,9 +23,7 @@ from niceeval._eval.context import ContextBase, SyncEvalContext
 if TYPE_CHECKING:
     from niceeval._run.discovery import EvalEntry
     from niceeval.judge import Judge
-    from niceeval.judge._cache import JudgeCache
-    from niceeval.judge._client import JudgeClients
-    from niceeval.judge._judge import JudgeSession
+    from niceeval.judge._runtime import JudgeCache, JudgeClients, JudgeSession
 
 
 def transcript_of(events: Sequence[Event]) -> str:
@@ -57,14 +55,14 @@ class SuiteJudges:
 
     def clients(self) -> JudgeClients:
         if self._clients is None:
-            from niceeval.judge._client import JudgeClients
+            from niceeval.judge._runtime import JudgeClients
 
             self._clients = JudgeClients()
         return self._clients
 
     def cache(self) -> JudgeCache | None:
         if self._cache is None and not self.no_cache:
-            from niceeval.judge._cache import JudgeCache, default_cache_path
+            from niceeval.judge._runtime import JudgeCache, default_cache_path
 
             self._cache = JudgeCache(default_cache_path(self.root))
         return self._cache
@@ -100,8 +98,7 @@ class JudgeSlot:
         return self._session.results() if self._session is not None else []
 
     def _open(self, ctx: ContextBase, task_group: TaskGroup, run_index: int) -> JudgeSession:
-        from niceeval.judge._cache import CacheMode
-        from niceeval.judge._judge import JudgeRuntime, JudgeSession
+        from niceeval.judge._runtime import CacheMode, JudgeRuntime, JudgeSession
         from niceeval.providers import RetryPolicy
 
         mode: CacheMode = "read_only_strict" if self._suite.cache_only else "write_only" if run_index else "read_write"

@@ -14,8 +14,7 @@ from niceeval._run.execute import ExecOptions, judge_settings
 from niceeval._run.judging import SuiteJudges
 
 if TYPE_CHECKING:
-    from niceeval.judge._engine import Env
-    from niceeval.judge._select import Choice
+    from niceeval.judge._runtime import Choice, Env
     from niceeval.providers import ModelRef
 
 
@@ -48,7 +47,7 @@ def _models(member: Member, settings: SelectBest, options: ExecOptions) -> tuple
 
 
 def _env(member: Member, options: ExecOptions, judges: SuiteJudges) -> Env:
-    from niceeval.judge._engine import Env
+    from niceeval.judge._runtime import Env
     from niceeval.providers import RetryPolicy
 
     judge = judge_settings(member.entry.spec, options)
@@ -59,6 +58,7 @@ def _env(member: Member, options: ExecOptions, judges: SuiteJudges) -> Env:
         pricing=options.pricing,
         timeout=judge.timeout,
         retry=RetryPolicy(max_retries=judge.max_retries),
+        max_chars=judge.max_chars,
     )
 
 
@@ -82,7 +82,7 @@ def _misused(taking: list[tuple[Member, Comparison]], exc: UsageError) -> None:
 
 async def resolve_select_best(taking: list[tuple[Member, Comparison]], options: ExecOptions) -> None:
     """Ask the judge once for the group and give every run that registered the comparison its result."""
-    from niceeval.judge._select import select_best
+    from niceeval.judge._runtime import select_best
 
     if len(taking) < 2:
         _too_few(taking)
@@ -127,6 +127,7 @@ def _record(taking: list[tuple[Member, Comparison]], choice: Choice) -> None:
         chosen = choice.picked == index
         verdict = "picked as best" if chosen else f"not picked: the judge picked {winner}"
         reason = f"{verdict} (shown as {choice.label_of(index)}; order shown: {order}): {last.call.reason}"
+        reason += f" ({choice.cut})" if choice.cut else ""
         member.added.append(
             comparison.result(passed=chosen, score=1.0 if chosen else 0.0, reason=reason, actual=winner, **extra)
         )

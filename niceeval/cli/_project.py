@@ -55,7 +55,7 @@ def _init(args: argparse.Namespace) -> int:
 
 
 def _cache_clear(args: argparse.Namespace) -> int:
-    from niceeval.judge._cache import JudgeCache, default_cache_path
+    from niceeval.judge._runtime import JudgeCache, default_cache_path
 
     config = project_config(args)
     path = default_cache_path(config.root)

@@ -216,8 +216,17 @@ def _otel_endpoint(args: argparse.Namespace) -> str | None:
 
 def _dry_run(config: Config, args: argparse.Namespace, entries: list[EvalEntry]) -> int:
     from niceeval._run.dryrun import plan_lines
+    from niceeval._run.execute import ExecOptions
 
-    for line in plan_lines(entries, args.runs or 1, config.root):
+    judging = ExecOptions(
+        timeout=args.timeout or config.timeout,
+        pricing=config.pricing,
+        root=config.root,
+        judge=config.judge,
+        grader=args.grader,
+        judge_samples=getattr(args, "judge_samples", None),
+    )
+    for line in plan_lines(entries, args.runs or 1, judging):
         print(line)
     return EXIT_OK
 

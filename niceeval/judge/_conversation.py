@@ -1,43 +1,24 @@
 """`t.judge.conversation`: graders over a whole conversation's transcript (DeepEval's conversational metrics).
 
 The judged value is the transcript of the run's messages (`User: ...` / `Assistant: ...`), read when the method
-is called, or `on=` a transcript of your own.
+is called, or `on=` a transcript of your own. No input is shown: the transcript holds it.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NoReturn, Protocol
+from typing import TYPE_CHECKING, NoReturn
 
 from niceeval._core.errors import UsageError
-from niceeval.judge._families import GOAL_COMPLETION, KNOWLEDGE_RETENTION, ROLE_ADHERENCE, Family
+from niceeval.judge._families import GOAL_COMPLETION, KNOWLEDGE_RETENTION, ROLE_ADHERENCE
 from niceeval.judge._handle import JudgeHandle
 from niceeval.judge._prompts import as_text
-
-_MINE: Any = object()
-
-
-class _Judge(Protocol):
-    """What the conversation graders need of `t.judge` (a protocol: `_judge` imports this module)."""
-
-    def _ask_criteria(
-        self,
-        family: Family,
-        criteria: str | None,
-        on: str,
-        model: str | None,
-        *,
-        name: str,
-        where: str,
-        samples: int | None = None,
-    ) -> JudgeHandle: ...
-
-    def _transcript(self) -> str: ...
+from niceeval.judge._request import TRANSCRIPT, Asks, JudgeRequest
 
 
 class ConversationJudges:
     """`t.judge.conversation`: `goal_completion(goal)`, `role_adherence(role)`, `knowledge_retention()`."""
 
-    def __init__(self, judge: _Judge) -> None:
+    def __init__(self, judge: Asks) -> None:
         self._judge = judge
 
     if not TYPE_CHECKING:  # type checkers should still flag a misspelt judge
@@ -48,41 +29,91 @@ class ConversationJudges:
                 "knowledge_retention."
             )
 
-    def _on(self, on: object, where: str) -> str:
-        text = self._judge._transcript() if on is _MINE else as_text(on)
-        if not text.strip():
-            raise UsageError(f"{where}() judges the conversation, and nothing was said yet: `await t.send(...)` first.")
-        return text
-
     def goal_completion(
-        self, goal: str, *, on: object = _MINE, model: str | None = None, samples: int | None = None
+        self,
+        goal: str,
+        *,
+        on: object = TRANSCRIPT,
+        model: str | None = None,
+        samples: int | None = None,
+        max_chars: int | None = None,
     ) -> JudgeHandle:
-        """Did the conversation reach `goal` (what the user came to do)? Completed 1.0, partly 0.5, not 0.0."""
+        """Did the conversation reach `goal` (what the user came to do)? Completed 1.0, partly 0.5, not 0.0.
+
+        `max_chars` caps the prompt (a long transcript is cut in the middle, keeping its start and its end).
+        """
         where = "t.judge.conversation.goal_completion"
-        criteria, text = _criteria(goal, where), self._on(on, where)
-        return self._judge._ask_criteria(
-            GOAL_COMPLETION, criteria, text, model, name="goal_completion", where=where, samples=samples
+        return self._judge.ask(
+            JudgeRequest(
+                family=GOAL_COMPLETION,
+                name="goal_completion",
+                where=where,
+                criteria=_criteria(goal, where),
+                on=_transcript(on, where),
+                input=None,
+                model=model,
+                samples=samples,
+                max_chars=max_chars,
+            )
         )
 
     def role_adherence(
-        self, role: str, *, on: object = _MINE, model: str | None = None, samples: int | None = None
+        self,
+        role: str,
+        *,
+        on: object = TRANSCRIPT,
+        model: str | None = None,
+        samples: int | None = None,
+        max_chars: int | None = None,
     ) -> JudgeHandle:
         """Did the assistant keep to `role` in every turn? In role 1.0, slipped 0.5, out of role 0.0."""
         where = "t.judge.conversation.role_adherence"
-        criteria, text = _criteria(role, where), self._on(on, where)
-        return self._judge._ask_criteria(
-            ROLE_ADHERENCE, criteria, text, model, name="role_adherence", where=where, samples=samples
+        return self._judge.ask(
+            JudgeRequest(
+                family=ROLE_ADHERENCE,
+                name="role_adherence",
+                where=where,
+                criteria=_criteria(role, where),
+                on=_transcript(on, where),
+                input=None,
+                model=model,
+                samples=samples,
+                max_chars=max_chars,
+            )
         )
 
     def knowledge_retention(
-        self, *, on: object = _MINE, model: str | None = None, samples: int | None = None
+        self,
+        *,
+        on: object = TRANSCRIPT,
+        model: str | None = None,
+        samples: int | None = None,
+        max_chars: int | None = None,
     ) -> JudgeHandle:
         """Does the assistant remember what the user told it earlier? Retained 1.0, forgot some 0.5, forgot 0.0."""
         where = "t.judge.conversation.knowledge_retention"
-        text = self._on(on, where)
-        return self._judge._ask_criteria(
-            KNOWLEDGE_RETENTION, None, text, model, name="knowledge_retention", where=where, samples=samples
+        return self._judge.ask(
+            JudgeRequest(
+                family=KNOWLEDGE_RETENTION,
+                name="knowledge_retention",
+                where=where,
+                on=_transcript(on, where),
+                input=None,
+                model=model,
+                samples=samples,
+                max_chars=max_chars,
+            )
         )
+
+
+def _transcript(on: object, where: str) -> object:
+    """`on=`: the run's transcript (read when the request is asked), or a transcript of the author's own."""
+    if on is TRANSCRIPT:
+        return on
+    text = as_text(on)
+    if not text.strip():
+        raise UsageError(f"{where}() judges the conversation, and nothing was said yet: `await t.send(...)` first.")
+    return text
 
 
 def _criteria(value: object, where: str) -> str:

@@ -8,6 +8,7 @@ verdict. `poll` asks several at once (a vote's voters).
 
 from __future__ import annotations
 
+import math
 import sqlite3
 import time
 from collections.abc import Mapping, Sequence
@@ -19,6 +20,7 @@ import anyio
 from niceeval._core.assertion import Cause, JudgeCall
 from niceeval._core.text import without_surrogates
 from niceeval.judge._cache import CachedVerdict, CacheMode, JudgeCache, cache_key
+from niceeval.judge._cap import CHARS_PER_TOKEN, DEFAULT_MAX_CHARS
 from niceeval.judge._client import ANTHROPIC_MAX_TOKENS, JudgeClients, ModelAnswer, Request, ask, embed_similarity
 from niceeval.judge._families import AnswerError, Family, Parsed
 from niceeval.judge._prompts import Messages, repair_messages
@@ -26,6 +28,11 @@ from niceeval.providers import ModelRef, ProviderError, RetryPolicy, cost_of, fi
 
 if TYPE_CHECKING:
     from niceeval._core.settings import Price
+
+
+ANSWER_TOKENS = 300
+"""Output tokens one judge answer is taken to cost in an estimate: a reason and the structured fields (a g_eval's
+steps run longer, most answers shorter)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -38,6 +45,8 @@ class Env:
     pricing: Mapping[str, Price]
     timeout: float
     retry: RetryPolicy
+    max_chars: int = DEFAULT_MAX_CHARS
+    """The cap of each prompt in characters (the settings' `max_chars`); a call's own wins."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -91,6 +100,19 @@ def _cost(env: Env, model: str, attempt: _Attempt) -> float | None:
         output_tokens=attempt.output_tokens,
         cache_read_tokens=attempt.cache_read_tokens,
     )
+
+
+def estimated_cost(model: str, calls: int, *, max_chars: int, pricing: Mapping[str, Price]) -> float | None:
+    """At most what `calls` judge calls to `model` cost when every prompt is as long as the cap allows (`max_chars`
+    characters, about `CHARS_PER_TOKEN` each), each answered in `ANSWER_TOKENS`; None when the model has no price.
+
+    A repair turn or a fallback model adds to it; a verdict read from the judge cache costs nothing.
+    """
+    price = find_price(model, pricing)
+    if price is None:
+        return None
+    tokens = math.ceil(max_chars / CHARS_PER_TOKEN)
+    return cost_of(price, input_tokens=calls * tokens, output_tokens=calls * ANSWER_TOKENS)
 
 
 def _record(env: Env, model: str, attempt: _Attempt, *, fallback: bool, **fields: Any) -> JudgeCall:

@@ -30,12 +30,20 @@ class JudgeHandle(Chainable):
         "expected",
         "actual",
         "location",
+        "note",
         "_ruling",
         "_done",
     )
 
     def __init__(
-        self, *, name: str, threshold: float | None, expected: str | None, actual: str | None, location: str | None
+        self,
+        *,
+        name: str,
+        threshold: float | None,
+        expected: str | None,
+        actual: str | None,
+        location: str | None,
+        note: str = "",
     ) -> None:
         self.name = name
         self.severity: Severity = "soft"
@@ -46,6 +54,8 @@ class JudgeHandle(Chainable):
         self.expected = expected
         self.actual = actual
         self.location = location
+        self.note = note
+        """Said after the verdict's reason, in brackets: how the judged data was cut to fit the prompt's cap."""
         self._ruling: Ruling | None = None
         self._done: anyio.Event | None = None  # made on first await, in the event loop
 
@@ -90,7 +100,7 @@ class JudgeHandle(Chainable):
             score=None,
             threshold=self.threshold or 0.0,
             state="inconclusive",
-            reason="the run ended (timeout or error) before the judge answered",
+            reason=self._noted("the run ended (timeout or error) before the judge answered"),
             expected=self.expected,
             actual=self.actual,
             location=self.location,
@@ -107,7 +117,7 @@ class JudgeHandle(Chainable):
             score=settled.score,
             threshold=self.threshold or 0.0,
             state=settled.state,
-            reason=settled.reason,
+            reason=self._noted(settled.reason),
             expected=self.expected,
             actual=self.actual,
             location=self.location,
@@ -117,3 +127,6 @@ class JudgeHandle(Chainable):
             key=self.key_id,
             unstable=settled.unstable,
         )
+
+    def _noted(self, reason: str) -> str:
+        return f"{reason} ({self.note})" if self.note else reason

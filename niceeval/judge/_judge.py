@@ -13,16 +13,31 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from niceeval._core.assertion import AssertionResult, grouped
 from niceeval._core.errors import UsageError, caller_location
 from niceeval._core.values import short
+from niceeval.judge._autoevals import Autoevals
 from niceeval.judge._cache import CacheMode, JudgeCache
+from niceeval.judge._cap import capped, cut_reason
 from niceeval.judge._client import JudgeClients
 from niceeval.judge._conversation import ConversationJudges
 from niceeval.judge._engine import Env, decide, decide_samples, poll
-from niceeval.judge._families import CLOSED_QA, FACTUALITY, G_EVAL, RUBRIC, SIMILAR, SUMMARIZES, SUMMARY, Family
+from niceeval.judge._families import G_EVAL, RUBRIC, SIMILAR, SUMMARIZES
 from niceeval.judge._handle import JudgeHandle
-from niceeval.judge._prompts import as_text, build_messages
-from niceeval.judge._rag import DEFAULT, Rag
+from niceeval.judge._prompts import as_text
+from niceeval.judge._rag import Rag
+from niceeval.judge._request import (
+    ASKED,
+    REPLY,
+    TRANSCRIPT,
+    JudgeRequest,
+    Prompt,
+    criteria_text,
+    data_text,
+    named,
+    no_such_judge,
+    one_line,
+)
 from niceeval.judge._ruling import CrashedRuling, Ruling, SampledRuling, SingleRuling, Voter, VoteRuling
-from niceeval.judge._templates import fill_criteria, load_template, placeholders, templated_messages
+from niceeval.judge._sent import embedded, family_prompt, input_block, request_prompt
+from niceeval.judge._templates import fill_criteria, load_template
 from niceeval.providers import ModelRef, RetryPolicy, parse_model
 
 if TYPE_CHECKING:
@@ -31,57 +46,7 @@ if TYPE_CHECKING:
 SCORE_ONLY_THRESHOLD = 0.7
 """The threshold of a judge with no pass flag (`autoevals.*`, `g_eval`, `summarizes`) when `default_threshold` is
 unset."""
-FAMILIES = (
-    "rubric",
-    "g_eval",
-    "vote",
-    "summarizes",
-    "similar",
-    "autoevals.factuality",
-    "autoevals.closed_qa",
-    "autoevals.summary",
-    "conversation.goal_completion",
-    "conversation.role_adherence",
-    "conversation.knowledge_retention",
-    "rag.faithfulness",
-    "rag.answer_relevance",
-    "rag.context_relevance",
-    "rag.context_recall",
-)
 _SHOWN = 200
-
-
-def one_line(prose: object) -> object:
-    """A rubric's words on one line: its line breaks and indents are one space each (they carry no meaning)."""
-    return " ".join(prose.split()) if isinstance(prose, str) else prose  # not text: refused, naming it as it is
-
-
-def named(prose: object) -> str:
-    """How criteria appear in an assertion's name: on one line, bounded (`rubric('Polite. Names the order.')`).
-
-    A multi-line rubric named by its repr showed a literal `\\n` in every report, chart label and heat map.
-    """
-    return short(one_line(prose))
-
-
-class _Reply:
-    """The default of `on=`: the agent's reply as it is when the judge method is called."""
-
-    def __repr__(self) -> str:
-        return "t.reply"
-
-
-REPLY = _Reply()
-
-
-class _Asked:
-    """The default of `input=`: the message last sent with `t.send` in the current conversation."""
-
-    def __repr__(self) -> str:
-        return "the message last sent with t.send"
-
-
-ASKED = _Asked()
 
 
 def _no_reply() -> str:
@@ -145,6 +110,7 @@ class JudgeSession:
             pricing=runtime.pricing,
             timeout=runtime.settings.timeout,
             retry=runtime.retry,
+            max_chars=runtime.settings.max_chars,
         )
         self.handles: list[JudgeHandle] = []
 
@@ -175,18 +141,6 @@ class JudgeSession:
         self.handles.append(handle)
         self.runtime.start(run)
         return handle
-
-
-def _criteria(value: object, where: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise UsageError(
-            f"{where}() needs non-empty criteria text, got {value!r}, e.g. {where}('Is the reply polite?')."
-        )
-    return value
-
-
-def _unknown(owner: str, name: str) -> NoReturn:
-    raise AttributeError(f"{owner} has no judge {name!r}; the judges are: {', '.join(FAMILIES)}.")
 
 
 class Judge:
@@ -223,7 +177,7 @@ class Judge:
     if not TYPE_CHECKING:  # type checkers should still flag a misspelt judge
 
         def __getattr__(self, name: str) -> NoReturn:
-            _unknown("t.judge", name)
+            no_such_judge("t.judge", name)
 
     def rubric(
         self,
@@ -234,6 +188,7 @@ class Judge:
         model: str | None = None,
         rubric_prompt: str | None = None,
         samples: int | None = None,
+        max_chars: int | None = None,
     ) -> JudgeHandle:
         """Grade against a rubric (scoring anchors welcome): passes when the judge says pass and, when a threshold
         is set (`.at_least(x)` or `default_threshold`), the score reaches it.
@@ -248,14 +203,26 @@ class Judge:
                 `{output}`, `{rubric}`, `{input}` and the case's fields; the criteria may use them too.
             samples: Ask the judge this many times on the same output (default: the settings' `samples`,
                 `--judge-samples K`): the score is the samples' mean; a verdict they do not settle is `unstable`.
+            max_chars: The most characters this call's prompt may hold (default: the settings' `max_chars`):
+                longer data is cut in the middle, and the prompt and the reason say so.
         """
         where, location = "t.judge.rubric", caller_location(1)
         variables = self._session.runtime.variables()
-        criteria = fill_criteria(_criteria(criteria, where), variables, location)
+        criteria = fill_criteria(criteria_text(criteria, where), variables, location)
         template = load_template(rubric_prompt, location) if rubric_prompt is not None else None
-        name = f"rubric({named(criteria)})"
-        prompt = Prompt(template, variables, location) if template is not None else None
-        return self._ask(RUBRIC, criteria, (), on, input, model, name=name, where=where, prompt=prompt, samples=samples)
+        request = JudgeRequest(
+            family=RUBRIC,
+            name=f"rubric({named(criteria)})",
+            where=where,
+            criteria=criteria,
+            on=on,
+            input=input,
+            model=model,
+            samples=samples,
+            max_chars=max_chars,
+            prompt=Prompt(template, variables, location) if template is not None else None,
+        )
+        return self.ask(request)
 
     def g_eval(
         self,
@@ -265,6 +232,7 @@ class Judge:
         input: object = ASKED,
         model: str | None = None,
         samples: int | None = None,
+        max_chars: int | None = None,
     ) -> JudgeHandle:
         """Chain-of-thought grading: the judge writes evaluation steps, applies them, then scores 1-5 (to [0, 1]).
 
@@ -275,11 +243,24 @@ class Judge:
             model: The judge model for this call.
             samples: Ask the judge this many times on the same output (default: the settings' `samples`,
                 `--judge-samples K`): the score is the samples' mean; a verdict they do not settle is `unstable`.
+            max_chars: The most characters this call's prompt may hold; `rubric` says more.
         """
         where = "t.judge.g_eval"
         name = f"g_eval({named(criteria)})"
-        criteria = _criteria(criteria, where)
-        return self._ask(G_EVAL, criteria, (), on, input, model, name=name, where=where, samples=samples)
+        criteria = criteria_text(criteria, where)
+        return self.ask(
+            JudgeRequest(
+                family=G_EVAL,
+                name=name,
+                where=where,
+                criteria=criteria,
+                on=on,
+                input=input,
+                model=model,
+                samples=samples,
+                max_chars=max_chars,
+            )
+        )
 
     def vote(
         self,
@@ -290,6 +271,7 @@ class Judge:
         on: object = REPLY,
         input: object = ASKED,
         model: str | None = None,
+        max_chars: int | None = None,
     ) -> JudgeHandle:
         """Several rubric judges: every criteria with every model votes; unanimous unless `need=k`.
 
@@ -305,55 +287,65 @@ class Judge:
             on: The value judged; the agent's reply by default.
             input: What the user asked (context for the judges); the message last sent by default, `None` for none.
             model: One voting model, when `models=` is not given.
+            max_chars: The most characters each voter's prompt may hold; `rubric` says more.
         """
         where = "t.judge.vote"
         rubrics = [criteria] if isinstance(criteria, str) else list(criteria)
         if not rubrics:
             raise UsageError(f"{where}() needs criteria: a rubric or a non-empty list of rubrics.")
-        rubrics = [_criteria(c, where) for c in rubrics]
+        rubrics = [criteria_text(c, where) for c in rubrics]
         refs = [self._model(m, where) for m in self._vote_models(models, model, where)]
         total = len(rubrics) * len(refs)
         need = total if need is None else need
         if isinstance(need, bool) or not isinstance(need, int) or not 1 <= need <= total:
             raise UsageError(f"{where}(need=...) must be a whole number from 1 to {total} (the voters), got {need!r}.")
-        text, asked = self._on(on, where), self._input(input)
-        data = [*_input_block(asked), ("output", text)]
+        text, asked = self._judged(on, where), self._input(input)
+        limit = self._max_chars(max_chars, where)
+        data = [*input_block(asked, "input"), ("output", text)]
+        prompts = {c: capped(family_prompt(RUBRIC, c), data, limit, where) for c in rubrics}
+        ballots = [(c, ref, prompts[c].messages) for c in rubrics for ref in refs]
+        shown = prompts[rubrics[0]].sent("input")
         env, threshold = self._session.env, self._session.runtime.settings.default_threshold
-        ballots = [(c, ref, build_messages(RUBRIC, c, data)) for c in rubrics for ref in refs]
 
         async def work() -> Ruling:
-            answers = await poll(env, [(ref, messages) for _, ref, messages in ballots], RUBRIC, judged_input=asked)
+            answers = await poll(env, [(ref, messages) for _, ref, messages in ballots], RUBRIC, judged_input=shown)
             voters = [Voter(c, SingleRuling([a])) for (c, _, _), a in zip(ballots, answers, strict=True)]
             return VoteRuling(voters, threshold)
 
-        shown = named(rubrics[0]) if len(rubrics) == 1 else short([one_line(r) for r in rubrics])
+        named_as = named(rubrics[0]) if len(rubrics) == 1 else short([one_line(r) for r in rubrics])
+        most_cut = max(prompts.values(), key=lambda p: sum(cut.total - cut.shown for cut in p.cuts))
         handle = JudgeHandle(
-            name=f"vote({shown}, {need} of {total})",
+            name=f"vote({named_as}, {need} of {total})",
             threshold=need / total,
             expected=_shorten("; ".join(rubrics)),
             actual=_shorten(text),
             location=caller_location(1),
+            note=cut_reason(most_cut.cuts, limit),
         )
         return self._session.launch(handle, work)
 
-    def similar(self, expected: object, *, on: object = REPLY, model: str | None = None) -> JudgeHandle:
+    def similar(
+        self, expected: object, *, on: object = REPLY, model: str | None = None, max_chars: int | None = None
+    ) -> JudgeHandle:
         """Cosine similarity of the embeddings of the output and `expected` (promptfoo's `similar`): soft,
         threshold 0.75 unless `.at_least(x)`. The model is `model=`, else the settings' `embedding_model`, else
         `openai/text-embedding-3-small`, over an OpenAI-compatible `/embeddings` endpoint (`OPENAI_BASE_URL`).
+        `max_chars` caps the two texts together, as it caps a prompt (`rubric` says more).
         """
         where = "t.judge.similar"
-        reference, text = _data(expected, where, "the expected text"), self._on(on, where)
+        reference, text = data_text(expected, where, "the expected text"), self._judged(on, where)
+        limit = self._max_chars(max_chars, where)
         chosen = model or self._session.runtime.settings.embedding_model or "openai/text-embedding-3-small"
         ref = parse_model(chosen)
         if ref.provider != "openai":
             raise UsageError(
                 f"{where}(): embeddings go through an OpenAI-compatible endpoint; {chosen!r} is not openai/"
             )
-        messages = [{"role": "expected", "content": reference}, {"role": "output", "content": text}]
+        sent = capped(embedded, [("expected", reference), ("output", text)], limit, where)
         env = self._session.env
 
         async def work() -> Ruling:
-            return SingleRuling(await decide(env, messages, SIMILAR, ref, None))
+            return SingleRuling(await decide(env, sent.messages, SIMILAR, ref, None))
 
         handle = JudgeHandle(
             name=f"similar({short(reference)})",
@@ -361,6 +353,7 @@ class Judge:
             expected=_shorten(reference),
             actual=_shorten(text),
             location=caller_location(1),
+            note=cut_reason(sent.cuts, limit),
         )
         return self._session.launch(handle, work)
 
@@ -372,6 +365,7 @@ class Judge:
         input: object = ASKED,
         model: str | None = None,
         samples: int | None = None,
+        max_chars: int | None = None,
     ) -> JudgeHandle:
         """Is the output a faithful summary of `source`? Faithful and complete 1.0, faithful but incomplete 0.5,
         unfaithful or not a summary 0.0. (niceeval's own grader; `autoevals.summary` is autoevals' Summary, which
@@ -385,11 +379,59 @@ class Judge:
             model: The judge model for this call.
             samples: Ask the judge this many times on the same output (default: the settings' `samples`,
                 `--judge-samples K`): the score is the samples' mean; a verdict they do not settle is `unstable`.
+            max_chars: The most characters this call's prompt may hold; `rubric` says more.
         """
         where = "t.judge.summarizes"
-        document = _data(source, where, "the source document")
-        context = [("source", document)]
-        return self._ask(SUMMARIZES, None, context, on, input, model, name="summarizes", where=where, samples=samples)
+        document = data_text(source, where, "the source document")
+        return self.ask(
+            JudgeRequest(
+                family=SUMMARIZES,
+                name="summarizes",
+                where=where,
+                context=[("source", document)],
+                on=on,
+                input=input,
+                model=model,
+                samples=samples,
+                max_chars=max_chars,
+            )
+        )
+
+    def ask(self, request: JudgeRequest) -> JudgeHandle:
+        """Ask the judge `request`'s question: the one way every judge method (`autoevals`, `rag` and
+        `conversation` too) asks. The handle comes back at once; the verdict settles concurrently."""
+        where = request.where
+        asked = self._input(request.input)
+        if request.input_required is not None and (asked is None or not asked.strip()):
+            raise UsageError(f"{where}() needs {request.input_required}.")
+        primary, fallback = self._model(request.model, where), self._fallback(where)
+        count = self._samples(request.samples, where)
+        limit = self._max_chars(request.max_chars, where)
+        text = self._judged(request.on, where)
+        sent = request_prompt(request, text, asked, limit)
+        env, family = self._session.env, request.family
+
+        async def work() -> Ruling:
+            if count == 1:
+                return SingleRuling(
+                    await decide(env, sent.messages, family, primary, fallback, judged_input=sent.input)
+                )
+            models = (primary, fallback)
+            answers = await decide_samples(env, sent.messages, family, models, samples=count, judged_input=sent.input)
+            return SampledRuling([SingleRuling(answer) for answer in answers])
+
+        threshold = self._session.runtime.settings.default_threshold
+        if threshold is None and family is not RUBRIC:
+            threshold = SCORE_ONLY_THRESHOLD
+        handle = JudgeHandle(
+            name=request.name,
+            threshold=threshold,
+            expected=_shorten(sent.expected),
+            actual=_shorten(text),
+            location=caller_location(1),
+            note=cut_reason(sent.cuts, limit),
+        )
+        return self._session.launch(handle, work)
 
     @staticmethod
     def _vote_models(models: Sequence[str] | None, model: str | None, where: str) -> list[str | None]:
@@ -423,8 +465,15 @@ class Judge:
         except UsageError as exc:
             raise UsageError(f"{where}(): judge fallback: {exc}") from None
 
-    def _on(self, on: object, where: str) -> str:
+    def _judged(self, on: object, where: str) -> str:
         runtime = self._session.runtime
+        if on is TRANSCRIPT:
+            transcript = runtime.transcript()
+            if not transcript.strip():
+                raise UsageError(
+                    f"{where}() judges the conversation, and nothing was said yet: `await t.send(...)` first."
+                )
+            return transcript
         if on is not REPLY:
             return as_text(on)
         if runtime.asked() is None:
@@ -444,36 +493,6 @@ class Judge:
             return as_text(field) if field not in (None, "") else None
         return asked
 
-    def _ask_with(
-        self,
-        family: Family,
-        data: Sequence[tuple[str, str]],
-        on: object,
-        input: object,
-        model: str | None,
-        *,
-        name: str,
-        where: str,
-        samples: int | None = None,
-    ) -> JudgeHandle:
-        """A choice grader with extra data blocks (`t.judge.rag`); its `DEFAULT`s are the reply and the last input."""
-        on, input = (REPLY if on is DEFAULT else on), (ASKED if input is DEFAULT else input)
-        return self._ask(family, None, data, on, input, model, name=name, where=where, samples=samples)
-
-    def _ask_criteria(
-        self,
-        family: Family,
-        criteria: str | None,
-        on: str,
-        model: str | None,
-        *,
-        name: str,
-        where: str,
-        samples: int | None = None,
-    ) -> JudgeHandle:
-        """A grader of a given value with no input shown (`t.judge.conversation`: the transcript holds it)."""
-        return self._ask(family, criteria, [], on, None, model, name=name, where=where, samples=samples)
-
     def _samples(self, samples: object, where: str) -> int:
         if samples is None:
             return self._session.runtime.settings.samples
@@ -481,176 +500,13 @@ class Judge:
             raise UsageError(f"{where}(samples=...) must be a whole number of asks, 1 or more, got {samples!r}.")
         return samples
 
-    def _transcript(self) -> str:
-        return self._session.runtime.transcript()
-
-    def _ask(
-        self,
-        family: Family,
-        criteria: str | None,
-        context: Sequence[tuple[str, str]],
-        on: object,
-        input: object,
-        model: str | None,
-        *,
-        name: str,
-        where: str,
-        prompt: Prompt | None = None,
-        judged_input: str | None = None,
-        samples: int | None = None,
-    ) -> JudgeHandle:
-        primary, fallback = self._model(model, where), self._fallback(where)
-        count = self._samples(samples, where)
-        text, asked = self._on(on, where), self._input(input)
-        if prompt is not None and criteria is not None:
-            messages = templated_messages(family, prompt.template, criteria, text, prompt.variables, prompt.where)
-            if "input" not in placeholders(prompt.template):
-                asked = None  # the template decides where (and whether) `{input}` appears
-        else:
-            messages = build_messages(family, criteria, [*_input_block(asked), *context, ("output", text)])
-        env = self._session.env
-
-        async def work() -> Ruling:
-            # `judged_input`: an input shown in `context` instead (autoevals.summary's source), recorded all the same
-            shown = judged_input if judged_input is not None else asked
-            if count == 1:
-                return SingleRuling(await decide(env, messages, family, primary, fallback, judged_input=shown))
-            models = (primary, fallback)
-            answers = await decide_samples(env, messages, family, models, samples=count, judged_input=shown)
-            return SampledRuling([SingleRuling(answer) for answer in answers])
-
-        expected = criteria if criteria is not None else context[0][1] if context else ""
-        threshold = self._session.runtime.settings.default_threshold
-        if threshold is None and family is not RUBRIC:
-            threshold = SCORE_ONLY_THRESHOLD
-        handle = JudgeHandle(
-            name=name,
-            threshold=threshold,
-            expected=_shorten(expected),
-            actual=_shorten(text),
-            location=caller_location(1),
-        )
-        return self._session.launch(handle, work)
-
-
-@dataclass(frozen=True, slots=True)
-class Prompt:
-    """A `rubric_prompt=` template with the values it is filled from."""
-
-    template: str
-    variables: Mapping[str, object]
-    where: str | None
-
-
-def _input_block(asked: str | None) -> list[tuple[str, str]]:
-    return [] if asked is None or not asked.strip() else [("input", asked)]
+    def _max_chars(self, max_chars: object, where: str) -> int:
+        if max_chars is None:
+            return self._session.runtime.settings.max_chars
+        if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
+            raise UsageError(f"{where}(max_chars=...) is a number of characters, 1 or more, got {max_chars!r}.")
+        return max_chars
 
 
 def _shorten(text: str) -> str:
     return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
-
-
-class Autoevals:
-    """`t.judge.autoevals`: the model picks one labelled choice, and each choice has a fixed score."""
-
-    def __init__(self, judge: Judge) -> None:
-        self._judge = judge
-
-    if not TYPE_CHECKING:
-
-        def __getattr__(self, name: str) -> NoReturn:
-            if name == "summarizes":
-                raise AttributeError(
-                    "t.judge.autoevals has no 'summarizes': niceeval's faithfulness grader is "
-                    "t.judge.summarizes(source), and autoevals' Summary (compared with a reference summary) is "
-                    "t.judge.autoevals.summary(expected)."
-                )
-            _unknown("t.judge.autoevals", name)
-
-    def factuality(
-        self,
-        expected: object,
-        *,
-        on: object = REPLY,
-        input: object = ASKED,
-        model: str | None = None,
-        samples: int | None = None,
-    ) -> JudgeHandle:
-        """Is the output factually consistent with `expected` (a reference answer to the input)? As autoevals'
-        Factuality: the question, the expert answer and the submission are shown.
-
-        Scores: same facts or harmless differences 1.0, a consistent superset 0.6, a consistent subset 0.4,
-        a contradiction 0.0.
-
-        Args:
-            expected: The reference answer; non-text values are sent as JSON.
-            on: The value judged; the agent's reply by default.
-            input: The question; the message last sent with `t.send` by default, `None` for none.
-            model: The judge model for this call.
-        """
-        where = "t.judge.autoevals.factuality"
-        reference = _data(expected, where, "the expected answer")
-        context = [("reference", reference)]
-        judge = self._judge
-        return judge._ask(FACTUALITY, None, context, on, input, model, name="factuality", where=where, samples=samples)
-
-    def closed_qa(
-        self,
-        criteria: str,
-        *,
-        on: object = REPLY,
-        input: object = ASKED,
-        model: str | None = None,
-        samples: int | None = None,
-    ) -> JudgeHandle:
-        """Does the output meet `criteria`, as an answer to the input? Yes 1.0, no 0.0 (autoevals' ClosedQA: the
-        task, the submission and the criterion are shown).
-
-        Args:
-            criteria: The question the judge answers yes or no, e.g. "Is the reply polite?".
-            on: The value judged; the agent's reply by default.
-            input: The task; the message last sent with `t.send` by default, `None` for none.
-            model: The judge model for this call.
-        """
-        where, name = "t.judge.autoevals.closed_qa", f"closed_qa({named(criteria)})"
-        criteria = _criteria(criteria, where)
-        return self._judge._ask(CLOSED_QA, criteria, (), on, input, model, name=name, where=where, samples=samples)
-
-    def summary(
-        self,
-        expected: object,
-        *,
-        on: object = REPLY,
-        input: object = ASKED,
-        model: str | None = None,
-        samples: int | None = None,
-    ) -> JudgeHandle:
-        """autoevals' Summary: is the output a better summary of the source text (`input`) than `expected`, a
-        reference summary? The output better or as good 1.0, the reference better 0.0.
-
-        Args:
-            expected: The reference summary.
-            on: The summary judged; the agent's reply by default.
-            input: The source text; the message last sent with `t.send` by default (which holds the text when
-                the eval asked the agent to summarise it).
-            model: The judge model for this call.
-        """
-        where = "t.judge.autoevals.summary"
-        reference = _data(expected, where, "the reference summary")
-        source = self._judge._input(input)
-        if source is None or not source.strip():
-            raise UsageError(
-                f"{where}() needs the source text: pass input=TEXT, or `await t.send(...)` the text to summarise first."
-            )
-        judge = self._judge
-        context = [("source", source), ("reference", reference)]
-        return judge._ask(
-            SUMMARY, None, context, on, None, model, name="summary", where=where, judged_input=source, samples=samples
-        )
-
-
-def _data(value: object, where: str, what: str) -> str:
-    text = as_text(value)
-    if not text.strip():
-        raise UsageError(f"{where}() needs {what}, got {value!r}.")
-    return text

@@ -89,7 +89,9 @@ def neutralise(text: str, code: str) -> str:
     return re.sub(re.escape(code), "[removed]", text, flags=re.IGNORECASE)
 
 
-def build_messages(family: Family, criteria: str | None, data: Sequence[tuple[str, str]]) -> Messages:
+def build_messages(
+    family: Family, criteria: str | None, data: Sequence[tuple[str, str]], *, note: str = ""
+) -> Messages:
     """The system and user messages for one judge question.
 
     Args:
@@ -97,12 +99,15 @@ def build_messages(family: Family, criteria: str | None, data: Sequence[tuple[st
         criteria: The author's criteria, for the families that take one.
         data: `(label, text)` pairs of untrusted data, the judged output last; an `input` pair (the user's
             message) gets a note saying what it is.
+        note: Said after the task, outside the data (which data was cut to fit the prompt's cap).
     """
     code = nonce(family.name, criteria or "", *(f"{label}\x00{text}" for label, text in data))
     blocks = [f"<{label}-{code}>\n{neutralise(text, code)}\n</{label}-{code}>" for label, text in data]
     task = family.task.replace("{criteria}", criteria or "")
     if any(label == "input" for label, _ in data):
         task += f"\n\n{INPUT_NOTE}"
+    if note:
+        task += f"\n\n{note}"
     user = f"Grading task:\n{task}\n\nThe data to grade:\n\n" + "\n\n".join(blocks)
     return [{"role": "system", "content": SYSTEM_PROMPT.format(nonce=code)}, {"role": "user", "content": user}]
 

@@ -12,9 +12,10 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from niceeval.judge._cap import capped, cut_reason
 from niceeval.judge._engine import Consultation, Env, decide
 from niceeval.judge._families import REASON_FIELD, AnswerError, Family, Parsed, object_schema
-from niceeval.judge._prompts import build_messages
+from niceeval.judge._prompts import Messages, build_messages
 from niceeval.providers import ModelRef
 
 _TASK = (
@@ -69,6 +70,8 @@ class Choice:
     """The outputs' indexes in the order the judge saw them (labels A, B, ... in this order)."""
     labels: list[str]
     consultations: list[Consultation]
+    cut: str = ""
+    """How the candidates were cut to fit the prompt's cap (`max_chars`), for the reason; empty when none was."""
 
     def label_of(self, index: int) -> str:
         """The label the output at `index` had in the prompt."""
@@ -99,13 +102,21 @@ async def select_best(
     data = [(f"candidate-{labels[pos]}", outputs[index]) for pos, index in enumerate(order)]
     if asked is not None and asked.strip():
         data.insert(0, ("input", asked))
-    else:
-        asked = None
-    messages = build_messages(family, criteria, data)
-    consultations = await decide(env, messages, family, models[0], models[1], judged_input=asked)
+
+    def build(blocks: list[tuple[str, str]], note: str) -> Messages:
+        return build_messages(family, criteria, blocks, note=note)
+
+    sent = capped(build, data, env.max_chars, "t.select_best")
+    consultations = await decide(env, sent.messages, family, models[0], models[1], judged_input=sent.sent("input"))
     parsed = consultations[-1].parsed
     picked = None if parsed is None else order[labels.index(_answer(parsed.answer))]
-    return Choice(picked=picked, shown=order, labels=labels, consultations=consultations)
+    return Choice(
+        picked=picked,
+        shown=order,
+        labels=labels,
+        consultations=consultations,
+        cut=cut_reason(sent.cuts, env.max_chars),
+    )
 
 
 def _answer(answer: Mapping[str, object]) -> str:

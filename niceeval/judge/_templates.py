@@ -82,10 +82,17 @@ def load_template(value: str, where: str | None) -> str:
 
 
 def templated_messages(
-    family: Family, template: str, criteria: str, output: str, variables: Mapping[str, object], where: str | None
+    family: Family,
+    template: str,
+    criteria: str,
+    output: str,
+    variables: Mapping[str, object],
+    where: str | None,
+    *,
+    note: str = "",
 ) -> Messages:
     """The judge messages for a whole-prompt template: our system message and security rules, the author's user
-    message with `{output}` as the nonce-tagged output block."""
+    message with `{output}` as the nonce-tagged output block (and `note`, when the output was cut, at its end)."""
     if "output" not in placeholders(template):
         raise UsageError(f"{where}: rubric_prompt must contain {{output}}, where the judged output goes.")
     code = nonce(family.name, template, criteria, output)
@@ -93,4 +100,6 @@ def templated_messages(
     values = {**text_values(variables), "rubric": criteria, "output": block}
     user = render(template, values, where)
     user += "\n\nAnswer with reason, pass (true only when the output meets the rubric) and a score from 0 to 1."
+    if note:
+        user += f"\n\n{note}"
     return [{"role": "system", "content": SYSTEM_PROMPT.format(nonce=code)}, {"role": "user", "content": user}]

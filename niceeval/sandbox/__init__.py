@@ -10,7 +10,7 @@ Design: docs/design/sandbox.md
 """
 
 from niceeval.sandbox._bwrap import BwrapSandbox, ProcessLimits, SandboxUnavailableError, bwrap_problem
-from niceeval.sandbox._commands import DEFAULT_MAX_OUTPUT_BYTES, CommandResult
+from niceeval.sandbox._commands import DEFAULT_MAX_OUTPUT_BYTES, CommandOptions, CommandResult
 from niceeval.sandbox._diff import Diff, FileChange, Rename
 from niceeval.sandbox._docker import DockerSandbox, docker_problem
 from niceeval.sandbox._fixture_tests import FixtureTestResult, run_fixture_tests
@@ -25,6 +25,7 @@ __all__ = [
     "DEFAULT_MAX_OUTPUT_BYTES",
     "LARGE_FILE_BYTES",
     "BwrapSandbox",
+    "CommandOptions",
     "CommandResult",
     "Diff",
     "DockerSandbox",

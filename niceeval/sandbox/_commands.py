@@ -6,6 +6,7 @@ or is cancelled, the whole group is killed: background jobs it left behind do no
 
 from __future__ import annotations
 
+import difflib
 import os
 import signal
 import subprocess
@@ -13,8 +14,8 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import Literal
+from pathlib import Path, PurePath
+from typing import Literal, TypedDict
 
 import anyio
 from anyio.abc import ByteReceiveStream
@@ -23,6 +24,40 @@ from niceeval._core.events import ActionCalledEvent
 
 DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024
 """How much of stdout and of stderr (each) a command result keeps."""
+
+DEFAULT_TIMEOUT = 60.0
+"""Seconds a command may run when its `timeout=` is not given."""
+
+
+class CommandOptions(TypedDict, total=False):
+    """How `run_command` and `run_shell` run a command: the same keywords on every sandbox and on `t.sandbox`.
+
+    Declared once here; the `Sandbox` protocol, `LocalSandbox` and `t.sandbox` take them as `**options`.
+    """
+
+    cwd: str | PurePath | None
+    """Working directory relative to the workspace root; the root by default."""
+    timeout: float
+    """Seconds before the command and its whole process group are killed; 60 by default."""
+    env: Mapping[str, str] | None
+    """Variables to add to the scrubbed environment (e.g. an API key the command needs)."""
+    record: bool
+    """Add the result to `commands` and report it (True by default); scoring runs pass False."""
+
+
+def command_options(given: CommandOptions, where: str) -> CommandOptions:
+    """`given`, checked: `**options` takes any keyword, so one that is no option is the `TypeError` Python would
+    raise, naming the closest option."""
+    known = sorted(CommandOptions.__optional_keys__)
+    for name in given:
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=1)
+            guess = f"did you mean {close[0]!r}? " if close else ""
+            raise TypeError(
+                f"{where}() got an unexpected keyword argument {name!r}; {guess}Its options: {', '.join(known)}."
+            )
+    return given
+
 
 # After the command's process group is gone, how long to wait for its pipes to close. Only a
 # process that left the group (setsid) can hold them open longer, and it gets cut off.

@@ -6,13 +6,13 @@ provider implements the same methods against a container; nothing above this sea
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath
-from typing import Protocol
+from typing import Protocol, Unpack
 
 from niceeval._core.sandbox_kinds import CURRENT_SANDBOX
-from niceeval.sandbox._commands import CommandResult
+from niceeval.sandbox._commands import CommandOptions, CommandResult
 from niceeval.sandbox._diff import Diff
 from niceeval.sandbox._launch import LaunchOptions, ProcessLaunch
 
@@ -56,28 +56,11 @@ class Sandbox(Protocol):
         """True if the path exists in the workspace."""
         ...
 
-    async def run_command(
-        self,
-        cmd: str,
-        args: Sequence[str] = (),
-        *,
-        cwd: str | PurePath | None = None,
-        timeout: float = 60.0,
-        env: Mapping[str, str] | None = None,
-        record: bool = True,
-    ) -> CommandResult:
+    async def run_command(self, cmd: str, args: Sequence[str] = (), **options: Unpack[CommandOptions]) -> CommandResult:
         """Run a program (no shell) in the workspace; see `LocalSandbox.run_command`."""
         ...
 
-    async def run_shell(
-        self,
-        script: str,
-        *,
-        cwd: str | PurePath | None = None,
-        timeout: float = 60.0,
-        env: Mapping[str, str] | None = None,
-        record: bool = True,
-    ) -> CommandResult:
+    async def run_shell(self, script: str, **options: Unpack[CommandOptions]) -> CommandResult:
         """Run a `sh -c` script in the workspace; see `LocalSandbox.run_shell`."""
         ...
 

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Unpack
 from xml.sax.saxutils import escape as xml_escape
 
 import anyio
@@ -32,8 +32,11 @@ import anyio
 from niceeval._core.errors import NiceevalError
 from niceeval.sandbox._commands import (
     DEFAULT_MAX_OUTPUT_BYTES,
+    DEFAULT_TIMEOUT,
+    CommandOptions,
     CommandResult,
     CommandSpec,
+    command_options,
     run_process,
     scrubbed_env,
 )
@@ -199,16 +202,7 @@ class LocalSandbox:
         """True if the path exists in the workspace (a dangling symlink does not)."""
         return await anyio.to_thread.run_sync(self._inside(rel).exists)
 
-    async def run_command(
-        self,
-        cmd: str,
-        args: Sequence[str] = (),
-        *,
-        cwd: str | PurePath | None = None,
-        timeout: float = 60.0,
-        env: Mapping[str, str] | None = None,
-        record: bool = True,
-    ) -> CommandResult:
+    async def run_command(self, cmd: str, args: Sequence[str] = (), **options: Unpack[CommandOptions]) -> CommandResult:
         """Run a program (looked up on PATH, no shell) in the workspace.
 
         A failing, missing (exit status 127) or timed-out program is a result, not an exception.
@@ -216,31 +210,20 @@ class LocalSandbox:
         Args:
             cmd: The program, e.g. `"npm"`.
             args: Its arguments, e.g. `["run", "build"]`.
-            cwd: Working directory relative to the workspace root; the root by default.
-            timeout: Seconds before the command and its whole process group are killed.
-            env: Variables to add to the scrubbed environment (e.g. an API key it needs).
-            record: Add the result to `commands` and report it to `on_command`; scoring runs pass False.
+            **options: `cwd`, `timeout` (60 s), `env`, `record`: each documented on `CommandOptions`.
 
         Raises:
             SandboxPathError: `cwd` leads outside the workspace or is not a directory.
-            TypeError: `args` is a single string.
+            TypeError: `args` is a single string, or an option is misspelt.
         """
         if isinstance(args, str):
             raise TypeError(f"args must be a list of strings, not a str: write run_command({cmd!r}, [{args!r}])")
         argv = (cmd, *args)
-        return await self._run(argv, shlex.join(argv), cwd=cwd, timeout=timeout, env=env, record=record)
+        return await self._run(argv, shlex.join(argv), command_options(options, "run_command"))
 
-    async def run_shell(
-        self,
-        script: str,
-        *,
-        cwd: str | PurePath | None = None,
-        timeout: float = 60.0,
-        env: Mapping[str, str] | None = None,
-        record: bool = True,
-    ) -> CommandResult:
-        """Run `script` with `sh -c` in the workspace; arguments as for `run_command`."""
-        return await self._run(("sh", "-c", script), script, cwd=cwd, timeout=timeout, env=env, record=record)
+    async def run_shell(self, script: str, **options: Unpack[CommandOptions]) -> CommandResult:
+        """Run `script` with `sh -c` in the workspace; options as for `run_command`."""
+        return await self._run(("sh", "-c", script), script, command_options(options, "run_shell"))
 
     async def diff(self) -> Diff:
         """What changed in the workspace since the baseline."""
@@ -281,10 +264,7 @@ class LocalSandbox:
         command = await self._run(
             argv,
             shlex.join(("pytest", test_file.name, *pytest_args)),
-            cwd=None,
-            timeout=timeout,
-            env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
-            record=False,
+            {"timeout": timeout, "env": {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}, "record": False},
             isolate=False,  # niceeval's own pytest, from its environment (see docs/sandbox.md)
         )
         junit_xml = junit.read_text(encoding="utf-8") if junit.is_file() else None
@@ -322,20 +302,13 @@ class LocalSandbox:
         return f"{type(self).__name__}({str(self._workspace)!r}, fixture={str(self._fixture)!r})"
 
     async def _run(
-        self,
-        argv: tuple[str, ...],
-        command: str,
-        *,
-        cwd: str | PurePath | None,
-        timeout: float,
-        env: Mapping[str, str] | None,
-        record: bool,
-        isolate: bool = True,
+        self, argv: tuple[str, ...], command: str, options: CommandOptions, *, isolate: bool = True
     ) -> CommandResult:
+        cwd = options.get("cwd")
         workdir = self._inside("." if cwd is None else cwd)
         if not workdir.is_dir():
             raise SandboxPathError(f"cwd {str(cwd)!r} is not a directory in the workspace {self._workspace}")
-        full_env = self._env(env or {})
+        full_env = self._env(options.get("env") or {})
         wrapped = await self._wrap(argv, full_env, workdir, LaunchOptions()) if isolate else argv
         spec = CommandSpec(
             argv=argv,
@@ -344,11 +317,11 @@ class LocalSandbox:
             cwd=workdir,
             cwd_label=workdir.relative_to(self._workspace).as_posix(),
             env=full_env,
-            timeout=timeout,
+            timeout=options.get("timeout", DEFAULT_TIMEOUT),
             max_output_bytes=self._settings.max_output_bytes,
         )
         result = await run_process(spec)
-        if record:
+        if options.get("record", True):
             self._commands.append(result)
             if self._settings.on_command is not None:
                 self._settings.on_command(result)

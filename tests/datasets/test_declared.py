@@ -136,6 +136,14 @@ def test_every_value_type_has_a_case_above() -> None:
         ({"type": "llm-rubrik", "value": "x"}, r"did you mean 'llm-rubric'"),
         ({"type": "javascript", "value": "x"}, r"'javascript' has no niceeval equivalent: inline JavaScript"),
         ({"type": "includes", "valeu": "x"}, r"unknown key 'valeu': did you mean 'value'"),
+        (
+            {"type": "rubric", "value": "x", "rubricPromt": "p"},
+            r"unknown key 'rubricPromt': did you mean 'rubricPrompt'",
+        ),
+        (
+            {"type": "rubric", "value": "x", "zzz": 1},
+            r"\(keys: type, value, .*, provider, model, rubricPrompt, rubric_prompt\)",
+        ),
         ({"type": "includes"}, r"`value` must be a non-empty string"),
         ({"type": "regex", "value": "(unclosed"}, r"not a valid regular expression"),
         ({"type": "includes", "value": "x", "gate": True, "soft": True}, r"contradict"),

@@ -138,3 +138,42 @@ def test_jsonl_to_a_file(project: Project) -> None:
     project.cli("run", "--jsonl", str(target), "--no-store")
     kinds = [json.loads(line)["event"] for line in target.read_text().splitlines()]
     assert kinds[0] == "suite.started" and kinds[-1] == "suite.finished" and kinds.count("run.finished") == 3
+
+
+def test_dry_run_prices_the_judge_calls_at_their_capped_prompt(project: Project) -> None:
+    project.write(
+        "niceeval.config.py",
+        """\
+from niceeval import define_config
+
+config = define_config(
+    judge={"model": "openai/judge", "max_chars": 40_000},
+    pricing={"openai/judge": {"input_per_mtok": 1.0, "output_per_mtok": 10.0}},
+)
+""",
+    )
+    project.write(
+        "evals/judged.py",
+        """\
+from niceeval import define_eval
+
+
+@define_eval(cases=[{"q": "a"}, {"q": "b"}])
+async def judged(t):
+    await t.send(t.case["q"])
+    t.judge.rubric("polite?")
+
+
+@define_eval(judge={"model": "acme/unpriced"})
+async def other(t):
+    await t.send("hi")
+    t.judge.rubric("polite?")
+""",
+    )
+    done = project.cli("run", "--dry-run", "--runs", "3")
+    assert done.code == 0, done.output
+    # 6 calls of at most 10,000 input tokens ($1/M) and 300 output tokens ($10/M) each
+    assert (
+        "judge cost: at most ~$0.0780 (6 calls to openai/judge, 3 calls to acme/unpriced; prompts capped at 40,000 "
+        "characters); no price for acme/unpriced (define_config(pricing={...}))."
+    ) in done.stdout.splitlines()

@@ -13,9 +13,7 @@ import anyio
 from niceeval._core.assertion import AssertionResult
 from niceeval._core.settings import JudgeSettings, Price
 from niceeval.judge import Judge
-from niceeval.judge._cache import CacheMode, JudgeCache
-from niceeval.judge._client import JudgeClients
-from niceeval.judge._judge import JudgeRuntime, JudgeSession
+from niceeval.judge._runtime import CacheMode, JudgeCache, JudgeClients, JudgeRuntime, JudgeSession
 from niceeval.providers import RetryPolicy
 from niceeval.testing import LLMRequest, LLMServer, Reply, TokenUsage, ToolCall
 

@@ -94,6 +94,25 @@ def test_run_command_check_raises_with_the_output_at_the_line(root: Path) -> Non
     assert result.error.location is not None and "test_sandbox_dsl.py" in result.error.location
 
 
+def test_t_sandbox_passes_the_command_options_through_and_a_misspelt_one_names_the_closest(root: Path) -> None:
+    seen: list[tuple[str, float]] = []
+
+    @define_eval(fixture="fixtures/app", agent=idle)
+    async def ev(t: EvalContext) -> None:
+        (t.sandbox.path / "sub").mkdir()
+        done = await t.sandbox.run_shell("pwd", cwd="sub", timeout=7, env={"X": "1"}, record=False, check=True)
+        seen.append((done.cwd, done.timeout))
+        await t.sandbox.run_command("true", timout=3)  # type: ignore[call-arg]
+
+    result = run(ev, root, idle)
+    assert seen == [("sub", 7.0)]
+    assert result.error is not None and result.error.type == "TypeError"
+    assert result.error.message == (
+        "run_command() got an unexpected keyword argument 'timout'; did you mean 'timeout'? "
+        "Its options: cwd, env, record, timeout."
+    )
+
+
 def test_read_and_write_bytes(root: Path) -> None:
     seen: list[bytes] = []
 

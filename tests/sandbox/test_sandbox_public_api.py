@@ -8,6 +8,7 @@ import niceeval.sandbox
 def test_public_names_are_pinned() -> None:
     assert sorted(niceeval.sandbox.__all__) == [
         "BwrapSandbox",
+        "CommandOptions",
         "CommandResult",
         "DEFAULT_HIDDEN",
         "DEFAULT_IGNORE",
@@ -36,3 +37,20 @@ def test_public_names_are_pinned() -> None:
 
 def test_every_public_name_is_importable() -> None:
     assert all(hasattr(niceeval.sandbox, name) for name in niceeval.sandbox.__all__)
+
+
+def test_the_command_options_are_declared_once_and_taken_by_every_sandbox() -> None:
+    """`cwd`, `timeout`, `env`, `record` live on `CommandOptions`; the protocol, `LocalSandbox` and `t.sandbox`
+    take them as `**options: Unpack[CommandOptions]` (only `t.sandbox` adds `check`)."""
+    import inspect
+
+    from niceeval._eval.checked_sandbox import CheckedSandbox
+
+    owners = (niceeval.sandbox.Sandbox, niceeval.sandbox.LocalSandbox, CheckedSandbox)
+    for owner in owners:
+        for method in ("run_command", "run_shell"):
+            params = inspect.signature(getattr(owner, method)).parameters.values()
+            keywords = {p.name: str(p.annotation) for p in params if p.kind in (p.KEYWORD_ONLY, p.VAR_KEYWORD)}
+            own = {"check": "bool"} if owner is CheckedSandbox else {}
+            assert keywords == {**own, "options": "Unpack[CommandOptions]"}, (owner, method)
+    assert sorted(niceeval.sandbox.CommandOptions.__optional_keys__) == ["cwd", "env", "record", "timeout"]

@@ -1,0 +1,32 @@
+"""The judge's door for the runner: everything `niceeval run`, `rescore`, `--dry-run`, select-best and the pytest
+plugin need to wire a run's judge, and nothing else. Other packages import these names from here (or the public
+ones from `niceeval.judge`), never from the judge's other modules.
+
+- `JudgeClients`, `JudgeCache`, `default_cache_path`, `CacheMode`: what a suite's judges share (SDK clients and
+  the verdict cache), opened once per suite.
+- `JudgeRuntime`, `JudgeSession`: one run's judge, built from what the runner provides; `session.judge` is `t.judge`.
+- `Env`, `select_best`, `Choice`: the select-best comparison, asked once over every variant of a case.
+- `as_text`: how a value is shown to a judge (a comparison's output is recorded the same way).
+- `estimated_cost`: what judge calls may cost at most, from the prompt's cap and the model's price (`--dry-run`).
+"""
+
+from niceeval.judge._cache import CacheMode, JudgeCache, default_cache_path
+from niceeval.judge._client import JudgeClients
+from niceeval.judge._engine import Env, estimated_cost
+from niceeval.judge._judge import JudgeRuntime, JudgeSession
+from niceeval.judge._prompts import as_text
+from niceeval.judge._select import Choice, select_best
+
+__all__ = [
+    "CacheMode",
+    "Choice",
+    "Env",
+    "JudgeCache",
+    "JudgeClients",
+    "JudgeRuntime",
+    "JudgeSession",
+    "as_text",
+    "default_cache_path",
+    "estimated_cost",
+    "select_best",
+]
