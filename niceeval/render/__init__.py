@@ -4,8 +4,8 @@ neither imports the other.
 
 `environment(room)` gives a room's pages (its own `templates/` folder) over the shared parts (this package's
 `templates/`: `_macros.html`, `_run_detail.html`); `STATIC_DIR` holds the stylesheet and the icon both use.
-Nothing here imports a web server. Jinja2 loads on first use: the console and the JSON report collect the
-variants table without it.
+Nothing here imports a web server. Names load on first use: the console and the JSON report collect the
+variants table without Jinja2 or the rest.
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from niceeval._core.lazy import lazy_getattr
-from niceeval.render._judging import JudgeModelUse
-from niceeval.render._rounds import Round, commands, rounds
-from niceeval.render._variants import VariantRow, VariantTable
 
 if TYPE_CHECKING:
+    from niceeval.render._judging import JudgeModelUse
+    from niceeval.render._rounds import Round, commands, rounds
     from niceeval.render._templates import STATIC_DIR, TEXT_LIMIT, environment, when
+    from niceeval.render._variants import VariantRow, VariantTable
 
 __all__ = [
     "STATIC_DIR",
@@ -34,5 +34,17 @@ __all__ = [
 ]
 
 __getattr__ = lazy_getattr(
-    __name__, {name: "niceeval.render._templates" for name in ("STATIC_DIR", "TEXT_LIMIT", "environment", "when")}
+    __name__,
+    {
+        "JudgeModelUse": "niceeval.render._judging",
+        "Round": "niceeval.render._rounds",
+        "commands": "niceeval.render._rounds",
+        "rounds": "niceeval.render._rounds",
+        "STATIC_DIR": "niceeval.render._templates",
+        "TEXT_LIMIT": "niceeval.render._templates",
+        "environment": "niceeval.render._templates",
+        "when": "niceeval.render._templates",
+        "VariantRow": "niceeval.render._variants",
+        "VariantTable": "niceeval.render._variants",
+    },
 )
