@@ -1,11 +1,14 @@
-"""What the HTML report and the viewer both render: one run in full, judge counts, the variants table, the
-templates and filters, the stylesheet. Not a user's API: `niceeval.report` and `niceeval.web` import it, and
-neither imports the other.
+"""What the HTML report and the viewer both render, below both: neither imports the other.
+
+One run in full, judge counts, the variants table, the templates and filters, the stylesheet. Not a user's API:
+`niceeval.report` and `niceeval.web` import these names, nothing else of the package.
 
 `environment(room)` gives a room's pages (its own `templates/` folder) over the shared parts (this package's
 `templates/`: `_macros.html`, `_run_detail.html`); `STATIC_DIR` holds the stylesheet and the icon both use.
 Nothing here imports a web server. Names load on first use: the console and the JSON report collect the
 variants table without Jinja2 or the rest.
+
+Design: docs/design/rendering.md
 """
 
 from __future__ import annotations
