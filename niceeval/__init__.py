@@ -8,8 +8,9 @@ Design: docs/design/README.md
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from niceeval._core.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from niceeval._core.assertion import AssertionResult
@@ -66,10 +67,4 @@ __all__ = [
     "define_eval",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    if name in _HOMES:
-        value = getattr(importlib.import_module(_HOMES[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'niceeval' has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _HOMES)

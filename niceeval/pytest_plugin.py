@@ -358,7 +358,7 @@ class EvalItem(pytest.Item):
 
 def _settle(item: pytest.Item, result: RunResult) -> None:
     """Map the folded outcome onto pytest's: raise for failed (and strict scored), skip, or warn."""
-    from niceeval.report.text import assertion_table
+    from niceeval.report.assertion_table import assertion_table
 
     if result.outcome == "failed" or (result.outcome == "scored" and item.config.getoption("niceeval_strict")):
         pytest.fail(assertion_table(result), pytrace=False)

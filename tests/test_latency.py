@@ -14,7 +14,8 @@ from niceeval._core.summary import EvalTally, PlannedEval, percentile
 from niceeval._eval.spec import EvalSpec
 from niceeval._run.discovery import EvalEntry
 from niceeval._run.execute import ExecOptions, execute
-from niceeval.report._variants import VariantTable
+from niceeval.render import VariantTable
+from niceeval.report._variants import variant_lines, variant_records
 
 
 async def slow_on_request(message: str) -> str:
@@ -101,8 +102,8 @@ def test_eval_tally_and_variant_table_report_p50_and_p95() -> None:
     table = VariantTable()
     table.add(result_with_turns([1.0, 3.0], variant={"model": "a"}))
     table.add(result_with_turns([], variant={"model": "b"}))
-    (row_a, row_b) = table.as_list(strict=False)
+    (row_a, row_b) = variant_records(table, strict=False)
     assert (row_a["latency_p50_s"], row_b["latency_p50_s"]) == (2.0, None)
-    lines = table.lines(strict=False)
+    lines = variant_lines(table, strict=False)
     assert lines[1].split()[-1] == "turns"
     assert "p50 2.00s p95 2.90s" in lines[2] and lines[3].rstrip().endswith("-")

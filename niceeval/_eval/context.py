@@ -31,7 +31,8 @@ from niceeval._eval.observe import Observations, Scoped
 from niceeval._eval.scopes import ToolCall, tool_calls_of
 from niceeval._eval.spanmatch import SpanAssertions
 from niceeval._eval.variants import Variant
-from niceeval.agents._attachments import Attachment, load_attachments
+from niceeval.agents import Attachment
+from niceeval.agents._runtime import load_attachments
 
 if TYPE_CHECKING:
     from niceeval.judge import Judge

@@ -20,9 +20,8 @@ from niceeval._eval.efficiency import Usage, usage_of
 from niceeval._eval.observe import EventSelector
 from niceeval._eval.scoped import waiting_for_input
 from niceeval._eval.scopes import ScopeAssertions, ScopeHost, ToolCall, tool_calls_of
-from niceeval.agents import Agent, AgentSession, FunctionAgent, TurnStatus
-from niceeval.agents._attachments import Attachment
-from niceeval.expect._matchers import equals, matches
+from niceeval.agents import Agent, AgentSession, Attachment, FunctionAgent, TurnStatus
+from niceeval.expect import equals, matches
 from niceeval.providers import prices_loaded, prices_ready
 
 

@@ -24,7 +24,7 @@ from niceeval._core.assertion import Matcher, ScoreLike, Verdict
 from niceeval._core.errors import UsageError
 from niceeval._core.events import Event, MessageEvent
 from niceeval._core.values import short
-from niceeval.expect._matchers import equals, excludes, includes, matches
+from niceeval.expect import equals, excludes, includes, matches
 
 ValueKind = Literal[
     "text", "regex", "texts", "any", "schema", "optional schema", "number", "tool", "none", "optional text"
@@ -183,7 +183,7 @@ def _is_instance(entry: Entry) -> Matcher:
 
 
 def _levenshtein(entry: Entry) -> Matcher:
-    from niceeval.expect._fuzzy import edit_distance  # loaded before the suite's loop by `plan` (EDIT_DISTANCES)
+    from niceeval.expect._runtime import edit_distance  # loaded before the suite's loop by `plan` (EDIT_DISTANCES)
 
     expected, limit = _text(entry), entry.threshold if entry.threshold is not None else 5.0
 
@@ -195,7 +195,7 @@ def _levenshtein(entry: Entry) -> Matcher:
 
 
 def _similarity(entry: Entry) -> Matcher:
-    from niceeval.expect._fuzzy import similarity
+    from niceeval.expect import similarity
 
     return similarity(_text(entry))
 

@@ -12,7 +12,7 @@ from niceeval._core.events import Event, EventType
 from niceeval._core.settings import Price
 from niceeval._core.toolmatch import InputSpec
 from niceeval._eval import efficiency, scoped, workspace
-from niceeval.expect._patterns import EventPattern, ToolPattern
+from niceeval.expect import EventPattern, ToolPattern
 
 EventSelector = Callable[[Sequence[Event]], Sequence[Event]]
 """Picks a scope's events out of the finished run's stream (a turn's, a session's)."""

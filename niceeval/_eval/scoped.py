@@ -22,7 +22,8 @@ from niceeval._core.events import (
 from niceeval._core.toolmatch import InputSpec, check_spec, input_matches, render_spec, serialise
 from niceeval._core.values import short
 from niceeval._core.wording import plural
-from niceeval.expect._patterns import EventPattern, ToolPattern, as_pattern
+from niceeval.expect import EventPattern, ToolPattern
+from niceeval.expect._runtime import as_pattern
 
 _EVENT_TYPES = {"message", "action.called", "subagent.called", "input.requested", "error", "usage"}
 _MAX_LISTED = 20

@@ -20,7 +20,7 @@ from niceeval._core.spans import SPAN_KINDS, Span
 from niceeval._core.toolmatch import check_spec, input_matches, render_spec
 from niceeval._core.values import short
 from niceeval._eval.observe import Scoped
-from niceeval.tracing._mapping import role
+from niceeval.tracing import role
 
 NameSpec = str | re.Pattern[str] | Callable[[str], bool]
 _ROLES = {"model": "model", "llm": "model", "tool": "tool", "agent": "agent", "chain": "chain"}

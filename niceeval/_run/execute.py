@@ -30,8 +30,7 @@ from niceeval._eval.spec import EvalSpec
 from niceeval._run.discovery import EvalEntry
 from niceeval._run.judging import JudgeSlot, SuiteJudges, spend_of
 from niceeval._run.stray_threads import watching
-from niceeval.agents._protocol import WORKSPACE
-from niceeval.agents._variant import PerVariant
+from niceeval.agents._runtime import WORKSPACE, PerVariant
 
 if TYPE_CHECKING:
     from niceeval.sandbox import LocalSandbox

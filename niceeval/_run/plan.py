@@ -78,7 +78,7 @@ def _declared_cases(entry: EvalEntry, cases: list[Case], plan: Plan) -> list[Cas
             plan.errors.append(LoadError(file=file if at else case.source, line=at, message=message))
             continue
         if any(item.type.name in EDIT_DISTANCES for item in declared):
-            import niceeval.expect._fuzzy  # noqa: F401 (rapidfuzz, imported now rather than inside the suite's loop)
+            from niceeval.expect._runtime import edit_distance  # noqa: F401 (rapidfuzz, now rather than in the suite's loop)
         kept.append(case)
     return kept
 

@@ -13,7 +13,7 @@ from niceeval._run.storing import StoredPlan, store_sink
 
 if TYPE_CHECKING:
     from niceeval._run.discovery import EvalEntry
-    from niceeval.agents._replay import ReplayAgent
+    from niceeval.agents._runtime import ReplayAgent
     from niceeval.store import Store, SuiteRunStart
 
 
@@ -22,7 +22,7 @@ def plan_rescore(store: Store, start: SuiteRunStart, entries: list[EvalEntry], r
 
     Sandbox evals are left out: their agent edited files, and the edits are not part of the record.
     """
-    from niceeval.agents._replay import RecordedTurn, ReplayAgent
+    from niceeval.agents._runtime import RecordedTurn, ReplayAgent
 
     run_id = store.resolve(ref)
     recorded = store.outcomes(run_id)

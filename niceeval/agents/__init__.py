@@ -12,8 +12,7 @@ Design: docs/design/agents.md
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from niceeval._core.events import (
     ActionCalledEvent,
@@ -25,6 +24,7 @@ from niceeval._core.events import (
     SubagentCalledEvent,
     UsageEvent,
 )
+from niceeval._core.lazy import lazy_getattr
 from niceeval.agents._attachments import Attachment
 from niceeval.agents._function import FunctionAgent, FunctionSession, function_agent
 from niceeval.agents._protocol import Agent, AgentReply, AgentSession, TurnStatus, current_workspace
@@ -46,31 +46,6 @@ if TYPE_CHECKING:
     from niceeval.agents._pydantic_ai import pydantic_ai_agent
     from niceeval.agents._traced import TracedAgent, TracedSession, traced_agent
 
-_LAZY = {
-    "anthropic_agent": "_anthropic",
-    "BridgeAgent": "_bridge",
-    "BridgeSession": "_bridge",
-    "bridge_agent": "_bridge",
-    "claude_code_agent": "_claude_code",
-    "codex_agent": "_codex",
-    "CodingAgentOptions": "_coding",
-    "CheckpointStore": "_checkpoints",
-    "MemoryCheckpoints": "_checkpoints",
-    "SQLiteCheckpoints": "_checkpoints",
-    "answer_followup": "_followups",
-    "AgentError": "_http",
-    "HTTPAgent": "_http",
-    "http_agent": "_http",
-    "langgraph_agent": "_langgraph",
-    "ModelAgent": "_model",
-    "ModelAgentOptions": "_model",
-    "openai_agent": "_openai",
-    "openai_agents_agent": "_openai_agents",
-    "pydantic_ai_agent": "_pydantic_ai",
-    "TracedAgent": "_traced",
-    "TracedSession": "_traced",
-    "traced_agent": "_traced",
-}
 
 __all__ = [
     # what an agent of your own records, without reaching into niceeval's internals
@@ -117,21 +92,35 @@ __all__ = [
     "traced_agent",
 ]
 
-
-RENAMED = {"Reply": "AgentReply"}
-"""Public names that changed, so an old import says what to write instead."""
-
-
-def __getattr__(name: str) -> Any:
-    if name in RENAMED:
-        new = RENAMED[name]
-        raise ImportError(
-            f"niceeval.agents.{name} is now niceeval.agents.{new} (niceeval.testing.Reply is the scripted server's "
-            f"reply, a different class): write `from niceeval.agents import {new}`",
-            name=name,
-        )
-    if name in _LAZY:
-        value = getattr(importlib.import_module(f"niceeval.agents.{_LAZY[name]}"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'niceeval.agents' has no attribute {name!r}")
+__getattr__ = lazy_getattr(
+    __name__,
+    {
+        "anthropic_agent": "niceeval.agents._anthropic",
+        "BridgeAgent": "niceeval.agents._bridge",
+        "BridgeSession": "niceeval.agents._bridge",
+        "bridge_agent": "niceeval.agents._bridge",
+        "claude_code_agent": "niceeval.agents._claude_code",
+        "codex_agent": "niceeval.agents._codex",
+        "CodingAgentOptions": "niceeval.agents._coding",
+        "CheckpointStore": "niceeval.agents._checkpoints",
+        "MemoryCheckpoints": "niceeval.agents._checkpoints",
+        "SQLiteCheckpoints": "niceeval.agents._checkpoints",
+        "answer_followup": "niceeval.agents._followups",
+        "AgentError": "niceeval.agents._http",
+        "HTTPAgent": "niceeval.agents._http",
+        "http_agent": "niceeval.agents._http",
+        "langgraph_agent": "niceeval.agents._langgraph",
+        "ModelAgent": "niceeval.agents._model",
+        "ModelAgentOptions": "niceeval.agents._model",
+        "openai_agent": "niceeval.agents._openai",
+        "openai_agents_agent": "niceeval.agents._openai_agents",
+        "pydantic_ai_agent": "niceeval.agents._pydantic_ai",
+        "TracedAgent": "niceeval.agents._traced",
+        "TracedSession": "niceeval.agents._traced",
+        "traced_agent": "niceeval.agents._traced",
+    },
+    gone={
+        "Reply": "niceeval.agents.Reply is now niceeval.agents.AgentReply (niceeval.testing.Reply is the scripted "
+        "server's reply, a different class): write `from niceeval.agents import AgentReply`",
+    },
+)

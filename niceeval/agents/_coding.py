@@ -26,8 +26,7 @@ from niceeval._core.errors import NiceevalError, UsageError
 from niceeval._core.events import ErrorEvent, EventLog, MessageEvent
 from niceeval.agents._function import structure
 from niceeval.agents._protocol import AgentReply, current_workspace
-from niceeval.sandbox._launch import LaunchOptions, ProcessLaunch
-from niceeval.sandbox._protocol import current_sandbox
+from niceeval.sandbox import LaunchOptions, ProcessLaunch, current_sandbox
 
 _MAX_LINE_BYTES = 16 * 1024 * 1024
 _STDERR_KEPT = 4000

@@ -77,12 +77,12 @@ def calibrate_command(args: argparse.Namespace) -> int:
     """
     import anyio
 
+    from niceeval._core.text import clean
     from niceeval._run.discovery import discover
     from niceeval._run.execute import ExecOptions
     from niceeval._run.plan import expand
     from niceeval._run.suite import SuiteOptions, run_suite, select
     from niceeval.report import Reporter
-    from niceeval.report._text import clean
     from niceeval.report.calibration import CalibrationReporter, overfit_warnings, render
 
     config = project_config(args)

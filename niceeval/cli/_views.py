@@ -9,9 +9,9 @@ from rich.console import Console
 
 from niceeval._core.results import RunResult
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
+from niceeval._core.text import clean
 from niceeval._core.wording import usd
 from niceeval.report import ConsoleReporter, JsonReporter, JUnitReporter, Reporter, ReporterSet
-from niceeval.report._text import clean
 from niceeval.store import RunDiff, RunNotFound, Store, SuiteRunDetail, SuiteRunInfo
 
 

@@ -12,10 +12,10 @@ Design: docs/design/assertions.md
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from niceeval._core.assertion import AssertionResult, Matcher, Verdict
+from niceeval._core.lazy import lazy_getattr
 from niceeval.expect._algebra import all_of, any_of, not_
 from niceeval.expect._matchers import (
     command_succeeded,
@@ -89,10 +89,4 @@ __all__ = [
     "tool",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    if name in ("levenshtein", "similarity"):
-        value = getattr(importlib.import_module("niceeval.expect._fuzzy"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'niceeval.expect' has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, {"levenshtein": "niceeval.expect._fuzzy", "similarity": "niceeval.expect._fuzzy"})

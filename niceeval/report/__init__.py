@@ -7,8 +7,9 @@ Design: docs/design/report.md
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from niceeval._core.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from niceeval.report._base import Reporter, ReporterSet
@@ -27,13 +28,7 @@ _HOMES = {
 
 __all__ = ["JSON_SCHEMA_VERSION", "ConsoleReporter", "JUnitReporter", "JsonReporter", "Reporter", "ReporterSet"]
 
-
-def __getattr__(name: str) -> Any:
-    if name in _HOMES:
-        value = getattr(importlib.import_module(_HOMES[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'niceeval.report' has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _HOMES)
 
 
 def __dir__() -> list[str]:

@@ -17,11 +17,12 @@ from niceeval._core.assertion import AssertionResult
 from niceeval._core.outcome import Outcome
 from niceeval._core.results import RunResult, Spend
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary, latency_text
+from niceeval._core.text import clean, clean_lines
 from niceeval._core.wording import judge_calls, plural, usd
+from niceeval.render import VariantTable
 from niceeval.report._grouping import group_misses, runs_text
-from niceeval.report._text import clean, clean_lines
 from niceeval.report._uncertainty import eval_rate, interval_text, power_text, suite_power, suite_rate
-from niceeval.report._variants import VariantTable
+from niceeval.report._variants import variant_lines
 
 if TYPE_CHECKING:
     from niceeval.report.progress import Clock, LiveProgress
@@ -255,7 +256,7 @@ class ConsoleReporter:
         for eval_id, runs in self._pending.items():
             self._print_eval(self._tallies[eval_id], runs)
         self._pending.clear()
-        for row in self._variants.lines(strict=self.strict):
+        for row in variant_lines(self._variants, strict=self.strict):
             self._print(Text(clean(row, 2000)))
         self._print_problems(summary)
         counts = summary.eval_counts()

@@ -1,6 +1,7 @@
 """The HTML reporter: one self-contained page to read a suite's results in, offline, from CI artifacts or email.
 
-The page looks like the viewer (the same stylesheet, inlined, and the same templates for a run) and needs nothing
+The page looks like the viewer (`niceeval.render`'s stylesheet, inlined, and its templates for a run; the page
+itself is `report/templates/report.html`, its own styles `report/static/report.css`) and needs nothing
 else: no network, no script. A Content-Security-Policy in the page forbids scripts and every fetch, so even a
 template mistake could not make model output run or call home. Every string is escaped by Jinja2; control
 characters and lone surrogates become visible escapes (`\\x1b`, `\\ud800`), as on the console; texts over
@@ -23,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from markupsafe import Markup
@@ -31,13 +32,15 @@ from markupsafe import Markup
 from niceeval._core.results import RunResult, Spend
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
 from niceeval._core.wording import miss_words
+from niceeval.render import STATIC_DIR, JudgeModelUse, VariantTable, commands, environment, rounds
 from niceeval.report._grouping import Miss, MissGroups, runs_text
 from niceeval.report._uncertainty import interval_text, suite_rate
-from niceeval.report._variants import VariantTable
 from niceeval.stats import wilson
-from niceeval.web._judging import JudgeModelUse
-from niceeval.web._rounds import commands, rounds
-from niceeval.web._templates import STATIC_DIR, environment
+
+if TYPE_CHECKING:
+    import jinja2
+
+_OWN_STATIC = Path(__file__).resolve().parent / "static"
 
 _ORDER: dict[str, int] = {"failed": 0, "scored": 1, "passed": 2, "skipped": 3, "not run": 4}
 _VERDICTS = {0: "passed", 1: "failed", 2: "errors", 130: "interrupted", 143: "interrupted"}
@@ -59,9 +62,15 @@ def visible(html: str) -> str:
 
 
 @functools.cache
+def _templates() -> jinja2.Environment:
+    """The report's template environment, built once: its page over the parts it shares with the viewer."""
+    return environment("niceeval.report")
+
+
+@functools.cache
 def _page_assets() -> tuple[Markup, str, str]:
     """The inlined stylesheet, its CSP hash, and the favicon as a data URL."""
-    css = (STATIC_DIR / "viewer.css").read_text(encoding="utf-8") + (STATIC_DIR / "report.css").read_text(
+    css = (STATIC_DIR / "viewer.css").read_text(encoding="utf-8") + (_OWN_STATIC / "report.css").read_text(
         encoding="utf-8"
     )
     digest = base64.b64encode(hashlib.sha256(css.encode()).digest()).decode()
@@ -168,7 +177,7 @@ class HtmlReporter:
         del problems  # the summary carries them, with any found while running
         self._evals = {p.id: _EvalRecord(planned=p, position=i) for i, p in enumerate(plan)}
         self.started_at = self.started_at or datetime.now(UTC)
-        self._parts = environment().get_template("report.html").module
+        self._parts = _templates().get_template("report.html").module
         self._spool = tempfile.TemporaryFile()
 
     def run_finished(self, result: RunResult) -> None:

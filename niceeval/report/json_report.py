@@ -16,9 +16,10 @@ from typing import IO, Any
 
 from niceeval._core.results import RunResult
 from niceeval._core.summary import PlannedEval, Problem, SuiteSummary
-from niceeval.report._text import scrub
+from niceeval._core.text import scrub
+from niceeval.render import VariantTable
 from niceeval.report._uncertainty import as_json, eval_rate, suite_power, suite_rate
-from niceeval.report._variants import VariantTable
+from niceeval.report._variants import variant_records
 from niceeval.stats import Estimate
 
 JSON_SCHEMA_VERSION = 1
@@ -97,7 +98,7 @@ class JsonReporter:
                 "detectable_drop": suite_power(summary.tallies, strict=summary.strict).detectable_drop,
             },
             "errors": [{"location": p.location, "message": p.message} for p in summary.problems],
-            "variants": self._variants.as_list(strict=summary.strict),
+            "variants": variant_records(self._variants, strict=summary.strict),
         }
         out.write(json.dumps(scrub(head))[:-1] + ', "evals": [')
         tallies = {t.eval.id: t for t in summary.tallies}

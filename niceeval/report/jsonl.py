@@ -14,7 +14,7 @@ from typing import IO, Any
 
 from niceeval._core.results import RunResult
 from niceeval._core.summary import PlannedEval, Problem, SuiteSummary
-from niceeval.report._text import scrub
+from niceeval._core.text import scrub
 from niceeval.report.json_report import run_json
 
 

@@ -25,7 +25,7 @@ from niceeval.report._uncertainty import eval_rate, suite_rate
 from niceeval.stats import Estimate
 
 # Characters XML 1.0 forbids even escaped (lone surrogates too: UTF-8 cannot encode them); model output may
-# contain any of them. They become U+FFFD, as in the JSON report (see report/_text.py).
+# contain any of them. They become U+FFFD, as in the JSON report (see `niceeval._core.text`).
 _ILLEGAL_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 

@@ -16,8 +16,8 @@ from rich.live import Live
 from rich.text import Text
 
 from niceeval._core.results import RunResult
+from niceeval._core.text import clean
 from niceeval._core.wording import usd
-from niceeval.report._text import clean
 
 Clock = Callable[[], float]
 _BAR_WIDTH = 24

@@ -11,8 +11,9 @@ Design: docs/design/stats.md
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from niceeval._core.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from ._adaptive import AdaptiveRuns, parse_runs
@@ -70,13 +71,7 @@ __all__ = [
     "wilson",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    if name in _HOMES:
-        value = getattr(importlib.import_module(_HOMES[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'niceeval.stats' has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _HOMES)
 
 
 def __dir__() -> list[str]:

@@ -23,8 +23,9 @@ Design: docs/design/store.md
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from niceeval._core.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from niceeval.store._compare import DiffOptions
@@ -81,13 +82,7 @@ __all__ = [
     "TurnRecord",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    if name in _HOMES:
-        value = getattr(importlib.import_module(_HOMES[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'niceeval.store' has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _HOMES)
 
 
 def __dir__() -> list[str]:

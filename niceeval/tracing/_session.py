@@ -4,6 +4,11 @@
 collector, the OTLP receiver (started when an agent first needs its URL), the in-process span router. A session
 opens a trace on it; each turn runs under that trace (in-process context, `traceparent` for HTTP, environment
 for subprocesses), then waits for the turn's spans (a bounded flush window), and hands them to the run's log.
+
+This module is the tracing package's one door for the agent adapters (`session_trace`, `traced_turn`,
+`end_trace`, `SessionTrace`, `TraceOptions`, `DEFAULT_FLUSH_WINDOW`): every adapter that traces a session goes
+through it, and no other private module of `niceeval.tracing` is imported from outside the package. The suite's
+tracing is a shared resource the adapters open and give back, not something a user builds, so it is not public.
 """
 
 from __future__ import annotations

@@ -1,31 +1,25 @@
 """The results viewer behind `niceeval view`: a Starlette app over the results store.
 
 Pages are rendered on the server (Jinja2, autoescaped), charts are SVG drawn on the server, and the few
-scripts are static files shipped here: the viewer works offline and runs no inline script.
+scripts are static files shipped here: the viewer works offline and runs no inline script. What the viewer shares
+with the HTML report (a run in full, the variants table, the stylesheet) is `niceeval.render`'s.
 
-The public names load on first use: the HTML report renders with this package's templates
-(`niceeval.web._templates`) and must not pay for importing Starlette.
+The public names load on first use, so importing the package costs nothing until the viewer is built.
+`niceeval view` starts it through `niceeval.web._serve`, the package's one door for the command line.
 
 Design: docs/design/viewer.md
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from niceeval._core.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from niceeval.web._app import ViewerSettings, create_app
     from niceeval.web._security import Access
 
-_HOMES = {"Access": "niceeval.web._security", "ViewerSettings": "niceeval.web._app", "create_app": "niceeval.web._app"}
-
 __all__ = ["Access", "ViewerSettings", "create_app"]
 
-
-def __getattr__(name: str) -> Any:
-    if name in _HOMES:
-        value = getattr(importlib.import_module(_HOMES[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'niceeval.web' has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, {"Access": "._security", "ViewerSettings": "._app", "create_app": "._app"})

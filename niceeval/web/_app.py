@@ -24,10 +24,13 @@ from niceeval.web._cases import (
 from niceeval.web._compare import compare_eval_page, compare_page
 from niceeval.web._eval_run import eval_run_page
 from niceeval.web._history import history_page
-from niceeval.web._render import render
+from niceeval.web._pages import render
 from niceeval.web._runs import run_page, runs_page
 from niceeval.web._security import Access, Guard
-from niceeval.web._templates import STATIC_DIR
+
+STATIC = ("niceeval.web", "niceeval.render")
+"""Packages whose `static/` folder the viewer serves under `/static`: its scripts, and the stylesheet and icon it
+shares with the HTML report."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +63,7 @@ def create_app(settings: ViewerSettings) -> Starlette:
             Route("/cases/{name}/edit", edit_case_form, name="edit_case"),
             Route("/cases/{name}/edit", save_edited_case, methods=["POST"]),
             Route("/cases/{name}/delete", delete_case, methods=["POST"]),
-            Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
+            Mount("/static", StaticFiles(packages=[(package, "static") for package in STATIC]), name="static"),
         ],
         exception_handlers={HTTPException: _http_error},
     )

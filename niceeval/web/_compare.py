@@ -12,11 +12,11 @@ from starlette.responses import Response
 from niceeval._core.assertion import AssertionResult
 from niceeval._core.errors import ConfigError
 from niceeval._core.results import RunResult
+from niceeval.render import rounds
 from niceeval.store import DiffOptions, RunNotFound, Store, SuiteRunDetail
 from niceeval.web import _queries
-from niceeval.web._render import render
+from niceeval.web._pages import render
 from niceeval.web._requests import required, store_of, suite_run
-from niceeval.web._rounds import rounds
 from niceeval.web._runs import EvalLine, eval_lines
 
 PICKER_RUNS = 50

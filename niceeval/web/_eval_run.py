@@ -6,10 +6,10 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
+from niceeval.render import commands, rounds
 from niceeval.store import RunNotFound
-from niceeval.web._render import render
+from niceeval.web._pages import render
 from niceeval.web._requests import required, store_of, suite_run
-from niceeval.web._rounds import commands, rounds
 from niceeval.web._waterfall import waterfall
 
 

@@ -7,12 +7,12 @@ from urllib.parse import quote
 from starlette.requests import Request
 from starlette.responses import Response
 
+from niceeval.render import when
 from niceeval.store import EvalRunInfo
 from niceeval.web import _queries
 from niceeval.web._charts import Cell, Point, Series, heat_map, score_lines, trend_line
-from niceeval.web._render import render
+from niceeval.web._pages import render
 from niceeval.web._requests import required, store_of
-from niceeval.web._templates import when
 
 HISTORY_RUNS = 30
 """Suite runs shown in the charts."""

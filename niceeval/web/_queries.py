@@ -15,10 +15,10 @@ from sqlalchemy import Integer, case, func, select
 from starlette.exceptions import HTTPException
 
 from niceeval._core.assertion import AssertionResult, JudgeCall
+from niceeval.render import JudgeModelUse
 from niceeval.store import RunNotFound, Store, SuiteRunInfo
 from niceeval.store._read import suite_runs_with
 from niceeval.store._schema import assertions, eval_runs, judge_calls, suite_runs
-from niceeval.web._judging import JudgeModelUse
 
 
 @dataclass(frozen=True, slots=True)

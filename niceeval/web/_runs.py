@@ -14,13 +14,12 @@ from niceeval._core.outcome import OUTCOMES, Outcome
 from niceeval._core.results import RunResult, Spend
 from niceeval._core.summary import EvalTally, PlannedEval
 from niceeval._core.wording import miss_words
-from niceeval.report._variants import VariantTable
+from niceeval.render import VariantTable, when
 from niceeval.store import EvalRunInfo, Store, SuiteRunDetail, SuiteRunInfo
 from niceeval.web import _queries
 from niceeval.web._charts import Point, trend_line
-from niceeval.web._render import render
+from niceeval.web._pages import render
 from niceeval.web._requests import page_number, store_of, suite_run
-from niceeval.web._templates import when
 
 RUNS_PER_PAGE = 25
 EVALS_PER_PAGE = 200

@@ -1,4 +1,9 @@
-"""`niceeval view`: bind, print the URL (with the token when one is needed), serve with uvicorn until Ctrl-C."""
+"""`niceeval view`: bind, print the URL (with the token when one is needed), serve with uvicorn until Ctrl-C.
+
+The viewer's one door for the command line (`niceeval.cli` imports `serve` and `ServeOptions` from here, nothing
+else of this package's private modules): serving with uvicorn is the command's business, not a public name of
+`niceeval.web`, whose users mount `create_app` in a server of their own.
+"""
 
 from __future__ import annotations
 

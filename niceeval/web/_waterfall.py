@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from markupsafe import Markup, escape
 
 from niceeval._core.spans import Span, SpanRecord, link
-from niceeval.tracing._mapping import role
+from niceeval.tracing import role
 
 MAX_ROWS = 400
 """Rows drawn at most (a run with more spans shows the first ones and says how many were left out)."""

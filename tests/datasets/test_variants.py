@@ -9,7 +9,8 @@ import pytest
 from niceeval import UsageError
 from niceeval._core.results import RunResult
 from niceeval._eval.variants import parse_variants
-from niceeval.report._variants import VariantTable
+from niceeval.render import VariantTable
+from niceeval.report._variants import variant_lines, variant_records
 
 from ._helpers import run_project, write
 
@@ -176,7 +177,7 @@ def test_the_comparison_table_gives_pass_rate_mean_score_per_kind_cost_and_laten
     table = VariantTable()
     for run in (_run("a", "passed", 1.0, 0.5), _run("a", "failed", 0.0, 0.25), _run("b", "scored", 0.5, None)):
         table.add(run)
-    rows = {row["variant"]: row for row in table.as_list(strict=False)}
+    rows = {row["variant"]: row for row in variant_records(table, strict=False)}
     estimates = rows["prompt=a"].pop("pass_rate_estimate"), rows["prompt=a"].pop("mean_score_estimates")
     assert estimates[0]["value"] == 0.5 and estimates[0]["clusters"] == 1  # both runs are of one case
     assert estimates[1]["includes"]["note"] == "1 case: no spread to measure"
@@ -191,11 +192,11 @@ def test_the_comparison_table_gives_pass_rate_mean_score_per_kind_cost_and_laten
         "latency_p95_s": None,
     }
     assert (rows["prompt=b"]["pass_rate"], rows["prompt=b"]["cost"]) == (1.0, None)
-    assert table.as_list(strict=True)[1]["pass_rate"] == 0.0
-    assert table.lines(strict=False)[2].split() == ["prompt=a", "2", "50%", "-", "0.50", "$0.7500", "1.00s"]
+    assert variant_records(table, strict=True)[1]["pass_rate"] == 0.0
+    assert variant_lines(table, strict=False)[2].split() == ["prompt=a", "2", "50%", "-", "0.50", "$0.7500", "1.00s"]
 
 
 def test_runs_without_a_variant_leave_the_table_empty() -> None:
     table = VariantTable()
     table.add(_run("a", "passed", 1.0, 0.0).model_copy(update={"variant": None}))
-    assert table.lines(strict=False) == []
+    assert variant_lines(table, strict=False) == []

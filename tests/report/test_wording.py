@@ -8,7 +8,7 @@ from niceeval._core.assertion import AssertionResult, JudgeCall
 from niceeval._core.results import Spend
 from niceeval._core.wording import judge_calls, plural, usd
 from niceeval.judge import judge_spend
-from niceeval.web._judging import JudgeModelUse
+from niceeval.render import JudgeModelUse
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,17 @@ from tests.tracing.trace_helpers import span
 
 
 def test_public_names() -> None:
-    assert sorted(niceeval.tracing.__all__) == ["Span", "SpanEvent", "SpanKind", "SpanStatus", "events_from_spans"]
+    assert sorted(niceeval.tracing.__all__) == [
+        "Role",
+        "Span",
+        "SpanEvent",
+        "SpanKind",
+        "SpanStatus",
+        "events_from_spans",
+        "role",
+    ]
+    for name in niceeval.tracing.__all__:
+        assert hasattr(niceeval.tracing, name), name
 
 
 def on(run_trace_id: str, *spans: object) -> list[object]:

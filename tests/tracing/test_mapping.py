@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from niceeval._core.events import ActionCalledEvent, ErrorEvent, SubagentCalledEvent, UsageEvent
 from niceeval._core.spans import link
-from niceeval.tracing import SpanEvent, events_from_spans
-from niceeval.tracing._mapping import role
+from niceeval.tracing import SpanEvent, events_from_spans, role
 from tests.tracing.trace_helpers import span
 
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
 from starlette.testclient import TestClient
-
-from niceeval.web._app import STATIC_DIR
 
 
 def test_the_home_page_is_the_runs_list(browser: TestClient) -> None:
@@ -17,10 +16,14 @@ def test_an_empty_store_says_how_to_fill_it(browser: TestClient) -> None:
     assert "No runs recorded yet. Run <code>niceeval run</code>" in browser.get("/").text
 
 
-def test_the_static_files_ship_in_the_package(browser: TestClient) -> None:
-    assert {"viewer.css", "viewer.js", "favicon.svg"} <= {p.name for p in STATIC_DIR.iterdir()}
-    response = browser.get("/static/viewer.css")
-    assert response.status_code == 200 and response.headers["content-type"].startswith("text/css")
+@pytest.mark.parametrize(
+    ("name", "content_type"),
+    [("viewer.css", "text/css"), ("viewer.js", "text/javascript"), ("favicon.svg", "image/svg+xml")],
+)
+def test_the_static_files_ship_in_the_package(browser: TestClient, name: str, content_type: str) -> None:
+    """The viewer's script, and the stylesheet and icon it shares with the HTML report (`niceeval.render`)."""
+    response = browser.get(f"/static/{name}")
+    assert response.status_code == 200 and response.headers["content-type"].startswith(content_type)
 
 
 def test_pages_load_no_inline_script_and_nothing_from_other_sites(browser: TestClient) -> None:

@@ -1,6 +1,6 @@
 """A run's events grouped into rounds of the conversation, each with the judge verdicts on its reply.
 
-Used by the viewer's eval-run and compare pages and by the HTML report; no web server needed.
+Used by the viewer's eval-run and compare pages and by the HTML report.
 """
 
 from __future__ import annotations

@@ -1,12 +1,15 @@
-"""The viewer's templates and display filters, without the web server: the HTML report renders with them too.
+"""The template environment and display filters the viewer's pages and the HTML report render with.
 
-Nothing here imports Starlette; `_render.py` turns a rendered page into a response.
+Each room keeps its own pages in its `templates/` folder (`niceeval/web/templates`, `niceeval/report/templates`);
+the parts both show (a run in full, verdicts, judge counts, the variants table) are in this package's
+`templates/`, and the stylesheet and icon both use in its `static/`. A room's page may not share a name with a
+shared template: the room's folder is searched first, and a shadowed part would silently differ between the two.
 """
 
 from __future__ import annotations
 
-import functools
 import json
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -16,8 +19,7 @@ from markupsafe import Markup, escape
 
 from niceeval._core.assertion import AssertionResult
 from niceeval._core.wording import judge_calls, plural, usd
-from niceeval.web import _charts
-from niceeval.web._diffview import OPEN_UP_TO, diff_files
+from niceeval.render._diffview import OPEN_UP_TO, diff_files
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 TEXT_LIMIT = 100_000
@@ -25,21 +27,28 @@ TEXT_LIMIT = 100_000
 reply would make a page or a report file too heavy to open. The results store and the JSON report keep it all."""
 
 
-@functools.cache
-def environment() -> jinja2.Environment:
-    """The template environment: every `{{ }}` is HTML-escaped, an unknown name is an error, not a blank."""
+def environment(room: str, functions: Mapping[str, Any] | None = None) -> jinja2.Environment:
+    """The template environment of `room`'s pages: every `{{ }}` is HTML-escaped, an unknown name is an error.
+
+    Each call builds a new environment (and compiles templates anew): a room builds its own once and keeps it.
+
+    Args:
+        room: The package whose `templates/` folder holds the room's pages (`"niceeval.web"`); the shared
+            parts are found after them.
+        functions: What the room's own pages call besides the shared filters and functions (the viewer's charts).
+    """
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("niceeval.web", "templates"),
+        loader=jinja2.ChoiceLoader(
+            [jinja2.PackageLoader(room, "templates"), jinja2.PackageLoader("niceeval.render", "templates")]
+        ),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
     )
     env.filters.update(pct=pct, duration=duration, usd=usd, when=when, score=score, pretty=pretty, clip=clip)
-    env.globals.update(
-        outcome_bar=_charts.outcome_bar, TEXT_LIMIT=TEXT_LIMIT, diff_files=diff_files, DIFF_OPEN_UP_TO=OPEN_UP_TO
-    )
     env.filters.update(plural=plural, judge_calls=judge_calls, decided_by=decided_by)
+    env.globals.update(TEXT_LIMIT=TEXT_LIMIT, diff_files=diff_files, DIFF_OPEN_UP_TO=OPEN_UP_TO, **(functions or {}))
     return env
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from niceeval._core.assertion import AssertionResult
 from niceeval._core.results import RunResult
-from niceeval.report._text import clean, clean_lines
+from niceeval._core.text import clean, clean_lines
 
 _MARK = {"passed": "✓", "failed": "✗", "inconclusive": "?"}
 

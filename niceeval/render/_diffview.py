@@ -1,4 +1,4 @@
-"""A workspace diff as the viewer shows it: one collapsible section per file, its lines highlighted by language.
+"""A workspace diff as the viewer and the HTML report show it: one collapsible section per file, lines highlighted.
 
 The text is the agent's output, so untrusted: every line goes through Pygments' HTML formatter (which escapes it)
 or `markupsafe.escape`; nothing of it is ever inserted as markup.

@@ -4,7 +4,6 @@ The words are those of every report (`niceeval._core.wording.judge_calls`): a *c
 tokens, a *cached* verdict was read from the judge cache instead, a *not sent* one never left (no API key, a
 `--cache-only` miss). The three add up to the judge records of the run, and the sums of `calls` and `cached`
 over the models are the suite's `judge_spend.calls` and `.cached` that the console and the JSON report print.
-No Starlette and no SQLAlchemy here: the HTML report imports it.
 """
 
 from __future__ import annotations

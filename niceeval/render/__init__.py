@@ -1,0 +1,53 @@
+"""What the HTML report and the viewer both render, below both: neither imports the other.
+
+One run in full, judge counts, the variants table, the templates and filters, the stylesheet. Not a user's API:
+`niceeval.report` and `niceeval.web` import these names, nothing else of the package.
+
+`environment(room)` gives a room's pages (its own `templates/` folder) over the shared parts (this package's
+`templates/`: `_macros.html`, `_run_detail.html`); `STATIC_DIR` holds the stylesheet and the icon both use.
+Nothing here imports a web server. Names load on first use: the console and the JSON report collect the
+variants table without Jinja2 or the rest.
+
+Design: docs/design/rendering.md
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from niceeval._core.lazy import lazy_getattr
+
+if TYPE_CHECKING:
+    from niceeval.render._judging import JudgeModelUse
+    from niceeval.render._rounds import Round, commands, rounds
+    from niceeval.render._templates import STATIC_DIR, TEXT_LIMIT, environment, when
+    from niceeval.render._variants import VariantRow, VariantTable
+
+__all__ = [
+    "STATIC_DIR",
+    "TEXT_LIMIT",
+    "JudgeModelUse",
+    "Round",
+    "VariantRow",
+    "VariantTable",
+    "commands",
+    "environment",
+    "rounds",
+    "when",
+]
+
+__getattr__ = lazy_getattr(
+    __name__,
+    {
+        "JudgeModelUse": "niceeval.render._judging",
+        "Round": "niceeval.render._rounds",
+        "commands": "niceeval.render._rounds",
+        "rounds": "niceeval.render._rounds",
+        "STATIC_DIR": "niceeval.render._templates",
+        "TEXT_LIMIT": "niceeval.render._templates",
+        "environment": "niceeval.render._templates",
+        "when": "niceeval.render._templates",
+        "VariantRow": "niceeval.render._variants",
+        "VariantTable": "niceeval.render._variants",
+    },
+)
