@@ -34,10 +34,11 @@ FEATURES = [
 
 RULES: list[tuple[str, tuple[str, ...]]] = [
     *((feature, UPPER + ("niceeval.store", "niceeval.web")) for feature in FEATURES),
-    ("niceeval.report", ("niceeval._eval", "niceeval._run", "niceeval.cli", "niceeval.pytest_plugin")),
+    ("niceeval.render", UPPER + ("niceeval.store", "niceeval.web", *FEATURES)),
+    ("niceeval.report", ("niceeval._eval", "niceeval._run", "niceeval.cli", "niceeval.pytest_plugin", "niceeval.web")),
     ("niceeval._eval", ("niceeval._run", "niceeval.report", "niceeval.cli", "niceeval.pytest_plugin")),
     ("niceeval.store", UPPER + ("niceeval.web",)),
-    ("niceeval.web", ("niceeval._eval", "niceeval._run", "niceeval.cli", "niceeval.pytest_plugin")),
+    ("niceeval.web", ("niceeval._eval", "niceeval._run", "niceeval.cli", "niceeval.pytest_plugin", "niceeval.report")),
     ("niceeval._run", ("niceeval.cli", "niceeval.pytest_plugin")),
 ]
 
@@ -216,29 +217,13 @@ def test_assertion_chaining_is_implemented_once() -> None:
     assert defined == ["niceeval._core.assertion.Chainable"]
 
 
-SERVERLESS_WEB = (
-    "niceeval.web._templates",
-    "niceeval.web._rounds",
-    "niceeval.web._charts",
-    "niceeval.web._diffview",
-    "niceeval.web._judging",
-)
-"""The viewer's parts the HTML report renders with: templates, filters, rounds, diffs and judge counts, no server."""
-
-
-def _server_side(name: str) -> bool:
-    if within(name, "starlette") or within(name, "uvicorn"):
-        return True
-    web_part = within(name, "niceeval.web") and name != "niceeval.web"  # the package itself loads lazily
-    return web_part and not any(within(name, serverless) for serverless in SERVERLESS_WEB)
-
-
-def test_reports_use_the_viewers_templates_never_its_server() -> None:
+def test_reports_and_shared_rendering_never_import_the_viewers_server() -> None:
+    """The HTML report renders with `niceeval.render`; neither pulls in Starlette, uvicorn or the viewer."""
     wrong = [
         f"{module_name(path)} imports {name}"
-        for layer in ("niceeval.report", *SERVERLESS_WEB)
+        for layer in ("niceeval.report", "niceeval.render")
         for path in modules(layer)
         for name in imports(path)
-        if _server_side(name)
+        if any(within(name, server) for server in ("starlette", "uvicorn", "niceeval.web"))
     ]
     assert wrong == []

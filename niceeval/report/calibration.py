@@ -30,6 +30,8 @@ class Label:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Disagreement:
+    """One labelled run whose judge said otherwise than the label."""
+
     eval_id: str
     judge: str
     expected: str
@@ -49,10 +51,12 @@ class Agreement:
     disagreements: list[Disagreement] = field(default_factory=list)
 
     def count(self, expected: str, judged: str) -> int:
+        """How many decided verdicts had this label and this judgement."""
         return self.matrix.get((expected, judged), 0)
 
     @property
     def decided(self) -> int:
+        """How many verdicts were decided (pass or fail), inconclusive ones left out."""
         return sum(self.matrix.values())
 
     @property
@@ -77,6 +81,7 @@ class Agreement:
         return (observed - chance) / (1 - chance)
 
     def as_dict(self) -> dict[str, Any]:
+        """The agreement as plain JSON-ready data."""
         return {
             "split": self.split,
             "judge": self.model,
@@ -120,9 +125,11 @@ class CalibrationReporter:
         """(eval id, error) of labelled runs that crashed: their judges may never have been asked."""
 
     def start(self, plan: Sequence[PlannedEval], problems: Sequence[Problem]) -> None:
+        """Take the plan and the problems found while loading it."""
         pass
 
     def run_finished(self, result: RunResult) -> None:
+        """Take one finished run."""
         label = self.labels.get(result.eval_id)
         if label is None:
             return
@@ -152,6 +159,7 @@ class CalibrationReporter:
                 )
 
     def finish(self, summary: SuiteSummary) -> None:
+        """Finish the report from the suite's summary."""
         pass
 
     def rows(self) -> list[Agreement]:

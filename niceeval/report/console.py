@@ -121,6 +121,7 @@ class ConsoleReporter:
             self.console.file.write(text.plain.encode(encoding, "backslashreplace").decode(encoding) + "\n")
 
     def start(self, plan: Sequence[PlannedEval], problems: Sequence[Problem]) -> None:
+        """Take the plan and the problems found while loading it."""
         total = sum(p.runs for p in plan)
         runs = plan[0].runs if plan else 1
         label = self.runs_label or plural(runs, "run")
@@ -134,10 +135,12 @@ class ConsoleReporter:
                 self._progress = None
 
     def run_started(self, eval_id: str, run_index: int) -> None:
+        """Note that a run has started."""
         if self._progress is not None:
             self._progress.run_started(eval_id, run_index)
 
     def run_finished(self, result: RunResult) -> None:
+        """Take one finished run."""
         tally = self._tallies.get(result.eval_id)
         if tally is None:
             return
@@ -251,6 +254,7 @@ class ConsoleReporter:
             self._print(text)
 
     def finish(self, summary: SuiteSummary) -> None:
+        """Finish the report from the suite's summary."""
         if self._progress is not None:
             self._progress.stop()
         for eval_id, runs in self._pending.items():

@@ -1,4 +1,4 @@
-"""GitHub Actions output: annotations at the lines that missed, and a markdown step summary.
+r"""GitHub Actions output: annotations at the lines that missed, and a markdown step summary.
 
 `niceeval run` adds this reporter when `GITHUB_ACTIONS=true` (or with `--github`). It
 
@@ -12,7 +12,7 @@
   annotations per step, so at most that many are printed and a notice says how many were left out;
 - appends the step summary (see `_step_summary.py`) to the file `GITHUB_STEP_SUMMARY` names.
 
-Data is escaped as GitHub's toolkit does (`%` `\\r` `\\n`; properties also `:` `,`), after control characters
+Data is escaped as GitHub's toolkit does (`%` `\r` `\n`; properties also `:` `,`), after control characters
 are made visible, so an annotation is always one line.
 """
 
@@ -80,6 +80,7 @@ class Annotation:
     line: int | None = None
 
     def command(self) -> str:
+        """The annotation as a GitHub workflow command line."""
         props = [f"file={escape_property(self.file)}"] if self.file else []
         if self.file and self.line:
             props.append(f"line={self.line}")
@@ -126,10 +127,12 @@ class GitHubReporter:
             print(line, file=self.options.out, flush=True)
 
     def start(self, plan: Sequence[PlannedEval], problems: Sequence[Problem]) -> None:
+        """Take the plan and the problems found while loading it."""
         self._tallies = {p.id: EvalTally(eval=p) for p in plan}
         self._print(f"::stop-commands::{self._token}")
 
     def run_finished(self, result: RunResult) -> None:
+        """Take one finished run."""
         tally = self._tallies.get(result.eval_id)
         if tally is None:
             planned = PlannedEval(id=result.eval_id, file=result.file, line=result.line)
@@ -215,6 +218,7 @@ class GitHubReporter:
             return None  # outside the repository: GitHub could not show it on a file
 
     def finish(self, summary: SuiteSummary) -> None:
+        """Finish the report from the suite's summary."""
         for eval_id, runs in self._pending.items():  # interrupted: the runs that finished, by what they show
             self._eval_done(self._tallies[eval_id], runs)
         self._pending.clear()

@@ -1,10 +1,10 @@
-"""The HTML reporter: one self-contained page to read a suite's results in, offline, from CI artifacts or email.
+r"""The HTML reporter: one self-contained page to read a suite's results in, offline, from CI artifacts or email.
 
 The page looks like the viewer (`niceeval.render`'s stylesheet, inlined, and its templates for a run; the page
 itself is `report/templates/report.html`, its own styles `report/static/report.css`) and needs nothing
 else: no network, no script. A Content-Security-Policy in the page forbids scripts and every fetch, so even a
 template mistake could not make model output run or call home. Every string is escaped by Jinja2; control
-characters and lone surrogates become visible escapes (`\\x1b`, `\\ud800`), as on the console; texts over
+characters and lone surrogates become visible escapes (`\x1b`, `\ud800`), as on the console; texts over
 `TEXT_LIMIT` characters are cut with a note.
 
 Runs arrive in completion order; each is rendered when it finishes and spooled to a temporary file, so memory stays
@@ -174,6 +174,7 @@ class HtmlReporter:
         self._parts: Any = None
 
     def start(self, plan: Sequence[PlannedEval], problems: Sequence[Problem]) -> None:
+        """Take the plan and the problems found while loading it."""
         del problems  # the summary carries them, with any found while running
         self._evals = {p.id: _EvalRecord(planned=p, position=i) for i, p in enumerate(plan)}
         self.started_at = self.started_at or datetime.now(UTC)
@@ -181,6 +182,7 @@ class HtmlReporter:
         self._spool = tempfile.TemporaryFile()
 
     def run_finished(self, result: RunResult) -> None:
+        """Take one finished run."""
         assert self._spool is not None
         record = self._evals.get(result.eval_id)
         if record is None:  # a run the plan did not name: shown after the planned evals
@@ -203,6 +205,7 @@ class HtmlReporter:
             return str(self._parts.stand_in(result, why, planned_runs))
 
     def finish(self, summary: SuiteSummary) -> None:
+        """Finish the report from the suite's summary."""
         assert self._spool is not None
         self.path.parent.mkdir(parents=True, exist_ok=True)
         partial = self.path.with_name(self.path.name + ".partial")

@@ -42,12 +42,14 @@ class JsonReporter:
         self._variants = VariantTable()
 
     def start(self, plan: Sequence[PlannedEval], problems: Sequence[Problem]) -> None:
+        """Take the plan and the problems found while loading it."""
         self._plan = list(plan)
         self._problems = list(problems)
         self._started_at = datetime.now(UTC).isoformat()
         self._spool = tempfile.TemporaryFile()
 
     def run_finished(self, result: RunResult) -> None:
+        """Take one finished run."""
         assert self._spool is not None
         self._variants.add(result)
         data = run_json(result)
@@ -56,6 +58,7 @@ class JsonReporter:
         self._offsets.setdefault(result.eval_id, []).append((result.run_index, position, len(data)))
 
     def finish(self, summary: SuiteSummary) -> None:
+        """Finish the report from the suite's summary."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         partial = self.path.with_name(self.path.name + ".partial")
         try:

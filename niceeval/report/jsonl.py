@@ -36,6 +36,7 @@ class JsonlReporter:
         self._out.flush()
 
     def start(self, plan: Sequence[PlannedEval], problems: Sequence[Problem]) -> None:
+        """Take the plan and the problems found while loading it."""
         if self.target == "-":
             self._out = sys.stdout
         else:
@@ -52,12 +53,14 @@ class JsonlReporter:
         )
 
     def run_finished(self, result: RunResult) -> None:
+        """Take one finished run."""
         run = run_json(result)
         self._line(
             b'{"event": "run.finished", "eval_id": ' + json.dumps(result.eval_id).encode() + b', "run": ' + run + b"}"
         )
 
     def finish(self, summary: SuiteSummary) -> None:
+        """Finish the report from the suite's summary."""
         if self._out is None:
             return
         self._line(

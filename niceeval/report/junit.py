@@ -48,8 +48,11 @@ def _describe_misses(result: RunResult) -> str:
 
 
 def _add_properties(case: ET.Element, result: RunResult, rate: Estimate | None) -> None:
-    """`<properties>`: the eval's pass rate with its 95% interval (with --runs N), the run's model calls, tokens
-    (input, output, cache-read) and cost, agent and judge apart."""
+    """`<properties>` of one run.
+
+    The eval's pass rate with its 95% interval (with --runs N), the run's model calls, tokens (input, output,
+    cache-read) and cost, agent and judge apart.
+    """
     rows = []
     if rate is not None and rate.value is not None and rate.low is not None and rate.high is not None:
         rows += [
@@ -76,8 +79,11 @@ def _add_properties(case: ET.Element, result: RunResult, rate: Estimate | None) 
 
 
 def _suite_properties(summary: SuiteSummary) -> str:
-    """The suite's pass rate over its cases, with its clustered standard error and 95% interval; the eval runs a
-    stored suite run is missing."""
+    """The suite's `<properties>`.
+
+    The suite's pass rate over its cases, with its clustered standard error and 95% interval; the eval runs a
+    stored suite run is missing.
+    """
     rate = suite_rate(summary.tallies, strict=summary.strict)
     if rate.value is None and not summary.missing_runs:
         return ""
@@ -105,10 +111,12 @@ class JUnitReporter:
         self._pending: dict[str, list[RunResult]] = {}
 
     def start(self, plan: Sequence[PlannedEval], problems: Sequence[Problem]) -> None:
+        """Take the plan and the problems found while loading it."""
         self._spool = tempfile.TemporaryFile("w+", encoding="utf-8")
         self._tallies = {p.id: EvalTally(eval=p) for p in plan}
 
     def run_finished(self, result: RunResult) -> None:
+        """Take one finished run."""
         tally = self._tallies.get(result.eval_id)
         if tally is None:
             tally = self._tallies[result.eval_id] = EvalTally(eval=PlannedEval(id=result.eval_id, file="", line=0))
@@ -169,6 +177,7 @@ class JUnitReporter:
         self._spool.write(ET.tostring(case, encoding="unicode"))
 
     def finish(self, summary: SuiteSummary) -> None:
+        """Finish the report from the suite's summary."""
         assert self._spool is not None
         for eval_id, runs in self._pending.items():  # interrupted: the runs that finished, by what they show
             self._write_eval(self._tallies[eval_id], runs)

@@ -70,6 +70,7 @@ class LiveProgress:
         self._live: Live | None = None
 
     def start(self, total: int) -> None:
+        """Take the plan and the problems found while loading it."""
         self._state = ProgressState(total=total, started_at=self._clock())
         self._live = Live(
             console=self._console,
@@ -83,6 +84,7 @@ class LiveProgress:
         self._live.start()
 
     def run_started(self, eval_id: str, run_index: int) -> None:
+        """Note that a run has started."""
         with self._lock:
             self._state.running[(eval_id, run_index)] = self._clock()
         self._redraw()
@@ -93,6 +95,7 @@ class LiveProgress:
             self._state.total += runs
 
     def run_finished(self, result: RunResult) -> None:
+        """Take one finished run."""
         with self._lock:
             state = self._state
             state.running.pop((result.eval_id, result.run_index), None)
@@ -111,6 +114,7 @@ class LiveProgress:
         self._redraw()
 
     def stop(self) -> None:
+        """Stop the live display."""
         if self._live is not None:
             self._live.stop()
             self._live = None
