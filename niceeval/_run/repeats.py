@@ -53,6 +53,13 @@ def runs_of(entry: EvalEntry, runs: int) -> int:
     return entry.spec.runs or runs
 
 
+def first_runs(entry: EvalEntry, adaptive: AdaptiveRuns | None) -> int | None:
+    """With adaptive repeats, the runs `entry` makes whatever they show (LOW), which the suite's pass rate counts:
+    the runs after them are made or not on what these showed, so a rate over all of them is biased (an eval that
+    missed stops, one that passed goes on). None for `--runs N` and for `define_eval(runs=N)`."""
+    return adaptive.least if adaptive is not None and entry.spec.runs is None else None
+
+
 def work(
     entries: Sequence[EvalEntry], runs: int, done: Container[tuple[str, int]], shard: Shard | None = None
 ) -> Iterator[WorkItem]:

@@ -32,9 +32,8 @@ from niceeval._core.results import RunResult, Spend
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
 from niceeval._core.wording import miss_words
 from niceeval.report._grouping import Miss, MissGroups, runs_text
-from niceeval.report._uncertainty import interval_text, suite_rate
+from niceeval.report._uncertainty import interval_text, runs_rate, suite_rate
 from niceeval.report._variants import VariantTable
-from niceeval.stats import wilson
 from niceeval.web._judging import JudgeModelUse
 from niceeval.web._rounds import commands, rounds
 from niceeval.web._templates import STATIC_DIR, environment
@@ -91,7 +90,7 @@ class EvalRow:
     @property
     def interval(self) -> str:
         """`95% CI 49%-94%`: the Wilson interval of the pass rate over the runs (empty without runs)."""
-        return interval_text(wilson(self.passing, self.counted)) if self.counted else ""
+        return interval_text(runs_rate(self.passing, self.counted))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
