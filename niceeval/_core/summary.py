@@ -107,7 +107,9 @@ class EvalTally:
             passed, scored, counted = self.first
             outcome = result.outcome
             self.first = (
-                passed + (outcome == "passed"), scored + (outcome == "scored"), counted + (outcome != "skipped")
+                passed + (outcome == "passed"),
+                scored + (outcome == "scored"),
+                counted + (outcome != "skipped"),
             )
         self.total_duration_s += result.duration_s
         self.latencies.extend(latencies(result.events))

@@ -4,7 +4,8 @@ Next to the per-eval rules (`--min-pass-rate` over an eval's runs), these judge 
 promptfoo or pydantic-evals user expects ("90% of the cases pass", "the mean helpfulness is at least 0.8"). With
 `--min-suite-pass-rate` a failing case no longer fails the suite by itself: the rate over cases decides. Each
 verdict is reported with its interval (`niceeval.stats`): Wilson over cases for the pass rate (clustered when
-`cluster=` groups them), a clustered mean (runs of one case form a cluster) for a mean. The gate compares the point estimate; the interval says how sure.
+`cluster=` groups them), a clustered mean (runs of one case form a cluster) for a mean. The gate compares the
+point estimate; the interval says how sure.
 """
 
 from __future__ import annotations

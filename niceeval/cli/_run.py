@@ -259,14 +259,15 @@ def _adaptive(args: argparse.Namespace) -> str | None:
 
     runs = getattr(args, "runs", None)
     tolerated = getattr(args, "tolerated_flake_rate", None)
-    args.adaptive = runs if isinstance(runs, AdaptiveRuns) else None
-    if args.adaptive is None:
+    if not isinstance(runs, AdaptiveRuns):
+        args.adaptive = None
         return None if tolerated is None else "--tolerated-flake-rate goes with --runs LOW..HIGH (or auto)."
+    if tolerated is not None and tolerated >= 1:
+        return f"--tolerated-flake-rate must be under 1 (e.g. 0.2), got {tolerated}."
     if tolerated is not None:
-        if tolerated >= 1:
-            return f"--tolerated-flake-rate must be under 1 (e.g. 0.2), got {tolerated}."
-        args.adaptive = AdaptiveRuns(least=runs.least, most=runs.most, tolerated_flake_rate=tolerated)
-    args.runs = args.adaptive.least
+        runs = AdaptiveRuns(least=runs.least, most=runs.most, tolerated_flake_rate=tolerated)
+    args.adaptive = runs
+    args.runs = runs.least
     if getattr(args, "shard", None) is not None or getattr(args, "run_id", None):
         return f"--runs {args.adaptive} cannot be split into shards (each shard decides alone): give --runs N."
     return None

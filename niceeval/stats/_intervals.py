@@ -73,9 +73,7 @@ def clustered_rate(
     effective = len(rates) ** 2 / inverse_runs / _design_effect(list(groups.values()), inverse_runs)
     low, high = _wilson_bounds(value, effective, confidence)
     stderr = math.sqrt(value * (1 - value) / effective)
-    return Estimate(
-        value=value, low=low, high=high, stderr=stderr, n=runs, clusters=len(groups), confidence=confidence
-    )
+    return Estimate(value=value, low=low, high=high, stderr=stderr, n=runs, clusters=len(groups), confidence=confidence)
 
 
 PSEUDO_CASE = 0.5
