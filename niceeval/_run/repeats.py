@@ -1,9 +1,9 @@
 """How many times each eval runs: `--runs N`, `define_eval(runs=N)`, and adaptive repeats (`--runs LOW..HIGH`).
 
 With adaptive repeats an eval's first LOW runs are queued; when its last queued run finishes, the rule of
-`niceeval.stats.AdaptiveRuns` decides whether it runs once more (its pass-rate interval still straddles the
-gate, and it has fewer than HIGH runs). The decision is taken before reporters see that run: the eval's planned
-count is raised first, so a reporter that waits for an eval's last run keeps waiting.
+`niceeval.stats.AdaptiveRuns` decides whether it runs once more (its verdict is not yet clear from its
+pass-rate interval, and it has fewer than HIGH runs). The decision is taken before reporters see that run: the
+eval's planned count is raised first, so a reporter that waits for an eval's last run keeps waiting.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Intervals that need no scipy: the console shows them after every run, and scipy takes seconds to import.
 
-The Wilson interval is a closed form in the normal quantile (`statistics.NormalDist`). The clustered mean's
-interval uses Student's t quantile, computed from the t distribution's closed forms for integer degrees of
-freedom; a test checks it against scipy's to 1e-9.
+The Wilson interval is a closed form in the normal quantile (`statistics.NormalDist`); a suite's pass rate
+(`clustered_rate`) is Wilson's interval at an effective sample size. The clustered mean of scores uses Student's
+t quantile, computed from the t distribution's closed forms for integer degrees of freedom; a test checks it
+against scipy's to 1e-9.
 """
 
 from __future__ import annotations

@@ -128,6 +128,7 @@ def test_junit_has_eval_and_suite_pass_rate_properties(tmp_path: Path) -> None:
     root = ET.parse(path).getroot()
     suite = {p.get("name"): p.get("value") for p in root.find("testsuite/properties") or []}
     assert suite["pass_rate"] == "0.900000" and suite["pass_rate_clusters"] == "2"
+    assert (suite["pass_rate_low"], suite["pass_rate_high"]) == ("0.347227", "0.993476")  # as the JSON report
     case = root.find("testsuite/testcase")
     assert case is not None
     props = {p.get("name"): p.get("value") for p in case.find("properties") or []}
