@@ -94,7 +94,7 @@ class EvalTally:
     _judge: _Packed | None = field(default=None, repr=False)
     latencies: list[float] = field(default_factory=list)
     """Each turn's duration, over every run (for the p50 / p95 the reports show)."""
-    first: tuple[int, int, int] = (0, 0, 0)
+    first_counts: tuple[int, int, int] = (0, 0, 0)
     """With `eval.first_runs`: the passed, scored and counted runs among them."""
 
     @property
@@ -104,9 +104,9 @@ class EvalTally:
     def add(self, result: RunResult) -> None:
         self.counts[result.outcome] += 1
         if self.eval.first_runs is not None and result.run_index < self.eval.first_runs:
-            passed, scored, counted = self.first
+            passed, scored, counted = self.first_counts
             outcome = result.outcome
-            self.first = (
+            self.first_counts = (
                 passed + (outcome == "passed"),
                 scored + (outcome == "scored"),
                 counted + (outcome != "skipped"),
@@ -145,7 +145,7 @@ class EvalTally:
         """`(passes, runs)` as the suite's pass rate counts them: every run, or the first runs (`eval.first_runs`)."""
         if self.eval.first_runs is None:
             return self.passing(strict=strict), self.counted
-        passed, scored, counted = self.first
+        passed, scored, counted = self.first_counts
         return passed + (0 if strict else scored), counted
 
     def pass_rate(self, *, strict: bool) -> float | None:
