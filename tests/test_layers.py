@@ -34,7 +34,7 @@ FEATURES = [
 
 RULES: list[tuple[str, tuple[str, ...]]] = [
     *((feature, UPPER + ("niceeval.store", "niceeval.web")) for feature in FEATURES),
-    ("niceeval.render", UPPER + ("niceeval.store", "niceeval.web", *FEATURES)),
+    ("niceeval.render", UPPER + ("niceeval.store", "niceeval.web", *(f for f in FEATURES if f != "niceeval.stats"))),
     ("niceeval.report", ("niceeval._eval", "niceeval._run", "niceeval.cli", "niceeval.pytest_plugin", "niceeval.web")),
     ("niceeval._eval", ("niceeval._run", "niceeval.report", "niceeval.cli", "niceeval.pytest_plugin")),
     ("niceeval.store", UPPER + ("niceeval.web",)),

@@ -24,6 +24,9 @@ class PlannedEval:
     cluster: str | None = None
     """The independent unit for the suite's standard errors (its case unless `define_eval(cluster=...)`); None:
     the eval itself."""
+    first_runs: int | None = None
+    """With `--runs LOW..HIGH`: LOW, the runs made whatever the eval showed, which the suite's pass rate counts
+    (how many more it got depended on what these showed, and would bias its rate); None: every run counts."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -91,6 +94,8 @@ class EvalTally:
     _judge: _Packed | None = field(default=None, repr=False)
     latencies: list[float] = field(default_factory=list)
     """Each turn's duration, over every run (for the p50 / p95 the reports show)."""
+    first_counts: tuple[int, int, int] = (0, 0, 0)
+    """With `eval.first_runs`: the passed, scored and counted runs among them."""
 
     @property
     def done(self) -> int:
@@ -98,6 +103,14 @@ class EvalTally:
 
     def add(self, result: RunResult) -> None:
         self.counts[result.outcome] += 1
+        if self.eval.first_runs is not None and result.run_index < self.eval.first_runs:
+            passed, scored, counted = self.first_counts
+            outcome = result.outcome
+            self.first_counts = (
+                passed + (outcome == "passed"),
+                scored + (outcome == "scored"),
+                counted + (outcome != "skipped"),
+            )
         self.total_duration_s += result.duration_s
         self.latencies.extend(latencies(result.events))
         self.inconclusive += sum(1 for a in result.assertions if a.state == "inconclusive")
@@ -127,6 +140,13 @@ class EvalTally:
     def counted(self) -> int:
         """Runs the pass rate is taken over: every run that was not skipped."""
         return self.done - self.counts["skipped"]
+
+    def case_counts(self, *, strict: bool) -> tuple[int, int]:
+        """`(passes, runs)` as the suite's pass rate counts them: every run, or the first runs (`eval.first_runs`)."""
+        if self.eval.first_runs is None:
+            return self.passing(strict=strict), self.counted
+        passed, scored, counted = self.first_counts
+        return passed + (0 if strict else scored), counted
 
     def pass_rate(self, *, strict: bool) -> float | None:
         """Share of non-skipped runs that count as passes (see `passing`); None if every run was skipped."""

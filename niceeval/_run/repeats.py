@@ -1,9 +1,9 @@
 """How many times each eval runs: `--runs N`, `define_eval(runs=N)`, and adaptive repeats (`--runs LOW..HIGH`).
 
 With adaptive repeats an eval's first LOW runs are queued; when its last queued run finishes, the rule of
-`niceeval.stats.AdaptiveRuns` decides whether it runs once more (its pass-rate interval still straddles the
-gate, and it has fewer than HIGH runs). The decision is taken before reporters see that run: the eval's planned
-count is raised first, so a reporter that waits for an eval's last run keeps waiting.
+`niceeval.stats.AdaptiveRuns` decides whether it runs once more (its verdict is not yet clear from its
+pass-rate interval, and it has fewer than HIGH runs). The decision is taken before reporters see that run: the
+eval's planned count is raised first, so a reporter that waits for an eval's last run keeps waiting.
 """
 
 from __future__ import annotations
@@ -51,6 +51,13 @@ class RunQueue:
 def runs_of(entry: EvalEntry, runs: int) -> int:
     """The runs `entry` gets at first: its own `define_eval(runs=N)`, else `runs` (`--runs N`, or LOW)."""
     return entry.spec.runs or runs
+
+
+def first_runs(entry: EvalEntry, adaptive: AdaptiveRuns | None) -> int | None:
+    """With adaptive repeats, the runs `entry` makes whatever they show (LOW), which the suite's pass rate counts:
+    the runs after them are made or not on what these showed, so a rate over all of them is biased (an eval that
+    missed stops, one that passed goes on). None for `--runs N` and for `define_eval(runs=N)`."""
+    return adaptive.least if adaptive is not None and entry.spec.runs is None else None
 
 
 def work(

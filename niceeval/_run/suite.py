@@ -19,7 +19,7 @@ from niceeval._run.discovery import EvalEntry, LoadError
 from niceeval._run.early_stop import RunControl
 from niceeval._run.execute import ExecOptions, execute_run
 from niceeval._run.judging import SuiteJudges, judging_modules
-from niceeval._run.repeats import Repeats, RunQueue, runs_of, work
+from niceeval._run.repeats import Repeats, RunQueue, first_runs, runs_of, work
 from niceeval._run.watchdog import LoopWatchdog
 from niceeval.providers import save_price_memo, shared_clients, use_price_memo
 from niceeval.report import Reporter, ReporterSet
@@ -88,11 +88,14 @@ def _redactor(entries: Sequence[EvalEntry], options: SuiteOptions) -> Redactor:
     return Redactor.from_environment(extra=[secret for agent in agents for secret in agent_secrets(agent)])
 
 
-def _plan(entries: Sequence[EvalEntry], runs: int) -> list[PlannedEval]:
+def _plan(entries: Sequence[EvalEntry], runs: int, adaptive: AdaptiveRuns | None) -> list[PlannedEval]:
     return [
-        PlannedEval(id=e.id, file=e.file, line=e.spec.line, tags=e.tags, runs=runs_of(e, runs), cluster=e.cluster)
+        PlannedEval(
+            id=e.id, file=e.file, line=e.spec.line, tags=e.tags, runs=runs_of(e, runs), cluster=e.cluster,
+            first_runs=first_runs(e, adaptive),
+        )
         for e in entries
-    ]
+    ]  # fmt: skip
 
 
 async def _rounds(
@@ -124,7 +127,7 @@ async def run_suite(
     Memory stays flat in the number of evals: runs are pulled one at a time by `concurrency` workers,
     and only per-eval tallies are kept here.
     """
-    plan = _plan(entries, options.runs)
+    plan = _plan(entries, options.runs, options.adaptive)
     tallies = {p.id: EvalTally(eval=p) for p in plan}
     redactor = _redactor(entries, options)
     problems = [

@@ -3,8 +3,9 @@
 Next to the per-eval rules (`--min-pass-rate` over an eval's runs), these judge the suite as a whole, as a
 promptfoo or pydantic-evals user expects ("90% of the cases pass", "the mean helpfulness is at least 0.8"). With
 `--min-suite-pass-rate` a failing case no longer fails the suite by itself: the rate over cases decides. Each
-verdict is reported with its interval (`niceeval.stats`): Wilson over cases for the pass rate, a clustered mean
-(runs of one case form a cluster) for a mean. The gate compares the point estimate; the interval says how sure.
+verdict is reported with its interval (`niceeval.stats`): Wilson over cases for the pass rate (clustered when
+`cluster=` groups them), a clustered mean (runs of one case form a cluster) for a mean. The gate compares the
+point estimate; the interval says how sure.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from niceeval._core.assertion import assertion_kind
 from niceeval._core.errors import UsageError
 from niceeval._core.results import RunResult
 from niceeval._core.summary import PlannedEval, Problem, SuiteSummary
-from niceeval.stats import Estimate, clustered_mean, wilson
+from niceeval.stats import Estimate, clustered_mean, clustered_rate
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -87,9 +88,12 @@ class GateCollector:
     def finish(self, summary: SuiteSummary) -> None:
         self.verdicts = []
         if self.gates.min_pass_rate is not None:
-            statuses = [summary.status_of(t) for t in summary.tallies if t.done]
-            counted = [s for s in statuses if s != "skipped"]
-            estimate = wilson(sum(s != "failed" for s in counted), len(counted))
+            verdicts = {t.eval.id: summary.status_of(t) for t in summary.tallies if t.done}
+            counted = [t for t in summary.tallies if verdicts.get(t.eval.id, "skipped") != "skipped"]
+            estimate = clustered_rate(
+                [(int(verdicts[t.eval.id] != "failed"), 1) for t in counted],
+                [t.eval.cluster or t.eval.id for t in counted],
+            )
             wanted = self.gates.min_pass_rate
             passed = estimate.value is not None and estimate.value + 1e-9 >= wanted
             verdict = GateVerdict(name="suite pass rate", estimate=estimate, threshold=wanted, passed=passed)

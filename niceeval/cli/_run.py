@@ -53,8 +53,15 @@ def add_run_commands(commands: argparse._SubParsersAction[argparse.ArgumentParse
         metavar="N|auto|LOW..HIGH",
         help="run every eval N times (default 1); the repeats run at the same time (within --concurrency), except "
         "for evals with @define_eval(sequential_runs=True), whose repeats run one after another. LOW..HIGH (auto: "
-        "3..20): LOW runs each, then again only while the eval's pass-rate interval straddles --min-pass-rate, up "
-        "to HIGH; @define_eval(runs=N) fixes one eval's count",
+        "3..20): LOW runs each, then again only while the eval's verdict is not clear from its pass-rate interval, "
+        "up to HIGH; @define_eval(runs=N) fixes one eval's count",
+    )
+    run.add_argument(
+        "--tolerated-flake-rate",
+        type=rate("--tolerated-flake-rate"),
+        metavar="RATE",
+        help="with --runs LOW..HIGH: an eval that passes is clear once its failure rate is shown to be under RATE "
+        "(the 95%% interval's upper bound; default 0.2: 16 passes in a row), so passing evals stop early too",
     )
     run.add_argument(
         "--min-pass-rate",
@@ -260,10 +267,16 @@ def _adaptive(args: argparse.Namespace) -> str | None:
     from niceeval.stats import AdaptiveRuns
 
     runs = getattr(args, "runs", None)
-    args.adaptive = runs if isinstance(runs, AdaptiveRuns) else None
-    if args.adaptive is None:
-        return None
-    args.runs = args.adaptive.least
+    tolerated = getattr(args, "tolerated_flake_rate", None)
+    if not isinstance(runs, AdaptiveRuns):
+        args.adaptive = None
+        return None if tolerated is None else "--tolerated-flake-rate goes with --runs LOW..HIGH (or auto)."
+    if tolerated is not None and tolerated >= 1:
+        return f"--tolerated-flake-rate must be under 1 (e.g. 0.2), got {tolerated}."
+    if tolerated is not None:
+        runs = AdaptiveRuns(least=runs.least, most=runs.most, tolerated_flake_rate=tolerated)
+    args.adaptive = runs
+    args.runs = runs.least
     if getattr(args, "shard", None) is not None or getattr(args, "run_id", None):
         return f"--runs {args.adaptive} cannot be split into shards (each shard decides alone): give --runs N."
     return None

@@ -1,6 +1,7 @@
 """What the HTML report and the viewer both render, below both: neither imports the other.
 
-One run in full, judge counts, the variants table, the templates and filters, the stylesheet. Not a user's API:
+One run in full, judge counts, the variants table, every rate with its interval (`docs/statistics.md`), the
+templates and filters, the stylesheet. Not a user's API:
 `niceeval.report` and `niceeval.web` import these names, nothing else of the package.
 
 `environment(room)` gives a room's pages (its own `templates/` folder) over the shared parts (this package's
@@ -21,6 +22,18 @@ if TYPE_CHECKING:
     from niceeval.render._judging import JudgeModelUse
     from niceeval.render._rounds import Round, commands, rounds
     from niceeval.render._templates import STATIC_DIR, TEXT_LIMIT, environment, when
+    from niceeval.render._uncertainty import (
+        estimate_json,
+        eval_rate,
+        interval_text,
+        percent,
+        power_text,
+        rate_over_cases,
+        runs_rate,
+        suite_power,
+        suite_rate,
+        weighted_mean_over_cases,
+    )
     from niceeval.render._variants import VariantRow, VariantTable
 
 __all__ = [
@@ -32,7 +45,17 @@ __all__ = [
     "VariantTable",
     "commands",
     "environment",
+    "estimate_json",
+    "eval_rate",
+    "interval_text",
+    "percent",
+    "power_text",
+    "rate_over_cases",
     "rounds",
+    "runs_rate",
+    "suite_power",
+    "suite_rate",
+    "weighted_mean_over_cases",
     "when",
 ]
 
@@ -47,6 +70,16 @@ __getattr__ = lazy_getattr(
         "TEXT_LIMIT": "niceeval.render._templates",
         "environment": "niceeval.render._templates",
         "when": "niceeval.render._templates",
+        "estimate_json": "niceeval.render._uncertainty",
+        "eval_rate": "niceeval.render._uncertainty",
+        "interval_text": "niceeval.render._uncertainty",
+        "percent": "niceeval.render._uncertainty",
+        "power_text": "niceeval.render._uncertainty",
+        "rate_over_cases": "niceeval.render._uncertainty",
+        "runs_rate": "niceeval.render._uncertainty",
+        "suite_power": "niceeval.render._uncertainty",
+        "suite_rate": "niceeval.render._uncertainty",
+        "weighted_mean_over_cases": "niceeval.render._uncertainty",
         "VariantRow": "niceeval.render._variants",
         "VariantTable": "niceeval.render._variants",
     },

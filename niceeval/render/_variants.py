@@ -25,9 +25,6 @@ class VariantRow:
 
     name: str
     runs: int = 0
-    counted: int = 0
-    passed: int = 0
-    scored: int = 0
     duration_s: float = 0.0
     cost: float | None = 0.0
     scores: dict[str, tuple[float, int]] = field(default_factory=dict)
@@ -45,9 +42,6 @@ class VariantRow:
         self.latencies.extend(latencies(result.events))
         case = result.group or result.case_id or result.eval_id
         if result.outcome != "skipped":
-            self.counted += 1
-            self.passed += result.outcome == "passed"
-            self.scored += result.outcome == "scored"
             tally = self.cases.setdefault(case, [0, 0, 0])
             tally[0] += result.outcome == "passed"
             tally[1] += result.outcome == "scored"
@@ -65,9 +59,9 @@ class VariantRow:
             per_case[1] += 1
 
     def pass_rate(self, *, strict: bool) -> float | None:
-        """Share of non-skipped runs that passed (`scored` counts unless strict)."""
-        ok = self.passed + (0 if strict else self.scored)
-        return ok / self.counted if self.counted else None
+        """The mean of the cases' pass rates (`scored` counts unless strict): each case weighs the same."""
+        rates = [(passed + (0 if strict else scored)) / counted for passed, scored, counted in self.cases.values()]
+        return sum(rates) / len(rates) if rates else None
 
     def mean_scores(self) -> dict[str, float]:
         return {kind: total / count for kind, (total, count) in self.scores.items()}

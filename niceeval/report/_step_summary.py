@@ -19,7 +19,7 @@ from niceeval._core.outcome import Outcome
 from niceeval._core.results import Spend
 from niceeval._core.summary import Problem, SuiteSummary
 from niceeval._core.wording import judge_calls, plural, usd
-from niceeval.report._uncertainty import interval_text, suite_rate
+from niceeval.render import interval_text, suite_rate
 
 if TYPE_CHECKING:
     from niceeval.store import RunDiff

@@ -10,8 +10,7 @@ from typing import Any
 
 from niceeval._core.summary import latency_text, percentile
 from niceeval._core.wording import usd
-from niceeval.render import VariantRow, VariantTable
-from niceeval.report._uncertainty import as_json, rate_over_cases, weighted_mean_over_cases
+from niceeval.render import VariantRow, VariantTable, estimate_json, rate_over_cases, weighted_mean_over_cases
 from niceeval.stats import Estimate
 
 
@@ -40,9 +39,9 @@ def _record(row: VariantRow, *, strict: bool) -> dict[str, Any]:
         "variant": row.name,
         "runs": row.runs,
         "pass_rate": row.pass_rate(strict=strict),
-        "pass_rate_estimate": as_json(rate_estimate(row, strict=strict)),
+        "pass_rate_estimate": estimate_json(rate_estimate(row, strict=strict)),
         "mean_scores": {kind: round(score, 6) for kind, score in row.mean_scores().items()},
-        "mean_score_estimates": {kind: as_json(e) for kind, e in score_estimates(row).items()},
+        "mean_score_estimates": {kind: estimate_json(e) for kind, e in score_estimates(row).items()},
         "cost": row.cost,
         "mean_duration_s": round(row.mean_duration_s, 6),
         "latency_p50_s": percentile(row.latencies, 0.5),

@@ -19,9 +19,8 @@ from niceeval._core.results import RunResult, Spend
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary, latency_text
 from niceeval._core.text import clean, clean_lines
 from niceeval._core.wording import judge_calls, plural, usd
-from niceeval.render import VariantTable
+from niceeval.render import VariantTable, eval_rate, interval_text, power_text, suite_power, suite_rate
 from niceeval.report._grouping import group_misses, runs_text
-from niceeval.report._uncertainty import eval_rate, interval_text, power_text, suite_power, suite_rate
 from niceeval.report._variants import variant_lines
 
 if TYPE_CHECKING:

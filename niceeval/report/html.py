@@ -32,10 +32,18 @@ from markupsafe import Markup
 from niceeval._core.results import RunResult, Spend
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
 from niceeval._core.wording import miss_words
-from niceeval.render import STATIC_DIR, JudgeModelUse, VariantTable, commands, environment, rounds
+from niceeval.render import (
+    STATIC_DIR,
+    JudgeModelUse,
+    VariantTable,
+    commands,
+    environment,
+    interval_text,
+    rounds,
+    runs_rate,
+    suite_rate,
+)
 from niceeval.report._grouping import Miss, MissGroups, runs_text
-from niceeval.report._uncertainty import interval_text, suite_rate
-from niceeval.stats import wilson
 
 if TYPE_CHECKING:
     import jinja2
@@ -100,7 +108,7 @@ class EvalRow:
     @property
     def interval(self) -> str:
         """`95% CI 49%-94%`: the Wilson interval of the pass rate over the runs (empty without runs)."""
-        return interval_text(wilson(self.passing, self.counted)) if self.counted else ""
+        return interval_text(runs_rate(self.passing, self.counted))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -17,8 +17,7 @@ from typing import IO, Any
 from niceeval._core.results import RunResult
 from niceeval._core.summary import PlannedEval, Problem, SuiteSummary
 from niceeval._core.text import scrub
-from niceeval.render import VariantTable
-from niceeval.report._uncertainty import as_json, eval_rate, suite_power, suite_rate
+from niceeval.render import VariantTable, estimate_json, eval_rate, suite_power, suite_rate
 from niceeval.report._variants import variant_records
 from niceeval.stats import Estimate
 
@@ -97,7 +96,7 @@ class JsonReporter:
                 "agent_spend": summary.agent_spend.model_dump(),
                 "judge_spend": summary.judge_spend.model_dump(),
                 "errors": len(summary.problems),
-                "pass_rate": as_json(suite_rate(summary.tallies, strict=summary.strict)),
+                "pass_rate": estimate_json(suite_rate(summary.tallies, strict=summary.strict)),
                 "detectable_drop": suite_power(summary.tallies, strict=summary.strict).detectable_drop,
             },
             "errors": [{"location": p.location, "message": p.message} for p in summary.problems],

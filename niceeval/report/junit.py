@@ -21,7 +21,7 @@ from typing import IO
 from niceeval._core.outcome import is_success
 from niceeval._core.results import RunResult
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
-from niceeval.report._uncertainty import eval_rate, suite_rate
+from niceeval.render import eval_rate, suite_rate
 from niceeval.stats import Estimate
 
 # Characters XML 1.0 forbids even escaped (lone surrogates too: UTF-8 cannot encode them); model output may

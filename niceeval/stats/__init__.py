@@ -1,8 +1,8 @@
 """Statistics on plain numbers: intervals on rates and means, tests of change, power.
 
 Pure functions on counts and lists, returning small frozen records that say when there is not enough data
-instead of printing a fake-precise number. `wilson`, `clustered_mean` and `power` need only the standard
-library (the console shows them after every run); the tests of change import scipy when called.
+instead of printing a fake-precise number. `wilson`, `clustered_rate`, `clustered_mean` and `power` need only the
+standard library (the console shows them after every run); the tests of change import scipy when called.
 
 Names load on first use: a run imports the intervals it shows, never the tests of change it does not make.
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from ._compare import benjamini_hochberg, compare_rates, mcnemar, paired_t
-from ._intervals import clustered_mean
+from ._intervals import clustered_rate
 from ._results import Comparison, Estimate
 
 Change = Literal["regression", "improvement", "noise", "unchanged"]
@@ -165,8 +165,8 @@ def compare_runs(
     return RunComparison(
         evals=changes,
         suite=suite,
-        before_rate=clustered_mean(rates_before, keys, bounds=(0.0, 1.0)),
-        after_rate=clustered_mean(rates_after, keys, bounds=(0.0, 1.0)),
+        before_rate=clustered_rate([before[e] for e in shared], keys),
+        after_rate=clustered_rate([after[e] for e in shared], keys),
         alpha=alpha,
         max_drop=max_drop,
         scores=tested,

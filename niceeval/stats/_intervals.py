@@ -1,8 +1,9 @@
 """Intervals that need no scipy: the console shows them after every run, and scipy takes seconds to import.
 
-The Wilson interval is a closed form in the normal quantile (`statistics.NormalDist`). The clustered mean's
-interval uses Student's t quantile, computed from the t distribution's closed forms for integer degrees of
-freedom; a test checks it against scipy's to 1e-9.
+The Wilson interval is a closed form in the normal quantile (`statistics.NormalDist`); a suite's pass rate
+(`clustered_rate`) is Wilson's interval at an effective sample size. The clustered mean of scores uses Student's
+t quantile, computed from the t distribution's closed forms for integer degrees of freedom; a test checks it
+against scipy's to 1e-9.
 """
 
 from __future__ import annotations
@@ -36,20 +37,67 @@ def _wilson_bounds(p: float, n: float, confidence: float) -> tuple[float, float]
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def clustered_rate(counts: Sequence[tuple[int, int]], *, confidence: float = 0.95) -> Estimate:
-    """A pass rate over clusters given as `(passes, runs)` each: `clustered_mean_of_sums`, bounded to 0..1.
+def clustered_rate(
+    counts: Sequence[tuple[int, int]], clusters: Sequence[Hashable] | None = None, *, confidence: float = 0.95
+) -> Estimate:
+    """A suite's pass rate from each case's `(passes, runs)`: the mean of the cases' rates, with a score interval.
 
-    When every cluster has the same rate (all passed, say) the clustered standard error is 0, and a t interval
-    would claim certainty. Then the interval is Wilson's over the clusters, each counted as one observation:
-    50 cases that all passed are 0.93-1.00, not 1.00-1.00.
+    Every case weighs the same, however many runs it got. The interval is Wilson's at the effective sample size:
+    the runs, divided by the design effect of their clusters (how much more the rate varies between cases than
+    independent runs would make it). One run per case is Wilson's interval over the cases, exactly; the same
+    method at every size, with no switch at the edges. `clusters[i]` names the group case `i` belongs to (cases
+    drawn from one source document); by default each case is its own. Coverage is checked by simulation
+    (tests/stats/test_coverage.py, docs/statistics.md).
     """
-    estimate = clustered_mean_of_sums(
-        [(float(k), float(n)) for k, n in counts], confidence=confidence, bounds=(0.0, 1.0)
-    )
-    if estimate.value is None or estimate.stderr is None or estimate.stderr > 0:
-        return estimate
-    low, high = _wilson_bounds(estimate.value, estimate.clusters, confidence)
-    return replace(estimate, low=low, high=high, note="every case alike: Wilson interval over cases")
+    _check_confidence(confidence)
+    if clusters is not None and len(clusters) != len(counts):
+        raise ValueError(f"{len(counts)} cases but {len(clusters)} cluster keys: give one key per case")
+    keys: Sequence[Hashable] = clusters if clusters is not None else range(len(counts))
+    groups: dict[Hashable, list[float]] = {}
+    runs = 0
+    inverse_runs = 0.0
+    for (passes, made), key in zip(counts, keys, strict=True):
+        if not 0 <= passes <= made:
+            raise ValueError(f"a pass count needs 0 <= passes <= runs, got {passes} of {made}")
+        if made:
+            groups.setdefault(key, []).append(passes / made)
+            runs += made
+            inverse_runs += 1 / made
+    rates = [rate for group in groups.values() for rate in group]
+    if not rates:
+        return Estimate(value=None, confidence=confidence, note="no runs")
+    value = math.fsum(rates) / len(rates)
+    if len(groups) < 2:
+        unit = "case" if len(rates) == 1 else "cluster"
+        note = f"1 {unit}: no spread to measure"
+        return Estimate(value=value, n=runs, clusters=1, confidence=confidence, note=note)
+    effective = len(rates) ** 2 / inverse_runs / _design_effect(list(groups.values()), inverse_runs)
+    low, high = _wilson_bounds(value, effective, confidence)
+    stderr = math.sqrt(value * (1 - value) / effective)
+    return Estimate(value=value, low=low, high=high, stderr=stderr, n=runs, clusters=len(groups), confidence=confidence)
+
+
+PSEUDO_CASE = 0.5
+"""Half a case that always passes and half one that always fails, added when the design effect is measured."""
+
+
+def _design_effect(groups: list[list[float]], inverse_runs: float) -> float:
+    """How many times the variance of the mean of the case rates exceeds what independent runs would give (>= 1).
+
+    The clustered variance is the spread of the clusters' summed deviations from the mean; independent runs of
+    a case with `m` runs would give its rate a variance of `p(1-p)/m`. Both are taken with `PSEUDO_CASE` added on
+    each side: when every case passed, or only one case missed, the spread between cases cannot be measured, and
+    without the pseudo-cases 50 cases of 3 passing runs would count as 150 independent runs. With one run per
+    case the ratio is exactly 1 (the variance of 0/1 outcomes is `p(1-p)` whatever the weights).
+    """
+    cases = sum(len(group) for group in groups)
+    total = cases + 2 * PSEUDO_CASE
+    shrunk = (math.fsum(rate for group in groups for rate in group) + PSEUDO_CASE) / total
+    spread = math.fsum(math.fsum(rate - shrunk for rate in group) ** 2 for group in groups)
+    spread += PSEUDO_CASE * ((1 - shrunk) ** 2 + shrunk**2)
+    clustered = spread / (total * total)
+    independent = shrunk * (1 - shrunk) * inverse_runs / (total * cases)
+    return max(1.0, clustered / independent)
 
 
 def clustered_mean(

@@ -10,8 +10,9 @@ class Estimate:
     """A rate or mean with its uncertainty.
 
     `value` is the point estimate (None when there is nothing to estimate); `low`/`high` bound the interval at
-    `confidence`; `stderr` is the standard error (None for a Wilson interval, which is not built from one).
-    `n` counts the observations, `clusters` the independent groups they came in (cases, or a coarser key).
+    `confidence`; `stderr` is the standard error (None for one eval's Wilson interval over its runs; for a
+    suite's pass rate, `sqrt(p(1-p) / effective runs)`). `n` counts the observations, `clusters` the independent
+    groups they came in (cases, or a coarser key).
     `note` says in plain words why the interval is missing or why it is this wide, e.g. "1 case: no spread to
     measure".
     """

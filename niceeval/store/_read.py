@@ -11,6 +11,7 @@ from sqlalchemy import Connection, RowMapping, func, select
 from niceeval._core.outcome import Outcome
 from niceeval._core.results import RunResult
 from niceeval._core.summary import PlannedEval
+from niceeval.stats import clustered_rate
 from niceeval.store._driver import session_of
 from niceeval.store._models import EvalRunInfo, PlannedEvalInfo, SuiteRunDetail, SuiteRunInfo, TurnRecord
 from niceeval.store._open import StoreError
@@ -138,21 +139,24 @@ def _summary(row: RowMapping) -> EvalRunInfo:
 
 
 def pass_rates(conn: Connection, runs: Sequence[SuiteRunInfo]) -> dict[str, float | None]:
-    """Each suite run's pass rate over its counted eval runs (`scored` too unless strict)."""
+    """Each suite run's pass rate: the mean of its evals' rates over their counted runs (`scored` too unless
+    strict), each eval weighing the same (`niceeval.stats.clustered_rate`)."""
     query = (
-        select(eval_runs.c.suite_run_id, eval_runs.c.outcome, func.count())
+        select(eval_runs.c.suite_run_id, eval_runs.c.eval_id, eval_runs.c.outcome, func.count())
         .where(eval_runs.c.suite_run_id.in_(list({run.id for run in runs})))
-        .group_by(eval_runs.c.suite_run_id, eval_runs.c.outcome)
+        .group_by(eval_runs.c.suite_run_id, eval_runs.c.eval_id, eval_runs.c.outcome)
     )
-    counts: dict[str, dict[str, int]] = {}
-    for suite_run_id, outcome, count in conn.execute(query):
-        counts.setdefault(suite_run_id, {})[outcome] = int(count)
+    counts: dict[str, dict[str, dict[str, int]]] = {}
+    for suite_run_id, eval_id, outcome, count in conn.execute(query):
+        counts.setdefault(suite_run_id, {}).setdefault(eval_id, {})[outcome] = int(count)
     rates: dict[str, float | None] = {}
     for run in runs:
-        seen = counts.get(run.id, {})
-        counted = seen.get("passed", 0) + seen.get("scored", 0) + seen.get("failed", 0)
-        passing = seen.get("passed", 0) + (0 if run.strict else seen.get("scored", 0))
-        rates[run.id] = passing / counted if counted else None
+        per_eval = [
+            (seen.get("passed", 0) + (0 if run.strict else seen.get("scored", 0)),
+             seen.get("passed", 0) + seen.get("scored", 0) + seen.get("failed", 0))
+            for seen in counts.get(run.id, {}).values()
+        ]  # fmt: skip
+        rates[run.id] = clustered_rate(per_eval).value
     return rates
 
 

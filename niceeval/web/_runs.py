@@ -14,7 +14,8 @@ from niceeval._core.outcome import OUTCOMES, Outcome
 from niceeval._core.results import RunResult, Spend
 from niceeval._core.summary import EvalTally, PlannedEval
 from niceeval._core.wording import miss_words
-from niceeval.render import VariantTable, when
+from niceeval.render import VariantTable, interval_text, runs_rate, suite_rate, when
+from niceeval.stats import Estimate
 from niceeval.store import EvalRunInfo, Store, SuiteRunDetail, SuiteRunInfo
 from niceeval.web import _queries
 from niceeval.web._charts import Point, trend_line
@@ -59,12 +60,7 @@ class EvalLine:
     @property
     def interval(self) -> str:
         """`95% CI 49%-94%`: the Wilson interval of the pass rate over the runs (empty without runs)."""
-        from niceeval.stats import wilson
-
-        if not self.counted:
-            return ""
-        estimate = wilson(self.passing, self.counted)
-        return f"95% CI {estimate.low:.0%}-{estimate.high:.0%}"
+        return interval_text(runs_rate(self.passing, self.counted))
 
 
 def runs_page(request: Request) -> Response:
@@ -147,12 +143,17 @@ def run_page(request: Request) -> Response:
     )
 
 
-def runs_pass_rate(detail: SuiteRunDetail) -> float | None:
-    """The share of counted runs that passed (`scored` too unless strict): the console's and the JSON report's
-    suite pass rate, not the share of evals (the runs list's column, one verdict per eval)."""
-    counted = [info for info in detail.eval_runs if info.outcome != "skipped"]
-    ok = ("passed",) if detail.run.strict else ("passed", "scored")
-    return sum(info.outcome in ok for info in counted) / len(counted) if counted else None
+def runs_pass_rate(detail: SuiteRunDetail) -> Estimate:
+    """The suite's pass rate over its cases with its interval, as the console and the JSON report give it
+    (`suite_rate`), not the share of evals (the runs list's column, one verdict per eval)."""
+    tallies = {
+        p.eval_id: EvalTally(eval=PlannedEval(id=p.eval_id, file=p.file, line=p.line, cluster=p.cluster))
+        for p in detail.evals
+    }
+    for info in detail.eval_runs:
+        if info.eval_id in tallies:
+            tallies[info.eval_id].counts[info.outcome] += 1
+    return suite_rate(tallies.values(), strict=detail.run.strict)
 
 
 def variant_table(store: Store, detail: SuiteRunDetail) -> dict[str, Any]:

@@ -26,7 +26,17 @@ def test_render_exports() -> None:
             "VariantTable",
             "commands",
             "environment",
+            "estimate_json",
+            "eval_rate",
+            "interval_text",
+            "percent",
+            "power_text",
+            "rate_over_cases",
             "rounds",
+            "runs_rate",
+            "suite_power",
+            "suite_rate",
+            "weighted_mean_over_cases",
             "when",
         ]
     )

@@ -59,9 +59,29 @@ def test_console_shows_each_evals_wilson_interval() -> None:
 def test_console_shows_the_suite_rate_over_cases_before_the_counts() -> None:
     runs = eight_of_ten("a::x") + [run("a::y", "passed", i) for i in range(10)]
     lines = console(runs, 10).splitlines()
-    assert lines[-3] == "pass rate 90% (95% CI 0%-100%; standard error 10% over 2 cases)"
+    assert lines[-3] == "pass rate 90% (95% CI 35%-99%; standard error 18% over 2 cases)"
     assert lines[-2] == "power: detects a drop of 0.81 in pass rate or more (80% power, alpha 0.05; niceeval power)"
     assert lines[-1].startswith("1 passed, 1 scored")
+
+
+def test_a_small_suite_gets_wilsons_interval_over_its_cases() -> None:
+    """Issue 41: 3 of 6 cases passing (one run each) was `50% (95% CI 0%-100%)`, 5 of 6 `83% (40%-100%)`."""
+    half = [run(f"a::c{i}", "passed" if i < 3 else "failed") for i in range(6)]
+    assert "pass rate 50% (95% CI 19%-81%; standard error 20% over 6 cases)" in console(half, 1)
+    most = [run(f"a::c{i}", "passed" if i < 5 else "failed") for i in range(6)]
+    assert "pass rate 83% (95% CI 44%-97%; standard error 15% over 6 cases)" in console(most, 1)
+    every = [run(f"a::c{i}", "passed") for i in range(6)]
+    assert "pass rate 100% (95% CI 61%-100%; standard error 0% over 6 cases)" in console(every, 1)
+
+
+def test_the_suite_rate_weighs_each_case_the_same_whatever_its_runs(tmp_path: Path) -> None:
+    """Issue 41: 20 of 20, 20 of 20 and 2 of 3 were pooled into 98% (42 of 43 runs)."""
+    runs = [run(e, "passed", i) for e in ("a::x", "a::y") for i in range(20)]
+    runs += [run("a::z", outcome, i) for i, outcome in enumerate(["passed", "failed", "passed"])]
+    path = tmp_path / "r.json"
+    drive(JsonReporter(path), runs, 20)
+    suite = json.loads(path.read_text())["summary"]["pass_rate"]
+    assert round(suite["value"], 4) == 0.8889 and suite["n"] == 43 and suite["clusters"] == 3
 
 
 def test_one_case_shows_no_suite_interval() -> None:
@@ -83,8 +103,9 @@ def test_json_report_has_the_interval_of_each_eval_and_the_suite(tmp_path: Path)
     assert (round(x["pass_rate_interval"]["low"], 3), round(x["pass_rate_interval"]["high"], 3)) == (0.49, 0.943)
     suite = document["summary"]["pass_rate"]
     assert suite["value"] == 0.9 and suite["clusters"] == 2 and suite["n"] == 20
-    assert suite["stderr"] == 0.1  # the two cases' rates, 0.8 and 1.0: sd 0.141 / sqrt(2)
-    assert (suite["low"], suite["high"]) == (0.0, 1.0)  # t with 1 degree of freedom: two cases tell little
+    # two cases tell little: their 20 runs count as 2.85 (the design effect of runs that repeat a case)
+    assert round(suite["stderr"], 4) == 0.1777
+    assert (round(suite["low"], 3), round(suite["high"], 3)) == (0.347, 0.993)
 
 
 def test_json_variants_carry_clustered_estimates(tmp_path: Path) -> None:
@@ -107,6 +128,7 @@ def test_junit_has_eval_and_suite_pass_rate_properties(tmp_path: Path) -> None:
     root = ET.parse(path).getroot()
     suite = {p.get("name"): p.get("value") for p in root.find("testsuite/properties") or []}
     assert suite["pass_rate"] == "0.900000" and suite["pass_rate_clusters"] == "2"
+    assert (suite["pass_rate_low"], suite["pass_rate_high"]) == ("0.347227", "0.993476")  # as the JSON report
     case = root.find("testsuite/testcase")
     assert case is not None
     props = {p.get("name"): p.get("value") for p in case.find("properties") or []}
@@ -118,7 +140,7 @@ def test_step_summary_shows_the_pass_rate_of_runs_with_its_interval() -> None:
     summary = drive(ConsoleReporter(Console(file=io.StringIO())), runs, 10)
     step = StepSummary(summary=summary, run_id=None, failed_rows=[], failed_total=0, scored_rows=[], scored_total=0)
     text = render(step)
-    assert "Pass rate of runs: 90% (95% CI 0%-100%; standard error 10% over 2 cases)" in text
+    assert "Pass rate of runs: 90% (95% CI 35%-99%; standard error 18% over 2 cases)" in text
 
 
 def test_html_report_shows_each_evals_interval_and_the_rate_over_cases(tmp_path: Path) -> None:
@@ -128,4 +150,4 @@ def test_html_report_shows_each_evals_interval_and_the_rate_over_cases(tmp_path:
     drive(HtmlReporter(path), eight_of_ten("a::x") + [run("a::y", "passed", i) for i in range(10)], 10)
     page = path.read_text()
     assert "8/10 runs passed (80%), 95% CI 49%-94%" in page
-    assert "Pass rate of runs over cases: 90% (95% CI 0%-100%; standard error 10% over 2 cases)" in page
+    assert "Pass rate of runs over cases: 90% (95% CI 35%-99%; standard error 18% over 2 cases)" in page

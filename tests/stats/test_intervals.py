@@ -142,10 +142,63 @@ def test_a_rate_where_every_case_passed_is_not_certain() -> None:
     rate = clustered_rate([(3, 3)] * 50)  # 50 cases, 3 of 3 runs each
     assert rate.value == 1.0 and rate.stderr == 0.0
     assert (round(rate.low or 0, 3), rate.high) == (0.929, 1.0)  # Wilson over the 50 cases
-    assert rate.note == "every case alike: Wilson interval over cases"
+    assert rate.n == 150 and rate.clusters == 50 and rate.note is None
 
 
-def test_a_rate_over_cases_is_the_clustered_mean_of_its_runs() -> None:
-    rate = clustered_rate([(3, 3), (1, 3), (0, 3), (2, 3)])
-    runs = [1, 1, 1, 1, 0, 0, 0, 0, 0, 1, 1, 0]
-    assert rate == clustered_mean(runs, [i // 3 for i in range(12)], bounds=(0, 1))
+@pytest.mark.parametrize(("passing", "low", "high"), [(3, 0.188, 0.812), (5, 0.436, 0.970), (6, 0.610, 1.0)])
+def test_one_run_per_case_is_wilson_over_the_cases_at_every_count(passing: int, low: float, high: float) -> None:
+    """Issue 41: 3 of 6 was 0%-100% and 5 of 6 40%-100% (a clipped t interval), while 6 of 6 switched to Wilson."""
+    rate = clustered_rate([(1, 1)] * passing + [(0, 1)] * (6 - passing))
+    assert (round(rate.low or -1, 3), round(rate.high or -1, 3)) == (low, high)
+    exact = wilson(passing, 6)
+    assert rate.low == pytest.approx(exact.low, abs=1e-12) and rate.high == pytest.approx(exact.high, abs=1e-12)
+
+
+def test_one_run_per_case_matches_statsmodels_wilson_at_every_size() -> None:
+    rng = np.random.default_rng(41)
+    for cases in (5, 9, 40, 500):
+        passing = int(rng.integers(0, cases + 1))
+        rate = clustered_rate([(1, 1)] * passing + [(0, 1)] * (cases - passing))
+        low, high = proportion_confint(passing, cases, method="wilson")
+        assert (rate.low, rate.high) == (pytest.approx(low, abs=1e-9), pytest.approx(high, abs=1e-9))
+
+
+def test_every_case_weighs_the_same_however_many_runs_it_got() -> None:
+    """Issue 41: two evals that passed 20 of 20 and one that passed 2 of 3 were 98% (42 of 43 runs); the mean of
+    the three rates is 89%."""
+    rate = clustered_rate([(20, 20), (20, 20), (2, 3)])
+    assert rate.value == pytest.approx(8 / 9)
+    assert rate.n == 43 and rate.clusters == 3
+
+
+def test_runs_that_repeat_a_case_count_for_less_when_cases_differ() -> None:
+    alike = clustered_rate([(3, 5)] * 20)  # every case passes 3 of 5: the runs look independent
+    apart = clustered_rate([(5, 5)] * 12 + [(0, 5)] * 8)  # each case always passes or always fails
+    assert alike.value == apart.value == 0.6
+    over_runs, over_cases = wilson(60, 100), wilson(12, 20)
+    assert alike.low == pytest.approx(over_runs.low) and alike.high == pytest.approx(over_runs.high)
+    assert apart.low == pytest.approx(over_cases.low) and apart.high == pytest.approx(over_cases.high)
+
+
+def test_cases_of_one_cluster_count_as_one_source() -> None:
+    counts = [(1, 1), (1, 1), (0, 1), (0, 1)] * 5
+    separate = clustered_rate(counts)
+    documents = clustered_rate(counts, [i // 2 for i in range(20)])  # each pair of cases shares a document
+    assert separate.value == documents.value == 0.5 and documents.clusters == 10
+    assert documents.low is not None and separate.low is not None and documents.low < separate.low - 0.05
+
+
+def test_one_case_or_one_cluster_has_no_spread_to_measure() -> None:
+    assert clustered_rate([(8, 10)]).note == "1 case: no spread to measure"
+    one = clustered_rate([(8, 10), (3, 10)], ["doc", "doc"])
+    assert one.value == 0.55 and (one.low, one.high, one.stderr) == (None, None, None)
+    assert one.note == "1 cluster: no spread to measure"
+
+
+def test_a_rate_leaves_out_cases_without_runs_and_refuses_impossible_counts() -> None:
+    assert clustered_rate([(0, 0), (0, 0)]).value is None
+    assert clustered_rate([(1, 1), (0, 0), (0, 1)]).value == 0.5
+    with pytest.raises(ValueError, match="0 <= passes <= runs, got 4 of 3"):
+        clustered_rate([(4, 3), (1, 1)])
+    with pytest.raises(ValueError, match="2 cases but 1 cluster keys"):
+        clustered_rate([(1, 1), (0, 1)], ["a"])

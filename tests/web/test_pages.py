@@ -73,6 +73,19 @@ def test_the_runs_list_and_its_trend_give_the_pass_rate_over_runs(store: Store, 
     assert "67%" in browser.get(f"/runs/{run}").text.split("Pass rate</div>")[1][:120]
 
 
+def test_a_run_and_the_runs_list_weigh_each_eval_the_same_and_the_run_shows_the_interval(
+    store: Store, browser: TestClient
+) -> None:
+    """Issue 41: the suite's rate is the mean of its evals' rates (3 of 3 and 0 of 1: 50%, not 3 of 4 runs),
+    with the interval the console and the JSON report give."""
+    run = record(store, [*(result("evals/a.py::steady", run_index=i) for i in range(3)),
+                         result("evals/a.py::broken", "failed")])  # fmt: skip
+    (line,) = rows(browser.get("/").text, "runs")
+    assert "50%" in line.split()
+    stat = browser.get(f"/runs/{run}").text.split("Pass rate</div>")[1][:400]
+    assert "50%" in stat and "95% CI" in stat
+
+
 def test_the_runs_list_is_paginated(store: Store, browser: TestClient) -> None:
     ids = [record(store, [result("evals/a.py::x")]) for _ in range(27)]
     first, second = browser.get("/").text, browser.get("/?page=2").text

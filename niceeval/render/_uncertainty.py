@@ -1,9 +1,10 @@
-"""Every rate and mean a report shows, with its uncertainty (docs/statistics.md).
+"""Every rate and mean a report shows, with its uncertainty (docs/statistics.md): the one place reports read them.
 
 One eval over `--runs N`: its pass rate with a 95% Wilson interval. A suite, or a variant, over its cases: the
-mean pass rate with a cluster-robust standard error, the runs of one case (or of one `define_eval(cluster=...)`)
-forming a cluster. Only the standard library is used here (`niceeval.stats`' intervals): reports run after
-every `niceeval run`, and scipy takes seconds to import.
+mean of the cases' pass rates, each case weighing the same however many runs it got, with Wilson's interval at
+the effective sample size of runs clustered by case (or by `define_eval(cluster=...)`). Only the standard
+library is used here (`niceeval.stats`' intervals): reports run after every `niceeval run`, and scipy takes
+seconds to import.
 """
 
 from __future__ import annotations
@@ -18,22 +19,31 @@ from niceeval.stats import Estimate, Power, clustered_mean_of_sums, clustered_ra
 
 def eval_rate(tally: EvalTally, *, strict: bool) -> Estimate:
     """One eval's pass rate over its runs, with a Wilson interval."""
-    return wilson(tally.passing(strict=strict), tally.counted)
+    return runs_rate(tally.passing(strict=strict), tally.counted)
+
+
+def runs_rate(passes: int, runs: int) -> Estimate:
+    """`passes` of one eval's `runs`, with a Wilson interval (the HTML report's and the viewer's eval rows)."""
+    return wilson(passes, runs)
 
 
 def suite_rate(tallies: Iterable[EvalTally], *, strict: bool) -> Estimate:
-    """The suite's pass rate over its counted runs, clustered by case (or by `cluster=`)."""
-    return rate_over_cases(
-        (tally.eval.cluster or tally.eval.id, tally.passing(strict=strict), tally.counted) for tally in tallies
+    """The suite's pass rate: the mean of its evals' pass rates, clustered by case (or by `cluster=`).
+
+    An eval under adaptive repeats counts its first runs (`PlannedEval.first_runs`): the rest were made or not
+    on what those showed.
+    """
+    counted = [t for t in tallies if t.case_counts(strict=strict)[1]]
+    return clustered_rate(
+        [t.case_counts(strict=strict) for t in counted], [t.eval.cluster or t.eval.id for t in counted]
     )
 
 
 def suite_power(tallies: Iterable[EvalTally], *, strict: bool) -> Power:
     """The smallest drop in pass rate the suite can detect (80% power, alpha 0.05), from its evals' rates."""
-    counted = [t for t in tallies if t.counted]
-    rates = [t.passing(strict=strict) / t.counted for t in counted]
-    runs = Counter(t.counted for t in counted).most_common(1)
-    return power(rates, runs[0][0] if runs else 1)
+    counts = [c for c in (t.case_counts(strict=strict) for t in tallies) if c[1]]
+    runs = Counter(n for _, n in counts).most_common(1)
+    return power([k / n for k, n in counts], runs[0][0] if runs else 1)
 
 
 def power_text(result: Power) -> str:
@@ -47,13 +57,9 @@ def power_text(result: Power) -> str:
 
 
 def rate_over_cases(counts: Iterable[tuple[Hashable, int, int]]) -> Estimate:
-    """The pass rate of `(cluster, passes, runs)` rows, as the mean over runs with a clustered standard error."""
-    sums: dict[Hashable, list[int]] = {}
-    for key, passes, runs in counts:
-        total = sums.setdefault(key, [0, 0])
-        total[0] += passes
-        total[1] += runs
-    return clustered_rate([(k, n) for k, n in sums.values()])
+    """The pass rate of `(cluster, passes, runs)` rows, one per case: the mean of the cases' rates (`suite_rate`)."""
+    rows = list(counts)
+    return clustered_rate([(passes, runs) for _, passes, runs in rows], [key for key, _, _ in rows])
 
 
 def weighted_mean_over_cases(sums: Sequence[tuple[float, float]]) -> Estimate:
@@ -80,7 +86,7 @@ def interval_text(estimate: Estimate) -> str:
     return f"95% CI {estimate.low:.0%}-{estimate.high:.0%}"
 
 
-def as_json(estimate: Estimate) -> dict[str, Any]:
+def estimate_json(estimate: Estimate) -> dict[str, Any]:
     """The JSON report's shape of an estimate (docs/json-report.md)."""
     return {
         "value": estimate.value,
