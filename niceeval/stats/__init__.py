@@ -14,21 +14,21 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._adaptive import AdaptiveRuns, parse_runs
-    from ._compare import benjamini_hochberg, compare_rates, mcnemar, min_pairs, paired_bootstrap, paired_t
     from ._gate import EvalChange, RunComparison, ScoreTest, compare_runs
     from ._intervals import clustered_mean, clustered_mean_of_sums, clustered_rate, t_quantile, wilson
     from ._power import power
     from ._results import Comparison, Estimate, Power
+    from ._significance import benjamini_hochberg, compare_rates, mcnemar, min_pairs, paired_bootstrap, paired_t
 
 _HOMES = {
     "AdaptiveRuns": "niceeval.stats._adaptive",
     "parse_runs": "niceeval.stats._adaptive",
-    "benjamini_hochberg": "niceeval.stats._compare",
-    "compare_rates": "niceeval.stats._compare",
-    "mcnemar": "niceeval.stats._compare",
-    "min_pairs": "niceeval.stats._compare",
-    "paired_bootstrap": "niceeval.stats._compare",
-    "paired_t": "niceeval.stats._compare",
+    "benjamini_hochberg": "niceeval.stats._significance",
+    "compare_rates": "niceeval.stats._significance",
+    "mcnemar": "niceeval.stats._significance",
+    "min_pairs": "niceeval.stats._significance",
+    "paired_bootstrap": "niceeval.stats._significance",
+    "paired_t": "niceeval.stats._significance",
     "EvalChange": "niceeval.stats._gate",
     "RunComparison": "niceeval.stats._gate",
     "ScoreTest": "niceeval.stats._gate",

@@ -25,7 +25,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from niceeval.store._compare import DiffOptions
+    from niceeval.store._diff import DiffOptions
     from niceeval.store._errors import StoreError
     from niceeval.store._models import (
         EvalRunInfo,
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from niceeval.store._url import DEFAULT_PATH
 
 _HOMES = {
-    "DiffOptions": "niceeval.store._compare",
+    "DiffOptions": "niceeval.store._diff",
     "DEFAULT_PATH": "niceeval.store._url",
     "EvalRunInfo": "niceeval.store._models",
     "OutcomeChange": "niceeval.store._models",
