@@ -80,7 +80,7 @@ def compare_usage(
     if timed:
         turns = PairedResampler(len(timed), resamples=resamples, seed=seed)
         old, new = [pooled_b[k].latencies for k in timed], [pooled_a[k].latencies for k in timed]
-        latency_p50, latency_p95 = turns.quantile(old, new, 0.5), turns.quantile(old, new, 0.95)
+        latency_p50, latency_p95 = turns.quantiles(old, new, (0.5, 0.95))
         if len(timed) < len(keys):
             notes.append(
                 f"latency over the {len(timed)} of {len(keys)} shared cases with a measured turn on both sides"
