@@ -39,6 +39,8 @@ class UsageComparison:
     cost_per_pass: PairedChange | None
     latency_p50: PairedChange | None
     latency_p95: PairedChange | None
+    unpriced: int = 0
+    """Shared clusters that called a model with no price on either side (then cost is not compared)."""
     notes: tuple[str, ...] = ()
 
 
@@ -74,7 +76,9 @@ def compare_usage(
                                latency_p95=None, notes=("no shared case",))  # fmt: skip
     notes: list[str] = []
     resampler = PairedResampler(len(keys), resamples=resamples, seed=seed)
-    cost_per_run, cost_per_pass = _costs(resampler, [pooled_b[k] for k in keys], [pooled_a[k] for k in keys], notes)
+    old_cases, new_cases = [pooled_b[k] for k in keys], [pooled_a[k] for k in keys]
+    unpriced = sum(1 for old, new in zip(old_cases, new_cases, strict=True) if old.cost is None or new.cost is None)
+    cost_per_run, cost_per_pass = _costs(resampler, old_cases, new_cases, unpriced, notes)
     timed = [k for k in keys if pooled_b[k].latencies and pooled_a[k].latencies]
     latency_p50 = latency_p95 = None
     if timed:
@@ -89,7 +93,7 @@ def compare_usage(
         notes.append("no turn latency measured on both sides of any shared case")
     return UsageComparison(
         cases=len(shared), clusters=len(keys), cost_per_run=cost_per_run, cost_per_pass=cost_per_pass,
-        latency_p50=latency_p50, latency_p95=latency_p95, notes=tuple(notes),
+        latency_p50=latency_p50, latency_p95=latency_p95, unpriced=unpriced, notes=tuple(notes),
     )  # fmt: skip
 
 
@@ -104,10 +108,9 @@ def _pool(
 
 
 def _costs(
-    resampler: PairedResampler, before: Sequence[_Pooled], after: Sequence[_Pooled], notes: list[str]
+    resampler: PairedResampler, before: Sequence[_Pooled], after: Sequence[_Pooled], unpriced: int, notes: list[str]
 ) -> tuple[PairedChange | None, PairedChange | None]:
     """Cost per run and per passed run, or None with a note: an unpriced model, or no cost on either side."""
-    unpriced = sum(1 for p in [*before, *after] if p.cost is None)
     if unpriced:
         notes.append(f"cost not compared: {unpriced} shared case(s) called a model with no price (set pricing=)")
         return None, None

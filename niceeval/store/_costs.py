@@ -143,10 +143,12 @@ def _cost_reasons(by_measure: dict[str, UsageChange], compared: UsageComparison,
     if limit is None:
         return []
     cost = by_measure.get("cost per eval run")
-    if cost is None:
-        why = next((n for n in compared.notes if n.startswith("cost not compared")), "cost not compared")
-        return [f"--max-cost-increase {_percent(limit, signed=False)}: {why}"]
-    return _past(cost, limit, "--max-cost-increase")
+    if cost is not None:
+        return _past(cost, limit, "--max-cost-increase")
+    if not compared.unpriced:  # the agent spent nothing on either side: no increase
+        return []
+    why = next(n for n in compared.notes if n.startswith("cost not compared"))
+    return [f"--max-cost-increase {_percent(limit, signed=False)}: {why}"]
 
 
 def _latency_reasons(by_measure: dict[str, UsageChange], compared: UsageComparison, limits: UsageLimits) -> list[str]:

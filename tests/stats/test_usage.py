@@ -31,7 +31,7 @@ def test_cases_of_one_cluster_are_resampled_together() -> None:
 
 def test_an_unpriced_model_leaves_cost_out_and_says_so() -> None:
     compared = compare_usage({"a": case(None), "b": case(0.1)}, {"a": case(0.1), "b": case(0.1)})
-    assert (compared.cost_per_run, compared.cost_per_pass) == (None, None)
+    assert (compared.cost_per_run, compared.cost_per_pass, compared.unpriced) == (None, None, 1)
     assert compared.notes[0] == "cost not compared: 1 shared case(s) called a model with no price (set pricing=)"
 
 

@@ -73,3 +73,11 @@ def test_skipped_runs_cost_nothing_and_count_for_nothing(store: Store) -> None:
     (per_run, per_pass) = store.diff("base", "head").usage
     assert (per_run.cases, per_run.base, per_run.head) == pytest.approx((1, 0.001, 0.003))
     assert per_pass.measure == "cost per passed run"
+
+
+def test_a_cost_limit_on_an_agent_that_spent_nothing_passes(store: Store) -> None:
+    record(store, "base", [run("a", cost=0.0)])
+    record(store, "head", [run("a", cost=0.0)])
+    diff = store.diff("base", "head", DiffOptions(max_cost_increase=0.1))
+    assert (diff.usage, diff.reasons) == ([], [])
+    assert "cost not compared: the agent spent nothing on either side" in diff.usage_notes
