@@ -163,19 +163,20 @@ def _latency_reasons(by_measure: dict[str, UsageChange], compared: UsageComparis
 
 
 def _past(change: UsageChange, limit: float, flag: str) -> list[str]:
-    """The reason to fail when the increase is past `limit` even at its interval's low end."""
+    """The reason to fail when the increase is past `limit` even at its interval's low end (with no interval, one
+    shared case, the measured increase itself)."""
+    bounded = change.relative_low is not None or (change.relative is None and change.low is not None)
     if change.relative_low is not None:
         low_end = change.relative_low
-    elif change.low is not None and change.relative is None:  # from nothing to something: past any limit once > 0
-        low_end = math.inf if change.low > 0 else 0.0
-    else:
-        return [f"{flag} {_percent(limit, signed=False)}: {change.measure} has no interval ({change.note})"]
+    elif change.relative is not None:
+        low_end = change.relative
+    else:  # from nothing to something: past any limit once it rose
+        rise = change.low if change.low is not None else change.difference
+        low_end = math.inf if rise is not None and rise > 0 else 0.0
     if low_end <= limit + 1e-12:
         return []
-    return [
-        f"{change.measure} rose {change.evidence}, more than {flag} {_percent(limit, signed=False)} even at the "
-        "interval's low end"
-    ]
+    where = "even at the interval's low end" if bounded else "as measured (there is no interval)"
+    return [f"{change.measure} rose {change.evidence}, more than {flag} {_percent(limit, signed=False)} {where}"]
 
 
 def _percent(value: float, *, signed: bool = True) -> str:

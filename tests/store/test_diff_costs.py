@@ -81,3 +81,15 @@ def test_a_cost_limit_on_an_agent_that_spent_nothing_passes(store: Store) -> Non
     diff = store.diff("base", "head", DiffOptions(max_cost_increase=0.1))
     assert (diff.usage, diff.reasons) == ([], [])
     assert "cost not compared: the agent spent nothing on either side" in diff.usage_notes
+
+
+def test_with_one_shared_eval_the_gate_weighs_the_measured_increase(store: Store) -> None:
+    record(store, "base", [run("a", cost=0.001)])
+    record(store, "head", [run("a", cost=0.0013)])
+    (per_run, _) = store.diff("base", "head").usage
+    assert (per_run.low, per_run.note, per_run.change) == (None, "1 shared case: no spread to measure", "noise")
+    assert store.diff("base", "head", DiffOptions(max_cost_increase=0.5)).reasons == []
+    assert store.diff("base", "head", DiffOptions(max_cost_increase=0.2)).reasons == [
+        "cost per eval run rose +30% (1 shared case: no spread to measure), more than --max-cost-increase 20% as "
+        "measured (there is no interval)"
+    ]
