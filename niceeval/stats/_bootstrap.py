@@ -2,9 +2,9 @@
 
 Both sides are resampled with the same draws: resample `b` takes cluster `k` `W[b, k]` times on each side, so the
 change is measured on the same cases and the case-to-case spread that both sides share cancels. The draws are one
-`B x K` matrix of counts; a ratio of sums is then a matrix product, and a quantile a weighted rank over the
-values sorted once, so 2,000 resamples of 1,000 cases take milliseconds. The interval is the expanded percentile
-interval of the resampled changes (Hesterberg 2015): its tails are taken at `alpha'/2` where
+`B x K` matrix of counts, made once per comparison; a resample's sum is then a dot product, and its quantile a
+weighted rank over the values sorted once, found for every resample by one binary search. The interval is the
+expanded percentile interval of the resampled changes (Hesterberg 2015): its tails are taken at `alpha'/2` where
 `z(1 - alpha'/2) = sqrt(K / (K - 1)) * t(1 - alpha/2, K - 1)`, which widens it for few clusters as a t interval
 is wider than a z interval (the plain percentile interval of 5 cases is far too narrow) and leaves it as it is
 for many. Seeded: the same data gives the same interval.
@@ -30,9 +30,10 @@ _CELLS_PER_CHUNK = 250_000
 class PairedChange:
     """One measure on each side over the same clusters, and the bootstrap interval of its change.
 
-    `difference` is after minus before, `relative` is after / before - 1 (None when `before` is 0). Each has its
-    percentile interval at `confidence`; an interval is None, and `note` says why, when a resample leaves the
-    measure undefined (a ratio over no passed run, say).
+    `difference` is after minus before, `relative` is after / before - 1 (None when `before` is 0, 0 when both
+    are). Each has its expanded percentile interval at `confidence`; an interval is None, and `note` says why,
+    with one cluster (no spread to resample) or when a resample leaves the measure undefined (a ratio over no
+    passed run, say).
     """
 
     before: float | None

@@ -34,7 +34,7 @@ from niceeval.store._schema import assertions, eval_runs, judge_calls, suite_eva
 from niceeval.store._verdicts import tallies
 
 if TYPE_CHECKING:
-    from niceeval.stats import Comparison
+    from niceeval.stats import Comparison, RunComparison
 
 _RANK: dict[Outcome, int] = {"failed": 0, "scored": 1, "passed": 2}
 CaseScores = dict[str, dict[str, float]]
@@ -139,6 +139,31 @@ def diff(conn: Connection, base: str, head: str, options: DiffOptions) -> RunDif
             max_cost_increase=options.max_cost_increase, max_latency_increase=options.max_latency_increase
         ),
     )
+    old_scores, new_scores = _scores(conn, base), _scores(conn, head)
+    scores = [
+        ScoreChange(eval_id=key[0], assertion=key[1], base=old_scores[key], head=new_scores[key])
+        for key in sorted(old_scores.keys() & new_scores.keys())
+        if abs(new_scores[key] - old_scores[key]) > options.threshold + 1e-9
+    ]
+    mean_scores = _mean_score_changes(gate, options.max_drop)
+    judged = verdict([*_quality(gate.suite, mean_scores), *usage.dimensions])
+    return RunDiff(
+        base=base, head=head, threshold=options.threshold, strict=strict, min_pass_rate=min_pass_rate,
+        alpha=options.alpha, max_drop=options.max_drop,
+        changed=_outcome_changes(gate, before, after, strict=strict, min_pass_rate=min_pass_rate),
+        new=sorted(after.keys() - before.keys()), gone=sorted(before.keys() - after.keys()), scores=scores,
+        mean_scores=mean_scores, suite=_suite_change(gate), differences=_differences(conn, base, head),
+        reasons=gate.reasons + usage.reasons, max_cost_increase=options.max_cost_increase,
+        max_latency_increase=options.max_latency_increase, usage=usage.changes, usage_notes=usage.notes,
+        verdict=judged.kind, verdict_line=judged.text,
+    )  # fmt: skip
+
+
+def _outcome_changes(
+    gate: RunComparison, before: dict[str, EvalTally], after: dict[str, EvalTally], *, strict: bool,
+    min_pass_rate: float,
+) -> list[OutcomeChange]:  # fmt: skip
+    """The evals whose verdict changed, or whose pass rate changed beyond noise, strongest evidence first."""
     changed = []
     for change in gate.evals:
         old = before[change.eval_id].status(strict=strict, min_pass_rate=min_pass_rate)
@@ -155,58 +180,28 @@ def diff(conn: Connection, base: str, head: str, options: DiffOptions) -> RunDif
                 p_value=comparison.p_value, q_value=change.q_value, evidence=str(comparison), change=change.change,
             )
         )  # fmt: skip
-    old_scores, new_scores = _scores(conn, base), _scores(conn, head)
-    scores = [
-        ScoreChange(eval_id=key[0], assertion=key[1], base=old_scores[key], head=new_scores[key])
-        for key in sorted(old_scores.keys() & new_scores.keys())
-        if abs(new_scores[key] - old_scores[key]) > options.threshold + 1e-9
-    ]
-    suite = gate.suite
-    mean_scores = [
+    return changed
+
+
+def _mean_score_changes(gate: RunComparison, max_drop: float | None) -> list[MeanScoreChange]:
+    return [
         MeanScoreChange(
             assertion=t.assertion, cases=t.cases, clusters=t.comparison.n, base_mean=t.before, head_mean=t.after,
             difference=t.comparison.difference, low=t.comparison.low, high=t.comparison.high,
             p_value=t.comparison.p_value, q_value=t.q_value, note=t.comparison.note, evidence=str(t.comparison),
-            change=t.change, regressed=t.change == "regression" or t.dropped_past(options.max_drop),
+            change=t.change, regressed=t.change == "regression" or t.dropped_past(max_drop),
         )
         for t in gate.scores
     ]  # fmt: skip
-    judged = verdict([*_quality(suite, mean_scores), *usage.dimensions])
-    return RunDiff(
-        base=base,
-        head=head,
-        threshold=options.threshold,
-        strict=strict,
-        min_pass_rate=min_pass_rate,
-        alpha=options.alpha,
-        max_drop=options.max_drop,
-        changed=changed,
-        new=sorted(after.keys() - before.keys()),
-        gone=sorted(before.keys() - after.keys()),
-        scores=scores,
-        mean_scores=mean_scores,
-        suite=SuiteChange(
-            test=suite.test,
-            cases=len(gate.evals),
-            clusters=suite.n,
-            base_rate=gate.before_rate.value,
-            head_rate=gate.after_rate.value,
-            difference=suite.difference,
-            low=suite.low,
-            high=suite.high,
-            p_value=suite.p_value,
-            note=suite.note,
-            evidence=str(suite),
-        ),  # fmt: skip
-        differences=_differences(conn, base, head),
-        reasons=gate.reasons + usage.reasons,
-        max_cost_increase=options.max_cost_increase,
-        max_latency_increase=options.max_latency_increase,
-        usage=usage.changes,
-        usage_notes=usage.notes,
-        verdict=judged.kind,
-        verdict_line=judged.text,
-    )
+
+
+def _suite_change(gate: RunComparison) -> SuiteChange:
+    suite = gate.suite
+    return SuiteChange(
+        test=suite.test, cases=len(gate.evals), clusters=suite.n, base_rate=gate.before_rate.value,
+        head_rate=gate.after_rate.value, difference=suite.difference, low=suite.low, high=suite.high,
+        p_value=suite.p_value, note=suite.note, evidence=str(suite),
+    )  # fmt: skip
 
 
 def _quality(suite: Comparison, mean_scores: list[MeanScoreChange]) -> list[Dimension]:
