@@ -1,10 +1,10 @@
-"""Statistics on plain numbers: intervals on rates and means, tests of change, power, what a change costs
-(a paired bootstrap of cost and latency, and a one-line verdict), and how far two raters agree.
+"""Statistics on plain numbers: intervals, tests of change, power, what a change costs, how far raters agree.
 
-Pure functions on counts and lists, returning small frozen records that say when there is not enough data
-instead of printing a fake-precise number. `wilson`, `clustered_mean`, `power` and `agreement` need only the
-standard library (the console shows them after every run); the tests of change import scipy when called, the
-bootstrap numpy.
+What a change costs is a paired bootstrap of cost and latency with a one-line verdict; agreement is Cohen's kappa
+and a Wilson interval. Pure functions on counts and lists, returning small frozen records that say when there is
+not enough data instead of printing a fake-precise number. `wilson`, `clustered_mean`, `power` and `agreement`
+need only the standard library (the console shows them after every run); the tests of change import scipy when
+called, the bootstrap numpy.
 
 Names load on first use: a run imports the intervals it shows, never the tests of change it does not make.
 """
