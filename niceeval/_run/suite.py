@@ -14,7 +14,7 @@ from niceeval._core.results import RunResult
 from niceeval._core.stopping import was_terminated
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
 from niceeval._core.threads import load_off_loop
-from niceeval._run.compare import CrossRuns
+from niceeval._run.cross_runs import CrossRuns
 from niceeval._run.discovery import EvalEntry, LoadError
 from niceeval._run.early_stop import RunControl
 from niceeval._run.execute import ExecOptions, execute_run

@@ -37,7 +37,7 @@ def add_calibrate_command(commands: argparse._SubParsersAction[argparse.Argument
     calibrate.set_defaults(handler=calibrate_command)
 
 
-def _labels(entries: list[EvalEntry], split: str | None) -> tuple[list[EvalEntry], dict[str, Label]]:
+def labelled_cases(entries: list[EvalEntry], split: str | None) -> tuple[list[EvalEntry], dict[str, Label]]:
     from niceeval._core.errors import UsageError
     from niceeval.report.calibration import Label
 
@@ -88,7 +88,7 @@ def calibrate_command(args: argparse.Namespace) -> int:
     config = project_config(args)
     found = discover(config.root, args.paths or config.evals)
     plan = expand(found.evals, root=config.root, suite_variants=config.variants)
-    entries, labels = _labels(select(plan.evals, keyword=args.keyword), args.split)
+    entries, labels = labelled_cases(select(plan.evals, keyword=args.keyword), args.split)
     errors = [*found.errors, *plan.errors]
     if not entries:
         where = " ".join(args.paths or config.evals)

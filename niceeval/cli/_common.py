@@ -110,8 +110,24 @@ def open_rate(flag: str) -> Callable[[str], float]:
     return parse
 
 
+def percent(flag: str) -> Callable[[str], float]:
+    """An argument type: a percentage (`10%` or `10`), returned as a fraction (0.1), named in the error."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text.strip().removesuffix("%"))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{flag} takes a percentage, e.g. {flag} 10%, got {text!r}") from None
+        if value < 0:
+            raise argparse.ArgumentTypeError(f"{flag} must be 0% or more, got {text!r}")
+        return value / 100
+
+    return parse
+
+
 def add_noise_flags(parser: argparse.ArgumentParser) -> None:
-    """What a comparison of two runs calls a regression: `--alpha`, `--max-drop`."""
+    """What a comparison of two runs calls a regression: `--alpha`, `--max-drop`, `--max-cost-increase`,
+    `--max-latency-increase`."""
     parser.add_argument(
         "--alpha", type=open_rate("--alpha"), default=0.05,
         help="a drop fails only when significant at this level, after false discovery control (default 0.05)",
@@ -121,14 +137,27 @@ def add_noise_flags(parser: argparse.ArgumentParser) -> None:
         help="also fail when the suite's pass rate, or a graded assertion's mean score (0-1), drops by more than "
         "RATE, significant or not",
     )  # fmt: skip
+    parser.add_argument(
+        "--max-cost-increase", type=percent("--max-cost-increase"), metavar="PCT",
+        help="also fail when the agent's cost per eval run rose by more than PCT (e.g. 10%%) even at the low end "
+        "of its 95%% interval",
+    )  # fmt: skip
+    parser.add_argument(
+        "--max-latency-increase", type=percent("--max-latency-increase"), metavar="PCT",
+        help="also fail when p50 or p95 turn latency rose by more than PCT (e.g. 20%%) even at the low end of its "
+        "95%% interval",
+    )  # fmt: skip
 
 
 def noise_options(args: argparse.Namespace) -> DiffOptions:
-    """The comparison `--alpha` and `--max-drop` ask for (`run --baseline`, `report --baseline`): both runs judged
-    by the head run's verdict rule."""
+    """The comparison `--alpha`, `--max-drop` and the cost and latency limits ask for (`run --baseline`,
+    `report --baseline`): both runs judged by the head run's verdict rule."""
     from niceeval.store import DiffOptions
 
-    return DiffOptions(alpha=args.alpha, max_drop=args.max_drop)
+    return DiffOptions(
+        alpha=args.alpha, max_drop=args.max_drop, max_cost_increase=args.max_cost_increase,
+        max_latency_increase=args.max_latency_increase,
+    )  # fmt: skip
 
 
 def add_gate_flags(parser: argparse.ArgumentParser) -> None:

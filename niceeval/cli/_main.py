@@ -13,6 +13,7 @@ from niceeval.cli._calibrate import add_calibrate_command
 from niceeval.cli._cases import add_case_commands
 from niceeval.cli._common import EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_USAGE
 from niceeval.cli._import import add_import_command
+from niceeval.cli._judge import add_judge_commands
 from niceeval.cli._power import add_power_command
 from niceeval.cli._project import add_project_commands
 from niceeval.cli._run import add_run_commands
@@ -25,6 +26,7 @@ GROUPS: dict[AddCommands, tuple[str, ...]] = {
     add_store_commands: ("runs", "show", "diff", "export", "report", "store", "gc"),
     add_case_commands: ("cases",),
     add_calibrate_command: ("calibrate",),
+    add_judge_commands: ("judge",),
     add_power_command: ("power",),
     add_import_command: ("import",),
     add_project_commands: ("init", "cache", "view", "testing"),

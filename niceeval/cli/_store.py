@@ -48,7 +48,8 @@ def add_store_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
 
     diff = commands.add_parser(
         "diff",
-        help="compare two suite runs judged by one rule; exit 1 only for a drop beyond noise (or --max-drop)",
+        help="compare two suite runs judged by one rule, with what the change costs; exit 1 only for a drop beyond "
+        "noise (or past --max-drop, --max-cost-increase, --max-latency-increase)",
     )
     diff.add_argument("base", metavar="BASE", help="the suite run to compare against (e.g. main's)")
     diff.add_argument("head", metavar="HEAD", help="the suite run to judge (a unique id prefix, or `latest`)")
@@ -205,7 +206,8 @@ def _diff_options(args: argparse.Namespace) -> DiffOptions:
 
     return DiffOptions(
         threshold=args.threshold, strict=args.strict, min_pass_rate=args.min_pass_rate, alpha=args.alpha,
-        max_drop=args.max_drop,
+        max_drop=args.max_drop, max_cost_increase=args.max_cost_increase,
+        max_latency_increase=args.max_latency_increase,
     )  # fmt: skip
 
 

@@ -220,9 +220,7 @@ def diff_lines(diff: RunDiff) -> list[str]:
     """`niceeval diff` as text: what else differed, changes by evidence, the suite's paired test, the verdict."""
     rule = f"{'--strict ' if diff.strict else ''}--min-pass-rate {diff.min_pass_rate:g}"
     lines = [f"diff {diff.base} -> {diff.head} (both judged with {rule})"]
-    lines += [
-        f"  differs: {clean(d.what, 40)}: {clean(d.base, 200)} -> {clean(d.head, 200)}" for d in diff.differences
-    ]
+    lines += [f"  differs: {clean(d.what, 40)}: {clean(d.base, 200)} -> {clean(d.head, 200)}" for d in diff.differences]
     for change in diff.changed:
         mark = _MARKS.get(change.change, "changed")
         counts = f"{change.base_passes}/{change.base_runs} -> {change.head_passes}/{change.head_runs} runs passed"
@@ -241,6 +239,9 @@ def diff_lines(diff: RunDiff) -> list[str]:
         rates = f"{_rate(diff.suite.base_rate)} -> {_rate(diff.suite.head_rate)}"
         lines.append(f"suite pass rate over {diff.suite.over}: {rates}, {diff.suite.evidence}")
     lines += _mean_score_lines(diff)
+    lines += _usage_lines(diff)
+    if diff.verdict_line:
+        lines.append(f"verdict: {clean(diff.verdict_line, 600)}")
     if diff.reasons:
         lines.append(f"REGRESSED: {'; '.join(clean(r, 300) for r in diff.reasons)}")
     else:
@@ -249,8 +250,36 @@ def diff_lines(diff: RunDiff) -> list[str]:
             f"no regression beyond noise at alpha {diff.alpha:g}"
             + (f" ({noise} change{'s' * (noise != 1)} within noise)" if noise else "")
             + (f" or larger than --max-drop {diff.max_drop:g}" if diff.max_drop is not None else "")
+            + _limits(diff)
         )
     return lines
+
+
+def _usage_lines(diff: RunDiff) -> list[str]:
+    """Cost per eval run and per passed run, p50 and p95 latency: each side, the change and its interval."""
+    if not diff.usage:
+        return [f"cost and latency: not compared ({'; '.join(diff.usage_notes)})"] if diff.usage_notes else []
+    cases = diff.usage[0].cases
+    lines = [f"cost and latency over {cases} shared case{'s' * (cases != 1)} (paired bootstrap, 95% CI):"]
+    for usage in diff.usage:
+        over = f" over {usage.cases} cases" if usage.cases != cases else ""
+        lines.append(
+            f"  {usage.change:<10} {usage.measure}{over}: {usage.base_text} -> {usage.head_text}, {usage.evidence}"
+        )
+    lines += [f"  note: {note}" for note in diff.usage_notes]
+    return lines
+
+
+def _limits(diff: RunDiff) -> str:
+    limits = [
+        f"--{flag} {limit:.0%}"
+        for flag, limit in (
+            ("max-cost-increase", diff.max_cost_increase),
+            ("max-latency-increase", diff.max_latency_increase),
+        )
+        if limit is not None
+    ]
+    return f" or past {' or '.join(limits)}" if limits else ""
 
 
 def _mean_score_lines(diff: RunDiff) -> list[str]:

@@ -1,8 +1,10 @@
-"""Statistics on plain numbers: intervals on rates and means, tests of change, power.
+"""Statistics on plain numbers: intervals, tests of change, power, what a change costs, how far raters agree.
 
-Pure functions on counts and lists, returning small frozen records that say when there is not enough data
-instead of printing a fake-precise number. `wilson`, `clustered_rate`, `clustered_mean` and `power` need only the
-standard library (the console shows them after every run); the tests of change import scipy when called.
+What a change costs is a paired bootstrap of cost and latency with a one-line verdict; agreement is Cohen's kappa
+and a Wilson interval. Pure functions on counts and lists, returning small frozen records that say when there is
+not enough data instead of printing a fake-precise number. `wilson`, `clustered_rate`, `clustered_mean`, `power`
+and `agreement` need only the standard library (the console shows them after every run); the tests of change
+import scipy when called, the bootstrap numpy.
 
 Names load on first use: a run imports the intervals it shows, never the tests of change it does not make.
 
@@ -17,21 +19,36 @@ from niceeval._core.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from ._adaptive import AdaptiveRuns, parse_runs
-    from ._compare import benjamini_hochberg, compare_rates, mcnemar, min_pairs, paired_bootstrap, paired_t
+    from ._agreement import Agreement, agreement, cohen_kappa
+    from ._bootstrap import PairedChange, PairedResampler
     from ._gate import EvalChange, RunComparison, ScoreTest, compare_runs
     from ._intervals import clustered_mean, clustered_mean_of_sums, clustered_rate, t_quantile, wilson
     from ._power import power
     from ._results import Comparison, Estimate, Power
+    from ._significance import benjamini_hochberg, compare_rates, mcnemar, min_pairs, paired_bootstrap, paired_t
+    from ._usage import CaseUsage, UsageComparison, compare_usage
+    from ._verdict import Dimension, Verdict, verdict
 
 _HOMES = {
     "AdaptiveRuns": "niceeval.stats._adaptive",
     "parse_runs": "niceeval.stats._adaptive",
-    "benjamini_hochberg": "niceeval.stats._compare",
-    "compare_rates": "niceeval.stats._compare",
-    "mcnemar": "niceeval.stats._compare",
-    "min_pairs": "niceeval.stats._compare",
-    "paired_bootstrap": "niceeval.stats._compare",
-    "paired_t": "niceeval.stats._compare",
+    "Agreement": "niceeval.stats._agreement",
+    "agreement": "niceeval.stats._agreement",
+    "cohen_kappa": "niceeval.stats._agreement",
+    "PairedChange": "niceeval.stats._bootstrap",
+    "PairedResampler": "niceeval.stats._bootstrap",
+    "CaseUsage": "niceeval.stats._usage",
+    "UsageComparison": "niceeval.stats._usage",
+    "compare_usage": "niceeval.stats._usage",
+    "Dimension": "niceeval.stats._verdict",
+    "Verdict": "niceeval.stats._verdict",
+    "verdict": "niceeval.stats._verdict",
+    "benjamini_hochberg": "niceeval.stats._significance",
+    "compare_rates": "niceeval.stats._significance",
+    "mcnemar": "niceeval.stats._significance",
+    "min_pairs": "niceeval.stats._significance",
+    "paired_bootstrap": "niceeval.stats._significance",
+    "paired_t": "niceeval.stats._significance",
     "EvalChange": "niceeval.stats._gate",
     "RunComparison": "niceeval.stats._gate",
     "ScoreTest": "niceeval.stats._gate",
@@ -49,18 +66,28 @@ _HOMES = {
 
 __all__ = [
     "AdaptiveRuns",
+    "Agreement",
+    "CaseUsage",
     "Comparison",
+    "Dimension",
     "Estimate",
     "EvalChange",
+    "PairedChange",
+    "PairedResampler",
     "Power",
     "RunComparison",
     "ScoreTest",
+    "UsageComparison",
+    "Verdict",
+    "agreement",
     "benjamini_hochberg",
     "clustered_mean",
     "clustered_mean_of_sums",
     "clustered_rate",
+    "cohen_kappa",
     "compare_rates",
     "compare_runs",
+    "compare_usage",
     "mcnemar",
     "min_pairs",
     "paired_bootstrap",
@@ -68,6 +95,7 @@ __all__ = [
     "parse_runs",
     "power",
     "t_quantile",
+    "verdict",
     "wilson",
 ]
 

@@ -16,9 +16,9 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from ._compare import benjamini_hochberg, compare_rates, mcnemar, paired_t
 from ._intervals import clustered_rate
 from ._results import Comparison, Estimate
+from ._significance import benjamini_hochberg, compare_rates, mcnemar, paired_t
 
 Change = Literal["regression", "improvement", "noise", "unchanged"]
 Scores = Mapping[str, Mapping[str, float]]

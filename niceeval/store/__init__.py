@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from niceeval._core.lazy import lazy_getattr
 
 if TYPE_CHECKING:
-    from niceeval.store._compare import DiffOptions
+    from niceeval.store._diff import DiffOptions
     from niceeval.store._errors import StoreError
     from niceeval.store._models import (
         EvalRunInfo,
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from niceeval.store._url import DEFAULT_PATH
 
 _HOMES = {
-    "DiffOptions": "niceeval.store._compare",
+    "DiffOptions": "niceeval.store._diff",
     "DEFAULT_PATH": "niceeval.store._url",
     "EvalRunInfo": "niceeval.store._models",
     "OutcomeChange": "niceeval.store._models",

@@ -266,6 +266,37 @@ class MeanScoreChange(BaseModel):
         return _over(self.cases, "shared case", self.clusters)
 
 
+class UsageChange(BaseModel):
+    """Cost or latency over the shared evals on each side, and the paired bootstrap interval of its change."""
+
+    model_config = ConfigDict(defer_build=True)
+
+    measure: Literal["cost per eval run", "cost per passed run", "p50 latency", "p95 latency"]
+    unit: Literal["usd", "s"]
+    cases: int
+    """The independent units resampled: the shared evals (for latency, those with a measured turn on both
+    sides), or their clusters."""
+    base: float | None
+    head: float | None
+    difference: float | None
+    """Head minus base, in `unit`; `low`..`high` is its 95% interval."""
+    low: float | None
+    high: float | None
+    relative: float | None
+    """Head / base - 1 (`1.0`: doubled); None when the base is 0. `relative_low`..`relative_high`: its interval."""
+    relative_low: float | None
+    relative_high: float | None
+    note: str | None
+    change: Literal["better", "worse", "noise", "unchanged"]
+    """`worse` when the whole interval lies above 0 (more cost or time), `better` below, `unchanged` when it is 0
+    itself, else `noise`."""
+    evidence: str
+    """The change in words: `+100% (95% CI +90% to +110%)`."""
+    base_text: str
+    """`base` as the reports show it: `$0.0012`, `1.20s`."""
+    head_text: str
+
+
 class RunDifference(BaseModel):
     """Something that differed between the two suite runs besides the code under test."""
 
@@ -302,6 +333,18 @@ class RunDiff(BaseModel):
     differences: list[RunDifference] = Field(default_factory=list)
     reasons: list[str] = Field(default_factory=list)
     """Why the gate fails (empty: it passes)."""
+    max_cost_increase: float | None = None
+    """The gate on cost per eval run, as a fraction (0.1: 10%): fails when the interval's low end is above it."""
+    max_latency_increase: float | None = None
+    """The gate on p50 and p95 latency, as a fraction, read like `max_cost_increase`."""
+    usage: list[UsageChange] = Field(default_factory=list)
+    """Cost per eval run and per passed run, p50 and p95 latency, over the shared evals (those measured)."""
+    usage_notes: list[str] = Field(default_factory=list)
+    """Why a measure is missing or narrowed (an unpriced model, no latency measured)."""
+    verdict: Literal["better", "worse", "a trade-off", "within noise"] | None = None
+    """Every measure weighed at once (pass rate, mean scores, cost, latency); None for a diff stored without it."""
+    verdict_line: str = ""
+    """The verdict in words: `worse on cost (+100%, 95% CI +90% to +110%); within noise: pass rate`."""
 
     @property
     def regressed(self) -> bool:

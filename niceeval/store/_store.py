@@ -12,9 +12,9 @@ from sqlalchemy import Connection, Engine
 from niceeval._core.outcome import Outcome
 from niceeval._core.results import RunResult
 from niceeval._core.summary import PlannedEval
-from niceeval.store import _compare, _prune, _read, _shards, _write
-from niceeval.store._compare import DiffOptions
+from niceeval.store import _diff, _prune, _read, _shards, _write
 from niceeval.store._damage import damage_message, integrity_problems
+from niceeval.store._diff import DiffOptions
 from niceeval.store._driver import DIALECTS, Dialect, Target, parse_url, session_of
 from niceeval.store._lease import Lease, LeaseHeld, held_message, take_lease
 from niceeval.store._models import (
@@ -165,7 +165,7 @@ class Store:
         """
         options = options or DiffOptions()
         with self._reading() as conn:
-            return _compare.diff(conn, _read.resolve(conn, base), _read.resolve(conn, head), options)
+            return _diff.diff(conn, _read.resolve(conn, base), _read.resolve(conn, head), options)
 
     # writing (the runner's sink uses these; each call is one committed transaction)
 

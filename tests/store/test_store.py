@@ -277,6 +277,11 @@ def judged(eval_id: str, score: float, *, run_index: int = 0, name: str = "rubri
     return run.model_copy(update={"assertions": [only.model_copy(update=update)]})
 
 
+def priced(run: RunResult, cost: float) -> RunResult:
+    """`run` with the agent's spend: one call costing `cost`."""
+    return run.model_copy(update={"agent_spend": Spend(calls=1, tokens=100, cost=cost)})
+
+
 def test_diff_tests_each_scored_assertion_over_the_shared_cases(store: Store) -> None:
     from scipy.stats import ttest_rel
 
@@ -329,11 +334,11 @@ def test_the_documented_diff_json_has_every_field_diff_writes(store: Store) -> N
     page = (Path(__file__).resolve().parents[2] / "docs" / "json-report.md").read_text(encoding="utf-8")
     block = page.split("## `niceeval diff BASE HEAD --json`")[1].split("```jsonc\n")[1].split("```")[0]
     documented = json.loads(re.sub(r"//[^\n]*", "", block))
-    record(store, "base", [judged(f"c{i}", 0.9) for i in range(3)] + [result("d")])
-    record(store, "head", [judged(f"c{i}", 0.5) for i in range(3)] + [result("d", "failed", score=0.0)])
+    record(store, "base", [priced(judged(f"c{i}", 0.9), 0.001) for i in range(3)] + [result("d")])
+    record(store, "head", [priced(judged(f"c{i}", 0.5), 0.002) for i in range(3)] + [result("d", "failed", score=0.0)])
     written = store.diff("base", "head").describe()
     assert documented.keys() == written.keys()
-    for key in ("changed", "scores", "mean_scores"):
+    for key in ("changed", "scores", "mean_scores", "usage"):
         assert documented[key][0].keys() == written[key][0].keys(), key
     assert documented["suite"].keys() == written["suite"].keys()
 

@@ -34,6 +34,7 @@ HOSTILE = {hostile!r}
 
 def shop(message: str, session: FunctionSession) -> str:
     rude = os.environ.get("SHOP_VERSION") == "2"
+    session.usage("openai/shop", input_tokens=100, output_tokens=20, cost=0.002 if rude else 0.001)  # v2 costs double
     if "refund" in message:
         session.tool("lookup_order", {{"order_id": "1234"}}, output={{"status": "shipped"}})
         return "Go away." if rude else "Your refund for order #1234 is on its way."
@@ -199,6 +200,9 @@ def test_compare_shows_the_flip_and_the_two_replies(site: Site, page: Any) -> No
     (rubric,) = page.locator("table.mean-scores tbody tr").all()  # both rubrics of the one graded case
     shown = " ".join(rubric.inner_text().split())
     assert shown == "rubric 1 0.90 0.10 noise: -0.80, 1 shared case: not enough to tell –"
+    cost = " ".join(page.locator("table.usage tbody tr", has_text="cost per eval run").inner_text().split())
+    assert cost == "cost per eval run 3 $0.0013 $0.0027 worse: +100% (95% CI +100% to +100%)"
+    assert "worse on cost (+100%, 95% CI +100% to +100%)" in page.locator("p.comparison-verdict").inner_text()
     flip.locator("a", has_text="side by side").click()
     before, after = page.locator("section.side").nth(0), page.locator("section.side").nth(1)
     assert "order #1234 is on its way" in before.inner_text() and "Go away." in after.inner_text()

@@ -1,15 +1,18 @@
-"""Comparing two suite runs: both judged by one verdict rule, changes weighed against noise.
+"""Comparing two suite runs: both judged by one verdict rule, changes weighed against noise, and what the change
+costs.
 
 Each side's evals are tallied from the stored runs and judged by one rule (the head's `--strict` and
 `--min-pass-rate`, or the one given), so a flip caused only by a rule change is never reported. The pass counts
 and each case's mean score per assertion go to `niceeval.stats.compare_runs`: Fisher's exact test per eval and a
 paired t test per scored assertion, with Benjamini-Hochberg q-values across both, and a paired test of the suite
-over the shared evals. scipy is imported there, only when two runs are compared.
+over the shared evals. scipy is imported there, only when two runs are compared. Cost and latency are weighed in
+`_costs`; the verdict line weighs every measure at once (`niceeval.stats.verdict`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, func, literal, select
 
@@ -17,6 +20,8 @@ from niceeval._core.assertion import assertion_kind
 from niceeval._core.errors import ConfigError
 from niceeval._core.outcome import Outcome
 from niceeval._core.summary import EvalTally
+from niceeval.stats import Dimension
+from niceeval.store._costs import UsageLimits, case_usage, weigh_usage
 from niceeval.store._models import (
     MeanScoreChange,
     OutcomeChange,
@@ -27,6 +32,9 @@ from niceeval.store._models import (
 )
 from niceeval.store._schema import assertions, eval_runs, judge_calls, suite_evals, suite_runs
 from niceeval.store._verdicts import tallies
+
+if TYPE_CHECKING:
+    from niceeval.stats import Comparison, RunComparison
 
 _RANK: dict[Outcome, int] = {"failed": 0, "scored": 1, "passed": 2}
 CaseScores = dict[str, dict[str, float]]
@@ -44,6 +52,10 @@ class DiffOptions:
     min_pass_rate: float | None = None
     alpha: float = 0.05
     max_drop: float | None = None
+    max_cost_increase: float | None = None
+    """Fail when cost per eval run rose by more than this fraction (0.1: 10%) even at its interval's low end."""
+    max_latency_increase: float | None = None
+    """Fail when p50 or p95 turn latency rose by more than this fraction even at its interval's low end."""
 
 
 def _tallies(conn: Connection, suite_run_id: str) -> dict[str, EvalTally]:
@@ -99,7 +111,7 @@ def _graded_scores(conn: Connection, base: str, head: str) -> tuple[CaseScores, 
 def diff(conn: Connection, base: str, head: str, options: DiffOptions) -> RunDiff:
     """What changed from suite run `base` to `head`; ConfigError for a run compared with itself or with no eval
     in common."""
-    from niceeval.stats import compare_runs
+    from niceeval.stats import compare_runs, verdict
 
     if base == head:
         raise ConfigError(f"diff compares two different suite runs; both name {base}. Pick another BASE.")
@@ -107,17 +119,51 @@ def diff(conn: Connection, base: str, head: str, options: DiffOptions) -> RunDif
     strict = row.strict if options.strict is None else options.strict
     min_pass_rate = row.min_pass_rate if options.min_pass_rate is None else options.min_pass_rate
     before, after = _tallies(conn, base), _tallies(conn, head)
+    clusters = _clusters(before, after)
     try:
         gate = compare_runs(
             {e: (t.passing(strict=strict), t.counted) for e, t in before.items()},
             {e: (t.passing(strict=strict), t.counted) for e, t in after.items()},
             alpha=options.alpha,
             max_drop=options.max_drop,
-            clusters=_clusters(before, after),
+            clusters=clusters,
             scores=_graded_scores(conn, base, head),
         )
     except ValueError as exc:
         raise ConfigError(f"runs {base} and {head} cannot be compared: {exc}.") from None
+    usage = weigh_usage(
+        case_usage(conn, base, strict=strict),
+        case_usage(conn, head, strict=strict),
+        clusters=clusters,
+        limits=UsageLimits(
+            max_cost_increase=options.max_cost_increase, max_latency_increase=options.max_latency_increase
+        ),
+    )
+    old_scores, new_scores = _scores(conn, base), _scores(conn, head)
+    scores = [
+        ScoreChange(eval_id=key[0], assertion=key[1], base=old_scores[key], head=new_scores[key])
+        for key in sorted(old_scores.keys() & new_scores.keys())
+        if abs(new_scores[key] - old_scores[key]) > options.threshold + 1e-9
+    ]
+    mean_scores = _mean_score_changes(gate, options.max_drop)
+    judged = verdict([*_quality(gate.suite, mean_scores), *usage.dimensions])
+    return RunDiff(
+        base=base, head=head, threshold=options.threshold, strict=strict, min_pass_rate=min_pass_rate,
+        alpha=options.alpha, max_drop=options.max_drop,
+        changed=_outcome_changes(gate, before, after, strict=strict, min_pass_rate=min_pass_rate),
+        new=sorted(after.keys() - before.keys()), gone=sorted(before.keys() - after.keys()), scores=scores,
+        mean_scores=mean_scores, suite=_suite_change(gate), differences=_differences(conn, base, head),
+        reasons=gate.reasons + usage.reasons, max_cost_increase=options.max_cost_increase,
+        max_latency_increase=options.max_latency_increase, usage=usage.changes, usage_notes=usage.notes,
+        verdict=judged.kind, verdict_line=judged.text,
+    )  # fmt: skip
+
+
+def _outcome_changes(
+    gate: RunComparison, before: dict[str, EvalTally], after: dict[str, EvalTally], *, strict: bool,
+    min_pass_rate: float,
+) -> list[OutcomeChange]:  # fmt: skip
+    """The evals whose verdict changed, or whose pass rate changed beyond noise, strongest evidence first."""
     changed = []
     for change in gate.evals:
         old = before[change.eval_id].status(strict=strict, min_pass_rate=min_pass_rate)
@@ -134,43 +180,47 @@ def diff(conn: Connection, base: str, head: str, options: DiffOptions) -> RunDif
                 p_value=comparison.p_value, q_value=change.q_value, evidence=str(comparison), change=change.change,
             )
         )  # fmt: skip
-    old_scores, new_scores = _scores(conn, base), _scores(conn, head)
-    scores = [
-        ScoreChange(eval_id=key[0], assertion=key[1], base=old_scores[key], head=new_scores[key])
-        for key in sorted(old_scores.keys() & new_scores.keys())
-        if abs(new_scores[key] - old_scores[key]) > options.threshold + 1e-9
-    ]
+    return changed
+
+
+def _mean_score_changes(gate: RunComparison, max_drop: float | None) -> list[MeanScoreChange]:
+    return [
+        MeanScoreChange(
+            assertion=t.assertion, cases=t.cases, clusters=t.comparison.n, base_mean=t.before, head_mean=t.after,
+            difference=t.comparison.difference, low=t.comparison.low, high=t.comparison.high,
+            p_value=t.comparison.p_value, q_value=t.q_value, note=t.comparison.note, evidence=str(t.comparison),
+            change=t.change, regressed=t.change == "regression" or t.dropped_past(max_drop),
+        )
+        for t in gate.scores
+    ]  # fmt: skip
+
+
+def _suite_change(gate: RunComparison) -> SuiteChange:
     suite = gate.suite
-    return RunDiff(
-        base=base,
-        head=head,
-        threshold=options.threshold,
-        strict=strict,
-        min_pass_rate=min_pass_rate,
-        alpha=options.alpha,
-        max_drop=options.max_drop,
-        changed=changed,
-        new=sorted(after.keys() - before.keys()),
-        gone=sorted(before.keys() - after.keys()),
-        scores=scores,
-        mean_scores=[
-            MeanScoreChange(
-                assertion=t.assertion, cases=t.cases, clusters=t.comparison.n, base_mean=t.before, head_mean=t.after,
-                difference=t.comparison.difference, low=t.comparison.low, high=t.comparison.high,
-                p_value=t.comparison.p_value, q_value=t.q_value, note=t.comparison.note, evidence=str(t.comparison),
-                change=t.change, regressed=t.change == "regression" or t.dropped_past(options.max_drop),
-            )
-            for t in gate.scores
-        ],  # fmt: skip
-        suite=SuiteChange(
-            test=suite.test, cases=len(gate.evals), clusters=suite.n, base_rate=gate.before_rate.value,
-            head_rate=gate.after_rate.value, difference=suite.difference, low=suite.low, high=suite.high,
-            p_value=suite.p_value, note=suite.note,
-            evidence=str(suite),
-        ),  # fmt: skip
-        differences=_differences(conn, base, head),
-        reasons=gate.reasons,
-    )
+    return SuiteChange(
+        test=suite.test, cases=len(gate.evals), clusters=suite.n, base_rate=gate.before_rate.value,
+        head_rate=gate.after_rate.value, difference=suite.difference, low=suite.low, high=suite.high,
+        p_value=suite.p_value, note=suite.note, evidence=str(suite),
+    )  # fmt: skip
+
+
+def _quality(suite: Comparison, mean_scores: list[MeanScoreChange]) -> list[Dimension]:
+    """The pass rate and each graded assertion's mean score, as the verdict weighs them."""
+    dimensions = []
+    if suite.difference is not None:
+        points = f"{suite.difference * 100:+.0f} pts"
+        if suite.low is not None and suite.high is not None:
+            points += f", 95% CI {suite.low * 100:+.0f} to {suite.high * 100:+.0f} pts"
+        dimensions.append(Dimension(name="pass rate", low=suite.low, high=suite.high, worse_when="down", shown=points))
+    for score in mean_scores:
+        if score.difference is None:
+            continue
+        shown = f"{score.difference:+.2f}"
+        if score.low is not None and score.high is not None:
+            shown += f", 95% CI {score.low:+.2f} to {score.high:+.2f}"
+        name = f"mean score {score.assertion}"
+        dimensions.append(Dimension(name=name, low=score.low, high=score.high, worse_when="down", shown=shown))
+    return dimensions
 
 
 def _clusters(before: dict[str, EvalTally], after: dict[str, EvalTally]) -> dict[str, str] | None:
