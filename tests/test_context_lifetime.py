@@ -125,9 +125,7 @@ def _left_behind() -> list[str]:
 
 @pytest.mark.parametrize("kind", ["async", "sync"])
 @pytest.mark.usefixtures("collector_off")
-def test_a_run_that_uses_every_part_of_the_context_is_freed_by_reference_counting(
-    server: LLMServer, kind: str
-) -> None:
+def test_a_run_that_uses_every_part_of_the_context_is_freed_by_reference_counting(server: LLMServer, kind: str) -> None:
     seen: list[weakref.ref[Any]] = []
     fn = _every_part_async(seen) if kind == "async" else _every_part_sync(seen)
     result = run(define_eval(name=f"every_part_{kind}")(fn))
