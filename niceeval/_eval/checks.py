@@ -19,6 +19,7 @@ from niceeval._core.errors import ErrorInfo, UsageError, caller_location, error_
 from niceeval._core.values import short
 
 if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
     from anyio.from_thread import BlockingPortal
 
 
@@ -235,6 +236,18 @@ class BlockingChecks(Checks):
         except Exception as exc:
             result = matcher.crashed(exc, location)
         return self._finish(handle, result, required)
+
+
+def thread_starter(portal: BlockingPortal, task_group: TaskGroup) -> Starter:
+    """How a sync eval's thread starts work on the run's task group: by hopping into the loop through `portal`."""
+
+    def start(work: Work) -> None:
+        async def spawn() -> None:
+            task_group.start_soon(work)
+
+        portal.call(spawn)
+
+    return start
 
 
 def _needs_value(value: object, verb: str) -> None:

@@ -21,12 +21,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from contextlib import AbstractContextManager
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
-
-from anyio.abc import TaskGroup
-from anyio.from_thread import BlockingPortal
 
 from niceeval._core.assertion import Chainable, Matcher
 from niceeval._core.awaits import tracked
@@ -36,26 +32,26 @@ from niceeval._core.spans import Span
 from niceeval._core.toolmatch import InputSpec
 from niceeval._eval.case_checks import REPLY, CaseChecks, row_of
 from niceeval._eval.checked_sandbox import CheckedSandbox
-from niceeval._eval.checks import NO_VALUE, AsyncChecks, BlockingChecks, Checks, Starter, Work
+from niceeval._eval.checks import NO_VALUE, AsyncChecks, BlockingChecks, Checks, Starter, thread_starter
 from niceeval._eval.checks import Check as Check  # re-exported: the context is where users meet them
 from niceeval._eval.checks import RequireFailed as RequireFailed
 from niceeval._eval.checks import Skipped as Skipped
 from niceeval._eval.checks import StopEval as StopEval
 from niceeval._eval.compare import Comparison, Comparisons, Method
-from niceeval._eval.conversation import ConversationSetup, Message, Session, Turn, split_chat
+from niceeval._eval.conversation import ConversationSetup, Message, Session, Turn, attachments_of
 from niceeval._eval.efficiency import Usage
 from niceeval._eval.inputs import RunInputs as RunInputs  # re-exported: the runner's door to the context
 from niceeval._eval.inputs import RunState as RunState
 from niceeval._eval.observe import Observations, Scoped, ToolCall
 from niceeval._eval.run_judge import JudgeOpener as JudgeOpener
 from niceeval._eval.run_judge import JudgeView as JudgeView
-from niceeval._eval.run_judge import RunJudge, template_reader, transcript_reader
+from niceeval._eval.run_judge import RunJudge
 from niceeval._eval.scopes import ScopeHost
 from niceeval._eval.sessions import Latest, Sessions
 from niceeval._eval.spanmatch import NameSpec, SpanAssertions
 from niceeval._eval.variants import Variant
 from niceeval._eval.workspace import ContentSpec
-from niceeval.agents._attachments import Attachment, load_attachments
+from niceeval.agents._attachments import Attachment
 from niceeval.expect._patterns import EventPattern, ToolPattern
 
 if TYPE_CHECKING:
@@ -75,14 +71,9 @@ class ContextBase:
 
     def __init__(self, inputs: RunInputs, state: RunState, *, checks: Checks, start: Starter) -> None:
         latest = Latest(state.awaits)
-        view = JudgeView(
-            start=start,
-            reply=latest.reply,
-            asked=latest.asked,
-            transcript=transcript_reader(state.log),
-            variables=template_reader(inputs.case, latest.asked),
+        judge = RunJudge(
+            inputs.judge, start=start, reply=latest.reply, asked=latest.asked, log=state.log, case=inputs.case
         )
-        judge = RunJudge(inputs.judge, view)
         scope = ScopeHost(
             eval_id=inputs.eval_id,
             checks=checks,
@@ -398,6 +389,12 @@ class ContextBase:
         return self._case_checks.check_case(entries, on=on)
 
 
+def inputs_of(t: ContextBase) -> RunInputs:
+    """What the runner built `t` from, for framework code that runs as an eval (the dataset eval reads its case's
+    source and its variant, which may be absent); an eval author reads `t.case` and `t.variant`."""
+    return t._inputs
+
+
 class EvalContext(ContextBase):
     """The context `t` given to an `async def` eval.
 
@@ -432,7 +429,7 @@ class EvalContext(ContextBase):
             deps: This turn's dependencies for a framework agent: pydantic-ai `deps`, the OpenAI Agents SDK's
                 `context`, or a dict merged into a LangGraph config.
         """
-        attached = _attachments(text, files, f"t.send() at {caller_location(1)}")
+        attached = attachments_of(text, files, f"t.send() at {caller_location(1)}")
         turn = self._sessions.current.send_with_followups(text, output, followups, attached, deps)
         return tracked(turn, "t.send(...)")
 
@@ -456,7 +453,7 @@ class SyncEvalContext(ContextBase):
         if inputs.portal is None:
             raise ValueError("a plain `def` eval's context needs RunInputs.portal: its thread's way into the loop")
         self._portal = inputs.portal
-        start = partial(_start_from_thread, inputs.portal, inputs.task_group)
+        start = thread_starter(inputs.portal, inputs.task_group)
         super().__init__(inputs, state, checks=BlockingChecks(state, inputs.portal), start=start)
 
     def send(
@@ -469,7 +466,7 @@ class SyncEvalContext(ContextBase):
         deps: Any = None,
     ) -> Turn:
         """Send `text` (with `files`, when given) to the agent under test and return its turn."""
-        attached = _attachments(text, files, f"t.send() at {caller_location(1)}")
+        attached = attachments_of(text, files, f"t.send() at {caller_location(1)}")
         turn: Turn = self._portal.call(
             self._sessions.current.send_with_followups, text, output, followups, attached, deps
         )
@@ -486,20 +483,3 @@ class SyncEvalContext(ContextBase):
     def revive(self) -> None:
         """Close the session and reopen it by the same id: the conversation must continue from storage."""
         self._portal.call(self._sessions.current.revive)
-
-
-def _attachments(
-    text: Message, files: Sequence[str | Path | bytes | Attachment] | None, where: str
-) -> list[Attachment]:
-    """The files sent with a message, loaded; a malformed chat is an error here, at the eval's line."""
-    split_chat(text, where)
-    return load_attachments(files, where) if files else []
-
-
-def _start_from_thread(portal: BlockingPortal, task_group: TaskGroup, work: Work) -> None:
-    """Start `work` on the run's task group from a sync eval's thread, hopping into the loop through `portal`."""
-
-    async def spawn() -> None:
-        task_group.start_soon(work)
-
-    portal.call(spawn)

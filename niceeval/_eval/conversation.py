@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from niceeval._core.assertion import Matcher
@@ -26,7 +27,7 @@ from niceeval._eval.observe import EventSelector, ToolCall, tool_calls_of
 from niceeval._eval.scoped import waiting_for_input
 from niceeval._eval.scopes import ScopeAssertions, ScopeHost
 from niceeval.agents import Agent, AgentSession, FunctionAgent, TurnStatus
-from niceeval.agents._attachments import Attachment
+from niceeval.agents._attachments import Attachment, load_attachments
 from niceeval.expect._matchers import equals, matches
 from niceeval.providers._pricing import prices_loaded, prices_ready
 
@@ -134,6 +135,14 @@ def split_chat(message: object, where: str) -> tuple[list[dict[str, str]] | None
     return chat[:-1], chat[-1]["content"]
 
 
+def attachments_of(
+    message: Message, files: Sequence[str | Path | bytes | Attachment] | None, where: str
+) -> list[Attachment]:
+    """The files sent with `message`, loaded; a malformed chat or file is an error here, at the eval's line."""
+    split_chat(message, where)
+    return load_attachments(files, where) if files else []
+
+
 def _stamp_latency(events: Sequence[Event], seconds: float) -> None:
     """Record the turn's duration on its reply (the last assistant message), so the run's record keeps it."""
     for event in reversed(events):
@@ -161,9 +170,12 @@ def resolve_agent(spec: object) -> Agent:
     return FunctionAgent(spec)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True)
 class ConversationSetup:
-    """What every conversation of a run is built with."""
+    """What every conversation of a run is built with.
+
+    Built once per run and never changed; not frozen only because a frozen dataclass is slower to build.
+    """
 
     agent: object
     """The agent under test as configured: an adapter, or a function (wrapped when first sent to)."""

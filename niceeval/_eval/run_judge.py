@@ -2,7 +2,7 @@
 
 The runner gives the context a `JudgeOpener` (its `JudgeSlot`); the context gives the judge a `JudgeView`, made of
 the run's leaves (the event log, the case, the current exchange), never the context or its conversations, so a
-finished run holds no reference cycle and is freed by reference counting.
+finished run holds no reference cycle and is freed by reference counting. Both are made only when the eval judges.
 """
 
 from __future__ import annotations
@@ -22,9 +22,12 @@ if TYPE_CHECKING:
     from niceeval.judge import Judge
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True)
 class JudgeView:
-    """What the run's judge reads from the run, each read when a judge method is called."""
+    """What the run's judge reads from the run, each read when a judge method is called.
+
+    Built once per run and never changed; not frozen only because a frozen dataclass is slower to build.
+    """
 
     start: Starter
     """Starts a judge call on the run's task group."""
@@ -47,13 +50,35 @@ class JudgeOpener(Protocol):
 
 
 class RunJudge:
-    """The run's `t.judge`: opened through the runner's opener on first use, then the same judge."""
+    """The run's `t.judge`: opened through the runner's opener on first use, then the same judge.
 
-    __slots__ = ("_opener", "_view", "_judge")
+    Args:
+        opener: The runner's; None outside a run (`t.judge` then says where it works).
+        start: Starts a judge call on the run's task group.
+        reply: The current reply (`t.reply`).
+        asked: What the eval last sent with `t.send` in the current conversation.
+        log: The run's event log (the transcript).
+        case: The run's case (the template variables).
+    """
 
-    def __init__(self, opener: JudgeOpener | None, view: JudgeView) -> None:
+    __slots__ = ("_opener", "_start", "_reply", "_asked", "_log", "_case", "_judge")
+
+    def __init__(
+        self,
+        opener: JudgeOpener | None,
+        *,
+        start: Starter,
+        reply: Callable[[], str],
+        asked: Callable[[], str | None],
+        log: EventLog,
+        case: Case | None,
+    ) -> None:
         self._opener = opener
-        self._view = view
+        self._start = start
+        self._reply = reply
+        self._asked = asked
+        self._log = log
+        self._case = case
         self._judge: Judge | None = None
 
     def get(self) -> Judge:
@@ -61,8 +86,18 @@ class RunJudge:
         if self._judge is None:
             if self._opener is None:
                 raise UsageError("t.judge is available while an eval runs under `niceeval run`.")
-            self._judge = self._opener.open(self._view)
+            self._judge = self._opener.open(self._view())
         return self._judge
+
+    def _view(self) -> JudgeView:
+        log = self._log
+        return JudgeView(
+            start=self._start,
+            reply=self._reply,
+            asked=self._asked,
+            transcript=lambda: transcript_of(log.events),
+            variables=template_reader(self._case, self._asked),
+        )
 
 
 def transcript_of(events: Sequence[Event]) -> str:
@@ -73,11 +108,6 @@ def transcript_of(events: Sequence[Event]) -> str:
         if isinstance(event, MessageEvent) and event.role in ("user", "assistant")
     ]
     return "\n".join(lines)
-
-
-def transcript_reader(log: EventLog) -> Callable[[], str]:
-    """Reads the transcript of `log` as it is when called."""
-    return lambda: transcript_of(log.events)
 
 
 def template_reader(case: Case | None, asked: Callable[[], str | None]) -> Callable[[], dict[str, object]]:

@@ -21,11 +21,12 @@ from niceeval._eval.observe import EventAssertions, EventSelector, Scoped
 from niceeval._eval.run_judge import RunJudge
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True)
 class ScopeHost:
     """What a turn or a session needs from the eval that made it: the parts of its context they record with.
 
     None of them refers back to the context or to a conversation, so turns kept by the eval hold no cycle.
+    Built once per run and never changed; not frozen only because a frozen dataclass is slower to build.
     """
 
     eval_id: str

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -195,16 +195,6 @@ def _agent(entry: EvalEntry, options: ExecOptions, run_index: int) -> object:
     return agent
 
 
-@asynccontextmanager
-async def _portal_for(spec: EvalSpec) -> AsyncIterator[BlockingPortal | None]:
-    """A plain `def` eval's portal (its thread's way into the loop), open while it runs; none for `async def`."""
-    if spec.is_async:
-        yield None
-        return
-    async with BlockingPortal() as portal:
-        yield portal
-
-
 async def _run_body(entry: EvalEntry, state: RunState, options: ExecOptions, setup: _RunSetup) -> ErrorInfo | None:
     spec = entry.spec
     timeout = spec.timeout or options.timeout
@@ -216,7 +206,7 @@ async def _run_body(entry: EvalEntry, state: RunState, options: ExecOptions, set
     started = anyio.current_time()
     try:
         with anyio.fail_after(timeout):
-            async with anyio.create_task_group() as tg, _portal_for(spec) as portal:
+            async with anyio.create_task_group() as tg:
                 inputs = RunInputs(
                     eval_id=entry.id,
                     task_group=tg,
@@ -227,10 +217,13 @@ async def _run_body(entry: EvalEntry, state: RunState, options: ExecOptions, set
                     judge=slot,
                     pricing=options.pricing,
                     followup_model=settings.model,
-                    portal=portal,
                 )
-                ctx = EvalContext(inputs, state) if portal is None else SyncEvalContext(inputs, state)
-                error = await _body(entry, ctx, portal)
+                if spec.is_async:
+                    error = await _body(entry, EvalContext(inputs, state), None)
+                else:  # a plain `def` eval runs in a thread, which reaches the loop through this portal
+                    async with BlockingPortal() as portal:
+                        ctx = SyncEvalContext(replace(inputs, portal=portal), state)
+                        error = await _body(entry, ctx, portal)
     except TimeoutError:
         error = _timed_out(entry, timeout)
     else:
