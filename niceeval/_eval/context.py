@@ -92,6 +92,7 @@ class ContextBase:
         )
         comparisons = Comparisons(comparisons=state.comparisons, reply=latest.reply, asked=latest.asked)
         self._inputs = inputs
+        self._state = state
         self._checks = checks
         self._judge = judge
         self._sessions = Sessions(setup, latest)
@@ -389,12 +390,6 @@ class ContextBase:
         return self._case_checks.check_case(entries, on=on)
 
 
-def inputs_of(t: ContextBase) -> RunInputs:
-    """What the runner built `t` from, for framework code that runs as an eval (the dataset eval reads its case's
-    source and its variant, which may be absent); an eval author reads `t.case` and `t.variant`."""
-    return t._inputs
-
-
 class EvalContext(ContextBase):
     """The context `t` given to an `async def` eval.
 
@@ -483,3 +478,15 @@ class SyncEvalContext(ContextBase):
     def revive(self) -> None:
         """Close the session and reopen it by the same id: the conversation must continue from storage."""
         self._portal.call(self._sessions.current.revive)
+
+
+def inputs_of(t: ContextBase) -> RunInputs:
+    """What the runner built `t` from, for framework code that runs as an eval (the dataset eval reads its case's
+    source and its variant, which may be absent); an eval author reads `t.case` and `t.variant`."""
+    return t._inputs
+
+
+def state_of(t: ContextBase) -> RunState:
+    """What the run of `t` accumulates, for framework code that finds `t` on a stack (the loop watchdog records
+    its warning on the run that blocked the loop)."""
+    return t._state

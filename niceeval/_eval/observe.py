@@ -105,9 +105,11 @@ class Scoped(Chainable):
 
 
 class EventAssertions:
-    """The assertions over an event stream, shared by `t` (the whole run), a `Turn` and a `Session`.
+    """The assertions over an event stream, shared by the whole run (`Observations`, behind `t`), a `Turn` and a
+    `Session`.
 
-    Each registers now and is scored after the eval returns, over the events of its scope.
+    Each registers now and is scored after the eval returns, over the events of its scope. A subclass says where
+    (`_register`) and with which prices (`_prices`).
     """
 
     __slots__ = ()

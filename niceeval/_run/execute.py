@@ -285,19 +285,33 @@ async def execute_run(entry: EvalEntry, run_index: int, options: ExecOptions) ->
             with anyio.CancelScope(shield=True):
                 kept = await sandbox.close(keep=_keep(options, state, error))
     duration = time.perf_counter() - start
+    return _result(entry, run_index, options, state, error, duration_s=duration, kept=kept), state.comparisons
+
+
+def _result(
+    entry: EvalEntry,
+    run_index: int,
+    options: ExecOptions,
+    state: RunState,
+    error: ErrorInfo | None,
+    *,
+    duration_s: float,
+    kept: Path | None,
+) -> RunResult:
+    """The finished run, folded: its outcome, what it recorded, what it spent."""
     outcome = fold(
         state.assertions,
         errored=error is not None,
         skipped=state.skip_reason is not None,
         fail_on_inconclusive=options.fail_on_inconclusive,
     )
-    result = RunResult(
+    return RunResult(
         eval_id=entry.id,
         file=entry.file,
-        line=spec.line,
+        line=entry.spec.line,
         run_index=run_index,
         outcome=outcome,
-        duration_s=duration,
+        duration_s=duration_s,
         error=error,
         skip_reason=state.skip_reason,
         assertions=state.assertions,
@@ -313,7 +327,6 @@ async def execute_run(entry: EvalEntry, run_index: int, options: ExecOptions) ->
         warnings=state.warnings,
         spans=[SpanRecord.of(span) for span in state.log.spans],
     )
-    return result, state.comparisons
 
 
 def _keep(options: ExecOptions, state: RunState, error: ErrorInfo | None) -> bool:
