@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from niceeval._eval.config import Config, define_config
     from niceeval._eval.context import EvalContext, SyncEvalContext
     from niceeval._eval.conversation import Session, Turn
-    from niceeval._eval.scopes import ToolCall
+    from niceeval._eval.observe import ToolCall
     from niceeval._eval.spec import EvalSpec, define_eval
 
 _HOMES = {
@@ -41,7 +41,7 @@ _HOMES = {
     "SyncEvalContext": "niceeval._eval.context",
     "Turn": "niceeval._eval.conversation",
     "Session": "niceeval._eval.conversation",
-    "ToolCall": "niceeval._eval.scopes",
+    "ToolCall": "niceeval._eval.observe",
     "EvalSpec": "niceeval._eval.spec",
     "define_eval": "niceeval._eval.spec",
 }

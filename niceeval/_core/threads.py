@@ -19,37 +19,51 @@ from anyio.from_thread import BlockingPortal
 T = TypeVar("T")
 
 
-async def call_in_thread(fn: Callable[[BlockingPortal], T]) -> T:
+async def call_in_thread(fn: Callable[[BlockingPortal], T], *, portal: BlockingPortal | None = None) -> T:
     """Run `fn(portal)` in a new daemon thread and wait for it; cancelling the wait abandons the thread.
 
     Not `anyio.to_thread.run_sync`: its workers are not daemon threads, so one abandoned on a timeout keeps
     the process alive at exit until the user's code returns (maybe never), and without `abandon_on_cancel`
     the timeout does not fire at all. `fn` may call back into the event loop through `portal` (a sync
-    eval's `t.send` does). Whatever `fn` raises is re-raised here as it is.
+    eval's `t.send` does): the caller's, when it opened one already (a sync eval's context is built with it),
+    else one opened for the call. Whatever `fn` raises is re-raised here as it is.
     """
-    done = anyio.Event()
     returned: list[T] = []
     raised: list[BaseException] = []
-    async with BlockingPortal() as portal:
-
-        def target() -> None:
-            try:
-                returned.append(fn(portal))
-            except BaseException as exc:
-                raised.append(exc)
-            # Once the waiter is cancelled the portal stops, and nobody wants this result any more.
-            with suppress(RuntimeError, CancelledError):
-                portal.call(done.set)
-
-        thread = threading.Thread(
-            target=contextvars.copy_context().run, args=(target,), name="niceeval-sync-call", daemon=True
-        )
-        thread.start()
-        await done.wait()
+    if portal is not None:
+        await _in_thread(fn, portal, returned, raised)
+    else:
+        async with BlockingPortal() as own:
+            await _in_thread(fn, own, returned, raised)
     # Raised outside the portal: inside it, its task group would wrap the error in an ExceptionGroup.
     if raised:
-        raise raised[0]
+        error = raised.pop()  # not kept in this frame, which its traceback holds: no reference cycle
+        try:
+            raise error
+        finally:
+            del error
     return returned[0]
+
+
+async def _in_thread(
+    fn: Callable[[BlockingPortal], T], portal: BlockingPortal, returned: list[T], raised: list[BaseException]
+) -> None:
+    done = anyio.Event()
+
+    def target() -> None:
+        try:
+            returned.append(fn(portal))
+        except BaseException as exc:
+            raised.append(exc)
+        # Once the waiter is cancelled the portal stops, and nobody wants this result any more.
+        with suppress(RuntimeError, CancelledError):
+            portal.call(done.set)
+
+    thread = threading.Thread(
+        target=contextvars.copy_context().run, args=(target,), name="niceeval-sync-call", daemon=True
+    )
+    thread.start()
+    await done.wait()
 
 
 _LOADED: set[str] = set()

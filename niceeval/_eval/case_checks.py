@@ -3,23 +3,24 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from niceeval._core.assertion import Chainable, Matcher
 from niceeval._core.errors import UsageError, caller_location
-from niceeval._core.settings import Price
 from niceeval._eval import efficiency, scoped
 from niceeval._eval.checks import Check
 from niceeval._eval.compare import Comparison, Comparisons
 from niceeval._eval.observe import Scoped
+from niceeval._eval.scopes import ScopeHost
 
 if TYPE_CHECKING:
+    from niceeval._eval.cases import Case
     from niceeval._eval.declared import Declared
-    from niceeval.judge import Judge
 
 C = TypeVar("C", bound=Chainable)
-_REPLY: Any = object()
+REPLY: Any = object()
+"""`on=` not given: the entries apply to the current reply."""
 _AT_LINE = re.compile(r":\d+$")
 
 
@@ -61,29 +62,34 @@ def _name_of(item: object) -> str:
     return str(getattr(item, "name", ""))
 
 
-class CaseChecks(Comparisons):
-    """Mixin of the eval context: `t.check_case()` (after the comparisons, which a `max_score` entry uses)."""
+def row_of(case: Case | None) -> Any:
+    """`t.case`: the dataset row of the run's case, a dict or the eval's `case_model`."""
+    if case is None:
+        raise UsageError("t.case exists only in evals with cases: @define_eval(cases='data/qa.jsonl').")
+    return case.data
 
-    _scoped: list[Scoped]
-    _pricing: Mapping[str, Price]
-    _case_source: str | None = None
 
-    if TYPE_CHECKING:  # provided by the context
+class CaseChecks:
+    """The context's part for `t.check_case()`: a case row's `assert:` entries, recorded as hand-written ones.
 
-        @property
-        def case(self) -> Any: ...
+    Args:
+        case: The run's case (its row and where it is written), None in an eval without cases.
+        scope: What the entries record with: the checks, the scoped assertions, the judge and the prices.
+        reply: The current reply (`t.reply`), what the entries check and judge by default.
+        comparisons: For the `max_score` and `select_best` entries.
+    """
 
-        @property
-        def reply(self) -> str: ...
+    __slots__ = ("_case", "_scope", "_reply", "_comparisons")
 
-        @property
-        def judge(self) -> Judge: ...
+    def __init__(
+        self, *, case: Case | None, scope: ScopeHost, reply: Callable[[], str], comparisons: Comparisons
+    ) -> None:
+        self._case = case
+        self._scope = scope
+        self._reply = reply
+        self._comparisons = comparisons
 
-        def _record(
-            self, value: Any, matcher: Matcher | None, location: str | None, *, required: bool, verb: str
-        ) -> Check: ...
-
-    def check_case(self, entries: object = None, *, on: object = _REPLY) -> list[Check | Chainable]:
+    def check_case(self, entries: object = None, *, on: object = REPLY) -> list[Check | Chainable]:
         """Apply the case's `assert:` entries (or `entries`, in the same form) to the reply (or `on=`).
 
         Each entry becomes the matcher, scoped assertion or judge it maps to (docs/judge.md lists them), recorded
@@ -96,9 +102,10 @@ class CaseChecks(Comparisons):
         # The entries' table loads here: planning loads it before the suite's loop for every eval with cases.
         from niceeval._eval.declared import DeclaredError, parse_entries, row_assertions
 
-        source = self._case_source  # a dataset file's row (`data/qa.yaml:12`) says which entries, else the call
+        # A dataset file's row (`data/qa.yaml:12`) says which entries, else the call.
+        source = self._case.source if self._case is not None else None
         location = source if source is not None and _AT_LINE.search(source) else caller_location(1)
-        raw = row_assertions(self.case) if entries is None else entries
+        raw = row_assertions(row_of(self._case)) if entries is None else entries
         try:
             declared = parse_entries(raw)
         except DeclaredError as exc:
@@ -111,9 +118,9 @@ class CaseChecks(Comparisons):
             weights[name] = item.entry.weight
         for item in [d for d in declared if d.type.kind == "compare"]:
             if item.type.name == "max_score":
-                comparison = self.max_score(weights=weights)
+                comparison = self._comparisons.max_score(weights=weights)
             else:
-                comparison = self.select_best(str(item.entry.value))
+                comparison = self._comparisons.select_best(str(item.entry.value))
             comparison.location = location
             handles.append(_chained(comparison, item))
         return handles
@@ -127,11 +134,12 @@ class CaseChecks(Comparisons):
             assert kind.build is not None
             matcher = kind.build(item.entry)
             matcher = _chained(negated(matcher) if item.negate else matcher, item)
-            value = self.reply if on is _REPLY else on
-            return self._record(value, matcher, location, required=False, verb="check_case"), matcher.name
+            value = self._reply() if on is REPLY else on
+            checks = self._scope.checks
+            return checks.record(value, matcher, location, required=False, verb="check_case"), matcher.name
         if kind.kind == "scoped":
             handle = _chained(Scoped(self._scoped_matcher(item), location), item)
-            self._scoped.append(handle)
+            self._scope.scoped.append(handle)
             return handle, handle.matcher.name
         judged = _chained(self._judge_entry(item, on, location), item)
         return judged, _name_of(judged)
@@ -139,9 +147,9 @@ class CaseChecks(Comparisons):
     def _scoped_matcher(self, item: Declared) -> Matcher:
         value, name = item.entry.value, item.type.name
         if name == "max_cost":
-            return efficiency.max_cost(float(value), self._pricing)
+            return efficiency.max_cost(float(value), self._scope.pricing)
         if name == "max_tokens":
-            return efficiency.max_tokens(int(value), self._pricing)
+            return efficiency.max_tokens(int(value), self._scope.pricing)
         if name == "max_latency":
             from niceeval._eval.declared import latency_matcher
 
@@ -155,10 +163,13 @@ class CaseChecks(Comparisons):
         return scoped.called_tool(spec.pop("name"), **spec)
 
     def _rag_entry(self, item: Declared, target: dict[str, Any], location: str | None) -> Any:
-        entry, rag, name = item.entry, self.judge.rag, item.type.name
+        entry, rag, name = item.entry, self._scope.judge.get().rag, item.type.name
         if name == "answer_relevance":
             return rag.answer_relevance(model=entry.model, **target)
-        context = entry.value if name != "context_recall" and entry.value is not None else _row_context(self.case)
+        if name != "context_recall" and entry.value is not None:
+            context = entry.value
+        else:
+            context = _row_context(row_of(self._case))
         if context is None:
             raise UsageError(
                 f"{location}: a {name} entry needs the retrieved context: a `context` field in the row "
@@ -171,8 +182,8 @@ class CaseChecks(Comparisons):
         return rag.context_recall(context, entry.value, model=entry.model)
 
     def _judge_entry(self, item: Declared, on: object, location: str | None) -> Chainable:
-        entry, judge = item.entry, self.judge
-        target: dict[str, Any] = {} if on is _REPLY else {"on": on}
+        entry, judge = item.entry, self._scope.judge.get()
+        target: dict[str, Any] = {} if on is REPLY else {"on": on}
         text = str(entry.value)
         name = item.type.name
         if name == "rubric":

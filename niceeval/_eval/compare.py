@@ -13,7 +13,7 @@ error.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Self
 
@@ -142,15 +142,22 @@ def _max_score_settings(method: object, weights: object, threshold: object, wher
 
 
 class Comparisons:
-    """Mixin of the eval context: assertions that compare this run's output with the other variants'."""
+    """The context's part for assertions that compare this run's output with the other variants'.
 
-    _comparisons: list[Comparison]
+    Args:
+        comparisons: Where they are registered (the runner resolves them once every variant has run).
+        reply: The current reply (`t.reply`): what `select_best` compares by default.
+        asked: What the eval last sent with `t.send`, shown to the judge as the input the candidates answer.
+    """
 
-    def _reply_text(self) -> str:
-        raise NotImplementedError
+    __slots__ = ("_comparisons", "_reply", "_asked")
 
-    def _asked_text(self) -> str | None:
-        raise NotImplementedError
+    def __init__(
+        self, *, comparisons: list[Comparison], reply: Callable[[], str], asked: Callable[[], str | None]
+    ) -> None:
+        self._comparisons = comparisons
+        self._reply = reply
+        self._asked = asked
 
     def max_score(
         self, *, method: Method = "average", weights: Mapping[str, float] | None = None, threshold: float | None = None
@@ -186,8 +193,8 @@ class Comparisons:
             raise UsageError(f"t.select_best() at {location} needs criteria text, e.g. 'Which answer is clearest?'.")
         from niceeval.judge._runtime import as_text
 
-        output = self._reply_text() if on is None else as_text(on)
-        settings = SelectBest(criteria=criteria, output=output, model=model, input=self._asked_text())
+        output = self._reply() if on is None else as_text(on)
+        settings = SelectBest(criteria=criteria, output=output, model=model, input=self._asked())
         return self._add_comparison(Comparison(settings, f"select_best({criteria[:60]})", "soft", location))
 
     def _add_comparison(self, comparison: Comparison) -> Comparison:

@@ -1,155 +1,133 @@
-"""The eval context `t`: what an eval function uses to talk to the agent and record assertions."""
+"""The eval context `t`: what an eval function uses to talk to the agent and record assertions.
+
+The runner builds `t` from one `RunInputs` record and the run's `RunState`. `t` holds its parts by composition and
+each public method is a thin delegation to the part that implements it, in the module named for it:
+
+- `checks.Checks`: `check`, `require`, `group`, `skip`;
+- `sessions.Sessions`: `reply`, `session`, `session_id`, `new_session`; its current `conversation.Conversation`
+  answers `send`, `respond`, `respond_all`, `revive`;
+- `observe.Observations`: `events`, `tool_calls`, `usage` and the assertions over the event stream and the
+  workspace (`called_tool`, `max_tokens`, `file_changed`, ...);
+- `spanmatch.SpanAssertions`: `spans`, `span`, `no_span`, `no_error_spans`;
+- `compare.Comparisons`: `max_score`, `select_best`; `case_checks.CaseChecks`: `check_case` (and `case`);
+- `run_judge.RunJudge`: `judge`; `checked_sandbox.CheckedSandbox`: `sandbox`.
+
+No part refers back to `t`, and what the judge and the turns reach refers to no conversation: a finished run holds
+no reference cycle and is freed by reference counting as soon as the runner lets go of it.
+"""
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+import re
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from anyio.abc import TaskGroup
-from anyio.from_thread import BlockingPortal
-
-from niceeval._core.assertion import CURRENT_GROUP, AssertionResult, Matcher, ScoreLike, grouped
-from niceeval._core.awaits import AwaitTracker, tracked
-from niceeval._core.errors import ErrorInfo, UsageError, caller_location, error_info
-from niceeval._core.events import Event, EventLog
-from niceeval._core.settings import Price
+from niceeval._core.assertion import Chainable, Matcher
+from niceeval._core.awaits import tracked
+from niceeval._core.errors import UsageError, caller_location
+from niceeval._core.events import Event, EventType
 from niceeval._core.spans import Span
-from niceeval._core.values import short
-from niceeval._eval.case_checks import CaseChecks
+from niceeval._core.toolmatch import InputSpec
+from niceeval._eval.case_checks import REPLY, CaseChecks, row_of
+from niceeval._eval.checked_sandbox import CheckedSandbox
+from niceeval._eval.checks import NO_VALUE, AsyncChecks, BlockingChecks, Checks, Starter, thread_starter
 from niceeval._eval.checks import Check as Check  # re-exported: the context is where users meet them
 from niceeval._eval.checks import RequireFailed as RequireFailed
 from niceeval._eval.checks import Skipped as Skipped
 from niceeval._eval.checks import StopEval as StopEval
-from niceeval._eval.compare import Comparison
-from niceeval._eval.conversation import Conversation, Message, Session, Turn, split_chat
-from niceeval._eval.efficiency import Usage, usage_of
-from niceeval._eval.observe import Observations, Scoped
-from niceeval._eval.scopes import ToolCall, tool_calls_of
-from niceeval._eval.spanmatch import SpanAssertions
+from niceeval._eval.compare import Comparison, Comparisons, Method
+from niceeval._eval.conversation import ConversationSetup, Message, Session, Turn, attachments_of
+from niceeval._eval.efficiency import Usage
+from niceeval._eval.inputs import RunInputs as RunInputs  # re-exported: the runner's door to the context
+from niceeval._eval.inputs import RunState as RunState
+from niceeval._eval.observe import Observations, Scoped, ToolCall
+from niceeval._eval.run_judge import JudgeOpener as JudgeOpener
+from niceeval._eval.run_judge import JudgeView as JudgeView
+from niceeval._eval.run_judge import RunJudge
+from niceeval._eval.scopes import ScopeHost
+from niceeval._eval.sessions import Latest, Sessions
+from niceeval._eval.spanmatch import NameSpec, SpanAssertions
 from niceeval._eval.variants import Variant
+from niceeval._eval.workspace import ContentSpec
 from niceeval.agents import Attachment
-from niceeval.agents._runtime import load_attachments
+from niceeval.expect import EventPattern, ToolPattern
 
 if TYPE_CHECKING:
     from niceeval.judge import Judge
     from niceeval.sandbox import Sandbox
 
-T = TypeVar("T")
 
+class ContextBase:
+    """What sync and async eval contexts share: checks, skip, the reply, the event stream, scoped assertions.
 
-@dataclass(kw_only=True)
-class RunState:
-    """Everything one run accumulates; the runner folds it into a `RunResult`."""
+    Args:
+        inputs: Everything the run is given (agent, case, variant, sandbox, judge, prices).
+        state: What the run accumulates, for the runner to fold.
+        checks: How checks settle an async matcher (on the task group, or blocking the eval's thread).
+        start: How background work (judge calls) starts on the run's task group.
+    """
 
-    assertions: list[AssertionResult] = field(default_factory=list)
-    log: EventLog = field(default_factory=EventLog)
-    pending_requires: list[Check] = field(default_factory=list)
-    skip_reason: str | None = None
-    scoped: list[Scoped] = field(default_factory=list)
-    diff_scoped: list[Scoped] = field(default_factory=list)
-    span_scoped: list[Scoped] = field(default_factory=list)
-    """`t.span(...)` and the other span assertions, scored over the run's trace (`log.spans`)."""
-    usage_error: ErrorInfo | None = None
-    """An author bug found inside a background check (it cannot raise into the eval function)."""
-    workspace_diff: str | None = None
-    """A sandbox eval's workspace diff as text, kept for the record."""
-    warnings: list[str] = field(default_factory=list)
-    """Problems that did not change the outcome but deserve attention (the loop watchdog's, for one)."""
-    awaits: AwaitTracker = field(default_factory=AwaitTracker)
-    """Coroutines the API handed to the eval, checked for an `await` once it returns."""
-    comparisons: list[Comparison] = field(default_factory=list)
-    """`t.max_score` / `t.select_best`: resolved by the runner once every variant of the case has run."""
-
-
-_NO_VALUE: Any = object()
-"""`t.check()` called without the value to score."""
-
-
-def _needs_value(value: object, verb: str) -> None:
-    if value is _NO_VALUE:
-        raise UsageError(
-            f"t.{verb}() needs the value to score and a matcher, e.g. t.{verb}(t.reply, includes('refund'))."
+    def __init__(self, inputs: RunInputs, state: RunState, *, checks: Checks, start: Starter) -> None:
+        latest = Latest(state.awaits)
+        judge = RunJudge(
+            inputs.judge, start=start, reply=latest.reply, asked=latest.asked, log=state.log, case=inputs.case
         )
-
-
-class ContextBase(Observations, SpanAssertions, CaseChecks):
-    """What sync and async eval contexts share: checks, skip, the reply, the event stream, scoped assertions."""
-
-    def __init__(
-        self,
-        *,
-        state: RunState,
-        task_group: TaskGroup,
-        agent: object,
-        eval_id: str,
-        pricing: Mapping[str, Price] | None = None,
-        followup_model: str | None = None,
-    ) -> None:
+        scope = ScopeHost(
+            eval_id=inputs.eval_id,
+            checks=checks,
+            scoped=state.scoped,
+            judge=judge,
+            pricing=inputs.pricing,
+            awaits=state.awaits,
+        )
+        setup = ConversationSetup(
+            agent=inputs.agent,
+            log=state.log,
+            eval_id=inputs.eval_id,
+            scope=scope,
+            pricing=inputs.pricing,
+            followup_model=inputs.followup_model,
+        )
+        comparisons = Comparisons(comparisons=state.comparisons, reply=latest.reply, asked=latest.asked)
+        self._inputs = inputs
         self._state = state
-        self._tg = task_group
-        self._agent_spec = agent
-        self._eval_id = eval_id
-        self._scoped = state.scoped
-        self._comparisons = state.comparisons
-        self._diff_scoped = state.diff_scoped
-        self._span_scoped = state.span_scoped
-        self._sandbox: Sandbox | None = None
-        self._case: Any = None
-        self._variant: Variant | None = None
-        self._judge: Judge | None = None
-        self._judge_factory: Callable[[], Judge] | None = None
-        self._pricing = pricing or {}
-        self._followup_model = followup_model
-        self._conversation = self._make_conversation()
-        self._conversations = [self._conversation]
+        self._checks = checks
+        self._judge = judge
+        self._sessions = Sessions(setup, latest)
+        self._observed = Observations(
+            log=state.log, scoped=state.scoped, diff_scoped=state.diff_scoped, pricing=inputs.pricing
+        )
+        self._traced = SpanAssertions(log=state.log, span_scoped=state.span_scoped)
+        self._comparisons = comparisons
+        self._case_checks = CaseChecks(case=inputs.case, scope=scope, reply=latest.reply, comparisons=comparisons)
+        self._sandbox: Sandbox | None = CheckedSandbox(inputs.sandbox) if inputs.sandbox is not None else None
 
-    @property
-    def reply(self) -> str:
-        """The agent's last reply text in the current conversation ("" before the first `send`).
+    async def _close(self) -> None:
+        """Close the agent sessions of every conversation (the runner does, once the eval returned)."""
+        await self._sessions.close()
 
-        Raises:
-            UsageError: A `t.send(...)` before it was never awaited, so this would be the reply before it.
-        """
-        forgotten = self._state.awaits.unstarted()
-        if forgotten is not None:
-            raise UsageError(forgotten.message())  # now, not a check of the stale reply and the same error later
-        return self._conversation.reply
-
-    def _reply_text(self) -> str:
-        return self.reply
-
-    def _asked_text(self) -> str | None:
-        return self._conversation.asked
-
+    # What the run is given.
     @property
     def judge(self) -> Judge:
         """LLM-as-judge: `t.judge.rubric(...)`, `t.judge.autoevals.closed_qa(...)`, `g_eval`, `vote`, ...
 
         Judge calls start at once, run while the eval goes on, and settle before the outcome is folded.
         """
-        if self._judge is None:
-            if self._judge_factory is None:
-                raise UsageError("t.judge is available while an eval runs under `niceeval run`.")
-            self._judge = self._judge_factory()
-        return self._judge
+        return self._judge.get()
 
     @property
     def case(self) -> Any:
         """The dataset row this run uses (`define_eval(cases=...)`): a dict, or the eval's `case_model`."""
-        if self._case is None:
-            raise UsageError("t.case exists only in evals with cases: @define_eval(cases='data/qa.jsonl').")
-        return self._case
+        return row_of(self._inputs.case)
 
     @property
     def variant(self) -> Variant:
         """The variant combination of this run (`variants={...}`): `t.variant["prompt"]`, `t.variant.name`."""
-        if self._variant is None:
+        if self._inputs.variant is None:
             raise UsageError("t.variant exists only in evals with variants: @define_eval(variants={'prompt': [...]}).")
-        return self._variant
+        return self._inputs.variant
 
     @property
     def sandbox(self) -> Sandbox:
@@ -161,173 +139,255 @@ class ContextBase(Observations, SpanAssertions, CaseChecks):
             )
         return self._sandbox
 
+    # The conversations (`sessions.py`).
+    @property
+    def reply(self) -> str:
+        """The agent's last reply text in the current conversation ("" before the first `send`).
+
+        Raises:
+            UsageError: A `t.send(...)` before it was never awaited, so this would be the reply before it.
+        """
+        return self._sessions.reply
+
     @property
     def session_id(self) -> str:
         """The id of the current conversation with the agent."""
-        return self._conversation.id
-
-    @property
-    def usage(self) -> Usage:
-        """Tokens and cost of the agent's model calls so far in this run."""
-        return usage_of(self._state.log.events, self._pricing)
-
-    @property
-    def events(self) -> list[Event]:
-        """The run's event stream so far."""
-        return self._state.log.events
-
-    def _span_list(self) -> list[Span]:
-        return self._state.log.spans
-
-    def check(self, value: Any = _NO_VALUE, matcher: Matcher | None = None, /) -> Check:
-        """Score `value` with `matcher` and record it; the eval goes on whatever the result."""
-        _needs_value(value, "check")
-        return self._record(value, matcher, caller_location(1), required=False, verb="check")
-
-    def require(self, value: Any = _NO_VALUE, matcher: Matcher | None = None, /) -> Check:
-        """Like `check`, but a miss stops the eval (as a failed gate): use it for preconditions.
-
-        With an async matcher, write `await t.require(...)`.
-        """
-        _needs_value(value, "require")
-        return self._record(value, matcher, caller_location(1), required=True, verb="require")
-
-    @contextmanager
-    def group(self, name: str) -> Iterator[None]:
-        """Group the assertions made inside the block: reports name them `name › assertion` (groups nest).
-
-        `with t.group("checkout"): t.check(t.reply, includes("total"))` records `checkout › includes('total')`.
-        """
-        if not isinstance(name, str) or not name.strip():
-            raise UsageError(f"t.group() at {caller_location(2)} needs a name, e.g. with t.group('checkout'): ...")
-        token = CURRENT_GROUP.set((*CURRENT_GROUP.get(), name.strip()))
-        try:
-            yield
-        finally:
-            CURRENT_GROUP.reset(token)
-
-    def skip(self, reason: str) -> NoReturn:
-        """Stop the eval and mark it `skipped` (unless a gate already failed)."""
-        self._state.skip_reason = str(reason)
-        raise Skipped(str(reason))
-
-    def _record(self, value: Any, matcher: Matcher | None, location: str | None, *, required: bool, verb: str) -> Check:
-        if inspect.isawaitable(value):
-            _refuse_awaitable(value, location, verb)
-        if not isinstance(matcher, Matcher):
-            what = "no matcher" if matcher is None else f"{short(matcher)}, which is not a matcher"
-            raise UsageError(
-                f"t.{verb}() at {location} was given {what}. Pass one from niceeval.expect, "
-                f"e.g. t.{verb}(t.reply, includes('refund'))."
-            )
-        if required:
-            matcher = matcher.gate()
-        if CURRENT_GROUP.get():
-            matcher = matcher._chained(name=grouped(matcher.name))
-        handle = Check(location, required=required)
-        try:
-            raw = matcher.score_fn(value)
-        except Exception as exc:
-            return self._finish(handle, matcher.crashed(exc, location), required)
-        if inspect.isawaitable(raw):
-            return self._pending(handle, matcher, raw, location, required)
-        return self._finish(handle, matcher.result(raw, location), required)
-
-    def _finish(self, handle: Check, result: AssertionResult, required: bool) -> Check:
-        self._state.assertions.append(result)
-        handle._resolve(result)
-        if required and result.state == "failed":
-            raise RequireFailed(result)
-        return handle
-
-    def _pending(
-        self, handle: Check, matcher: Matcher, raw: Awaitable[ScoreLike], location: str | None, required: bool
-    ) -> Check:
-        async def settle() -> None:
-            try:
-                result = matcher.result(await raw, location)
-            except UsageError as exc:
-                self._state.usage_error = error_info(exc)
-                result = matcher.crashed(exc, location)
-            except Exception as exc:
-                result = matcher.crashed(exc, location)
-            self._state.assertions.append(result)
-            handle._resolve(result)
-
-        self._tg.start_soon(settle)
-        if required:
-            self._state.pending_requires.append(handle)
-        return handle
-
-    def _make_conversation(self) -> Conversation:
-        return Conversation(
-            self._agent_spec,
-            self._state.log,
-            self._eval_id,
-            followup_model=self._followup_model,
-            pricing=self._pricing,
-            host=self,
-            number=len(getattr(self, "_conversations", ())) + 1,
-        )
-
-    # The scope host: what turns and sessions register their assertions with.
-    def _host_register(self, handle: Scoped) -> None:
-        self._scoped.append(handle)
-
-    def _host_check(self, value: Any, matcher: Matcher, location: str | None, required: bool) -> Check:
-        return self._record(value, matcher, location, required=required, verb="require" if required else "check")
-
-    def _host_judge(self) -> Judge:
-        return self.judge
-
-    def _host_prices(self) -> Mapping[str, Price]:
-        return self._pricing
-
-    def _host_owner(self) -> object:
-        return self._state.awaits
-
-    def _host_eval_id(self) -> str:
-        return self._eval_id
+        return self._sessions.session_id
 
     @property
     def session(self) -> Session:
         """The current conversation, for assertions over only its turns: `t.session.called_tool("search")`."""
-        return Session(self._conversation, self)
+        return self._sessions.session
+
+    def new_session(self) -> Session:
+        """Start a separate conversation: later `send` calls and `reply` use it. Returns its handle, for
+        assertions over only its turns."""
+        return self._sessions.new_session()
+
+    # Checks (`checks.py`).
+    def check(self, value: Any = NO_VALUE, matcher: Matcher | None = None, /) -> Check:
+        """Score `value` with `matcher` and record it; the eval goes on whatever the result."""
+        return self._checks.check(value, matcher)
+
+    def require(self, value: Any = NO_VALUE, matcher: Matcher | None = None, /) -> Check:
+        """Like `check`, but a miss stops the eval (as a failed gate): use it for preconditions.
+
+        With an async matcher, write `await t.require(...)`.
+        """
+        return self._checks.require(value, matcher)
+
+    def group(self, name: str) -> AbstractContextManager[None]:
+        """Group the assertions made inside the block: reports name them `name › assertion` (groups nest).
+
+        `with t.group("checkout"): t.check(t.reply, includes("total"))` records `checkout › includes('total')`.
+        """
+        return self._checks.group(name)
+
+    def skip(self, reason: str) -> NoReturn:
+        """Stop the eval and mark it `skipped` (unless a gate already failed)."""
+        self._checks.skip(reason)
+
+    # The event stream and the assertions over it (`observe.py`).
+    @property
+    def events(self) -> list[Event]:
+        """The run's event stream so far."""
+        return self._observed.events
 
     @property
     def tool_calls(self) -> list[ToolCall]:
         """The run's tool calls so far, in order, typed: name, input, output, status, duration."""
-        return tool_calls_of(self._state.log.events)
+        return self._observed.tool_calls
 
-    def _new_conversation(self) -> Session:
-        self._conversation = self._make_conversation()
-        self._conversations.append(self._conversation)
-        return Session(self._conversation, self)
+    @property
+    def usage(self) -> Usage:
+        """Tokens and cost of the agent's model calls so far in this run."""
+        return self._observed.usage
 
-    async def _close(self) -> None:
-        for conversation in self._conversations:
-            await conversation.close()
+    def succeeded(self) -> Scoped:
+        """The run completed without error events or a pending input request."""
+        return self._observed.succeeded()
 
-    def _release(self) -> None:
-        """Let go of what ties a finished run in reference cycles (its conversations point back at the context, its
-        judge's callbacks read the context): reference counting then frees the run as soon as the runner drops
-        it, instead of the collector much later (a suite's memory grew by about 10 KB per eval)."""
-        for conversation in self._conversations:
-            conversation._host = None
-        self._judge = None
-        self._judge_factory = None
+    def parked(self) -> Scoped:
+        """The run ended cleanly waiting for human input."""
+        return self._observed.parked()
 
+    def message_includes(self, needle: str | re.Pattern[str]) -> Scoped:
+        """Some message's text includes `needle` (substring or compiled regex)."""
+        return self._observed.message_includes(needle)
 
-def _refuse_awaitable(value: Any, location: str | None, verb: str) -> NoReturn:
-    if inspect.iscoroutine(value):
-        value.close()  # it will never run: say so here, not in a RuntimeWarning at garbage collection
-        given = f"the coroutine {value.__qualname__}(...)"
-    else:
-        given = f"an awaitable {type(value).__name__}"
-    raise UsageError(
-        f"t.{verb}() at {location} was given {given} instead of its value: add await, "
-        f"e.g. t.{verb}(await t.sandbox.exists('app.py'), equals(True))."
-    )
+    def called_tool(
+        self,
+        name: str,
+        *,
+        input: InputSpec | None = None,
+        count: int | None = None,
+        at_least: int | None = None,
+        status: str | None = None,
+    ) -> Scoped:
+        """Tool `name` was called (with matching `input` and `status`): `count` times exactly, or `at_least`."""
+        return self._observed.called_tool(name, input=input, count=count, at_least=at_least, status=status)
+
+    def not_called_tool(self, name: str, *, input: InputSpec | None = None) -> Scoped:
+        """Tool `name` was never called (with matching `input`, when given)."""
+        return self._observed.not_called_tool(name, input=input)
+
+    def tool_order(self, steps: Sequence[str | ToolPattern]) -> Scoped:
+        """The tools were called in this relative order: names, or `tool(name, input=..., status=...)`."""
+        return self._observed.tool_order(steps)
+
+    def used_no_tools(self) -> Scoped:
+        """No tool was called."""
+        return self._observed.used_no_tools()
+
+    def max_tool_calls(self, limit: int) -> Scoped:
+        """At most `limit` tool calls."""
+        return self._observed.max_tool_calls(limit)
+
+    def loaded_skill(self, skill: str) -> Scoped:
+        """Skill `skill` was loaded."""
+        return self._observed.loaded_skill(skill)
+
+    def called_subagent(self, name: str, *, remote_url: str | re.Pattern[str] | None = None) -> Scoped:
+        """Subagent `name` was called (at a matching `remote_url`, when given)."""
+        return self._observed.called_subagent(name, remote_url=remote_url)
+
+    def no_failed_actions(self) -> Scoped:
+        """No tool, shell, skill or subagent call failed."""
+        return self._observed.no_failed_actions()
+
+    def event(self, event_type: EventType, *, data: InputSpec | None = None, count: int | None = None) -> Scoped:
+        """An event of this type appeared (matching `data`; exactly `count` times when given)."""
+        return self._observed.event(event_type, data=data, count=count)
+
+    def not_event(self, event_type: EventType) -> Scoped:
+        """No event of this type appeared."""
+        return self._observed.not_event(event_type)
+
+    def event_order(self, steps: Sequence[EventType | EventPattern]) -> Scoped:
+        """Events appeared in this relative order: types, or `event(type, data=...)`."""
+        return self._observed.event_order(steps)
+
+    def events_satisfy(self, label: str, predicate: Callable[[list[Event]], bool]) -> Scoped:
+        """`predicate(events)` holds over the whole stream."""
+        return self._observed.events_satisfy(label, predicate)
+
+    def max_tokens(self, limit: int) -> Scoped:
+        """Total tokens stay within `limit` (gate; score `limit / actual` beyond it)."""
+        return self._observed.max_tokens(limit)
+
+    def max_latency(self, seconds: float) -> Scoped:
+        """Every turn in scope took at most `seconds` (gate; score `limit / slowest` beyond it)."""
+        return self._observed.max_latency(seconds)
+
+    def max_cost(self, usd: float) -> Scoped:
+        """Estimated cost stays within `usd` (gate; inconclusive when a model has no price)."""
+        return self._observed.max_cost(usd)
+
+    def file_changed(self, path: str, *, before: ContentSpec | None = None, after: ContentSpec | None = None) -> Scoped:
+        """Sandbox evals: the fixture's file at `path` was modified; its text `before` and `after` the run match,
+        when given (a string is the exact text, a compiled regex is searched, a matcher is applied)."""
+        return self._observed.file_changed(path, before=before, after=after)
+
+    def no_changes(self) -> Scoped:
+        """Sandbox evals: nothing in the workspace changed."""
+        return self._observed.no_changes()
+
+    def changed_paths(self, paths: Sequence[str]) -> Scoped:
+        """Sandbox evals: exactly these paths changed (added, modified or deleted), in any order."""
+        return self._observed.changed_paths(paths)
+
+    def file_added(self, path: str) -> Scoped:
+        """Sandbox evals: a file was created at `path`."""
+        return self._observed.file_added(path)
+
+    def file_deleted(self, path: str) -> Scoped:
+        """Sandbox evals: the fixture's file at `path` was deleted."""
+        return self._observed.file_deleted(path)
+
+    def not_in_diff(self, pattern: str | re.Pattern[str]) -> Scoped:
+        """Sandbox evals: the workspace diff has no match of the regular expression `pattern` (e.g. no secrets).
+
+        A string is a regular expression, as in `re.search`; pass `re.escape(text)` to search for text literally.
+        """
+        return self._observed.not_in_diff(pattern)
+
+    def no_failed_shell_commands(self) -> Scoped:
+        """No shell command exited non-zero."""
+        return self._observed.no_failed_shell_commands()
+
+    # The trace (`spanmatch.py`).
+    @property
+    def spans(self) -> list[Span]:
+        """The run's spans so far, in start order, each with `parent` and `children`."""
+        return self._traced.spans
+
+    def span(
+        self,
+        name: NameSpec | None = None,
+        *,
+        kind: str | None = None,
+        attributes: Mapping[str, Any] | None = None,
+        count: int | None = None,
+        at_least: int | None = None,
+        max_duration: float | None = None,
+    ) -> Scoped:
+        """A span matching `name`, `kind` and `attributes` appears (`count` times exactly, or `at_least`; each
+        within `max_duration` seconds when given)."""
+        return self._traced.span(
+            name, kind=kind, attributes=attributes, count=count, at_least=at_least, max_duration=max_duration
+        )
+
+    def no_span(
+        self, name: NameSpec | None = None, *, kind: str | None = None, attributes: Mapping[str, Any] | None = None
+    ) -> Scoped:
+        """No span matches `name`, `kind` and `attributes`."""
+        return self._traced.no_span(name, kind=kind, attributes=attributes)
+
+    def no_error_spans(self) -> Scoped:
+        """No span of the run's trace ended with status ERROR."""
+        return self._traced.no_error_spans()
+
+    # Across variants (`compare.py`) and the case's own entries (`case_checks.py`).
+    def max_score(
+        self, *, method: Method = "average", weights: Mapping[str, float] | None = None, threshold: float | None = None
+    ) -> Comparison:
+        """Among the variants' runs of this case, pass the one whose other assertions score highest.
+
+        Each run's aggregate is the weighted average (`method="average"`) or sum (`"sum"`) of its other
+        assertions' scores; pass/fail assertions score 1.0/0.0. Ties go to the first variant; when all runs
+        fail the least bad is still selected; with `threshold`, none is selected below it. A gate by default.
+
+        Args:
+            method: `"average"` (default) or `"sum"`.
+            weights: Weight per assertion name or kind (`{"includes": 3, "rubric": 1}`); 1 by default.
+            threshold: The least aggregate a run needs to be selected.
+        """
+        return self._comparisons.max_score(method=method, weights=weights, threshold=threshold)
+
+    def select_best(self, criteria: str, *, on: object = None, model: str | None = None) -> Comparison:
+        """Ask the judge which variant's output for this case is best by `criteria`; it passes, the others fail.
+
+        The judge sees every variant's output at once, in an order shuffled per case and run (position bias),
+        and its reasoning is kept. Soft by default; inconclusive without a judge (no API key).
+
+        Args:
+            criteria: What "best" means, e.g. "Which answer is clearest and correct?".
+            on: The value compared; the agent's reply when the method is called by default.
+            model: The judge model (`provider/model`), else the eval's or config's judge.
+        """
+        return self._comparisons.select_best(criteria, on=on, model=model)
+
+    def check_case(self, entries: object = None, *, on: object = REPLY) -> list[Check | Chainable]:
+        """Apply the case's `assert:` entries (or `entries`, in the same form) to the reply (or `on=`).
+
+        Each entry becomes the matcher, scoped assertion or judge it maps to (docs/judge.md lists them), recorded
+        like a hand-written one: a gate unless the entry says `soft: true`, with its `threshold` and `metric`
+        label. A `max_score` entry weighs the others by their `weight`.
+
+        Returns:
+            The handles, in the entries' order (compare entries last).
+        """
+        return self._case_checks.check_case(entries, on=on)
 
 
 class EvalContext(ContextBase):
@@ -335,6 +395,10 @@ class EvalContext(ContextBase):
 
     `send`, `respond` and `revive` return coroutines: a call left without `await` fails the run, naming its line.
     """
+
+    def __init__(self, inputs: RunInputs, state: RunState) -> None:
+        start = inputs.task_group.start_soon
+        super().__init__(inputs, state, checks=AsyncChecks(state, start), start=start)
 
     def send(
         self,
@@ -360,41 +424,32 @@ class EvalContext(ContextBase):
             deps: This turn's dependencies for a framework agent: pydantic-ai `deps`, the OpenAI Agents SDK's
                 `context`, or a dict merged into a LangGraph config.
         """
-        where = f"t.send() at {caller_location(1)}"
-        split_chat(text, where)  # a malformed chat is an error here, at the line
-        attached = load_attachments(files, where) if files else []
-        turn = self._conversation.send_with_followups(text, output, followups, attached, deps)
+        attached = attachments_of(text, files, f"t.send() at {caller_location(1)}")
+        turn = self._sessions.current.send_with_followups(text, output, followups, attached, deps)
         return tracked(turn, "t.send(...)")
 
     def respond(self, value: object) -> Coroutine[Any, Any, Turn]:
         """Answer the agent's request for human input (the last turn was `waiting`) and continue (await it)."""
-        return tracked(self._conversation.respond(value), "t.respond(...)")
+        return tracked(self._sessions.current.respond(value), "t.respond(...)")
 
     def respond_all(self, value: object) -> Coroutine[Any, Any, Turn]:
         """Answer every input request the agent makes with `value`, until it stops asking (await it)."""
-        return tracked(self._conversation.respond_all(value), "t.respond_all(...)")
+        return tracked(self._sessions.current.respond_all(value), "t.respond_all(...)")
 
     def revive(self) -> Coroutine[Any, Any, None]:
         """Close the session and reopen it by the same id: the conversation must continue from storage (await it)."""
-        return tracked(self._conversation.revive(), "t.revive()")
-
-    def new_session(self) -> Session:
-        """Start a separate conversation: later `send` calls and `reply` use it. Returns its handle, for
-        assertions over only its turns."""
-        return self._new_conversation()
+        return tracked(self._sessions.current.revive(), "t.revive()")
 
 
 class SyncEvalContext(ContextBase):
     """The context `t` given to a plain `def` eval (which runs in a daemon worker thread)."""
 
-    portal: BlockingPortal | None = None
-    """Set by the runner: how code in the eval's thread calls back into the event loop."""
-
-    def _call_in_loop(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
-        if self.portal is None:
-            raise UsageError("a sync eval context is only usable inside `niceeval run` (no event loop portal).")
-        result: T = self.portal.call(fn, *args)
-        return result
+    def __init__(self, inputs: RunInputs, state: RunState) -> None:
+        if inputs.portal is None:
+            raise ValueError("a plain `def` eval's context needs RunInputs.portal: its thread's way into the loop")
+        self._portal = inputs.portal
+        start = thread_starter(inputs.portal, inputs.task_group)
+        super().__init__(inputs, state, checks=BlockingChecks(state, inputs.portal), start=start)
 
     def send(
         self,
@@ -406,38 +461,32 @@ class SyncEvalContext(ContextBase):
         deps: Any = None,
     ) -> Turn:
         """Send `text` (with `files`, when given) to the agent under test and return its turn."""
-        where = f"t.send() at {caller_location(1)}"
-        split_chat(text, where)  # a malformed chat is an error here, at the line
-        attached = load_attachments(files, where) if files else []
-        return self._call_in_loop(self._conversation.send_with_followups, text, output, followups, attached, deps)
+        attached = attachments_of(text, files, f"t.send() at {caller_location(1)}")
+        turn: Turn = self._portal.call(
+            self._sessions.current.send_with_followups, text, output, followups, attached, deps
+        )
+        return turn
 
     def respond(self, value: object) -> Turn:
         """Answer the agent's request for human input (the last turn was `waiting`) and continue."""
-        return self._call_in_loop(self._conversation.respond, value)
+        return self._portal.call(self._sessions.current.respond, value)
 
     def respond_all(self, value: object) -> Turn:
         """Answer every input request the agent makes with `value`, until it stops asking."""
-        return self._call_in_loop(self._conversation.respond_all, value)
+        return self._portal.call(self._sessions.current.respond_all, value)
 
     def revive(self) -> None:
         """Close the session and reopen it by the same id: the conversation must continue from storage."""
-        self._call_in_loop(self._conversation.revive)
+        self._portal.call(self._sessions.current.revive)
 
-    def new_session(self) -> Session:
-        """Start a separate conversation: later `send` calls and `reply` use it. Returns its handle, for
-        assertions over only its turns."""
-        return self._new_conversation()
 
-    def _pending(
-        self, handle: Check, matcher: Matcher, raw: Awaitable[ScoreLike], location: str | None, required: bool
-    ) -> Check:
-        async def wait() -> ScoreLike:
-            return await raw
+def inputs_of(t: ContextBase) -> RunInputs:
+    """What the runner built `t` from, for framework code that runs as an eval (the dataset eval reads its case's
+    source and its variant, which may be absent); an eval author reads `t.case` and `t.variant`."""
+    return t._inputs
 
-        try:
-            result = matcher.result(self._call_in_loop(wait), location)
-        except UsageError:
-            raise
-        except Exception as exc:
-            result = matcher.crashed(exc, location)
-        return self._finish(handle, result, required)
+
+def state_of(t: ContextBase) -> RunState:
+    """What the run of `t` accumulates, for framework code that finds `t` on a stack (the loop watchdog records
+    its warning on the run that blocked the loop)."""
+    return t._state

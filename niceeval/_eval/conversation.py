@@ -1,4 +1,8 @@
-"""A conversation with the agent under test: sessions opened lazily, revived by id, answered when parked."""
+"""A conversation with the agent under test: sessions opened lazily, revived by id, answered when parked.
+
+Each conversation is built with what it needs (`ConversationSetup`: the agent, the run's log, the scope its turns
+record with); what it last exchanged is kept in a leaf `Exchange` that the judge reads without holding it.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,8 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
+from pathlib import Path
 from typing import Any
 
 from niceeval._core.assertion import Matcher
@@ -17,10 +23,11 @@ from niceeval._core.settings import Price
 from niceeval._core.values import short
 from niceeval._eval.checks import Check
 from niceeval._eval.efficiency import Usage, usage_of
-from niceeval._eval.observe import EventSelector
+from niceeval._eval.observe import EventSelector, ToolCall, tool_calls_of
 from niceeval._eval.scoped import waiting_for_input
-from niceeval._eval.scopes import ScopeAssertions, ScopeHost, ToolCall, tool_calls_of
+from niceeval._eval.scopes import ScopeAssertions, ScopeHost
 from niceeval.agents import Agent, AgentSession, Attachment, FunctionAgent, TurnStatus
+from niceeval.agents._runtime import load_attachments
 from niceeval.expect import equals, matches
 from niceeval.providers import prices_loaded, prices_ready
 
@@ -80,7 +87,7 @@ class Turn(ScopeAssertions):
 
     def _check_data(self, matcher: Matcher) -> Check:
         host = self._bound_host("turn.output_equals/output_matches")
-        return host._host_check(self.data, matcher, caller_location(2), False)
+        return host.checks.record(self.data, matcher, caller_location(2), required=False, verb="check")
 
     def _scope_host(self) -> ScopeHost | None:
         return self._host
@@ -128,12 +135,25 @@ def split_chat(message: object, where: str) -> tuple[list[dict[str, str]] | None
     return chat[:-1], chat[-1]["content"]
 
 
+def attachments_of(
+    message: Message, files: Sequence[str | Path | bytes | Attachment] | None, where: str
+) -> list[Attachment]:
+    """The files sent with `message`, loaded; a malformed chat or file is an error here, at the eval's line."""
+    split_chat(message, where)
+    return load_attachments(files, where) if files else []
+
+
 def _stamp_latency(events: Sequence[Event], seconds: float) -> None:
     """Record the turn's duration on its reply (the last assistant message), so the run's record keeps it."""
     for event in reversed(events):
         if isinstance(event, MessageEvent) and event.role == "assistant":
             event.latency = seconds
             return
+
+
+def events_in(spans: Sequence[tuple[int, int]], events: Sequence[Event]) -> list[Event]:
+    """The events in the stretches `spans` (`(start, end)` indices) of a run's `events`."""
+    return [e for start, end in spans for e in events[start:end]]
 
 
 def resolve_agent(spec: object) -> Agent:
@@ -150,50 +170,79 @@ def resolve_agent(spec: object) -> Agent:
     return FunctionAgent(spec)
 
 
-class Conversation:
-    """One conversation (session) with the agent; `t.send` uses the eval's current one."""
+@dataclass(kw_only=True, slots=True)
+class ConversationSetup:
+    """What every conversation of a run is built with.
 
-    def __init__(
-        self,
-        agent_spec: object,
-        log: EventLog,
-        eval_id: str,
-        *,
-        followup_model: str | None = None,
-        pricing: Mapping[str, Price] | None = None,
-        host: ScopeHost | None = None,
-        number: int = 1,
-    ) -> None:
-        self._agent_spec = agent_spec
-        self._followup_model = followup_model
-        self._pricing = pricing or {}
-        self._host = host
+    Built once per run and never changed; not frozen only because a frozen dataclass is slower to build.
+    """
+
+    agent: object
+    """The agent under test as configured: an adapter, or a function (wrapped when first sent to)."""
+    log: EventLog
+    eval_id: str
+    scope: ScopeHost
+    """What the conversation's turns and sessions record their assertions with."""
+    pricing: Mapping[str, Price] = field(default_factory=dict)
+    followup_model: str | None = None
+
+
+@dataclass(kw_only=True, slots=True)
+class Exchange:
+    """What a conversation last exchanged with the agent (a leaf: it refers to nothing of the run)."""
+
+    reply: str = ""
+    """The agent's last reply ("" before the first turn)."""
+    asked: str | None = None
+    """What the eval last sent with `t.send` (follow-up answers and `t.respond` values are not); None before."""
+    status: TurnStatus = "completed"
+    """How the last turn ended (`waiting`: the agent asked for input)."""
+
+
+class Conversation:
+    """One conversation (session) with the agent; `t.send` uses the eval's current one.
+
+    Args:
+        setup: What every conversation of the run shares.
+        number: 1 for the eval's first session, 2 for the next `t.new_session()`, ...
+        exchange: Where it keeps what it last exchanged (read by the run's judge as the current reply).
+    """
+
+    def __init__(self, setup: ConversationSetup, *, number: int, exchange: Exchange) -> None:
+        self.setup = setup
         self.number = number
         """1 for the eval's first session, 2 for the next `t.new_session()`, ..."""
+        self.exchange = exchange
         self.turns = 0
         """How many turns the eval has sent in this session (follow-up answers are part of their turn)."""
         self.spans: list[tuple[int, int]] = []
         """The stretches of the run's event log this session's turns emitted: `(start, end)` indices."""
-        self._log = log
-        self._eval_id = eval_id
+        self._log = setup.log
+        self._pricing = setup.pricing
         self._id: str | None = None
         self._session: AgentSession | None = None
         self._agent: Agent | None = None
-        self.reply = ""
-        self.asked: str | None = None
-        """What the eval last sent with `t.send` (follow-up answers and `t.respond` values are not); None before."""
-        self.last_status: TurnStatus = "completed"
+
+    @property
+    def reply(self) -> str:
+        """The agent's last reply in this conversation ("" before the first turn)."""
+        return self.exchange.reply
+
+    @property
+    def asked(self) -> str | None:
+        """What the eval last sent with `t.send` in this conversation; None before the first."""
+        return self.exchange.asked
 
     @property
     def id(self) -> str:
         """The session id: unique across processes (checkpoint stores outlive runs), made when first needed."""
         if self._id is None:
-            self._id = f"{self._eval_id}#{uuid.uuid4().hex[:12]}"
+            self._id = f"{self.setup.eval_id}#{uuid.uuid4().hex[:12]}"
         return self._id
 
     async def _open(self) -> AgentSession:
         if self._session is None:
-            self._agent = self._agent or resolve_agent(self._agent_spec)
+            self._agent = self._agent or resolve_agent(self.setup.agent)
             self._session = await self._agent.open(self.id, self._log)
         return self._session
 
@@ -240,7 +289,7 @@ class Conversation:
         status: TurnStatus = reply.status
         if status == "completed" and waiting_for_input(events) is not None:
             status = "waiting"
-        self.reply, self.last_status = reply.text, status
+        self.exchange.reply, self.exchange.status = reply.text, status
         return Turn(
             message=reply.text,
             data=reply.data,
@@ -250,7 +299,7 @@ class Conversation:
             number=self.turns,
             session_number=self.number,
             asked=text,
-            _host=self._host,
+            _host=self.setup.scope,
         )
 
     async def send_with_followups(
@@ -269,11 +318,12 @@ class Conversation:
         if isinstance(followups, bool) or not isinstance(followups, int) or followups < 0:
             raise UsageError(f"t.send(followups=...) is how many clarifications to answer, >= 0; got {followups!r}.")
         _, text = split_chat(message, "t.send()")
-        self.asked = text
+        self.exchange.asked = text
         self.turns += 1
         start = len(self._log.events)
         turn = await self.send(message, output, files, deps)
-        if followups and self._followup_model is None:
+        followup_model = self.setup.followup_model
+        if followups and followup_model is None:
             raise UsageError(
                 "t.send(followups=N) needs a model to detect clarification questions: set "
                 "define_config(judge={'model': 'openai/...'}) or pass --grader."
@@ -287,7 +337,7 @@ class Conversation:
             history = [{"role": e.role, "content": e.text} for e in self._log.events if isinstance(e, MessageEvent)]
             try:
                 answer = await answer_followup(
-                    turn.message, history[:-1], model=str(self._followup_model), goal=text, log=self._log
+                    turn.message, history[:-1], model=str(followup_model), goal=text, log=self._log
                 )
             except ProviderError as exc:
                 self._log.emit(ErrorEvent(message=f"follow-up detection failed: {exc}", error_type="FollowupError"))
@@ -297,11 +347,11 @@ class Conversation:
             turn = await self.send(answer, output, deps=deps)
         if followups:
             events = tuple(self._log.events[start:])
-            turn = replace(turn, events=events, usage=usage_of(events, self._pricing), asked=self.asked)
+            turn = replace(turn, events=events, usage=usage_of(events, self._pricing), asked=text)
         return turn
 
     async def respond(self, value: object) -> Turn:
-        if self.last_status != "waiting":
+        if self.exchange.status != "waiting":
             raise UsageError("t.respond() answers an agent that asked for input, but the last turn is not waiting.")
         text = value if isinstance(value, str) else json.dumps(value, default=str)
         self.turns += 1
@@ -309,7 +359,7 @@ class Conversation:
 
     async def respond_all(self, value: object, limit: int = 20) -> Turn:
         """Answer with `value` while the agent keeps asking (at most `limit` times); the last turn."""
-        if self.last_status != "waiting":
+        if self.exchange.status != "waiting":
             raise UsageError("t.respond_all() answers an agent that asked for input, but the last turn is not waiting.")
         turn = await self.respond(value)
         for _ in range(limit - 1):
@@ -329,7 +379,7 @@ class Conversation:
 
     def events_of(self, events: Sequence[Event]) -> list[Event]:
         """This session's events among the run's `events` (the whole log, as scoped assertions get it)."""
-        return [e for start, end in self.spans for e in events[start:end]]
+        return events_in(self.spans, events)
 
     async def close(self) -> None:
         if self._session is not None:
@@ -344,11 +394,10 @@ class Session(ScopeAssertions):
     (`session.called_tool("search")`, `session.succeeded()`); reports name it (`session 2: succeeded`).
     """
 
-    __slots__ = ("_conversation", "_host")
+    __slots__ = ("_conversation",)
 
-    def __init__(self, conversation: Conversation, host: ScopeHost | None) -> None:
+    def __init__(self, conversation: Conversation) -> None:
         self._conversation = conversation
-        self._host = host
 
     @property
     def id(self) -> str:
@@ -376,13 +425,15 @@ class Session(ScopeAssertions):
         return tool_calls_of(self.events)
 
     def _scope_host(self) -> ScopeHost | None:
-        return self._host
+        return self._conversation.setup.scope
 
     def _scope_label(self) -> str:
         return f"session {self._conversation.number}"
 
     def _scope_select(self) -> EventSelector:
-        return self._conversation.events_of
+        # Over the conversation's spans, not the conversation: the registered assertion is kept in the run's state,
+        # and the conversation refers to that state (through its scope).
+        return partial(events_in, self._conversation.spans)
 
     def _scope_reply(self) -> tuple[str, str | None]:
         return self._conversation.reply, self._conversation.asked

@@ -9,6 +9,7 @@ from typing import Any
 
 from niceeval._core.errors import UsageError
 from niceeval._eval.cases import FORMATS
+from niceeval._eval.context import EvalContext, inputs_of
 from niceeval._eval.promptfoo import render
 from niceeval._eval.spec import EvalSpec
 from niceeval._eval.variants import parse_variants
@@ -48,12 +49,13 @@ def _content(content: Any) -> str:
     return str(content)
 
 
-async def _run_case(t: Any) -> None:
-    case, variant = t.case, t._variant
+async def _run_case(t: EvalContext) -> None:
+    inputs = inputs_of(t)
+    case, variant = t.case, inputs.variant
     if variant is not None and "prompt" in variant and isinstance(case, dict) and "vars" in case:
         messages: str | list[str] = render(variant["prompt"], case["vars"])
     else:
-        messages = case_input(case, t._case_source)
+        messages = case_input(case, inputs.case.source if inputs.case is not None else None)
     for message in [messages] if isinstance(messages, str) else messages:
         await t.send(message)
     t.check_case()

@@ -1,18 +1,59 @@
-"""The scoped and efficiency assertions as methods of `t`: registered now, evaluated after the eval returns."""
+"""What the run observed: its event stream (`t.events`, `t.tool_calls`, `t.usage`) and the assertions over it.
+
+`Observations` is the part of the context behind `t.called_tool(...)`, `t.max_tokens(...)`, `t.file_changed(...)`
+and the rest: each registers now and is scored after the eval returns, over the whole run's events (the workspace
+assertions over its final diff). `EventAssertions` is the same set over a turn or a session.
+"""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Self
 
 from niceeval._core.assertion import AssertionResult, Chainable, Matcher, grouped
 from niceeval._core.errors import UsageError, caller_location
-from niceeval._core.events import Event, EventType
+from niceeval._core.events import ActionCalledEvent, Event, EventLog, EventType
 from niceeval._core.settings import Price
 from niceeval._core.toolmatch import InputSpec
 from niceeval._eval import efficiency, scoped, workspace
+from niceeval._eval.efficiency import Usage, usage_of
 from niceeval.expect import EventPattern, ToolPattern
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolCall:
+    """One tool (or shell command, or skill) call, typed for plain-Python assertions: `t.tool_calls[0].name`."""
+
+    name: str
+    input: Any = None
+    output: Any = None
+    status: str = "success"
+    """`success` or `failed`."""
+    duration: float | None = None
+    """Seconds, when the adapter measured it."""
+    error: str | None = None
+    kind: str = "tool"
+    """`tool`, `shell` or `skill`."""
+
+
+def tool_calls_of(events: Sequence[Event]) -> list[ToolCall]:
+    """The tool calls among `events`, in order."""
+    return [
+        ToolCall(
+            name=e.name,
+            input=e.input,
+            output=e.output,
+            status=e.status,
+            duration=e.duration,
+            error=e.error,
+            kind=e.kind,
+        )
+        for e in events
+        if isinstance(e, ActionCalledEvent)
+    ]
+
 
 EventSelector = Callable[[Sequence[Event]], Sequence[Event]]
 """Picks a scope's events out of the finished run's stream (a turn's, a session's)."""
@@ -64,9 +105,11 @@ class Scoped(Chainable):
 
 
 class EventAssertions:
-    """The assertions over an event stream, shared by `t` (the whole run), a `Turn` and a `Session`.
+    """The assertions over an event stream, shared by the whole run (`Observations`, behind `t`), a `Turn` and a
+    `Session`.
 
-    Each registers now and is scored after the eval returns, over the events of its scope.
+    Each registers now and is scored after the eval returns, over the events of its scope. A subclass says where
+    (`_register`) and with which prices (`_prices`).
     """
 
     __slots__ = ()
@@ -159,11 +202,39 @@ class EventAssertions:
 
 
 class Observations(EventAssertions):
-    """Mixin of the eval context: every method registers an assertion over the whole run."""
+    """The context's part for the whole run's event stream and the assertions over it (and over its workspace).
 
-    _scoped: list[Scoped]
-    _diff_scoped: list[Scoped]
-    _pricing: Mapping[str, Price]
+    Args:
+        log: The run's event log.
+        scoped: Where assertions over the events are registered.
+        diff_scoped: Where assertions over the sandbox workspace's final diff are registered.
+        pricing: The config's price overrides (usage, `max_cost`, `max_tokens`).
+    """
+
+    __slots__ = ("_log", "_scoped", "_diff_scoped", "_pricing")
+
+    def __init__(
+        self, *, log: EventLog, scoped: list[Scoped], diff_scoped: list[Scoped], pricing: Mapping[str, Price]
+    ) -> None:
+        self._log = log
+        self._scoped = scoped
+        self._diff_scoped = diff_scoped
+        self._pricing = pricing
+
+    @property
+    def events(self) -> list[Event]:
+        """The run's event stream so far."""
+        return self._log.events
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        """The run's tool calls so far, in order, typed: name, input, output, status, duration."""
+        return tool_calls_of(self._log.events)
+
+    @property
+    def usage(self) -> Usage:
+        """Tokens and cost of the agent's model calls so far in this run."""
+        return usage_of(self._log.events, self._pricing)
 
     def _prices(self) -> Mapping[str, Price]:
         return self._pricing

@@ -1,75 +1,45 @@
 """Scopes: the assertions of `t` over one turn (`turn = await t.send(...)`) or one session (`t.session`).
 
-A turn or a session registers its assertions with the eval that made it (the host); they are scored after the
-eval returns, over only that scope's events, and reports name the scope: `turn 2: called_tool('search')`.
+A turn or a session registers its assertions with the eval that made it (its `ScopeHost`, given to the
+conversation when the context builds it); they are scored after the eval returns, over only that scope's events,
+and reports name the scope: `turn 2: called_tool('search')`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
 from niceeval._core.assertion import Matcher, grouped
-from niceeval._core.awaits import CURRENT_TRACKER
+from niceeval._core.awaits import CURRENT_TRACKER, AwaitTracker
 from niceeval._core.errors import UsageError, caller_location
-from niceeval._core.events import ActionCalledEvent, Event
 from niceeval._core.settings import Price
 from niceeval._core.values import short
-from niceeval._eval.checks import Check
+from niceeval._eval.checks import Check, Checks
 from niceeval._eval.observe import EventAssertions, EventSelector, Scoped
-
-if TYPE_CHECKING:
-    from niceeval.judge import Judge
+from niceeval._eval.run_judge import RunJudge
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ToolCall:
-    """One tool (or shell command, or skill) call, typed for plain-Python assertions: `t.tool_calls[0].name`."""
+@dataclass(kw_only=True, slots=True)
+class ScopeHost:
+    """What a turn or a session needs from the eval that made it: the parts of its context they record with.
 
-    name: str
-    input: Any = None
-    output: Any = None
-    status: str = "success"
-    """`success` or `failed`."""
-    duration: float | None = None
-    """Seconds, when the adapter measured it."""
-    error: str | None = None
-    kind: str = "tool"
-    """`tool`, `shell` or `skill`."""
+    None of them refers back to the context or to a conversation, so turns kept by the eval hold no cycle.
+    Built once per run and never changed; not frozen only because a frozen dataclass is slower to build.
+    """
 
-
-def tool_calls_of(events: Sequence[Event]) -> list[ToolCall]:
-    """The tool calls among `events`, in order."""
-    return [
-        ToolCall(
-            name=e.name,
-            input=e.input,
-            output=e.output,
-            status=e.status,
-            duration=e.duration,
-            error=e.error,
-            kind=e.kind,
-        )
-        for e in events
-        if isinstance(e, ActionCalledEvent)
-    ]
-
-
-class ScopeHost(Protocol):
-    """What a scope needs from the eval that made it (the eval context implements it)."""
-
-    def _host_register(self, handle: Scoped) -> None: ...
-
-    def _host_check(self, value: Any, matcher: Matcher, location: str | None, required: bool) -> Check: ...
-
-    def _host_judge(self) -> Judge: ...
-
-    def _host_prices(self) -> Mapping[str, Price]: ...
-
-    def _host_owner(self) -> object: ...
-
-    def _host_eval_id(self) -> str: ...
+    eval_id: str
+    checks: Checks
+    """Records `turn.check(...)` as `t.check` records a check."""
+    scoped: list[Scoped]
+    """Where the scope's assertions are registered (scored after the eval returns)."""
+    judge: RunJudge
+    """The run's judge, for `turn.judge`."""
+    pricing: Mapping[str, Price]
+    """The config's price overrides, for `turn.max_cost(...)` and `turn.max_tokens(...)`."""
+    awaits: AwaitTracker
+    """The run's await tracker: which eval a scope belongs to (a turn kept from another eval is refused)."""
 
 
 _NOT_BOUND = (
@@ -100,21 +70,21 @@ class ScopeAssertions(EventAssertions):
         if host is None:
             raise UsageError(_NOT_BOUND.format(what=what))
         running = CURRENT_TRACKER.get()
-        if running is not None and running is not host._host_owner():
+        if running is not None and running is not host.awaits:
             raise UsageError(
                 f"{what} at {caller_location(2)}: this {self._scope_label()} belongs to another eval "
-                f"({host._host_eval_id()}); a turn's or session's assertions work only in the eval that made it. "
+                f"({host.eval_id}); a turn's or session's assertions work only in the eval that made it. "
                 "Send the message again in this eval and assert on the turn it returns."
             )
         return host
 
     def _prices(self) -> Mapping[str, Price]:
-        return self._bound_host("a scoped assertion")._host_prices()
+        return self._bound_host("a scoped assertion").pricing
 
     def _register(self, matcher: Matcher) -> Scoped:
         host = self._bound_host(f"{self._scope_label()}.{matcher.name.split('(', 1)[0]}()")
         handle = Scoped(matcher, caller_location(2), scope=self._scope_label(), select=self._scope_select())
-        host._host_register(handle)
+        host.scoped.append(handle)
         return handle
 
     def check(self, value: Any, matcher: Matcher | None = None, /) -> Check:
@@ -139,14 +109,14 @@ class ScopeAssertions(EventAssertions):
                 f"write turn.{verb}(includes('refund')) for its reply, or turn.{verb}(value, matcher)."
             )
         named = matcher._chained(name=f"{self._scope_label()}: {matcher.name}")
-        return host._host_check(value, named, caller_location(2), required)
+        return host.checks.record(value, named, caller_location(2), required=required, verb=verb)
 
     @property
     def judge(self) -> ScopedJudge:
         """`t.judge`, judging this scope's reply (and shown what was asked for it) unless told otherwise."""
         host = self._bound_host(f"{self._scope_label()}.judge")
         reply, asked = self._scope_reply()
-        return ScopedJudge(host._host_judge(), label=self._scope_label(), on=reply, asked=asked)
+        return ScopedJudge(host.judge.get(), label=self._scope_label(), on=reply, asked=asked)
 
 
 class ScopedJudge:

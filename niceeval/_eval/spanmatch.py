@@ -16,6 +16,7 @@ from typing import Any
 
 from niceeval._core.assertion import Matcher, ScoreLike, Verdict
 from niceeval._core.errors import UsageError, caller_location
+from niceeval._core.events import EventLog
 from niceeval._core.spans import SPAN_KINDS, Span
 from niceeval._core.toolmatch import check_spec, input_matches, render_spec
 from niceeval._core.values import short
@@ -166,17 +167,23 @@ def no_error_spans() -> Matcher:
 
 
 class SpanAssertions:
-    """Mixin of the eval context: assertions over the run's trace (traced agents and `traces=True` adapters)."""
+    """The context's part for the run's trace (traced agents and `traces=True` adapters) and the assertions over it.
 
-    _span_scoped: list[Scoped]
+    Args:
+        log: The run's event log, whose `spans` the traced agent fills.
+        span_scoped: Where span assertions are registered (scored over the whole trace after the eval returns).
+    """
 
-    def _span_list(self) -> list[Span]:
-        raise NotImplementedError
+    __slots__ = ("_log", "_span_scoped")
+
+    def __init__(self, *, log: EventLog, span_scoped: list[Scoped]) -> None:
+        self._log = log
+        self._span_scoped = span_scoped
 
     @property
     def spans(self) -> list[Span]:
         """The run's spans so far, in start order, each with `parent` and `children`."""
-        return self._span_list()
+        return self._log.spans
 
     def span(
         self,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -21,10 +21,9 @@ from niceeval._core.sandbox_kinds import CURRENT_SANDBOX, SandboxKind
 from niceeval._core.settings import JudgeSettings, Price
 from niceeval._core.spans import SpanRecord
 from niceeval._core.threads import call_in_thread
-from niceeval._eval.checked_sandbox import CheckedSandbox
 from niceeval._eval.checks import StopEval
 from niceeval._eval.compare import Comparison
-from niceeval._eval.context import ContextBase, EvalContext, RunState, SyncEvalContext
+from niceeval._eval.context import ContextBase, EvalContext, RunInputs, RunState, SyncEvalContext
 from niceeval._eval.efficiency import usage_of
 from niceeval._eval.spec import EvalSpec
 from niceeval._run.discovery import EvalEntry
@@ -69,18 +68,13 @@ class ExecOptions:
     """The suite's judge clients and cache (set by the suite; without it a run that judges opens its own)."""
 
 
-async def _call(entry: EvalEntry, ctx: ContextBase) -> None:
+async def _call(entry: EvalEntry, ctx: ContextBase, portal: BlockingPortal | None) -> None:
     spec = entry.spec
-    if not isinstance(ctx, SyncEvalContext):
+    if portal is None:
         await spec.fn(ctx)
         return
-
     # A sync eval cannot be interrupted; on timeout its daemon thread is abandoned and finishes on its own.
-    def run(portal: BlockingPortal) -> object:
-        ctx.portal = portal
-        return spec.fn(ctx)
-
-    returned = await call_in_thread(run)
+    returned = await call_in_thread(lambda _: spec.fn(ctx), portal=portal)
     if hasattr(returned, "__await__"):
         await returned
 
@@ -153,9 +147,9 @@ async def _aware_of_strays(eval_id: str) -> AsyncIterator[None]:
         yield
 
 
-async def _body(entry: EvalEntry, ctx: ContextBase) -> ErrorInfo | None:
+async def _body(entry: EvalEntry, ctx: ContextBase, portal: BlockingPortal | None) -> ErrorInfo | None:
     try:
-        await _call(entry, ctx)
+        await _call(entry, ctx, portal)
     except StopEval:
         pass
     except Exception as exc:
@@ -190,37 +184,45 @@ class _RunSetup:
     judges: SuiteJudges
 
 
-async def _run_body(entry: EvalEntry, state: RunState, options: ExecOptions, setup: _RunSetup) -> ErrorInfo | None:
-    spec = entry.spec
-    agent = spec.agent if spec.agent is not None else options.agent
+def _agent(entry: EvalEntry, options: ExecOptions, run_index: int) -> object:
+    """The agent under test in this run: the eval's, else the config's; bound to the variant; `rescore`'s replay."""
+    agent = entry.spec.agent if entry.spec.agent is not None else options.agent
     if isinstance(agent, PerVariant):
         agent = agent.bind(entry.variant)
     if options.agent_for_run is not None:  # `rescore`: the recorded conversation stands in for every agent
-        agent = options.agent_for_run(entry.id, setup.run_index)
+        agent = options.agent_for_run(entry.id, run_index)
+    return agent
+
+
+async def _run_body(entry: EvalEntry, state: RunState, options: ExecOptions, setup: _RunSetup) -> ErrorInfo | None:
+    spec = entry.spec
     timeout = spec.timeout or options.timeout
     settings = judge_settings(spec, options)
     error: ErrorInfo | None = None
-    slot = JudgeSlot(setup.judges, settings=settings, grader=options.grader, pricing=options.pricing)
-    ctx: ContextBase | None = None
+    slot = JudgeSlot(
+        setup.judges, settings=settings, grader=options.grader, pricing=options.pricing, run_index=setup.run_index
+    )
     started = anyio.current_time()
     try:
         with anyio.fail_after(timeout):
             async with anyio.create_task_group() as tg:
-                ctx_type = EvalContext if spec.is_async else SyncEvalContext
-                ctx = ctx_type(
-                    state=state,
-                    task_group=tg,
-                    agent=agent,
+                inputs = RunInputs(
                     eval_id=entry.id,
+                    task_group=tg,
+                    agent=_agent(entry, options, setup.run_index),
+                    case=entry.case,
+                    variant=entry.variant,
+                    sandbox=setup.sandbox,
+                    judge=slot,
                     pricing=options.pricing,
                     followup_model=settings.model,
                 )
-                ctx._case = entry.case.data if entry.case is not None else None
-                ctx._case_source = entry.case.source if entry.case is not None else None
-                ctx._variant = entry.variant
-                ctx._sandbox = CheckedSandbox(setup.sandbox) if setup.sandbox is not None else None
-                slot.attach(ctx, tg, setup.run_index)
-                error = await _body(entry, ctx)
+                if spec.is_async:
+                    error = await _body(entry, EvalContext(inputs, state), None)
+                else:  # a plain `def` eval runs in a thread, which reaches the loop through this portal
+                    async with BlockingPortal() as portal:
+                        ctx = SyncEvalContext(replace(inputs, portal=portal), state)
+                        error = await _body(entry, ctx, portal)
     except TimeoutError:
         error = _timed_out(entry, timeout)
     else:
@@ -230,8 +232,6 @@ async def _run_body(entry: EvalEntry, state: RunState, options: ExecOptions, set
         if ran > timeout:
             error = _timed_out(entry, timeout, ran_s=ran)
     state.assertions.extend(slot.results())
-    if ctx is not None:
-        ctx._release()
     return error
 
 
@@ -284,19 +284,33 @@ async def execute_run(entry: EvalEntry, run_index: int, options: ExecOptions) ->
             with anyio.CancelScope(shield=True):
                 kept = await sandbox.close(keep=_keep(options, state, error))
     duration = time.perf_counter() - start
+    return _result(entry, run_index, options, state, error, duration_s=duration, kept=kept), state.comparisons
+
+
+def _result(
+    entry: EvalEntry,
+    run_index: int,
+    options: ExecOptions,
+    state: RunState,
+    error: ErrorInfo | None,
+    *,
+    duration_s: float,
+    kept: Path | None,
+) -> RunResult:
+    """The finished run, folded: its outcome, what it recorded, what it spent."""
     outcome = fold(
         state.assertions,
         errored=error is not None,
         skipped=state.skip_reason is not None,
         fail_on_inconclusive=options.fail_on_inconclusive,
     )
-    result = RunResult(
+    return RunResult(
         eval_id=entry.id,
         file=entry.file,
-        line=spec.line,
+        line=entry.spec.line,
         run_index=run_index,
         outcome=outcome,
-        duration_s=duration,
+        duration_s=duration_s,
         error=error,
         skip_reason=state.skip_reason,
         assertions=state.assertions,
@@ -312,7 +326,6 @@ async def execute_run(entry: EvalEntry, run_index: int, options: ExecOptions) ->
         warnings=state.warnings,
         spans=[SpanRecord.of(span) for span in state.log.spans],
     )
-    return result, state.comparisons
 
 
 def _keep(options: ExecOptions, state: RunState, error: ErrorInfo | None) -> bool:

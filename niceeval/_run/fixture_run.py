@@ -16,7 +16,7 @@ import anyio
 from niceeval._core.errors import ErrorInfo, error_info
 from niceeval._core.outcome import fold
 from niceeval._core.results import RunResult
-from niceeval._eval.context import RunState, SyncEvalContext
+from niceeval._eval.context import RunInputs, RunState, SyncEvalContext
 from niceeval._run.execute import (
     ExecOptions,
     agent_spend_of,
@@ -85,16 +85,16 @@ class InlineRun:
             async with suite_judges(options) as judges:
                 slot = JudgeSlot(judges, settings=options.judge, grader=options.grader, pricing=options.pricing)
                 async with anyio.create_task_group() as tg:
-                    ctx = SyncEvalContext(
-                        state=state,
+                    inputs = RunInputs(
+                        eval_id=target.eval_id,
                         task_group=tg,
                         agent=options.agent,
-                        eval_id=target.eval_id,
+                        judge=slot,
                         pricing=options.pricing,
                         followup_model=options.judge.model,
+                        portal=self._host.portal,
                     )
-                    ctx.portal = self._host.portal
-                    slot.attach(ctx, tg, 0)
+                    ctx = SyncEvalContext(inputs, state)
                     self._ctx.set_result(ctx)
                     await self._done.wait()
                     with anyio.CancelScope(shield=True):

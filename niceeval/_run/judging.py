@@ -1,39 +1,25 @@
 """The judge around runs, made only when an eval uses `t.judge`.
 
-A suite shares one set of SDK clients and one verdict cache (`SuiteJudges`); each run gets a `JudgeSlot` whose
-session is created on the first `t.judge` access. Evals that never judge import nothing from `niceeval.judge`,
+A suite shares one set of SDK clients and one verdict cache (`SuiteJudges`); each run's context is given a
+`JudgeSlot`, which it opens on the first `t.judge` access. Evals that never judge import nothing from `niceeval.judge`,
 open no client and touch no cache file.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-from anyio.abc import TaskGroup
-from pydantic import BaseModel
+from typing import TYPE_CHECKING
 
 from niceeval._core.assertion import AssertionResult
-from niceeval._core.events import Event, MessageEvent
 from niceeval._core.results import Spend
 from niceeval._core.settings import JudgeSettings, Price
-from niceeval._eval.context import ContextBase, SyncEvalContext
+from niceeval._eval.context import JudgeView
 
 if TYPE_CHECKING:
     from niceeval._run.discovery import EvalEntry
     from niceeval.judge import Judge
     from niceeval.judge._runtime import JudgeCache, JudgeClients, JudgeSession
-
-
-def transcript_of(events: Sequence[Event]) -> str:
-    """The run's messages as `User: ...` / `Assistant: ...` lines, for the conversation graders."""
-    lines = [
-        f"{event.role.capitalize()}: {event.text}"
-        for event in events
-        if isinstance(event, MessageEvent) and event.role in ("user", "assistant")
-    ]
-    return "\n".join(lines)
 
 
 def judging_modules(entries: Iterable[EvalEntry]) -> tuple[str, ...]:
@@ -75,76 +61,60 @@ class SuiteJudges:
 
 
 class JudgeSlot:
-    """One run's judge: `attach` gives the context a factory; the session exists once the eval uses `t.judge`."""
+    """One run's judge: the run's context opens it (`open`) on the eval's first `t.judge`; `results()` after the run.
+
+    Args:
+        suite: The suite's clients and cache.
+        settings: The eval's judge settings (merged).
+        grader: `--grader MODEL`, which overrides every judge model.
+        pricing: The config's price overrides.
+        run_index: Which run of the eval: repeats after the first write fresh verdicts instead of reading them.
+    """
 
     def __init__(
-        self, suite: SuiteJudges, *, settings: JudgeSettings, grader: str | None, pricing: Mapping[str, Price]
+        self,
+        suite: SuiteJudges,
+        *,
+        settings: JudgeSettings,
+        grader: str | None,
+        pricing: Mapping[str, Price],
+        run_index: int = 0,
     ) -> None:
         self._suite = suite
         self._settings = settings
         self._grader = grader
         self._pricing = pricing
+        self._run_index = run_index
         self._session: JudgeSession | None = None
 
-    def attach(self, ctx: ContextBase, task_group: TaskGroup, run_index: int) -> None:
-        def make() -> Judge:
-            self._session = self._open(ctx, task_group, run_index)
-            return self._session.judge
-
-        ctx._judge_factory = make
-
-    def results(self) -> list[AssertionResult]:
-        """The judge verdicts, once the run's task group has finished (none when the eval never judged)."""
-        return self._session.results() if self._session is not None else []
-
-    def _open(self, ctx: ContextBase, task_group: TaskGroup, run_index: int) -> JudgeSession:
+    def open(self, view: JudgeView) -> Judge:
+        """The run's judge, reading the run through `view` (the context asks once, on first use)."""
         from niceeval.judge._runtime import CacheMode, JudgeRuntime, JudgeSession
         from niceeval.providers import RetryPolicy
 
-        mode: CacheMode = "read_only_strict" if self._suite.cache_only else "write_only" if run_index else "read_write"
-        return JudgeSession(
+        suite = self._suite
+        mode: CacheMode = "read_only_strict" if suite.cache_only else "write_only" if self._run_index else "read_write"
+        self._session = JudgeSession(
             JudgeRuntime(
                 settings=self._settings,
                 grader=self._grader,
-                clients=self._suite.clients(),
-                start=_starter(ctx, task_group),
-                reply=lambda: ctx.reply,
-                asked=lambda: ctx._conversation.asked,
-                transcript=lambda: transcript_of(ctx.events),
-                variables=lambda: template_variables(ctx),
+                clients=suite.clients(),
+                start=view.start,
+                reply=view.reply,
+                asked=view.asked,
+                transcript=view.transcript,
+                variables=view.variables,
                 pricing=self._pricing,
-                cache=self._suite.cache(),
+                cache=suite.cache(),
                 cache_mode=mode,
                 retry=RetryPolicy(max_retries=self._settings.max_retries),
             )
         )
+        return self._session.judge
 
-
-Work = Callable[[], Coroutine[Any, Any, None]]
-
-
-def _starter(ctx: ContextBase, task_group: TaskGroup) -> Callable[[Work], object]:
-    """How judge calls start: on the run's task group (from a sync eval's thread, through its portal)."""
-    if not isinstance(ctx, SyncEvalContext):
-        return task_group.start_soon
-    sync_ctx = ctx
-
-    async def spawn(work: Work) -> None:
-        task_group.start_soon(work)
-
-    def start(work: Work) -> object:
-        return sync_ctx._call_in_loop(spawn, work)
-
-    return start
-
-
-def template_variables(ctx: ContextBase) -> dict[str, object]:
-    """What a rubric template can name: the case's fields, and `input`: the message last sent with `t.send`, or
-    before any, the case's own `input` field (a labelled dataset judged with `on=`)."""
-    case = ctx._case
-    fields = case.model_dump() if isinstance(case, BaseModel) else dict(case) if isinstance(case, Mapping) else {}
-    asked = ctx._conversation.asked
-    return {**fields, "input": asked if asked is not None else fields.get("input", "")}
+    def results(self) -> list[AssertionResult]:
+        """The judge verdicts, once the run's task group has finished (none when the eval never judged)."""
+        return self._session.results() if self._session is not None else []
 
 
 def spend_of(results: list[AssertionResult]) -> Spend:

@@ -26,6 +26,7 @@ from types import CodeType, FrameType
 import anyio
 
 from niceeval._core.errors import is_framework_file, is_niceeval_file, relative
+from niceeval._eval.context import ContextBase, state_of
 from niceeval._run.discovery import EvalEntry
 
 
@@ -97,10 +98,8 @@ class LoopWatchdog:
             "or make the eval a plain `def`."
         )
         print(f"niceeval: warning: {message} ({stalled:.1f} s so far)", file=sys.stderr, flush=True)
-        state = getattr(context, "_state", None)
-        warnings = getattr(state, "warnings", None)
-        if isinstance(warnings, list):
-            warnings.append(message)
+        if isinstance(context, ContextBase):
+            state_of(context).warnings.append(message)
 
     def _blame(self, frame: FrameType | None) -> tuple[EvalEntry | None, object, StallSite]:
         """The eval whose function is on the stack (and its context `t`), and where the loop is stuck."""
