@@ -11,15 +11,18 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
-from typing import Any, Literal, cast, overload
+from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 from pydantic import BaseModel
 
 from niceeval._core.errors import UsageError, caller_location, relative
-from niceeval._core.sandbox_kinds import SANDBOX_KINDS, SandboxKind
+from niceeval._core.sandbox_kinds import SandboxChoice
 from niceeval._core.settings import JudgeSettings
-from niceeval._eval.config import parse_judge
+from niceeval._eval.config import parse_judge, sandbox_problem
 from niceeval._eval.variants import Variant, parse_variants
+
+if TYPE_CHECKING:
+    from niceeval.agents._variant import PerVariant
 
 EvalFunction = Callable[[Any], Any]
 
@@ -52,8 +55,9 @@ class EvalSpec:
     """Every combination of `variants={...}`: the eval runs once per combination."""
     sequential_runs: bool = False
     """Run the `--runs N` repeats of this eval one after another instead of at the same time."""
-    sandbox: SandboxKind | None = None
-    """Which sandbox runs the workspace's commands: `local`, `bwrap` or `docker`; None: the config's default."""
+    sandbox: SandboxChoice | PerVariant | None = None
+    """Which sandbox runs the workspace's commands: `local`, `bwrap`, `docker` or a declaration (`docker_sandbox(...)`,
+    also built per variant by `per_variant(...)`); None: the config's default."""
     setup: tuple[str, ...] = ()
     """Shell commands that prepare the fixture (install dependencies), run once per fixture content and cached."""
     cluster: str | None = None
@@ -135,8 +139,9 @@ def _check_sandbox_options(options: dict[str, Any], where: str | None) -> None:
     if fixture is None and (validation is not None or scripts):
         raise UsageError(f"{where}: validation= and scripts= score a sandbox workspace; give fixture= too.")
     sandbox, setup = options.get("sandbox"), options.get("setup") or ()
-    if sandbox is not None and sandbox not in SANDBOX_KINDS:
-        raise UsageError(f"{where}: define_eval(sandbox=...) is one of {', '.join(SANDBOX_KINDS)}; got {sandbox!r}.")
+    problem = sandbox_problem(sandbox)
+    if problem is not None:
+        raise UsageError(f"{where}: define_eval(sandbox=...) {problem}")
     if isinstance(setup, str) or not all(isinstance(command, str) for command in setup):
         raise UsageError(f"{where}: define_eval(setup=...) takes a list of shell commands, e.g. ['npm ci'].")
     if fixture is None and (sandbox is not None or setup):
@@ -205,7 +210,7 @@ def define_eval(
     case_model: type[BaseModel] | None = None,
     variants: dict[str, Any] | None = None,
     sequential_runs: bool = False,
-    sandbox: SandboxKind | None = None,
+    sandbox: SandboxChoice | PerVariant | None = None,
     setup: Sequence[str] = (),
     cluster: str | None = None,
     runs: int | None = None,
@@ -232,8 +237,9 @@ def define_eval(
             JSONL/JSON/CSV/YAML, or a list of rows: one eval per case, `t.case`), `case_model` (a pydantic model
             each case must fit), `variants` (`{"prompt": [...], "model": [...]}`: one eval per combination,
             `t.variant`), `sequential_runs` (True: the `--runs N` repeats run one after another, for evals
-            that touch shared state; by default they run at the same time), `sandbox` (`"local"`, `"bwrap"` or
-            `"docker"`: what runs the workspace's commands; the config's default otherwise), `setup` (commands that
+            that touch shared state; by default they run at the same time), `sandbox` (`"local"`, `"bwrap"`,
+            `"docker"` or `docker_sandbox(...)`: what runs the workspace's commands, also `per_variant(...)`; the
+            config's default otherwise), `setup` (commands that
             prepare the fixture, such as installing dependencies: run once per fixture content, then cached),
             `cluster` (a case field whose value groups cases that share a source, e.g. `"source"`, or a label for
             an eval without cases: the suite's standard errors then count clusters, not cases;

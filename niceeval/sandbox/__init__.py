@@ -3,8 +3,9 @@
 `LocalSandbox` copies a fixture folder into a temp workspace (hiding `EVAL.py`), runs commands there
 with a scrubbed environment and a timeout, diffs the workspace against the fixture, and scores it
 by running the hidden tests with `run_fixture_tests`. It does not isolate; `BwrapSandbox` (bubblewrap
-namespaces) and `DockerSandbox` (a container per command) run the same workspace's commands isolated:
-the system read-only, no network but allowed loopback endpoints. See `docs/sandbox.md`.
+namespaces) and `DockerSandbox` (one container per eval run, declared with `docker_sandbox(...)`, with
+`service(...)` containers beside it) run the same workspace's commands isolated: the system read-only, no network
+but allowed loopback endpoints. See `docs/sandbox.md`.
 
 Design: docs/design/sandbox.md
 """
@@ -12,7 +13,9 @@ Design: docs/design/sandbox.md
 from niceeval.sandbox._bwrap import BwrapSandbox, ProcessLimits, SandboxUnavailableError, bwrap_problem
 from niceeval.sandbox._commands import DEFAULT_MAX_OUTPUT_BYTES, CommandResult
 from niceeval.sandbox._diff import Diff, FileChange, Rename
-from niceeval.sandbox._docker import DockerSandbox, docker_problem
+from niceeval.sandbox._docker import DockerRun, DockerSandbox, prepare_docker_run
+from niceeval.sandbox._docker_cli import DockerSandboxError, docker_problem
+from niceeval.sandbox._docker_env import ContainerLimits, DockerEnvironment, Service, docker_sandbox, service
 from niceeval.sandbox._fixture_tests import FixtureTestResult, run_fixture_tests
 from niceeval.sandbox._launch import LaunchOptions, ProcessLaunch
 from niceeval.sandbox._protocol import PytestRun, Sandbox, current_sandbox
@@ -26,8 +29,12 @@ __all__ = [
     "LARGE_FILE_BYTES",
     "BwrapSandbox",
     "CommandResult",
+    "ContainerLimits",
     "Diff",
+    "DockerEnvironment",
+    "DockerRun",
     "DockerSandbox",
+    "DockerSandboxError",
     "FileChange",
     "FixtureTestResult",
     "LaunchOptions",
@@ -39,9 +46,13 @@ __all__ = [
     "Sandbox",
     "SandboxPathError",
     "SandboxUnavailableError",
+    "Service",
     "SkippedPath",
     "bwrap_problem",
     "current_sandbox",
     "docker_problem",
+    "docker_sandbox",
+    "prepare_docker_run",
     "run_fixture_tests",
+    "service",
 ]

@@ -1,98 +1,183 @@
-"""`DockerSandbox`: `LocalSandbox`'s workspace, with every command run in a throwaway Docker container.
+"""`DockerSandbox`: `LocalSandbox`'s workspace, with every command `docker exec`ed in one container per eval run.
 
-Same contract as the bubblewrap sandbox: the workspace, its HOME and TMPDIR mounted read-write at the same
-paths, the image's system and nothing of the host's files, no network (`--network none`) except the allowed
-loopback endpoints, forwarded into the container by `_netshim.py` (which needs `python3` in the image), and
-`--pids-limit` for the process count. One container per command (`docker run --rm`), as the current user.
-The image is `NICEEVAL_DOCKER_IMAGE`, or `python:3.12-slim`.
+What a command sees: the image's system, read-only, with a fresh `/tmp`; the workspace, its HOME and TMPDIR
+bind-mounted read-write at the same paths as outside (so paths in events mean the same inside and out, and the
+diff, reading and scoring work on the host's copy); the services of the declaration on 127.0.0.1 (`_docker_pod.py`);
+no network but the allowed loopback endpoints, each relayed into the container by `_netshim.py` over a Unix socket
+that niceeval serves outside. A command runs under `_netshim.py --lifeline`: what it leaves running is killed when it
+ends, and when its `docker exec` client is killed (timeout, cancellation) the client's stdin, a FIFO it holds open
+itself, closes inside and the helper kills the command's whole tree.
 
 Scoring (`run_pytest`) runs outside, as niceeval's own code with niceeval's Python.
 """
 
 from __future__ import annotations
 
-import functools
 import os
-import shutil
-import subprocess
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from niceeval.sandbox._bwrap import EndpointForwarder, ProcessLimits, SandboxUnavailableError, loopback_endpoint
+import anyio
+
+from niceeval.sandbox._bwrap import EndpointForwarder, SandboxUnavailableError, loopback_endpoint
+from niceeval.sandbox._docker_cli import DockerSandboxError, docker, docker_argv, docker_problem, run_labels
+from niceeval.sandbox._docker_env import DockerEnvironment
+from niceeval.sandbox._docker_images import ResolvedImage, resolve_image
+from niceeval.sandbox._docker_pod import SHIM_INSIDE, Pod, PodSpec, mount_points, start_pod
 from niceeval.sandbox._launch import LaunchOptions
 from niceeval.sandbox._workspace import LocalSandbox
 
-DEFAULT_IMAGE = "python:3.12-slim"
-_SHIM = Path(__file__).with_name("_netshim.py")
-_SHIM_INSIDE = "/opt/niceeval/_netshim.py"
+MOUNTED = ("workspace", "home", "tmp", "net", "agent-state")
+"""The folders of the sandbox's temp directory its container sees (not `scoring-*`: the hidden tests)."""
+_RELAY_READY_S = 10.0
 
 
-@functools.cache
-def docker_problem() -> str | None:
-    """Why Docker cannot run the sandbox here (no CLI, no daemon), or None when it can."""
-    if shutil.which("docker") is None:
-        return "the docker command is not installed"
-    try:
-        done = subprocess.run(
-            ["docker", "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True, timeout=15
-        )
-    except (OSError, subprocess.TimeoutExpired) as error:
-        return f"docker info failed: {error}"
-    if done.returncode != 0:
-        return f"no Docker daemon answers: {done.stderr.strip()[-300:] or f'exit status {done.returncode}'}"
-    return None
+@dataclass(frozen=True, kw_only=True)
+class DockerRun:
+    """Where a Docker sandbox comes from: the declaration, its resolved image, and its containers' labels."""
+
+    environment: DockerEnvironment
+    image: ResolvedImage
+    labels: Mapping[str, str]
 
 
 class DockerSandbox(LocalSandbox):
-    """A `LocalSandbox` whose commands and launched processes run in Docker containers; see the module docstring.
+    """A `LocalSandbox` whose commands and launched processes run in one Docker container; see the module docstring.
+
+    Create it with `await DockerSandbox.create(fixture, run=DockerRun(...), ...)` (the other arguments as for
+    `LocalSandbox.create`); close it to remove its containers.
 
     Raises:
         SandboxUnavailableError: From `create`, when there is no docker command or no daemon.
+        DockerSandboxError: From `create`, when a container or service does not start.
     """
 
-    _image: str = DEFAULT_IMAGE
-    _limits: ProcessLimits = ProcessLimits()
+    _pod: Pod | None = None
+    _docker_run: DockerRun | None = None
     _forwarder: EndpointForwarder | None = None
+    _relays: dict[str, anyio.Lock]
 
     @classmethod
-    async def create(cls, fixture: Path, **options: Any) -> DockerSandbox:
-        """Copy `fixture` into a new workspace (as `LocalSandbox.create`), checking Docker answers first."""
-        problem = docker_problem()
-        if problem is not None:
-            raise SandboxUnavailableError(
-                f"sandbox 'docker' is not available: {problem}. Start Docker, or use sandbox='bwrap' or 'local'."
-            )
+    async def create(cls, fixture: Path, *, run: DockerRun | None = None, **options: Any) -> DockerSandbox:
+        """Copy `fixture` into a new workspace (as `LocalSandbox.create`), then start its container and services."""
+        _check_docker()
+        if run is None:
+            raise DockerSandboxError("a DockerSandbox is created with run=DockerRun(...): its image and labels")
         sandbox = await super().create(fixture, **options)
         assert isinstance(sandbox, DockerSandbox)
-        sandbox._image = os.environ.get("NICEEVAL_DOCKER_IMAGE") or DEFAULT_IMAGE
-        sandbox._forwarder = EndpointForwarder(sandbox.path.parent / "net")
+        try:
+            await sandbox._start(run)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await LocalSandbox.close(sandbox)
+            raise
         return sandbox
 
+    @property
+    def container(self) -> str:
+        """The workspace container's id."""
+        assert self._pod is not None
+        return self._pod.workspace
+
+    @property
+    def services(self) -> Mapping[str, str]:
+        """Each service's container id, by name."""
+        assert self._pod is not None
+        return self._pod.services
+
     async def close(self, *, keep: bool = False) -> Path | None:
-        """Stop forwarding the allowed endpoints, then close as `LocalSandbox.close` does."""
+        """Remove the containers (with `keep=True` leave them running, labelled), then close as `LocalSandbox`."""
         if self._forwarder is not None:
             self._forwarder.close()
+        if self._pod is not None and not keep and not self.closed:
+            await self._pod.remove()
         return await super().close(keep=keep)
+
+    async def _start(self, run: DockerRun) -> None:
+        root = self.path.parent
+        self._docker_run, self._relays = run, {}
+        os.mkfifo(root / "lifeline")
+        self._forwarder = EndpointForwarder(root / "net")
+        spec = PodSpec(
+            image=run.image.ref,
+            services=run.environment.services,
+            limits=run.environment.limits,
+            mounts=mount_points(root, MOUNTED),
+            labels=run.labels,
+        )
+        self._pod = await start_pod(spec)
 
     async def _wrap(
         self, argv: tuple[str, ...], env: Mapping[str, str], cwd: Path, options: LaunchOptions
     ) -> tuple[str, ...]:
-        assert self._forwarder is not None
-        root = self.path.parent
-        args = ["docker", "run", "--rm", "--network", "none", "--user", f"{os.getuid()}:{os.getgid()}"]
-        args += ["--pids-limit", str(self._limits.processes), "--workdir", str(cwd)]
-        for path in (self.path, root / "home", root / "tmp", *options.writable):
-            args += ["--volume", f"{path}:{path}"]
-        for path in options.read_only:
-            args += ["--volume", f"{path}:{path}:ro"]
-        args += [item for name in env if name != "PATH" for item in ("--env", name)]  # values from the env
-        shim: list[str] = []
+        assert self._pod is not None and self._docker_run is not None
+        self._check_visible(options)
         for endpoint in dict.fromkeys(loopback_endpoint(e) for e in options.allow_network):
+            await self._relay(endpoint)
+        root = self.path.parent
+        args = ["exec", "--interactive", "--workdir", str(cwd)]
+        args += [item for name in env if name != "PATH" for item in ("--env", name)]  # values from the client's env
+        file_size = self._docker_run.environment.limits.file_size
+        shim = ["python3", "-I", "-S", SHIM_INSIDE, "--lifeline", "--fsize", str(file_size)]
+        # The client's stdin is the FIFO opened read-write: never at its end while the client lives.
+        lifeline = ["sh", "-c", 'exec "$@" <>"$0"', str(root / "lifeline")]
+        return (*lifeline, *docker_argv(*args, self._pod.workspace, *shim, "--", *argv))
+
+    def _check_visible(self, options: LaunchOptions) -> None:
+        root = self.path.parent
+        for path in (*options.read_only, *options.writable):
+            if not any(Path(path).is_relative_to(root / name) for name in MOUNTED):
+                raise DockerSandboxError(
+                    f"{path} is not visible in the Docker sandbox's container, which mounts only the workspace, its "
+                    "HOME and TMPDIR: put what the command needs in the image (its Dockerfile)."
+                )
+
+    async def _relay(self, endpoint: str) -> None:
+        """Start the container's relay for `endpoint` (once), and wait until it listens."""
+        assert self._forwarder is not None and self._pod is not None
+        lock = self._relays.get(endpoint)
+        if lock is not None:
+            async with lock:
+                return
+        lock = self._relays[endpoint] = anyio.Lock()
+        async with lock:
             path = self._forwarder.socket_for(endpoint)
-            args += ["--volume", f"{path}:{path}"]
-            shim += ["--forward", f"{endpoint}={path}"]
-        if shim:
-            args += ["--volume", f"{_SHIM}:{_SHIM_INSIDE}:ro"]
-            return (*args, self._image, "python3", "-I", "-S", _SHIM_INSIDE, *shim, "--", *argv)
-        return (*args, self._image, *argv)
+            ready = path.with_suffix(".ready")
+            shim = ["python3", "-I", "-S", SHIM_INSIDE, "--forward", f"{endpoint}={path}", "--ready", str(ready)]
+            await docker("exec", "--detach", self._pod.workspace, *shim, "--", "sleep", "infinity")
+            with anyio.move_on_after(_RELAY_READY_S):
+                while not ready.exists():
+                    await anyio.sleep(0.02)
+                return
+            raise DockerSandboxError(f"the relay of {endpoint} into the container did not start")
+
+
+async def prepare_docker_run(
+    environment: DockerEnvironment, *, bases: tuple[Path, ...], eval_id: str, attempt: int
+) -> DockerRun:
+    """Resolve the image of `environment` (found, pulled or built) and label the run's containers.
+
+    Args:
+        environment: The declaration.
+        bases: Folders relative paths of the declaration are looked up in (the eval's folder, the project root).
+        eval_id: The eval, for the containers' labels.
+        attempt: The attempt (`--runs` index), for the labels.
+
+    Raises:
+        SandboxUnavailableError: No Docker daemon answers.
+        DockerSandboxError: The image cannot be found, pulled or built.
+    """
+    _check_docker()
+    image = await resolve_image(environment, bases)
+    return DockerRun(environment=environment, image=image, labels=run_labels(eval_id, attempt))
+
+
+def _check_docker() -> None:
+    problem = docker_problem()
+    if problem is not None:
+        raise SandboxUnavailableError(
+            f"sandbox 'docker' is not available: {problem}. Nothing runs in its place: start Docker, or ask "
+            "for sandbox='bwrap' (or 'local', which does not isolate)."
+        )
