@@ -58,6 +58,7 @@ class DockerSandbox(LocalSandbox):
     _docker_run: DockerRun | None = None
     _forwarder: EndpointForwarder | None = None
     _relays: dict[str, anyio.Lock]
+    _allowed: tuple[str, ...] = ()
 
     @classmethod
     async def create(cls, fixture: Path, *, run: DockerRun | None = None, **options: Any) -> DockerSandbox:
@@ -82,6 +83,12 @@ class DockerSandbox(LocalSandbox):
         return self._pod.workspace
 
     @property
+    def labels(self) -> Mapping[str, str]:
+        """The labels of the sandbox's containers (`niceeval.suite_run`, `niceeval.eval`, `niceeval.attempt`, ...)."""
+        assert self._docker_run is not None
+        return self._docker_run.labels
+
+    @property
     def services(self) -> Mapping[str, str]:
         """Each service's container id, by name."""
         assert self._pod is not None
@@ -94,6 +101,10 @@ class DockerSandbox(LocalSandbox):
         if self._pod is not None and not keep and not self.closed:
             await self._pod.remove()
         return await super().close(keep=keep)
+
+    def allow_network(self, *endpoints: str) -> None:
+        """Let every command reach these `host:port` loopback endpoints of the host (all others stay unreachable)."""
+        self._allowed = (*self._allowed, *(loopback_endpoint(e) for e in endpoints))
 
     async def _start(self, run: DockerRun) -> None:
         root = self.path.parent
@@ -114,7 +125,7 @@ class DockerSandbox(LocalSandbox):
     ) -> tuple[str, ...]:
         assert self._pod is not None and self._docker_run is not None
         self._check_visible(options)
-        for endpoint in dict.fromkeys(loopback_endpoint(e) for e in options.allow_network):
+        for endpoint in dict.fromkeys((*self._allowed, *(loopback_endpoint(e) for e in options.allow_network))):
             await self._relay(endpoint)
         root = self.path.parent
         args = ["exec", "--interactive", "--workdir", str(cwd)]

@@ -67,13 +67,24 @@ async def start_pod(spec: PodSpec) -> Pod:
     services: dict[str, str] = {}
     try:
         await _check_python(workspace, spec.image)
-        async with anyio.create_task_group() as group:
-            for declared in spec.services:
-                group.start_soon(_start_service, declared, spec, workspace, services)
+        try:
+            async with anyio.create_task_group() as group:
+                for declared in spec.services:
+                    group.start_soon(_start_service, declared, spec, workspace, services)
+        except ExceptionGroup as failures:
+            raise _one_error(failures) from None
     except BaseException:
         await Pod(workspace=workspace, services=services).remove()
         raise
     return Pod(workspace=workspace, services=services)
+
+
+def _one_error(failures: ExceptionGroup[Exception]) -> Exception:
+    """The services' failures as one error (each service's message), or the group when something else failed."""
+    matched, rest = failures.split(DockerSandboxError)
+    if rest is not None or matched is None:
+        return failures
+    return DockerSandboxError("\n\n".join(str(error) for error in matched.exceptions))
 
 
 def _workspace_flags(spec: PodSpec) -> list[str]:

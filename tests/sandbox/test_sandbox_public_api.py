@@ -9,11 +9,15 @@ def test_public_names_are_pinned() -> None:
     assert sorted(niceeval.sandbox.__all__) == [
         "BwrapSandbox",
         "CommandResult",
+        "ContainerLimits",
         "DEFAULT_HIDDEN",
         "DEFAULT_IGNORE",
         "DEFAULT_MAX_OUTPUT_BYTES",
         "Diff",
+        "DockerEnvironment",
+        "DockerRun",
         "DockerSandbox",
+        "DockerSandboxError",
         "FileChange",
         "FixtureTestResult",
         "LARGE_FILE_BYTES",
@@ -26,11 +30,15 @@ def test_public_names_are_pinned() -> None:
         "Sandbox",
         "SandboxPathError",
         "SandboxUnavailableError",
+        "Service",
         "SkippedPath",
         "bwrap_problem",
         "current_sandbox",
         "docker_problem",
+        "docker_sandbox",
+        "prepare_docker_run",
         "run_fixture_tests",
+        "service",
     ]
 
 
