@@ -96,6 +96,13 @@ async def _opener(
     return f"docker:{run.image.id}", functools.partial(DockerSandbox.create, run=run)
 
 
+async def close_sandboxes() -> None:
+    """At the end of a suite: remove the containers kept for reuse across attempts (`docker_sandbox(reuse=True)`)."""
+    from niceeval.sandbox import close_reused
+
+    await close_reused()
+
+
 @dataclass(frozen=True, kw_only=True)
 class WorkspaceSettings:
     """The suite's sandbox settings: the config's default kind, and where prepared fixtures are cached."""

@@ -16,6 +16,7 @@ from niceeval.sandbox._diff import Diff, FileChange, Rename
 from niceeval.sandbox._docker import DockerRun, DockerSandbox, prepare_docker_run
 from niceeval.sandbox._docker_cli import DockerSandboxError, docker_problem
 from niceeval.sandbox._docker_env import ContainerLimits, DockerEnvironment, Service, docker_sandbox, service
+from niceeval.sandbox._docker_reuse import close_reused
 from niceeval.sandbox._fixture_tests import FixtureTestResult, run_fixture_tests
 from niceeval.sandbox._launch import LaunchOptions, ProcessLaunch
 from niceeval.sandbox._protocol import PytestRun, Sandbox, current_sandbox
@@ -49,6 +50,7 @@ __all__ = [
     "Service",
     "SkippedPath",
     "bwrap_problem",
+    "close_reused",
     "current_sandbox",
     "docker_problem",
     "docker_sandbox",

@@ -17,15 +17,16 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 
 from niceeval.sandbox._bwrap import EndpointForwarder, SandboxUnavailableError, loopback_endpoint
-from niceeval.sandbox._docker_cli import DockerSandboxError, docker, docker_argv, docker_problem, run_labels
+from niceeval.sandbox._docker_cli import LABEL, DockerSandboxError, docker, docker_argv, docker_problem, run_labels
 from niceeval.sandbox._docker_env import DockerEnvironment
 from niceeval.sandbox._docker_images import ResolvedImage, resolve_image
-from niceeval.sandbox._docker_pod import SHIM_INSIDE, Pod, PodSpec, mount_points, start_pod
+from niceeval.sandbox._docker_pod import SHIM_INSIDE, PodSpec, mount_points, start_pod
+from niceeval.sandbox._docker_reuse import REUSED, Box, reset_box
 from niceeval.sandbox._launch import LaunchOptions
 from niceeval.sandbox._workspace import LocalSandbox
 
@@ -42,6 +43,11 @@ class DockerRun:
     image: ResolvedImage
     labels: Mapping[str, str]
 
+    @property
+    def reuse_key(self) -> str:
+        """What attempts that may share containers have in common: the eval, the image, the declaration."""
+        return "\0".join((self.labels[f"{LABEL}.eval"], self.image.id, repr(self.environment)))
+
 
 class DockerSandbox(LocalSandbox):
     """A `LocalSandbox` whose commands and launched processes run in one Docker container; see the module docstring.
@@ -54,20 +60,40 @@ class DockerSandbox(LocalSandbox):
         DockerSandboxError: From `create`, when a container or service does not start.
     """
 
-    _pod: Pod | None = None
+    _box: Box | None = None
     _docker_run: DockerRun | None = None
-    _forwarder: EndpointForwarder | None = None
-    _relays: dict[str, anyio.Lock]
     _allowed: tuple[str, ...] = ()
 
     @classmethod
     async def create(cls, fixture: Path, *, run: DockerRun | None = None, **options: Any) -> DockerSandbox:
-        """Copy `fixture` into a new workspace (as `LocalSandbox.create`), then start its container and services."""
+        """Copy `fixture` into a new workspace (as `LocalSandbox.create`), then start its container and services.
+
+        With `reuse=True` in the declaration, wait for the eval's previous attempt to close, and take over its
+        containers, the sandbox folder reset to the fixture.
+        """
         _check_docker()
         if run is None:
             raise DockerSandboxError("a DockerSandbox is created with run=DockerRun(...): its image and labels")
-        sandbox = await super().create(fixture, **options)
-        assert isinstance(sandbox, DockerSandbox)
+        if not run.environment.reuse:
+            return await cls._fresh(fixture, run, options)
+        box = await REUSED.take(run.reuse_key)
+        try:
+            if box is None:
+                sandbox = await cls._fresh(fixture, run, options)
+            else:
+                await reset_box(box)
+                sandbox = cast(DockerSandbox, await super().create(fixture, root=box.root, **options))
+                sandbox._docker_run, sandbox._box = run, box
+        except BaseException:
+            REUSED.give_back(run.reuse_key, None if box is None else box)
+            raise
+        assert sandbox._box is not None
+        sandbox._box.attempts.append(int(run.labels[f"{LABEL}.attempt"]))
+        return sandbox
+
+    @classmethod
+    async def _fresh(cls, fixture: Path, run: DockerRun, options: dict[str, Any]) -> DockerSandbox:
+        sandbox = cast(DockerSandbox, await super().create(fixture, **options))
         try:
             await sandbox._start(run)
         except BaseException:
@@ -79,38 +105,56 @@ class DockerSandbox(LocalSandbox):
     @property
     def container(self) -> str:
         """The workspace container's id."""
-        assert self._pod is not None
-        return self._pod.workspace
+        return self._started.pod.workspace
 
     @property
     def labels(self) -> Mapping[str, str]:
-        """The labels of the sandbox's containers (`niceeval.suite_run`, `niceeval.eval`, `niceeval.attempt`, ...)."""
+        """The labels of the sandbox's containers (`niceeval.suite_run`, `niceeval.eval`, `niceeval.attempt`, ...).
+
+        A reused container keeps the labels of the attempt that started it.
+        """
         assert self._docker_run is not None
         return self._docker_run.labels
 
     @property
     def services(self) -> Mapping[str, str]:
         """Each service's container id, by name."""
-        assert self._pod is not None
-        return self._pod.services
+        return self._started.pod.services
+
+    @property
+    def attempts(self) -> tuple[int, ...]:
+        """The attempts that used this sandbox's containers so far, this one included (several with `reuse=True`)."""
+        return tuple(self._started.attempts)
 
     async def close(self, *, keep: bool = False) -> Path | None:
-        """Remove the containers (with `keep=True` leave them running, labelled), then close as `LocalSandbox`."""
-        if self._forwarder is not None:
-            self._forwarder.close()
-        if self._pod is not None and not keep and not self.closed:
-            await self._pod.remove()
+        """Remove the containers (with `keep=True` leave them running, labelled), then close as `LocalSandbox`.
+
+        A reused sandbox leaves its containers and folder to the eval's next attempt; with `keep=True` the path is
+        returned, and the folder holds this attempt's work until the next attempt resets it.
+        """
+        if self.closed or self._box is None or self._docker_run is None:
+            return await super().close(keep=keep)
+        if self._docker_run.environment.reuse:
+            REUSED.give_back(self._docker_run.reuse_key, self._box)
+            kept = await super().close(keep=True)
+            return kept if keep else None
+        if not keep:
+            await self._box.remove()
         return await super().close(keep=keep)
 
     def allow_network(self, *endpoints: str) -> None:
         """Let every command reach these `host:port` loopback endpoints of the host (all others stay unreachable)."""
         self._allowed = (*self._allowed, *(loopback_endpoint(e) for e in endpoints))
 
+    @property
+    def _started(self) -> Box:
+        assert self._box is not None, "the sandbox's containers are not started"
+        return self._box
+
     async def _start(self, run: DockerRun) -> None:
         root = self.path.parent
-        self._docker_run, self._relays = run, {}
+        self._docker_run = run
         os.mkfifo(root / "lifeline")
-        self._forwarder = EndpointForwarder(root / "net")
         spec = PodSpec(
             image=run.image.ref,
             services=run.environment.services,
@@ -118,12 +162,18 @@ class DockerSandbox(LocalSandbox):
             mounts=mount_points(root, MOUNTED),
             labels=run.labels,
         )
-        self._pod = await start_pod(spec)
+        forwarder = EndpointForwarder(root / "net")
+        try:
+            pod = await start_pod(spec)
+        except BaseException:
+            forwarder.close()
+            raise
+        self._box = Box(root=root, pod=pod, forwarder=forwarder)
 
     async def _wrap(
         self, argv: tuple[str, ...], env: Mapping[str, str], cwd: Path, options: LaunchOptions
     ) -> tuple[str, ...]:
-        assert self._pod is not None and self._docker_run is not None
+        assert self._docker_run is not None
         self._check_visible(options)
         for endpoint in dict.fromkeys((*self._allowed, *(loopback_endpoint(e) for e in options.allow_network))):
             await self._relay(endpoint)
@@ -134,7 +184,7 @@ class DockerSandbox(LocalSandbox):
         shim = ["python3", "-I", "-S", SHIM_INSIDE, "--lifeline", "--fsize", str(file_size)]
         # The client's stdin is the FIFO opened read-write: never at its end while the client lives.
         lifeline = ["sh", "-c", 'exec "$@" <>"$0"', str(root / "lifeline")]
-        return (*lifeline, *docker_argv(*args, self._pod.workspace, *shim, "--", *argv))
+        return (*lifeline, *docker_argv(*args, self.container, *shim, "--", *argv))
 
     def _check_visible(self, options: LaunchOptions) -> None:
         root = self.path.parent
@@ -147,17 +197,17 @@ class DockerSandbox(LocalSandbox):
 
     async def _relay(self, endpoint: str) -> None:
         """Start the container's relay for `endpoint` (once), and wait until it listens."""
-        assert self._forwarder is not None and self._pod is not None
-        lock = self._relays.get(endpoint)
+        box = self._started
+        lock = box.relays.get(endpoint)
         if lock is not None:
             async with lock:
                 return
-        lock = self._relays[endpoint] = anyio.Lock()
+        lock = box.relays[endpoint] = anyio.Lock()
         async with lock:
-            path = self._forwarder.socket_for(endpoint)
+            path = box.forwarder.socket_for(endpoint)
             ready = path.with_suffix(".ready")
             shim = ["python3", "-I", "-S", SHIM_INSIDE, "--forward", f"{endpoint}={path}", "--ready", str(ready)]
-            await docker("exec", "--detach", self._pod.workspace, *shim, "--", "sleep", "infinity")
+            await docker("exec", "--detach", box.pod.workspace, *shim, "--", "sleep", "infinity")
             with anyio.move_on_after(_RELAY_READY_S):
                 while not ready.exists():
                     await anyio.sleep(0.02)

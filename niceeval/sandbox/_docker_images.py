@@ -64,7 +64,7 @@ async def resolve_image(environment: DockerEnvironment, bases: Sequence[Path]) -
         started = time.perf_counter()
         try:
             await docker(
-                "build", "--quiet", "--file", str(dockerfile), "--tag", tag,
+                "build", "--quiet", "--force-rm", "--file", str(dockerfile), "--tag", tag,
                 "--label", f"{LABEL}=1", "--label", f"{LABEL}.content={digest}", str(context),
                 timeout=BUILD_TIMEOUT_S,
             )  # fmt: skip

@@ -127,12 +127,17 @@ def test_setup_runs_in_the_container_once_per_image(project: Path) -> None:
 class Collect:
     def __init__(self) -> None:
         self.results: dict[str, RunResult] = {}
+        self.runs: list[RunResult] = []
 
     def start(self, plan: Sequence[PlannedEval], problems: Sequence[Problem]) -> None:
         pass
 
     def run_finished(self, result: RunResult) -> None:
         self.results[result.eval_id.rpartition("::")[2]] = result
+        self.runs.append(result)
+
+    def results_of(self, name: str) -> list[RunResult]:
+        return [r for r in self.runs if r.eval_id.endswith(f"::{name}")]
 
     def finish(self, summary: SuiteSummary) -> None:
         pass
@@ -222,3 +227,27 @@ def test_no_daemon_errors_the_eval_with_how_to_start_it(project: Path, monkeypat
     message = broken.error.message
     assert "sandbox 'docker' is not available: no Docker daemon answers" in message
     assert "start it" in message and "Nothing runs in its place" in message
+
+
+def test_reuse_keeps_one_container_across_attempts_and_resets_the_workspace(project: Path) -> None:
+    seen: list[tuple[str, list[str], str]] = []
+
+    @define_eval(fixture="fixtures/app", sandbox=docker_sandbox(image=BASE_IMAGE, reuse=True))
+    async def reused(t: EvalContext) -> None:
+        state = await t.sandbox.run_shell("cat /etc/hostname; ls -A /tmp $TMPDIR $HOME; cat app.py")
+        labelled = containers("niceeval.eval=x.py::reused")
+        seen.append((state.stdout.split("\n", 1)[0], labelled, state.stdout.split("\n", 1)[1]))
+        await t.sandbox.run_shell("echo 'VALUE = 2' > app.py; touch left.txt /tmp/left $TMPDIR/left $HOME/left")
+        t.check((await t.sandbox.diff()).added, equals(["left.txt"]))
+
+    collect = Collect()
+    options = SuiteOptions(runs=3, concurrency=3, exec=ExecOptions(timeout=120, root=project))
+    anyio.run(run_suite, [EvalEntry(id="x.py::reused", spec=reused)], [], options, [collect])
+    assert [r.outcome for r in collect.results_of("reused")] == ["passed"] * 3, [
+        a.reason for r in collect.runs for a in r.assertions
+    ]
+    hosts = {host for host, _, _ in seen}
+    assert len(seen) == 3 and len(hosts) == 1
+    assert all(labelled == [next(iter(hosts))[:12]] for _, labelled, _ in seen)
+    assert all(listing.endswith("VALUE = 1\n") and "left" not in listing for _, _, listing in seen)
+    assert containers("niceeval.eval=x.py::reused") == []

@@ -33,6 +33,7 @@ def test_public_names_are_pinned() -> None:
         "Service",
         "SkippedPath",
         "bwrap_problem",
+        "close_reused",
         "current_sandbox",
         "docker_problem",
         "docker_sandbox",
