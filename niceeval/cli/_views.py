@@ -220,9 +220,7 @@ def diff_lines(diff: RunDiff) -> list[str]:
     """`niceeval diff` as text: what else differed, changes by evidence, the suite's paired test, the verdict."""
     rule = f"{'--strict ' if diff.strict else ''}--min-pass-rate {diff.min_pass_rate:g}"
     lines = [f"diff {diff.base} -> {diff.head} (both judged with {rule})"]
-    lines += [
-        f"  differs: {clean(d.what, 40)}: {clean(d.base, 200)} -> {clean(d.head, 200)}" for d in diff.differences
-    ]
+    lines += [f"  differs: {clean(d.what, 40)}: {clean(d.base, 200)} -> {clean(d.head, 200)}" for d in diff.differences]
     for change in diff.changed:
         mark = _MARKS.get(change.change, "changed")
         counts = f"{change.base_passes}/{change.base_runs} -> {change.head_passes}/{change.head_runs} runs passed"

@@ -16,6 +16,17 @@ from niceeval.sandbox._diff import Diff, FileChange, Rename
 from niceeval.sandbox._docker import DockerRun, DockerSandbox, prepare_docker_run
 from niceeval.sandbox._docker_cli import DockerSandboxError, docker_problem
 from niceeval.sandbox._docker_env import ContainerLimits, DockerEnvironment, Service, docker_sandbox, service
+from niceeval.sandbox._docker_kept import (
+    FoundSandbox,
+    Pruned,
+    enter_argv,
+    find_sandbox,
+    find_sandboxes,
+    kept_diff,
+    prune_sandboxes,
+    sandbox_logs,
+    stop_sandbox,
+)
 from niceeval.sandbox._docker_reuse import close_reused
 from niceeval.sandbox._fixture_tests import FixtureTestResult, run_fixture_tests
 from niceeval.sandbox._launch import LaunchOptions, ProcessLaunch
@@ -24,13 +35,12 @@ from niceeval.sandbox._tree import LARGE_FILE_BYTES, SkippedPath
 from niceeval.sandbox._workspace import DEFAULT_HIDDEN, DEFAULT_IGNORE, LocalSandbox, SandboxPathError
 
 __all__ = [
-    "DEFAULT_HIDDEN",
-    "DEFAULT_IGNORE",
-    "DEFAULT_MAX_OUTPUT_BYTES",
-    "LARGE_FILE_BYTES",
     "BwrapSandbox",
     "CommandResult",
     "ContainerLimits",
+    "DEFAULT_HIDDEN",
+    "DEFAULT_IGNORE",
+    "DEFAULT_MAX_OUTPUT_BYTES",
     "Diff",
     "DockerEnvironment",
     "DockerRun",
@@ -38,10 +48,13 @@ __all__ = [
     "DockerSandboxError",
     "FileChange",
     "FixtureTestResult",
+    "FoundSandbox",
+    "LARGE_FILE_BYTES",
     "LaunchOptions",
     "LocalSandbox",
     "ProcessLaunch",
     "ProcessLimits",
+    "Pruned",
     "PytestRun",
     "Rename",
     "Sandbox",
@@ -54,7 +67,14 @@ __all__ = [
     "current_sandbox",
     "docker_problem",
     "docker_sandbox",
+    "enter_argv",
+    "find_sandbox",
+    "find_sandboxes",
+    "kept_diff",
     "prepare_docker_run",
+    "prune_sandboxes",
     "run_fixture_tests",
+    "sandbox_logs",
     "service",
+    "stop_sandbox",
 ]

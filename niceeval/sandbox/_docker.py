@@ -25,6 +25,7 @@ from niceeval.sandbox._bwrap import EndpointForwarder, SandboxUnavailableError, 
 from niceeval.sandbox._docker_cli import LABEL, DockerSandboxError, docker, docker_argv, docker_problem, run_labels
 from niceeval.sandbox._docker_env import DockerEnvironment
 from niceeval.sandbox._docker_images import ResolvedImage, resolve_image
+from niceeval.sandbox._docker_kept import sweep_left
 from niceeval.sandbox._docker_pod import SHIM_INSIDE, PodSpec, mount_points, start_pod
 from niceeval.sandbox._docker_reuse import REUSED, Box, reset_box
 from niceeval.sandbox._launch import LaunchOptions
@@ -135,10 +136,13 @@ class DockerSandbox(LocalSandbox):
         if self.closed or self._box is None or self._docker_run is None:
             return await super().close(keep=keep)
         if self._docker_run.environment.reuse:
+            self._box.keep = self._box.keep or keep
             REUSED.give_back(self._docker_run.reuse_key, self._box)
             kept = await super().close(keep=True)
             return kept if keep else None
-        if not keep:
+        if keep:
+            await self._box.keep_for_later()
+        else:
             await self._box.remove()
         return await super().close(keep=keep)
 
@@ -160,7 +164,7 @@ class DockerSandbox(LocalSandbox):
             services=run.environment.services,
             limits=run.environment.limits,
             mounts=mount_points(root, MOUNTED),
-            labels=run.labels,
+            labels={**run.labels, f"{LABEL}.workspace": str(self.path), f"{LABEL}.fixture": str(self.fixture)},
         )
         forwarder = EndpointForwarder(root / "net")
         try:
@@ -231,6 +235,7 @@ async def prepare_docker_run(
         DockerSandboxError: The image cannot be found, pulled or built.
     """
     _check_docker()
+    await sweep_left()
     image = await resolve_image(environment, bases)
     return DockerRun(environment=environment, image=image, labels=run_labels(eval_id, attempt))
 

@@ -110,7 +110,8 @@ async def _check_python(container: str, image: str) -> None:
 
 async def _start_service(declared: Service, spec: PodSpec, workspace: str, started: dict[str, str]) -> None:
     limits = spec.limits
-    flags = [*label_flags({**spec.labels, "niceeval.role": "service", "niceeval.service": declared.name})]
+    labels = {**spec.labels, "niceeval.role": "service", "niceeval.service": declared.name, "niceeval.pod": workspace}
+    flags = label_flags(labels)
     flags += ["--network", f"container:{workspace}", "--pids-limit", str(limits.pids), "--memory", limits.memory]
     flags += ["--cpus", f"{limits.cpus:g}", *(f for k, v in declared.env.items() for f in ("--env", f"{k}={v}"))]
     try:

@@ -26,6 +26,8 @@ from niceeval.sandbox._bwrap import EndpointForwarder
 from niceeval.sandbox._docker_cli import docker, docker_argv
 from niceeval.sandbox._docker_pod import Pod
 
+KEPT_PREFIX = "niceeval-kept-"
+"""How a kept workspace container is renamed (its labels cannot change): no later run takes it for one a crash left."""
 KEPT_ACROSS_RESETS = ("net", "lifeline")
 """Entries of the sandbox folder a reset leaves: the endpoints' sockets and the commands' lifeline FIFO."""
 
@@ -40,11 +42,18 @@ class Box:
     relays: dict[str, anyio.Lock] = field(default_factory=dict)
     attempts: list[int] = field(default_factory=list)
     """The attempts that used it, in order."""
+    keep: bool = False
+    """An attempt asked to keep it (`--keep-sandbox`): when the suite ends it is kept, not removed."""
 
     async def remove(self) -> None:
         """Stop forwarding and remove the containers (the folder goes with its sandbox)."""
         self.forwarder.close()
         await self.pod.remove()
+
+    async def keep_for_later(self) -> None:
+        """Stop forwarding and leave the containers running, named as kept (`niceeval sandbox list`)."""
+        self.forwarder.close()
+        await docker("rename", self.pod.workspace, KEPT_PREFIX + self.pod.workspace[:12])
 
 
 async def reset_box(box: Box) -> None:
@@ -117,11 +126,14 @@ class ReusePool:
         boxes, self._boxes, self._turns = list(self._boxes.values()), {}, {}
         with anyio.CancelScope(shield=True):
             for box in boxes:
-                await box.remove()
-                await anyio.to_thread.run_sync(remove_folder, box.root)
+                if box.keep:
+                    await box.keep_for_later()
+                else:
+                    await box.remove()
+                    await anyio.to_thread.run_sync(remove_folder, box.root)
 
     def _remove_at_exit(self) -> None:
-        for box in self._boxes.values():
+        for box in (box for box in self._boxes.values() if not box.keep):
             subprocess.run(docker_argv("rm", "--force", *box.pod.containers), capture_output=True, check=False)
             remove_folder(box.root)
 

@@ -27,11 +27,10 @@ def needs_docker() -> None:
         pytest.skip(problem)
 
 
-def containers(label: str) -> list[str]:
-    """Ids of the containers (running or not) carrying `label` (`name=value`)."""
-    done = subprocess.run(
-        ["docker", "ps", "--all", "--quiet", "--filter", f"label={label}"], capture_output=True, text=True, check=True
-    )
+def containers(*labels: str) -> list[str]:
+    """Ids of the containers (running or not) carrying every one of `labels` (`name=value`)."""
+    filters = [item for label in labels for item in ("--filter", f"label={label}")]
+    done = subprocess.run(["docker", "ps", "--all", "--quiet", *filters], capture_output=True, text=True, check=True)
     return done.stdout.split()
 
 
