@@ -24,7 +24,7 @@ import anyio
 from niceeval.sandbox._bwrap import EndpointForwarder, SandboxUnavailableError, loopback_endpoint
 from niceeval.sandbox._docker_cli import LABEL, DockerSandboxError, docker, docker_argv, docker_problem, run_labels
 from niceeval.sandbox._docker_env import DockerEnvironment
-from niceeval.sandbox._docker_images import ResolvedImage, resolve_image
+from niceeval.sandbox._docker_images import ResolvedImage, find_declared, resolve_image
 from niceeval.sandbox._docker_kept import sweep_left
 from niceeval.sandbox._docker_pod import SHIM_INSIDE, PodSpec, mount_points, start_pod
 from niceeval.sandbox._docker_reuse import REUSED, Box, reset_box
@@ -43,6 +43,8 @@ class DockerRun:
     environment: DockerEnvironment
     image: ResolvedImage
     labels: Mapping[str, str]
+    read_only: tuple[Path, ...] = ()
+    """The declaration's read-only folders, resolved."""
 
     @property
     def reuse_key(self) -> str:
@@ -164,6 +166,7 @@ class DockerSandbox(LocalSandbox):
             services=run.environment.services,
             limits=run.environment.limits,
             mounts=mount_points(root, MOUNTED),
+            read_only=run.read_only,
             labels={**run.labels, f"{LABEL}.workspace": str(self.path), f"{LABEL}.fixture": str(self.fixture)},
         )
         forwarder = EndpointForwarder(root / "net")
@@ -191,13 +194,18 @@ class DockerSandbox(LocalSandbox):
         return (*lifeline, *docker_argv(*args, self.container, *shim, "--", *argv))
 
     def _check_visible(self, options: LaunchOptions) -> None:
+        assert self._docker_run is not None
         root = self.path.parent
-        for path in (*options.read_only, *options.writable):
-            if not any(Path(path).is_relative_to(root / name) for name in MOUNTED):
-                raise DockerSandboxError(
-                    f"{path} is not visible in the Docker sandbox's container, which mounts only the workspace, its "
-                    "HOME and TMPDIR: put what the command needs in the image (its Dockerfile)."
-                )
+        writable = [root / name for name in MOUNTED]
+        readable = [*writable, *self._docker_run.read_only]
+        for paths, visible, how in ((options.read_only, readable, "read"), (options.writable, writable, "written")):
+            for path in paths:
+                if not any(Path(path).is_relative_to(folder) for folder in visible):
+                    raise DockerSandboxError(
+                        f"{path} must be {how} in the Docker sandbox's container, which mounts only the workspace, "
+                        "its HOME and TMPDIR (and docker_sandbox(read_only=[...])): put it in the image (its "
+                        f"Dockerfile), or declare docker_sandbox(read_only=['{path}'])."
+                    )
 
     async def _relay(self, endpoint: str) -> None:
         """Start the container's relay for `endpoint` (once), and wait until it listens."""
@@ -237,7 +245,8 @@ async def prepare_docker_run(
     _check_docker()
     await sweep_left()
     image = await resolve_image(environment, bases)
-    return DockerRun(environment=environment, image=image, labels=run_labels(eval_id, attempt))
+    read_only = tuple(find_declared(path, bases, "read_only") for path in environment.read_only)
+    return DockerRun(environment=environment, image=image, labels=run_labels(eval_id, attempt), read_only=read_only)
 
 
 def _check_docker() -> None:

@@ -63,6 +63,7 @@ class DockerEnvironment(SandboxDeclaration):
     services: tuple[Service, ...] = ()
     reuse: bool = False
     limits: ContainerLimits = ContainerLimits()
+    read_only: tuple[str, ...] = ()
 
     def describe(self) -> str:
         """The environment in a few words, for messages and reports."""
@@ -78,6 +79,7 @@ def docker_sandbox(
     services: Sequence[Service] = (),
     reuse: bool = False,
     limits: ContainerLimits | None = None,
+    read_only: Sequence[str | PurePath] = (),
 ) -> DockerEnvironment:
     """A Docker container as the sandbox of an eval: `@define_eval(fixture=..., sandbox=docker_sandbox(...))`.
 
@@ -94,6 +96,8 @@ def docker_sandbox(
         services: Containers started first, beside the workspace's, each awaited with its `ready` check.
         reuse: Keep one container (and its services) across an eval's attempts, the workspace reset between them.
         limits: CPUs, memory, processes and file size per container.
+        read_only: Host folders mounted read-only at the same paths, e.g. a coding agent's CLI installation
+            (`node_modules`) when the image does not provide it. Relative ones are looked up as `dockerfile`.
 
     Raises:
         UsageError: Both `image` and `dockerfile`, `context` without `dockerfile`, or two services
@@ -118,6 +122,7 @@ def docker_sandbox(
         services=tuple(services),
         reuse=reuse,
         limits=limits or ContainerLimits(),
+        read_only=tuple(str(path) for path in read_only),
     )
 
 

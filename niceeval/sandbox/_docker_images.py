@@ -48,8 +48,8 @@ async def resolve_image(environment: DockerEnvironment, bases: Sequence[Path]) -
     if environment.image is not None:
         return await _named(environment.image)
     assert environment.dockerfile is not None
-    dockerfile = _find(environment.dockerfile, bases, "dockerfile")
-    context = dockerfile.parent if environment.context is None else _find(environment.context, bases, "context")
+    dockerfile = find_declared(environment.dockerfile, bases, "dockerfile")
+    context = dockerfile.parent if environment.context is None else find_declared(environment.context, bases, "context")
     if not context.is_dir():
         raise DockerSandboxError(
             f"docker_sandbox(context={environment.context!r}) is not a folder ({context}); give the folder the "
@@ -80,7 +80,12 @@ async def resolve_image(environment: DockerEnvironment, bases: Sequence[Path]) -
         )
 
 
-def _find(path: str, bases: Sequence[Path], key: str) -> Path:
+def find_declared(path: str, bases: Sequence[Path], key: str) -> Path:
+    """A path of the declaration, looked up in `bases` in order.
+
+    Raises:
+        DockerSandboxError: It is in none of them.
+    """
     for base in bases:
         candidate = (base / path).resolve()
         if candidate.exists():

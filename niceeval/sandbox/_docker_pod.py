@@ -36,6 +36,8 @@ class PodSpec:
     limits: ContainerLimits
     mounts: tuple[Path, ...]
     """Host folders bind-mounted read-write at the same paths (the workspace, its HOME and TMPDIR, ...)."""
+    read_only: tuple[Path, ...]
+    """Host folders bind-mounted read-only at the same paths (a coding agent's CLI)."""
     labels: Mapping[str, str]
 
 
@@ -95,6 +97,8 @@ def _workspace_flags(spec: PodSpec) -> list[str]:
     flags += ["--cpus", f"{limits.cpus:g}", "--memory", limits.memory, "--pids-limit", str(limits.pids)]
     for path in spec.mounts:
         flags += ["--volume", f"{path}:{path}"]
+    for path in spec.read_only:
+        flags += ["--volume", f"{path}:{path}:ro"]
     return [*flags, "--volume", f"{_SHIM}:{SHIM_INSIDE}:ro"]
 
 

@@ -132,8 +132,27 @@ async def test_the_file_size_limit_applies(fixture: Path) -> None:
 
 
 async def test_a_path_the_container_cannot_see_is_refused_with_the_fix(sandbox: DockerSandbox, tmp_path: Path) -> None:
-    with pytest.raises(DockerSandboxError, match="not visible in the Docker sandbox's container.*Dockerfile"):
+    with pytest.raises(
+        DockerSandboxError, match=f"{tmp_path} must be read in the Docker sandbox's container.*read_only"
+    ):
         await sandbox.launch(["true"], LaunchOptions(read_only=(tmp_path,)))
+    with pytest.raises(DockerSandboxError, match=f"{tmp_path} must be written in the Docker sandbox's container"):
+        await sandbox.launch(["true"], LaunchOptions(writable=(tmp_path,)))
+
+
+async def test_declared_read_only_folders_are_readable_but_not_writable(fixture: Path, tmp_path: Path) -> None:
+    needs_docker()
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "tool.sh").write_text("echo tool ran\n")
+    environment = docker_sandbox(image=BASE_IMAGE, read_only=[tools])
+    async with await open_docker(fixture, environment) as sandbox:
+        ran = await sandbox.run_command("sh", [str(tools / "tool.sh")])
+        wrote = await sandbox.run_shell(f"echo x > {tools}/new.txt")
+        launch = await sandbox.launch(["true"], LaunchOptions(read_only=(tools,)))
+    assert (ran.exit_code, ran.stdout) == (0, "tool ran\n")
+    assert wrote.exit_code != 0 and "Read-only file system" in wrote.stderr and not (tools / "new.txt").exists()
+    assert launch.argv[-1] == "true"
 
 
 async def test_closing_removes_the_containers_and_keeping_leaves_them(fixture: Path) -> None:
