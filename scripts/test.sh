@@ -5,6 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/system-deps.sh
 bash scripts/coding-clis.sh
+bash scripts/docker.sh start  # a Docker daemon (stopped on exit if this started it) and the base image
+trap 'bash scripts/docker.sh stop' EXIT
 python3 -m venv .venv
 .venv/bin/pip install -q -e '.[test]'
 .venv/bin/ruff check .

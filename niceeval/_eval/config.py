@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from niceeval._core.errors import ConfigError, caller_location, relative, user_location
-from niceeval._core.sandbox_kinds import SandboxKind
+from niceeval._core.sandbox_kinds import SANDBOX_KINDS, SandboxDeclaration
 from niceeval._core.settings import JudgeSettings, Price
 
 __all__ = ["CONFIG_FILE", "Config", "JudgeSettings", "Price", "define_config", "find_root", "load_config"]
@@ -40,8 +40,9 @@ class Config(BaseModel):
     """Count inconclusive assertions (judge unavailable, no price) as misses."""
     variants: dict[str, Any] | None = None
     """Variants for every eval of the suite (`{"prompt": [...], "model": [...]}`); an eval's own `variants=` wins."""
-    sandbox: SandboxKind | None = None
-    """What runs sandbox evals' commands (`local`, `bwrap`, `docker`); None: `bwrap` where it works, else `local`."""
+    sandbox: Any = None
+    """What runs sandbox evals' commands (`local`, `bwrap`, `docker`, or a declaration such as `docker_sandbox(...)`,
+    also `per_variant(...)`); None: `bwrap` where it works, else `local`."""
     store: str | bool | None = None
     """Results store: a SQLite path or `postgresql://...` URL; `False` turns it off (default `.niceeval/results.db`)."""
     min_suite_pass_rate: float | None = Field(default=None, ge=0, le=1)
@@ -55,6 +56,28 @@ class Config(BaseModel):
     @classmethod
     def _one_path_is_a_list(cls, value: object) -> object:
         return [value] if isinstance(value, str) else value
+
+    @field_validator("sandbox")
+    @classmethod
+    def _a_sandbox(cls, value: object) -> object:
+        problem = sandbox_problem(value)
+        if problem is not None:
+            raise ValueError(f"sandbox {problem}")
+        return value
+
+
+def sandbox_problem(value: object) -> str | None:
+    """What is wrong with a `sandbox=` value, or None: a kind, a declaration, or `per_variant(...)` is right."""
+    if value is None or value in SANDBOX_KINDS or isinstance(value, SandboxDeclaration):
+        return None
+    from niceeval.agents._variant import PerVariant
+
+    if isinstance(value, PerVariant):
+        return None
+    return (
+        f"is one of {', '.join(SANDBOX_KINDS)}; got {value!r:.80}. A declaration (docker_sandbox(...) from "
+        "niceeval.sandbox) or per_variant(lambda v: ...) returning one is taken too."
+    )
 
 
 def parse_judge(value: object, *, where: str) -> JudgeSettings | None:

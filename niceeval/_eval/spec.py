@@ -11,15 +11,18 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, fields
 from pathlib import Path, PurePath
-from typing import Any, Literal, cast, overload
+from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 from pydantic import BaseModel
 
 from niceeval._core.errors import UsageError, caller_location, relative
-from niceeval._core.sandbox_kinds import SANDBOX_KINDS, SandboxKind
+from niceeval._core.sandbox_kinds import SandboxChoice
 from niceeval._core.settings import JudgeSettings
-from niceeval._eval.config import parse_judge
+from niceeval._eval.config import parse_judge, sandbox_problem
 from niceeval._eval.variants import Variant, parse_variants
+
+if TYPE_CHECKING:
+    from niceeval.agents._runtime import PerVariant
 
 EvalFunction = Callable[[Any], Any]
 Reader = Callable[[Any, str], Any]
@@ -97,10 +100,11 @@ def _flag(value: Any, where: str) -> bool:
     return value
 
 
-def _sandbox(value: Any, where: str) -> SandboxKind | None:
-    if value is not None and value not in SANDBOX_KINDS:
-        raise UsageError(f"{where} is one of {', '.join(SANDBOX_KINDS)}; got {value!r}.")
-    return cast(SandboxKind | None, value)
+def _sandbox(value: Any, where: str) -> SandboxChoice | PerVariant | None:
+    problem = sandbox_problem(value)
+    if problem is not None:
+        raise UsageError(f"{where} {problem}")
+    return cast("SandboxChoice | PerVariant | None", value)
 
 
 def _cluster(value: Any, where: str) -> str | None:
@@ -152,8 +156,9 @@ class EvalOptions:
     sequential_runs: bool = _option(False, read=_flag)
     """Run the `--runs N` repeats of this eval one after another instead of at the same time (for evals that
     touch shared state)."""
-    sandbox: SandboxKind | None = _option(read=_sandbox)
-    """Which sandbox runs the workspace's commands: `local`, `bwrap` or `docker`; None: the config's default."""
+    sandbox: SandboxChoice | PerVariant | None = _option(read=_sandbox)
+    """Which sandbox runs the workspace's commands: `local`, `bwrap`, `docker` or a declaration (`docker_sandbox(...)`,
+    also built per variant by `per_variant(...)`); None: the config's default."""
     setup: tuple[str, ...] = _option((), read=_texts("a list of shell commands, e.g. ['npm ci']"))
     """Shell commands that prepare the fixture (install dependencies), run once per fixture content and cached."""
     cluster: str | None = _option(read=_cluster)
@@ -271,7 +276,7 @@ def define_eval(
     case_model: type[BaseModel] | None = None,
     variants: dict[str, Any] | None = None,
     sequential_runs: bool = False,
-    sandbox: SandboxKind | None = None,
+    sandbox: SandboxChoice | PerVariant | None = None,
     setup: Sequence[str] = (),
     cluster: str | None = None,
     runs: int | None = None,

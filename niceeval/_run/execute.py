@@ -17,7 +17,7 @@ from niceeval._core.errors import ErrorInfo, UsageError, error_info
 from niceeval._core.events import UsageEvent
 from niceeval._core.outcome import fold
 from niceeval._core.results import RunResult, Spend
-from niceeval._core.sandbox_kinds import CURRENT_SANDBOX, SandboxKind
+from niceeval._core.sandbox_kinds import CURRENT_SANDBOX, SandboxChoice
 from niceeval._core.settings import JudgeSettings, Price
 from niceeval._core.spans import SpanRecord
 from niceeval._core.threads import call_in_thread
@@ -50,7 +50,7 @@ class ExecOptions:
     keep_sandbox: bool | Literal["failed", "all"] = False
     """Keep sandbox workspaces after the run (`True`/`"all"`, or `"failed"`: only failed or errored runs');
     their paths are printed and stored with the result."""
-    sandbox: SandboxKind | None = None
+    sandbox: SandboxChoice | PerVariant | None = None
     """The config's sandbox kind for sandbox evals (an eval's `sandbox=` wins); None: bwrap where it works."""
     judge: JudgeSettings = field(default_factory=JudgeSettings)
     """The config's judge settings (an eval's `judge=` overrides them per key)."""
@@ -256,8 +256,9 @@ async def execute_run(entry: EvalEntry, run_index: int, options: ExecOptions) ->
             from niceeval._run.sandboxing import WorkspaceSettings, fixture_dir, open_workspace
 
             folder = fixture_dir(spec, options.root, location)
-            settings = WorkspaceSettings(default=options.sandbox, cache=options.root / ".niceeval" / "fixtures")
-            sandbox = await open_workspace(folder, state.log, spec, settings)
+            cache = options.root / ".niceeval" / "fixtures"
+            settings = WorkspaceSettings(default=options.sandbox, cache=cache, root=options.root)
+            sandbox = await open_workspace(folder, state.log, entry, run_index, settings)
         token, tracking = WORKSPACE.set(sandbox.path if sandbox else None), CURRENT_TRACKER.set(state.awaits)
         current = CURRENT_SANDBOX.set(sandbox)
         try:

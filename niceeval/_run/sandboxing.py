@@ -10,9 +10,12 @@ from pathlib import Path
 from niceeval._core.assertion import AssertionResult
 from niceeval._core.errors import UsageError, error_info
 from niceeval._core.events import EventLog
-from niceeval._core.sandbox_kinds import SandboxKind
+from niceeval._core.sandbox_kinds import SandboxChoice, SandboxDeclaration, SandboxKind
+from niceeval._eval.config import sandbox_problem
 from niceeval._eval.context import RunState
 from niceeval._eval.spec import EvalSpec
+from niceeval._run.discovery import EvalEntry
+from niceeval.agents._variant import PerVariant
 from niceeval.sandbox import CommandResult, FixtureTestResult, LocalSandbox, run_fixture_tests
 
 _EVAL_FILE = "EVAL.py"
@@ -32,9 +35,15 @@ def fixture_dir(spec: EvalSpec, root: Path, where: str) -> Path:
     )
 
 
-def sandbox_kind(spec: EvalSpec, default: SandboxKind | None) -> SandboxKind:
-    """The eval's sandbox, else the config's, else `bwrap` where it works and `local` elsewhere."""
-    chosen = spec.sandbox or default
+def sandbox_choice(entry: EvalEntry, default: SandboxChoice | PerVariant | None) -> SandboxKind | SandboxDeclaration:
+    """The eval's sandbox, else the config's (`per_variant` ones built from the run's variant), else `bwrap` where
+    it works and `local` elsewhere."""
+    chosen = entry.spec.sandbox or default
+    if isinstance(chosen, PerVariant):
+        chosen = chosen.build(entry.variant)
+        problem = sandbox_problem(chosen) if not isinstance(chosen, PerVariant) else "is a per_variant itself"
+        if problem is not None:
+            raise UsageError(f"per_variant(...) for sandbox=: the value its function returned {problem}")
     if chosen is not None:
         return chosen
     from niceeval.sandbox import bwrap_problem
@@ -42,42 +51,66 @@ def sandbox_kind(spec: EvalSpec, default: SandboxKind | None) -> SandboxKind:
     return "local" if bwrap_problem() else "bwrap"
 
 
-async def open_workspace(folder: Path, log: EventLog, spec: EvalSpec, settings: WorkspaceSettings) -> LocalSandbox:
+async def open_workspace(
+    folder: Path, log: EventLog, entry: EvalEntry, attempt: int, settings: WorkspaceSettings
+) -> LocalSandbox:
     """Copy the (prepared) fixture into a fresh workspace; every command run there is recorded as a shell action.
 
     Raises:
         FixtureSetupError: The fixture's setup commands failed.
         SandboxUnavailableError: The sandbox kind cannot run here (bwrap missing, no Docker daemon).
+        DockerSandboxError: A Docker sandbox's image or containers did not come up.
     """
-    kind = sandbox_kind(spec, settings.default)
-    if spec.setup:
+    choice = sandbox_choice(entry, settings.default)
+    kind, opener = await _opener(choice, entry, attempt, settings.root)
+    if entry.spec.setup:
         from niceeval._run.fixture_setup import prepared_fixture
 
-        # Setup is the eval author's own commands (installing dependencies needs the network): run unconfined.
-        opener = LocalSandbox.create if kind != "docker" else _opener(kind, None)
-        folder = await prepared_fixture(folder, spec.setup, kind, settings.cache, opener)
+        # Setup is the eval author's own commands (installing dependencies needs the network): run unconfined,
+        # unless the eval asked for a container (its image is the environment the setup prepares for).
+        setup_opener = LocalSandbox.create if isinstance(choice, str) and choice != "docker" else opener
+        folder = await prepared_fixture(folder, entry.spec.setup, kind, settings.cache, setup_opener)
 
     def record(result: CommandResult) -> None:
         log.emit(result.to_action_event())
 
-    return await _opener(kind, record)(folder)
+    return await opener(folder, on_command=record)
 
 
-def _opener(
-    kind: SandboxKind, record: Callable[[CommandResult], None] | None
-) -> Callable[[Path], Awaitable[LocalSandbox]]:
-    from niceeval.sandbox import BwrapSandbox, DockerSandbox
+async def _opener(
+    choice: SandboxKind | SandboxDeclaration, entry: EvalEntry, attempt: int, root: Path
+) -> tuple[str, Callable[..., Awaitable[LocalSandbox]]]:
+    """What opens the sandbox, and the kind as the fixture cache keys it (a Docker sandbox by its image)."""
+    from niceeval.sandbox import BwrapSandbox, DockerEnvironment, DockerSandbox, docker_sandbox, prepare_docker_run
 
-    cls = {"local": LocalSandbox, "bwrap": BwrapSandbox, "docker": DockerSandbox}[kind]
-    return functools.partial(cls.create, on_command=record)
+    if choice == "local":
+        return "local", LocalSandbox.create
+    if choice == "bwrap":
+        return "bwrap", BwrapSandbox.create
+    if choice == "docker":
+        choice = docker_sandbox()
+    if not isinstance(choice, DockerEnvironment):
+        raise UsageError(f"sandbox={choice!r:.80} is not a sandbox kind (local, bwrap, docker) or declaration.")
+    bases = (entry.spec.file.parent, root)
+    run = await prepare_docker_run(choice, bases=bases, eval_id=entry.id, attempt=attempt)
+    return f"docker:{run.image.id}", functools.partial(DockerSandbox.create, run=run)
+
+
+async def close_sandboxes() -> None:
+    """At the end of a suite: remove the containers kept for reuse across attempts (`docker_sandbox(reuse=True)`)."""
+    from niceeval.sandbox import close_reused
+
+    await close_reused()
 
 
 @dataclass(frozen=True, kw_only=True)
 class WorkspaceSettings:
     """The suite's sandbox settings: the config's default kind, and where prepared fixtures are cached."""
 
-    default: SandboxKind | None = None
+    default: SandboxChoice | PerVariant | None = None
     cache: Path = Path(".niceeval/fixtures")
+    root: Path = Path()
+    """The project root: a Docker sandbox's relative paths are looked up there after the eval file's folder."""
 
 
 def _as_assertion(test: FixtureTestResult, location: str) -> AssertionResult:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -116,6 +117,13 @@ async def _rounds(
             return
 
 
+async def _release_sandboxes() -> None:
+    """Containers kept for reuse across attempts end with the suite (only looked for when sandbox evals ran)."""
+    sandboxing = sys.modules.get("niceeval._run.sandboxing")
+    if sandboxing is not None:
+        await sandboxing.close_sandboxes()
+
+
 async def run_suite(
     entries: Sequence[EvalEntry],
     load_errors: Sequence[LoadError],
@@ -208,5 +216,6 @@ async def run_suite(
         summary.terminated = summary.interrupted and was_terminated()
         with anyio.CancelScope(shield=True):
             await sinks.drain()  # the store's last runs, written from the loop (PostgreSQL)
+            await _release_sandboxes()
         sinks.finish(summary)
     return summary

@@ -3,8 +3,9 @@
 `LocalSandbox` copies a fixture folder into a temp workspace (hiding `EVAL.py`), runs commands there
 with a scrubbed environment and a timeout, diffs the workspace against the fixture, and scores it
 by running the hidden tests with `run_fixture_tests`. It does not isolate; `BwrapSandbox` (bubblewrap
-namespaces) and `DockerSandbox` (a container per command) run the same workspace's commands isolated:
-the system read-only, no network but allowed loopback endpoints. See `docs/sandbox.md`.
+namespaces) and `DockerSandbox` (one container per eval run, declared with `docker_sandbox(...)`, with
+`service(...)` containers beside it) run the same workspace's commands isolated: the system read-only, no network
+but allowed loopback endpoints. See `docs/sandbox.md`.
 
 Design: docs/design/sandbox.md
 """
@@ -12,7 +13,21 @@ Design: docs/design/sandbox.md
 from niceeval.sandbox._bwrap import BwrapSandbox, ProcessLimits, SandboxUnavailableError, bwrap_problem
 from niceeval.sandbox._commands import DEFAULT_MAX_OUTPUT_BYTES, CommandOptions, CommandResult
 from niceeval.sandbox._diff import Diff, FileChange, Rename
-from niceeval.sandbox._docker import DockerSandbox, docker_problem
+from niceeval.sandbox._docker import DockerRun, DockerSandbox, prepare_docker_run
+from niceeval.sandbox._docker_cli import DockerSandboxError, docker_problem
+from niceeval.sandbox._docker_env import ContainerLimits, DockerEnvironment, Service, docker_sandbox, service
+from niceeval.sandbox._docker_kept import (
+    FoundSandbox,
+    Pruned,
+    enter_argv,
+    find_sandbox,
+    find_sandboxes,
+    kept_diff,
+    prune_sandboxes,
+    sandbox_logs,
+    stop_sandbox,
+)
+from niceeval.sandbox._docker_reuse import close_reused
 from niceeval.sandbox._fixture_tests import FixtureTestResult, run_fixture_tests
 from niceeval.sandbox._launch import LaunchOptions, ProcessLaunch
 from niceeval.sandbox._protocol import PytestRun, Sandbox, current_sandbox
@@ -27,22 +42,40 @@ __all__ = [
     "BwrapSandbox",
     "CommandOptions",
     "CommandResult",
+    "ContainerLimits",
     "Diff",
+    "DockerEnvironment",
+    "DockerRun",
     "DockerSandbox",
+    "DockerSandboxError",
     "FileChange",
     "FixtureTestResult",
+    "FoundSandbox",
     "LaunchOptions",
     "LocalSandbox",
     "ProcessLaunch",
     "ProcessLimits",
+    "Pruned",
     "PytestRun",
     "Rename",
     "Sandbox",
     "SandboxPathError",
     "SandboxUnavailableError",
+    "Service",
     "SkippedPath",
     "bwrap_problem",
+    "close_reused",
     "current_sandbox",
     "docker_problem",
+    "docker_sandbox",
+    "enter_argv",
+    "find_sandbox",
+    "find_sandboxes",
+    "kept_diff",
+    "prepare_docker_run",
+    "prune_sandboxes",
     "run_fixture_tests",
+    "sandbox_logs",
+    "service",
+    "stop_sandbox",
 ]

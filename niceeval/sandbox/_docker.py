@@ -1,98 +1,258 @@
-"""`DockerSandbox`: `LocalSandbox`'s workspace, with every command run in a throwaway Docker container.
+"""`DockerSandbox`: `LocalSandbox`'s workspace, with every command `docker exec`ed in one container per eval run.
 
-Same contract as the bubblewrap sandbox: the workspace, its HOME and TMPDIR mounted read-write at the same
-paths, the image's system and nothing of the host's files, no network (`--network none`) except the allowed
-loopback endpoints, forwarded into the container by `_netshim.py` (which needs `python3` in the image), and
-`--pids-limit` for the process count. One container per command (`docker run --rm`), as the current user.
-The image is `NICEEVAL_DOCKER_IMAGE`, or `python:3.12-slim`.
+What a command sees: the image's system, read-only, with a fresh `/tmp`; the workspace, its HOME and TMPDIR
+bind-mounted read-write at the same paths as outside (so paths in events mean the same inside and out, and the
+diff, reading and scoring work on the host's copy); the services of the declaration on 127.0.0.1 (`_docker_pod.py`);
+no network but the allowed loopback endpoints, each relayed into the container by `_netshim.py` over a Unix socket
+that niceeval serves outside. A command runs under `_netshim.py --lifeline`: what it leaves running is killed when it
+ends, and when its `docker exec` client is killed (timeout, cancellation) the client's stdin, a FIFO it holds open
+itself, closes inside and the helper kills the command's whole tree.
 
 Scoring (`run_pytest`) runs outside, as niceeval's own code with niceeval's Python.
 """
 
 from __future__ import annotations
 
-import functools
 import os
-import shutil
-import subprocess
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from niceeval.sandbox._bwrap import EndpointForwarder, ProcessLimits, SandboxUnavailableError, loopback_endpoint
+import anyio
+
+from niceeval.sandbox._bwrap import EndpointForwarder, SandboxUnavailableError, loopback_endpoint
+from niceeval.sandbox._docker_cli import LABEL, DockerSandboxError, docker, docker_argv, docker_problem, run_labels
+from niceeval.sandbox._docker_env import DockerEnvironment
+from niceeval.sandbox._docker_images import ResolvedImage, find_declared, resolve_image
+from niceeval.sandbox._docker_kept import sweep_left
+from niceeval.sandbox._docker_pod import SHIM_INSIDE, PodSpec, mount_points, start_pod
+from niceeval.sandbox._docker_reuse import REUSED, Box, reset_box
 from niceeval.sandbox._launch import LaunchOptions
 from niceeval.sandbox._workspace import LocalSandbox
 
-DEFAULT_IMAGE = "python:3.12-slim"
-_SHIM = Path(__file__).with_name("_netshim.py")
-_SHIM_INSIDE = "/opt/niceeval/_netshim.py"
+MOUNTED = ("workspace", "home", "tmp", "net", "agent-state")
+"""The folders of the sandbox's temp directory its container sees (not `scoring-*`: the hidden tests)."""
+_RELAY_READY_S = 10.0
 
 
-@functools.cache
-def docker_problem() -> str | None:
-    """Why Docker cannot run the sandbox here (no CLI, no daemon), or None when it can."""
-    if shutil.which("docker") is None:
-        return "the docker command is not installed"
-    try:
-        done = subprocess.run(
-            ["docker", "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True, timeout=15
-        )
-    except (OSError, subprocess.TimeoutExpired) as error:
-        return f"docker info failed: {error}"
-    if done.returncode != 0:
-        return f"no Docker daemon answers: {done.stderr.strip()[-300:] or f'exit status {done.returncode}'}"
-    return None
+@dataclass(frozen=True, kw_only=True)
+class DockerRun:
+    """Where a Docker sandbox comes from: the declaration, its resolved image, and its containers' labels."""
+
+    environment: DockerEnvironment
+    image: ResolvedImage
+    labels: Mapping[str, str]
+    read_only: tuple[Path, ...] = ()
+    """The declaration's read-only folders, resolved."""
+
+    @property
+    def reuse_key(self) -> str:
+        """What attempts that may share containers have in common: the eval, the image, the declaration."""
+        return "\0".join((self.labels[f"{LABEL}.eval"], self.image.id, repr(self.environment)))
 
 
 class DockerSandbox(LocalSandbox):
-    """A `LocalSandbox` whose commands and launched processes run in Docker containers; see the module docstring.
+    """A `LocalSandbox` whose commands and launched processes run in one Docker container; see the module docstring.
+
+    Create it with `await DockerSandbox.create(fixture, run=DockerRun(...), ...)` (the other arguments as for
+    `LocalSandbox.create`); close it to remove its containers.
 
     Raises:
         SandboxUnavailableError: From `create`, when there is no docker command or no daemon.
+        DockerSandboxError: From `create`, when a container or service does not start.
     """
 
-    _image: str = DEFAULT_IMAGE
-    _limits: ProcessLimits = ProcessLimits()
-    _forwarder: EndpointForwarder | None = None
+    _box: Box | None = None
+    _docker_run: DockerRun | None = None
+    _allowed: tuple[str, ...] = ()
 
     @classmethod
-    async def create(cls, fixture: Path, **options: Any) -> DockerSandbox:
-        """Copy `fixture` into a new workspace (as `LocalSandbox.create`), checking Docker answers first."""
-        problem = docker_problem()
-        if problem is not None:
-            raise SandboxUnavailableError(
-                f"sandbox 'docker' is not available: {problem}. Start Docker, or use sandbox='bwrap' or 'local'."
-            )
-        sandbox = await super().create(fixture, **options)
-        assert isinstance(sandbox, DockerSandbox)
-        sandbox._image = os.environ.get("NICEEVAL_DOCKER_IMAGE") or DEFAULT_IMAGE
-        sandbox._forwarder = EndpointForwarder(sandbox.path.parent / "net")
+    async def create(cls, fixture: Path, *, run: DockerRun | None = None, **options: Any) -> DockerSandbox:
+        """Copy `fixture` into a new workspace (as `LocalSandbox.create`), then start its container and services.
+
+        With `reuse=True` in the declaration, wait for the eval's previous attempt to close, and take over its
+        containers, the sandbox folder reset to the fixture.
+        """
+        _check_docker()
+        if run is None:
+            raise DockerSandboxError("a DockerSandbox is created with run=DockerRun(...): its image and labels")
+        if not run.environment.reuse:
+            return await cls._fresh(fixture, run, options)
+        box = await REUSED.take(run.reuse_key)
+        try:
+            if box is None:
+                sandbox = await cls._fresh(fixture, run, options)
+            else:
+                await reset_box(box)
+                sandbox = cast(DockerSandbox, await super().create(fixture, root=box.root, **options))
+                sandbox._docker_run, sandbox._box = run, box
+        except BaseException:
+            REUSED.give_back(run.reuse_key, None if box is None else box)
+            raise
+        assert sandbox._box is not None
+        sandbox._box.attempts.append(int(run.labels[f"{LABEL}.attempt"]))
         return sandbox
 
+    @classmethod
+    async def _fresh(cls, fixture: Path, run: DockerRun, options: dict[str, Any]) -> DockerSandbox:
+        sandbox = cast(DockerSandbox, await super().create(fixture, **options))
+        try:
+            await sandbox._start(run)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await LocalSandbox.close(sandbox)
+            raise
+        return sandbox
+
+    @property
+    def container(self) -> str:
+        """The workspace container's id."""
+        return self._started.pod.workspace
+
+    @property
+    def labels(self) -> Mapping[str, str]:
+        """The labels of the sandbox's containers (`niceeval.suite_run`, `niceeval.eval`, `niceeval.attempt`, ...).
+
+        A reused container keeps the labels of the attempt that started it.
+        """
+        assert self._docker_run is not None
+        return self._docker_run.labels
+
+    @property
+    def services(self) -> Mapping[str, str]:
+        """Each service's container id, by name."""
+        return self._started.pod.services
+
+    @property
+    def attempts(self) -> tuple[int, ...]:
+        """The attempts that used this sandbox's containers so far, this one included (several with `reuse=True`)."""
+        return tuple(self._started.attempts)
+
     async def close(self, *, keep: bool = False) -> Path | None:
-        """Stop forwarding the allowed endpoints, then close as `LocalSandbox.close` does."""
-        if self._forwarder is not None:
-            self._forwarder.close()
+        """Remove the containers (with `keep=True` leave them running, labelled), then close as `LocalSandbox`.
+
+        A reused sandbox leaves its containers and folder to the eval's next attempt; with `keep=True` the path is
+        returned, and the folder holds this attempt's work until the next attempt resets it.
+        """
+        if self.closed or self._box is None or self._docker_run is None:
+            return await super().close(keep=keep)
+        if self._docker_run.environment.reuse:
+            self._box.keep = self._box.keep or keep
+            REUSED.give_back(self._docker_run.reuse_key, self._box)
+            kept = await super().close(keep=True)
+            return kept if keep else None
+        if keep:
+            await self._box.keep_for_later()
+        else:
+            await self._box.remove()
         return await super().close(keep=keep)
+
+    def allow_network(self, *endpoints: str) -> None:
+        """Let every command reach these `host:port` loopback endpoints of the host (all others stay unreachable)."""
+        self._allowed = (*self._allowed, *(loopback_endpoint(e) for e in endpoints))
+
+    @property
+    def _started(self) -> Box:
+        assert self._box is not None, "the sandbox's containers are not started"
+        return self._box
+
+    async def _start(self, run: DockerRun) -> None:
+        root = self.path.parent
+        self._docker_run = run
+        os.mkfifo(root / "lifeline")
+        spec = PodSpec(
+            image=run.image.ref,
+            services=run.environment.services,
+            limits=run.environment.limits,
+            mounts=mount_points(root, MOUNTED),
+            read_only=run.read_only,
+            labels={**run.labels, f"{LABEL}.workspace": str(self.path), f"{LABEL}.fixture": str(self.fixture)},
+        )
+        forwarder = EndpointForwarder(root / "net")
+        try:
+            pod = await start_pod(spec)
+        except BaseException:
+            forwarder.close()
+            raise
+        self._box = Box(root=root, pod=pod, forwarder=forwarder)
 
     async def _wrap(
         self, argv: tuple[str, ...], env: Mapping[str, str], cwd: Path, options: LaunchOptions
     ) -> tuple[str, ...]:
-        assert self._forwarder is not None
+        assert self._docker_run is not None
+        self._check_visible(options)
+        for endpoint in dict.fromkeys((*self._allowed, *(loopback_endpoint(e) for e in options.allow_network))):
+            await self._relay(endpoint)
         root = self.path.parent
-        args = ["docker", "run", "--rm", "--network", "none", "--user", f"{os.getuid()}:{os.getgid()}"]
-        args += ["--pids-limit", str(self._limits.processes), "--workdir", str(cwd)]
-        for path in (self.path, root / "home", root / "tmp", *options.writable):
-            args += ["--volume", f"{path}:{path}"]
-        for path in options.read_only:
-            args += ["--volume", f"{path}:{path}:ro"]
-        args += [item for name in env if name != "PATH" for item in ("--env", name)]  # values from the env
-        shim: list[str] = []
-        for endpoint in dict.fromkeys(loopback_endpoint(e) for e in options.allow_network):
-            path = self._forwarder.socket_for(endpoint)
-            args += ["--volume", f"{path}:{path}"]
-            shim += ["--forward", f"{endpoint}={path}"]
-        if shim:
-            args += ["--volume", f"{_SHIM}:{_SHIM_INSIDE}:ro"]
-            return (*args, self._image, "python3", "-I", "-S", _SHIM_INSIDE, *shim, "--", *argv)
-        return (*args, self._image, *argv)
+        args = ["exec", "--interactive", "--workdir", str(cwd)]
+        args += [item for name in env if name != "PATH" for item in ("--env", name)]  # values from the client's env
+        file_size = self._docker_run.environment.limits.file_size
+        shim = ["python3", "-I", "-S", SHIM_INSIDE, "--lifeline", "--fsize", str(file_size)]
+        # The client's stdin is the FIFO opened read-write: never at its end while the client lives.
+        lifeline = ["sh", "-c", 'exec "$@" <>"$0"', str(root / "lifeline")]
+        return (*lifeline, *docker_argv(*args, self.container, *shim, "--", *argv))
+
+    def _check_visible(self, options: LaunchOptions) -> None:
+        assert self._docker_run is not None
+        root = self.path.parent
+        writable = [root / name for name in MOUNTED]
+        readable = [*writable, *self._docker_run.read_only]
+        for paths, visible, how in ((options.read_only, readable, "read"), (options.writable, writable, "written")):
+            for path in paths:
+                if not any(Path(path).is_relative_to(folder) for folder in visible):
+                    raise DockerSandboxError(
+                        f"{path} must be {how} in the Docker sandbox's container, which mounts only the workspace, "
+                        "its HOME and TMPDIR (and docker_sandbox(read_only=[...])): put it in the image (its "
+                        f"Dockerfile), or declare docker_sandbox(read_only=['{path}'])."
+                    )
+
+    async def _relay(self, endpoint: str) -> None:
+        """Start the container's relay for `endpoint` (once), and wait until it listens."""
+        box = self._started
+        lock = box.relays.get(endpoint)
+        if lock is not None:
+            async with lock:
+                return
+        lock = box.relays[endpoint] = anyio.Lock()
+        async with lock:
+            path = box.forwarder.socket_for(endpoint)
+            ready = path.with_suffix(".ready")
+            shim = ["python3", "-I", "-S", SHIM_INSIDE, "--forward", f"{endpoint}={path}", "--ready", str(ready)]
+            await docker("exec", "--detach", box.pod.workspace, *shim, "--", "sleep", "infinity")
+            with anyio.move_on_after(_RELAY_READY_S):
+                while not ready.exists():
+                    await anyio.sleep(0.02)
+                return
+            raise DockerSandboxError(f"the relay of {endpoint} into the container did not start")
+
+
+async def prepare_docker_run(
+    environment: DockerEnvironment, *, bases: tuple[Path, ...], eval_id: str, attempt: int
+) -> DockerRun:
+    """Resolve the image of `environment` (found, pulled or built) and label the run's containers.
+
+    Args:
+        environment: The declaration.
+        bases: Folders relative paths of the declaration are looked up in (the eval's folder, the project root).
+        eval_id: The eval, for the containers' labels.
+        attempt: The attempt (`--runs` index), for the labels.
+
+    Raises:
+        SandboxUnavailableError: No Docker daemon answers.
+        DockerSandboxError: The image cannot be found, pulled or built.
+    """
+    _check_docker()
+    await sweep_left()
+    image = await resolve_image(environment, bases)
+    read_only = tuple(find_declared(path, bases, "read_only") for path in environment.read_only)
+    return DockerRun(environment=environment, image=image, labels=run_labels(eval_id, attempt), read_only=read_only)
+
+
+def _check_docker() -> None:
+    problem = docker_problem()
+    if problem is not None:
+        raise SandboxUnavailableError(
+            f"sandbox 'docker' is not available: {problem}. Nothing runs in its place: start Docker, or ask "
+            "for sandbox='bwrap' (or 'local', which does not isolate)."
+        )

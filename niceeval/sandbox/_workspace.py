@@ -101,6 +101,7 @@ class LocalSandbox:
         max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
         on_command: Callable[[CommandResult], None] | None = None,
         temp_dir: Path | None = None,
+        root: Path | None = None,
     ) -> LocalSandbox:
         """Copy `fixture` into a new temp workspace and record the baseline.
 
@@ -116,6 +117,8 @@ class LocalSandbox:
             max_output_bytes: How much of each command's stdout and of its stderr is kept.
             on_command: Called with each recorded command's result when it finishes.
             temp_dir: Where to create the sandbox; the system temp directory by default.
+            root: An existing sandbox folder to use instead of a new one, its `workspace`, `home` and `tmp` empty
+                (a container reused across attempts keeps mounting the same folders).
 
         Raises:
             NotADirectoryError: `fixture` is not a directory.
@@ -126,21 +129,24 @@ class LocalSandbox:
         settings = _Settings(
             ignore=tuple(ignore), env=dict(env or {}), max_output_bytes=max_output_bytes, on_command=on_command
         )
-        prepare = functools.partial(cls._prepare, fixture, tuple(hidden), settings, temp_dir)
+        prepare = functools.partial(cls._prepare, fixture, tuple(hidden), settings, temp_dir, root)
         return await anyio.to_thread.run_sync(prepare)
 
     @classmethod
     def _prepare(
-        cls, fixture: Path, hidden: tuple[str, ...], settings: _Settings, temp_dir: Path | None
+        cls, fixture: Path, hidden: tuple[str, ...], settings: _Settings, temp_dir: Path | None, root: Path | None
     ) -> LocalSandbox:
-        root = Path(tempfile.mkdtemp(prefix="niceeval-sandbox-", dir=temp_dir)).resolve()
+        fresh = root is None
+        if root is None:
+            root = Path(tempfile.mkdtemp(prefix="niceeval-sandbox-", dir=temp_dir)).resolve()
         try:
             for name in ("workspace", "home", "tmp"):
-                (root / name).mkdir()
+                (root / name).mkdir(exist_ok=not fresh)
             skipped = copy_fixture(fixture, root / "workspace", hidden=hidden)
             baseline = fingerprint_tree(root / "workspace", ignore=settings.ignore, keep_text=True)
         except BaseException:
-            _remove_tree(root)
+            if fresh:
+                _remove_tree(root)
             raise
         return cls(root=root, fixture=fixture, skipped=skipped, baseline=baseline, settings=settings)
 

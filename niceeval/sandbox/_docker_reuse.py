@@ -1,0 +1,152 @@
+"""The containers of a Docker sandbox and the host folder they mount (a `Box`), and the boxes kept for reuse.
+
+`docker_sandbox(reuse=True)` keeps one box per eval (and image, and declaration) across its attempts: the next
+attempt waits for the previous one to close, then gets the same containers and services, with the sandbox folder
+reset to the fixture (the checkpoint: fixture setup's output, copied again) and HOME, TMPDIR and the container's
+`/tmp` emptied. Bind mounts hold on to a folder's inode, so a reset empties the mounted folders in place instead
+of replacing them; in the container's `/tmp` it keeps the folder holding their mount points, when the sandbox
+folder is itself under `/tmp`. The boxes are removed when the suite ends (`close_reused`), or at exit.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import stat
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from niceeval.sandbox._bwrap import EndpointForwarder
+from niceeval.sandbox._docker_cli import docker, docker_argv
+from niceeval.sandbox._docker_pod import Pod
+
+KEPT_PREFIX = "niceeval-kept-"
+"""How a kept workspace container is renamed (its labels cannot change): no later run takes it for one a crash left."""
+KEPT_ACROSS_RESETS = ("net", "lifeline")
+"""Entries of the sandbox folder a reset leaves: the endpoints' sockets and the commands' lifeline FIFO."""
+
+
+@dataclass(kw_only=True)
+class Box:
+    """A started pod, the host folder it mounts, and the relays running in it."""
+
+    root: Path
+    pod: Pod
+    forwarder: EndpointForwarder
+    relays: dict[str, anyio.Lock] = field(default_factory=dict)
+    attempts: list[int] = field(default_factory=list)
+    """The attempts that used it, in order."""
+    keep: bool = False
+    """An attempt asked to keep it (`--keep-sandbox`): when the suite ends it is kept, not removed."""
+
+    async def remove(self) -> None:
+        """Stop forwarding and remove the containers (the folder goes with its sandbox)."""
+        self.forwarder.close()
+        await self.pod.remove()
+
+    async def keep_for_later(self) -> None:
+        """Stop forwarding and leave the containers running, named as kept (`niceeval sandbox list`)."""
+        self.forwarder.close()
+        await docker("rename", self.pod.workspace, KEPT_PREFIX + self.pod.workspace[:12])
+
+
+async def reset_box(box: Box) -> None:
+    """Make the box as the previous attempt found it: the sandbox folder and the container's `/tmp` emptied."""
+    await anyio.to_thread.run_sync(_reset_root, box.root)
+    keep = box.root.parts[2] if box.root.is_relative_to("/tmp") else ""
+    await docker("exec", box.pod.workspace, "python3", "-I", "-S", "-c", _EMPTY_TMP, keep, timeout=60)
+
+
+_EMPTY_TMP = (
+    "import os,shutil,sys\n"
+    "for name in os.listdir('/tmp'):\n"
+    "    path = os.path.join('/tmp', name)\n"
+    "    if name != sys.argv[1]:\n"
+    "        shutil.rmtree(path) if os.path.isdir(path) and not os.path.islink(path) else os.unlink(path)\n"
+)
+
+
+def _reset_root(root: Path) -> None:
+    """Empty the sandbox folder for the next attempt, keeping the mounted folders themselves (and `net`)."""
+    for entry in root.iterdir():
+        if entry.name in KEPT_ACROSS_RESETS:
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            for inner in entry.iterdir():
+                _remove(inner)
+        else:
+            entry.unlink()
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, onerror=_writable_then_retry)
+    else:
+        path.unlink()
+
+
+def _writable_then_retry(function: Callable[..., Any], path: str, _: object) -> None:
+    """An agent may leave read-only folders behind: make the parent writable and try again."""
+    parent = os.path.dirname(path)
+    os.chmod(parent, stat.S_IRWXU)
+    if os.path.isdir(path) and not os.path.islink(path):
+        os.chmod(path, stat.S_IRWXU)
+    function(path)
+
+
+class ReusePool:
+    """The boxes kept across attempts, one per key; an attempt holds its key's turn from `take` to `give_back`."""
+
+    def __init__(self) -> None:
+        self._boxes: dict[str, Box] = {}
+        self._turns: dict[str, anyio.Semaphore] = {}
+        atexit.register(self._remove_at_exit)
+
+    async def take(self, key: str) -> Box | None:
+        """Wait for the key's turn; the box the previous attempt left, if any."""
+        await self._turns.setdefault(key, anyio.Semaphore(1)).acquire()
+        return self._boxes.get(key)
+
+    def give_back(self, key: str, box: Box | None) -> None:
+        """End this attempt's turn, leaving `box` to the next one (None: the box is gone, the next starts anew)."""
+        if box is None:
+            self._boxes.pop(key, None)
+        else:
+            self._boxes[key] = box
+        self._turns[key].release()
+
+    async def close(self) -> None:
+        """Remove every kept box's containers and folder."""
+        boxes, self._boxes, self._turns = list(self._boxes.values()), {}, {}
+        with anyio.CancelScope(shield=True):
+            for box in boxes:
+                if box.keep:
+                    await box.keep_for_later()
+                else:
+                    await box.remove()
+                    await anyio.to_thread.run_sync(remove_folder, box.root)
+
+    def _remove_at_exit(self) -> None:
+        for box in (box for box in self._boxes.values() if not box.keep):
+            subprocess.run(docker_argv("rm", "--force", *box.pod.containers), capture_output=True, check=False)
+            remove_folder(box.root)
+
+
+def remove_folder(root: Path) -> None:
+    """Remove a sandbox folder, also what an agent made read-only."""
+    shutil.rmtree(root, onerror=_writable_then_retry)
+
+
+REUSED = ReusePool()
+"""This process's reused boxes."""
+
+
+async def close_reused() -> None:
+    """Remove the containers kept for reuse across attempts (the suite calls it when it ends)."""
+    await REUSED.close()
