@@ -2,6 +2,6 @@
 
 import sys
 
-from niceeval.cli._main import main
+from niceeval.cli import main
 
 sys.exit(main())

@@ -227,3 +227,42 @@ def test_reports_and_shared_rendering_never_import_the_viewers_server() -> None:
         if any(within(name, server) for server in ("starlette", "uvicorn", "niceeval.web"))
     ]
     assert wrong == []
+
+
+DOORS = {
+    "niceeval.judge._runtime": "the runner wires a run's judge: clients, cache, runtime and session, select-best, cost",
+    "niceeval.store._recorder": "the runner writes a suite's runs through one Recorder, opened once",
+    "niceeval.agents._runtime": "the runner sets the workspace, builds each variant's agent, replays for rescore",
+    "niceeval.tracing._session": "agent adapters open a session's trace on the suite-wide receiver and collector",
+    "niceeval.expect._runtime": "the eval layer resolves tool/event patterns and levenshtein for declared asserts",
+    "niceeval.web._serve": "`niceeval view` serves the viewer with uvicorn",
+}
+"""The one private module a package offers other packages, each with why (docs/design/layout.md, "Doors")."""
+
+
+def _private_module(name: str) -> str | None:
+    """`niceeval.store._recorder` for any import that reaches into it (a module or a name in it), else None."""
+    parts = name.split(".")
+    for end in range(3, len(parts) + 1):
+        if parts[end - 1].startswith("_") and not parts[end - 1].startswith("__"):
+            module = ".".join(parts[:end])
+            return module if _is_module(module) else None
+    return None
+
+
+def test_packages_reach_each_other_only_through_public_names_or_their_one_door() -> None:
+    wrong = set()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        own = module_name(path).split(".")
+        for name in imports(path):
+            private = _private_module(name) if within(name, "niceeval") else None
+            if private is None or private.split(".")[1] == own[1] or private.split(".")[1] == "_core":
+                continue
+            if private not in DOORS:
+                wrong.add(f"{'.'.join(own)} imports {private}")
+    assert sorted(wrong) == [], "import the package's public names, or its door module listed in DOORS"
+
+
+def test_the_door_finder_sees_a_private_module_of_another_package() -> None:
+    assert _private_module("niceeval.judge._runtime.JudgeRuntime") == "niceeval.judge._runtime"
+    assert _private_module("niceeval.store.Store") is None

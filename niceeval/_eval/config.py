@@ -70,7 +70,7 @@ def sandbox_problem(value: object) -> str | None:
     """What is wrong with a `sandbox=` value, or None: a kind, a declaration, or `per_variant(...)` is right."""
     if value is None or value in SANDBOX_KINDS or isinstance(value, SandboxDeclaration):
         return None
-    from niceeval.agents._variant import PerVariant
+    from niceeval.agents._runtime import PerVariant
 
     if isinstance(value, PerVariant):
         return None

@@ -15,7 +15,7 @@ from niceeval._eval.config import sandbox_problem
 from niceeval._eval.context import RunState
 from niceeval._eval.spec import EvalSpec
 from niceeval._run.discovery import EvalEntry
-from niceeval.agents._variant import PerVariant
+from niceeval.agents._runtime import PerVariant
 from niceeval.sandbox import CommandResult, FixtureTestResult, LocalSandbox, run_fixture_tests
 
 _EVAL_FILE = "EVAL.py"
