@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 import pytest
 
-from niceeval import EvalContext, EvalSpec, JudgeSettings, RunResult, SyncEvalContext, define_eval, providers
+from niceeval import EvalContext, EvalSpec, JudgeSettings, RunResult, SyncEvalContext, define_eval
 from niceeval._eval.cases import Case
 from niceeval._eval.context import ContextBase
 from niceeval._eval.conversation import Conversation, Turn
@@ -51,7 +51,6 @@ def run(spec: EvalSpec) -> RunResult:
 def server(llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch) -> LLMServer:
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     monkeypatch.setenv("OPENAI_BASE_URL", llm_server.base_url)
-    monkeypatch.setattr(providers, "_limiters", {})
     llm_server.set_script(lambda request: Reply(data=RUBRIC_PASS))
     return llm_server
 
