@@ -280,6 +280,6 @@ def test_a_clean_run_record_is_checked_without_compiling_the_whole_text_secret_p
     clean = RunResult(eval_id="e.py::x", file="e.py", line=1, outcome="passed", duration_s=0.1)
     assert Redactor({}).run(clean) is clean  # `input_tokens` and friends hold markers: checked, found clean
     assert _pattern.cache_info().currsize == 0
-    leaky = clean.model_copy(update={"warnings": ["Authorization: Bearer abcdefghijklmnop"]})
+    leaky = clean.model_copy(update={"warnings": ["Authorization: Bearer abcd1234EFGH5678"]})
     assert Redactor({}).run(leaky).warnings == ["Authorization: Bearer [redacted]"]
     assert _pattern.cache_info().currsize > 0

@@ -34,6 +34,7 @@ import anyio.lowlevel
 
 from niceeval._core.errors import NiceevalError, UsageError
 from niceeval._core.threads import once_off_loop
+from niceeval._core.values import head
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
@@ -394,7 +395,7 @@ def _short_message(exc: BaseException) -> str:
         text = body["message"]  # OpenAI: the body is the `error` object
     if not isinstance(text, str) or not text:
         text = str(getattr(exc, "message", None) or exc)
-    return text if len(text) <= 300 else text[:300] + "..."
+    return head(text, 300) + ("..." if len(text) > 300 else "")
 
 
 async def call(

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from niceeval._core.values import tail
 from niceeval.sandbox._bwrap import EndpointForwarder, ProcessLimits, SandboxUnavailableError, loopback_endpoint
 from niceeval.sandbox._launch import LaunchOptions
 from niceeval.sandbox._workspace import LocalSandbox
@@ -40,7 +41,7 @@ def docker_problem() -> str | None:
     except (OSError, subprocess.TimeoutExpired) as error:
         return f"docker info failed: {error}"
     if done.returncode != 0:
-        return f"no Docker daemon answers: {done.stderr.strip()[-300:] or f'exit status {done.returncode}'}"
+        return f"no Docker daemon answers: {tail(done.stderr.strip(), 300) or f'exit status {done.returncode}'}"
     return None
 
 
