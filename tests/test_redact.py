@@ -129,8 +129,14 @@ def test_a_run_keeps_its_ids_names_and_paths_whatever_they_say() -> None:
         error=ErrorInfo(type="E", message=f"bad {KEY}", location=f"evals/{odd}.py:3"),
         assertions=[
             AssertionResult(
-                name="rubric", severity="gate", score=0.0, threshold=1.0, state="failed", key=odd,
-                location=f"evals/{odd}.py:4", reason=f"saw {KEY}",
+                name="rubric",
+                severity="gate",
+                score=0.0,
+                threshold=1.0,
+                state="failed",
+                key=odd,
+                location=f"evals/{odd}.py:4",
+                reason=f"saw {KEY}",
             )
         ],  # fmt: skip
     )
