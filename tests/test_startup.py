@@ -102,7 +102,7 @@ def test_a_default_run_into_a_store_already_made_does_not_import_sqlalchemy(tmp_
     code, imported, output = niceeval(root, "run")
     assert code == 0 and "1 passed" in output and "stored as run" in output
     assert "sqlalchemy" not in imported
-    with sqlite3.connect(root / ".niceeval" / "results.db") as db:
+    with contextlib.closing(sqlite3.connect(root / ".niceeval" / "results.db")) as db:
         rows = db.execute("SELECT status, runs_done, passed FROM suite_runs").fetchall()
     assert rows == [("finished", 1, 1), ("finished", 1, 1)]
 
