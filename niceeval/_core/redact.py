@@ -8,7 +8,12 @@ reports, the GitHub step summary and the results store all get the same clean re
   adapter was given in code (`api_key=`, an auth header), replaced by `[redacted:NAME]`;
 - credential-shaped text no one declared: `Bearer ...`, `sk-proj-...`, AKIA keys, `x-api-key: ...`, `token=...`
   (also in URLs: `?access_token=`), the password of a database URL, and any field named like a credential,
-  replaced by `[redacted]`.
+  replaced by `[redacted]`. After a keyword the value must look like a credential (8 or more characters that are
+  not words or a number: `Basic functionality test` is English), unless it is assigned (`token=...`, quoted).
+
+A run's identities (its eval id, file, case id, variant, group, and the keys and locations of what it recorded) are
+never rewritten: every report and the store find runs by them. A value shortened for display is scrubbed whole
+first (`clean_text`, which `_core.values` applies): cut, a secret would no longer match.
 
 The check is one JSON dump, a substring search per secret and per marker, and the patterns only where a marker
 is; a record is rebuilt only when something is actually in it.
@@ -250,6 +255,12 @@ class Redactor:
         text = self.known(text)
         return scrub_text(text) if credential_shaped(text) else text
 
+    def data(self, value: Any) -> Any:
+        """A JSON-ready value with every known secret and everything credential-shaped replaced in its strings, and
+        credential-named fields: scrubbed before it is dumped (in a JSON text, a key after an escaped newline has
+        no word boundary before it)."""
+        return scrub_value(self._replace(value))
+
     def run(self, result: RunResult, *, storable: bool = False) -> RunResult:
         """`result` itself when it holds no secret, else a copy with every secret replaced.
 
@@ -270,7 +281,7 @@ class Redactor:
                 if not storable:
                     return result  # its NUL characters kept, for the console to show them escaped
         data = result.model_dump(mode="json", fallback=repr)
-        clean = _with_identities(scrub_value(self._replace(data)), data)
+        clean = _with_identities(self.data(data), data)
         return type(result).model_validate(scrub(clean, nul=True) if storable else clean)
 
     def _replace(self, value: Any) -> Any:

@@ -42,7 +42,7 @@ LEAKY_TEXT = (
     "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.bearerpayload; key sk-proj-Zq8vN2xLmK4pR7tY1wE3uI9oAplanted; "
     "aws AKIAIOSFODNN7PLANTED; x-api-key: xapikeyvalue-7f3a9c2e1d; "
     "DATABASE_URL=postgresql://app:Hu7nt3r2-dbPw9xQ@db.internal:5432/app; "
-    "gh ghp_R8s2Kq7Vw3Xz9Lm4Np6Tb1Yc5Hd0Jf"
+    "gh:\nghp_R8s2Kq7Vw3Xz9Lm4Np6Tb1Yc5Hd0Jf"  # on a line of its own: escaped in JSON, `\nghp_` has no word boundary
 )
 SHAPES = {  # each credential shape the redactor knows, in its context: (before, secret, after)
     "bearer": ("Authorization: Bearer ", PLANTED["bearer token"], ""),
