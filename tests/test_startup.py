@@ -102,7 +102,7 @@ def test_a_default_run_into_a_store_already_made_does_not_import_sqlalchemy(tmp_
     code, imported, output = niceeval(root, "run")
     assert code == 0 and "1 passed" in output and "stored as run" in output
     assert "sqlalchemy" not in imported
-    with sqlite3.connect(root / ".niceeval" / "results.db") as db:
+    with contextlib.closing(sqlite3.connect(root / ".niceeval" / "results.db")) as db:
         rows = db.execute("SELECT status, runs_done, passed FROM suite_runs").fetchall()
     assert rows == [("finished", 1, 1), ("finished", 1, 1)]
 
@@ -240,6 +240,25 @@ def test_the_loops_finishing_worker_thread_is_not_a_stray_but_an_evals_thread_is
         left.join(timeout=5)
 
 
+def test_a_worker_thread_an_eval_borrowed_is_the_loops_until_it_outlives_the_loop() -> None:
+    """An eval's `to_thread` call starts the loop's worker thread during its run; on Python 3.12+ the worker may
+    still be stopping when the command ends. It is waited for, not named (the false warning of issue 41); one
+    still busy after the wait (an abandoned blocking call) is named with the eval it appeared in."""
+    finishing = threading.Thread(target=time.sleep, args=(0.2,), name="AnyIO worker thread")
+    stuck = threading.Event()
+    busy = threading.Thread(target=stuck.wait, name="AnyIO worker thread")
+    with watching("evals/e.py::borrows_a_worker"):
+        finishing.start()
+    try:
+        assert stray_threads() == [] and not finishing.is_alive()
+        with watching("evals/e.py::abandons_a_blocking_call"):
+            busy.start()
+        assert stray_threads() == ["'AnyIO worker thread' (started during evals/e.py::abandons_a_blocking_call)"]
+    finally:
+        stuck.set()
+        busy.join(timeout=5)
+
+
 def _commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
     (commands,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     return dict(commands.choices)
@@ -280,6 +299,6 @@ def test_a_clean_run_record_is_checked_without_compiling_the_whole_text_secret_p
     clean = RunResult(eval_id="e.py::x", file="e.py", line=1, outcome="passed", duration_s=0.1)
     assert Redactor({}).run(clean) is clean  # `input_tokens` and friends hold markers: checked, found clean
     assert _pattern.cache_info().currsize == 0
-    leaky = clean.model_copy(update={"warnings": ["Authorization: Bearer abcdefghijklmnop"]})
+    leaky = clean.model_copy(update={"warnings": ["Authorization: Bearer abcd1234EFGH5678"]})
     assert Redactor({}).run(leaky).warnings == ["Authorization: Bearer [redacted]"]
     assert _pattern.cache_info().currsize > 0

@@ -12,6 +12,8 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from niceeval._core.values import tail
+
 _PACKAGE_DIR = str(Path(__file__).resolve().parent.parent) + os.sep  # the separator: not `niceeval.config.py`
 
 
@@ -101,6 +103,6 @@ def error_info(exc: BaseException) -> ErrorInfo:
         type=type(exc).__name__,
         message=str(exc),
         location=user_location(exc.__traceback__),
-        traceback=text[-4000:],
+        traceback=tail(text, 4000),
         kind="usage" if isinstance(exc, UsageError | ConfigError) else "exception",
     )

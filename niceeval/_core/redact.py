@@ -8,7 +8,12 @@ reports, the GitHub step summary and the results store all get the same clean re
   adapter was given in code (`api_key=`, an auth header), replaced by `[redacted:NAME]`;
 - credential-shaped text no one declared: `Bearer ...`, `sk-proj-...`, AKIA keys, `x-api-key: ...`, `token=...`
   (also in URLs: `?access_token=`), the password of a database URL, and any field named like a credential,
-  replaced by `[redacted]`.
+  replaced by `[redacted]`. After a keyword the value must look like a credential (8 or more characters that are
+  not words or a number: `Basic functionality test` is English), unless it is assigned (`token=...`, quoted).
+
+A run's identities (its eval id, file, case id, variant, group, and the keys and locations of what it recorded) are
+never rewritten: every report and the store find runs by them. A value shortened for display is scrubbed whole
+first (`clean_text`, which `_core.values` applies): cut, a secret would no longer match.
 
 The check is one JSON dump, a substring search per secret and per marker, and the patterns only where a marker
 is; a record is rebuilt only when something is actually in it.
@@ -21,11 +26,15 @@ import json
 import os
 import re
 import weakref
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any
 
-from niceeval._core.results import RunResult
 from niceeval._core.text import scrub
+
+if TYPE_CHECKING:
+    from niceeval._core.results import RunResult  # only its type: `_core.values` imports this module
 
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
 """Environment variables whose values are secrets (`OPENAI_API_KEY`, `GITHUB_TOKEN`, ...)."""
@@ -36,14 +45,52 @@ REDACTED = "[redacted]"
 _KEY_NAMES = r"authorization|proxy-authorization|x-api-key|api[-_]?key|(?:access[-_]?)?token|secret|password|passwd"
 _SECRET_KEY = rf"^(?:.*[._])?(?:{_KEY_NAMES})$"  # also `http.request.header.authorization`
 """A field whose value is a credential, whatever the value looks like."""
+
+_HEADER_CHARS = r"[A-Za-z0-9._~+/=-]"
+_FIELD_CHARS = r"[^\s\"',;&]"
+_KEY_CHARS = r"[A-Za-z0-9_-]"
+_WORD = r"(?:[A-Z]?[a-z]+|[A-Z]+)"
+
+
+def _plain(chars: str) -> str:
+    """A whole run of `chars` that reads as words or a number (`functionality`, `refresh-works.`, `2026-11-27`):
+    ordinary text, never taken for a credential, which mixes cases, letters and digits (`dXNlcjpwYXNz`)."""
+    return rf"(?-i:(?:{_WORD}(?:[-._/]{_WORD})*|[0-9]+(?:[-.:/][0-9]+)*|[._~+/=*#-]+)[.!?:]*(?!{chars}))"
+
+
+def _credential(chars: str) -> str:
+    """8 or more of `chars` that do not read as words or a number."""
+    return rf"(?!{_plain(chars)}){chars}{{8,}}"
+
+
+def _assigned(names: str) -> str:
+    """A field named like a credential up to its value. Assigned (`token=`, a quoted name or value) the value is
+    taken whatever it looks like; after a bare `:` or ` = ` (`Password: forgotten`) only a credential-shaped one."""
+    quote = r"\\?[\"']"  # a quote, or the same escaped in a JSON dump
+    return (
+        rf"(?:{names})(?:{quote}\s*[:=]\s*(?:{quote})?|=(?:{quote})?|\s*[:=]\s*{quote})(?!\[redacted)"
+        rf"|(?:{names})\s*[:=]\s*(?!\[redacted)(?={_credential(_FIELD_CHARS)})"
+    )
+
+
+def _secret_text(names: str) -> str:
+    """The credential-shaped text, from a header's scheme, a field's name or a key's prefix on."""
+    return (
+        rf"(?P<scheme>\b(?:Bearer|Basic|Token)\s+){_credential(_HEADER_CHARS)}"  # an Authorization header's value
+        rf"|(?P<field>{_assigned(names)}){_FIELD_CHARS}{{8,}}"  # key=value, "key": "value", key: value
+        rf"|\b(?:sk|rk|pk)-(?:ant-|proj-|live-|test-)?{_credential(_KEY_CHARS)}"  # OpenAI/Anthropic/Stripe keys
+        r"|\bgh[pousr]_[A-Za-z0-9]{20,}|\bxox[abpr]-[A-Za-z0-9-]{10,}|\bAKIA[0-9A-Z]{16}\b"  # GitHub, Slack, AWS
+    )
+
+
 _SECRET_TEXT = (
-    r"(?P<scheme>\b(?:Bearer|Basic|Token)\s+)[A-Za-z0-9._~+/=-]{8,}"  # an Authorization header's value
-    rf"|(?P<field>(?:{_KEY_NAMES})[\"']?\s*[:=]\s*[\"']?)(?!\[redacted)[^\s\"',;&]{{8,}}"  # key: value, key=value
-    r"|\b(?:sk|rk|pk)-(?:ant-|proj-|live-|test-)?[A-Za-z0-9_-]{16,}"  # OpenAI/Anthropic/Stripe-style keys
-    r"|\bgh[pousr]_[A-Za-z0-9]{20,}|\bxox[abpr]-[A-Za-z0-9-]{10,}|\bAKIA[0-9A-Z]{16}\b"  # GitHub, Slack, AWS
-    r"|(?P<userinfo>\b[a-z][a-z0-9+.-]*://[^\s:/@\"']*:)(?!\[redacted)[^\s@/\"']+(?=@)"  # scheme://user:PASSWORD@
+    _secret_text(_KEY_NAMES)
+    + r"|(?P<userinfo>\b[a-z][a-z0-9+.-]*://[^\s:/@\"']*:)(?!\[redacted)[^\s@/\"']+(?=@)"  # scheme://user:PASSWORD@
 )
-_KEY_IN_JSON = rf'"(?:[^"]*[._])?(?:{_KEY_NAMES})"\s*:\s*(?!null|""|\[\]|\{{\}})'
+_NOT_A_SECRET = r"null|\"\"|\[\]|\{\}|true|false|-?[0-9]"
+"""JSON values a credential-named field may hold without holding a credential: nothing, a flag or a number (the
+`first_token` latency of a message)."""
+_KEY_IN_JSON = rf'"(?:[^"]*[._])?(?:{_KEY_NAMES})"\s*:\s*(?!{_NOT_A_SECRET})'
 
 
 @functools.cache
@@ -61,15 +108,9 @@ _MARKERS = (
 password aside: see `_AUTHORITY`). The checks below run only where one occurs."""
 _NAMES_AT = r"(?:authorization|api[-_]?key|token|secret|password|passwd)"
 """The field names from where a marker occurs (`proxy-`, `x-` and `access-` prefixes left before it)."""
-_SECRET_AT = re.compile(
-    r"\b(?:Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=-]{8,}"
-    rf"|{_NAMES_AT}[\"']?\s*[:=]\s*[\"']?(?!\[redacted)[^\s\"',;&]{{8,}}"
-    r"|\b(?:sk|rk|pk)-(?:ant-|proj-|live-|test-)?[A-Za-z0-9_-]{16,}"
-    r"|\bgh[pousr]_[A-Za-z0-9]{20,}|\bxox[abpr]-[A-Za-z0-9-]{10,}|\bAKIA[0-9A-Z]{16}\b",
-    re.IGNORECASE,
-)
+_SECRET_AT = re.compile(_secret_text(_NAMES_AT), re.IGNORECASE)
 """`_SECRET_TEXT` but its URL part, anchored where a marker occurs."""
-_KEY_AT = re.compile(rf'{_NAMES_AT}"\s*:\s*(?!null|""|\[\]|\{{\}})', re.IGNORECASE)
+_KEY_AT = re.compile(rf'{_NAMES_AT}"\s*:\s*(?!{_NOT_A_SECRET})', re.IGNORECASE)
 """`_KEY_IN_JSON` from the name on; what may stand before the name is checked apart."""
 _NAME_PREFIXES = ("proxy-", "x-", "access-", "access_", "access")
 _AUTHORITY = re.compile(r"[^\s/@\"']*@")
@@ -115,6 +156,23 @@ def _json_key_at(text: str, lowered: str, at: int) -> bool:
     return False
 
 
+_JSON_ESCAPES = (("\\n", "\n"), ("\\t", "\t"), ("\\r", "\r"), ('\\"', '"'), ("\\f", "\f"), ("\\b", "\b"), ("\\/", "/"))
+_UNICODE_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
+
+
+def _unescaped(dumped: str) -> str:
+    """A JSON dump with the escapes in its strings decoded, for the patterns to see each string as `scrub_text` will:
+    a newline before a key is a word boundary, a tab after `Bearer` is a space (escaped, neither is)."""
+    if "\\" not in dumped:
+        return dumped
+    text = dumped.replace("\\\\", "\x00")  # a dump writes NUL as `\u0000`: a raw one stands for `\\` here
+    for escape, char in _JSON_ESCAPES:
+        text = text.replace(escape, char)
+    if "\\u" in text:
+        text = _UNICODE_ESCAPE.sub(lambda match: chr(int(match.group(1), 16)), text)
+    return text.replace("\x00", "\\")
+
+
 def scrub_text(text: str) -> str:
     """`text` with every credential-shaped part replaced (a header's scheme, a field's name, a URL's user kept)."""
 
@@ -129,13 +187,16 @@ def scrub_value(value: Any) -> Any:
     if isinstance(value, str):
         return scrub_text(value)
     if isinstance(value, dict):
-        return {
-            key: REDACTED if isinstance(key, str) and _pattern(_SECRET_KEY).match(key) and item else scrub_value(item)
-            for key, item in value.items()
-        }
+        return {key: REDACTED if _credential_field(key, item) else scrub_value(item) for key, item in value.items()}
     if isinstance(value, list):
         return [scrub_value(item) for item in value]
     return value
+
+
+def _credential_field(key: object, item: object) -> bool:
+    """Whether `item` is a credential by its field's name: text or data (not nothing, a flag or a number)."""
+    held = bool(item) and not isinstance(item, int | float)
+    return held and isinstance(key, str) and _pattern(_SECRET_KEY).match(key) is not None
 
 
 _CLEAN: dict[int, weakref.ref[RunResult]] = {}
@@ -194,6 +255,12 @@ class Redactor:
         text = self.known(text)
         return scrub_text(text) if credential_shaped(text) else text
 
+    def data(self, value: Any) -> Any:
+        """A JSON-ready value with every known secret and everything credential-shaped replaced in its strings, and
+        credential-named fields: scrubbed before it is dumped (in a JSON text, a key after an escaped newline has
+        no word boundary before it)."""
+        return scrub_value(self._replace(value))
+
     def run(self, result: RunResult, *, storable: bool = False) -> RunResult:
         """`result` itself when it holds no secret, else a copy with every secret replaced.
 
@@ -206,15 +273,16 @@ class Redactor:
             dumped = None
         if dumped is not None:
             known = any(value in dumped for value in self._in_json)
-            if not known and not credential_shaped(dumped):
+            if not known and not credential_shaped(_unescaped(dumped)):
                 if "\\u0000" not in dumped:  # no NUL character (nor the text `\u0000`, which takes the copy below)
                     key = id(result)  # the dump succeeded: no lone surrogate either
                     _CLEAN[key] = weakref.ref(result, lambda _, key=key: _forget(key))  # type: ignore[misc]
                     return result
                 if not storable:
                     return result  # its NUL characters kept, for the console to show them escaped
-        data = scrub_value(self._replace(result.model_dump(mode="json", fallback=repr)))
-        return RunResult.model_validate(scrub(data, nul=True) if storable else data)
+        data = result.model_dump(mode="json", fallback=repr)
+        clean = _with_identities(self.data(data), data)
+        return type(result).model_validate(scrub(clean, nul=True) if storable else clean)
 
     def _replace(self, value: Any) -> Any:
         if isinstance(value, str):
@@ -224,3 +292,43 @@ class Redactor:
         if isinstance(value, list):
             return [self._replace(v) for v in value]
         return value
+
+
+_RUN_IDENTITIES = ("eval_id", "file", "line", "case_id", "variant", "group")
+"""What names a run (its eval, case, variant, group, file): keys every report and the store look runs up by."""
+_ASSERTION_IDENTITIES = ("key", "location")
+
+
+def _with_identities(clean: dict[str, Any], original: dict[str, Any]) -> dict[str, Any]:
+    """`clean` (a scrubbed dump of a run) with the identities of `original` back as they were: a name, an id or a
+    path is never rewritten, whatever words it holds (`Basic functionality test`)."""
+    clean.update({name: original[name] for name in _RUN_IDENTITIES})
+    for scrubbed, was in zip(clean["assertions"], original["assertions"], strict=True):
+        scrubbed.update({name: was[name] for name in _ASSERTION_IDENTITIES})
+    if original["error"] is not None:
+        clean["error"]["location"] = original["error"]["location"]
+    return clean
+
+
+_SUITE_REDACTOR: ContextVar[Redactor | None] = ContextVar("niceeval_suite_redactor", default=None)
+
+
+@contextmanager
+def redacting(redactor: Redactor) -> Iterator[None]:
+    """Within this block (a suite's runs, and the tasks they start), `clean_text` knows `redactor`'s secrets: also
+    those an agent was given in code."""
+    token = _SUITE_REDACTOR.set(redactor)
+    try:
+        yield
+    finally:
+        _SUITE_REDACTOR.reset(token)
+
+
+def clean_text(text: str) -> str:
+    """`text` with every known secret and everything credential-shaped replaced: what a value gets, whole, before
+    it is shortened for a report or the store (a cut secret no longer matches a pattern).
+
+    The known secrets are the suite's (inside `redacting`), else those of the environment.
+    """
+    redactor = _SUITE_REDACTOR.get()
+    return (redactor if redactor is not None else Redactor.from_environment()).text(text)

@@ -1,31 +1,98 @@
-"""Readable renderings and differences of arbitrary values, for failure reasons."""
+"""Readable renderings and differences of arbitrary values, for failure reasons.
+
+Every shortened rendering is scrubbed whole first (`clean_text`): cut in the middle, an AWS key or a database URL's
+password no longer matches a pattern the redactor knows, and a fragment of it would reach every report.
+"""
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
 import difflib
+import re
 import reprlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel
 
-_repr = reprlib.Repr()
+from niceeval._core.redact import clean_text
+
+_MAX_DIFFERENCES = 20
+_FILL = "..."
+
+
+class _Shortener(reprlib.Repr):
+    """reprlib's bounded repr, each string and each object's repr scrubbed whole before it is cut."""
+
+    def repr_str(self, x: str, level: int) -> str:
+        return super().repr_str(clean_text(x), level)
+
+    def repr_instance(self, x: object, level: int) -> str:
+        try:
+            shown = clean_text(builtins.repr(x))
+        except Exception:
+            return f"<{type(x).__name__}>"
+        return _middle_cut(shown, self.maxother)
+
+
+_repr = _Shortener()
 _repr.maxstring = 160
 _repr.maxother = 160
 _repr.maxlist = 12
 _repr.maxdict = 12
 _repr.maxlevel = 4
 
-_MAX_DIFFERENCES = 20
+
+def _middle_cut(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    start = max(0, (limit - len(_FILL)) // 2)
+    end = max(0, limit - len(_FILL) - start)
+    return text[:start] + _FILL + text[len(text) - end :]
 
 
 def short(value: object) -> str:
-    """A bounded repr of any value (never huge, never raises)."""
+    """A bounded repr of any value (never huge, never raises), its text scrubbed of secrets before any cut."""
     try:
         return _repr.repr(value)
     except Exception:
         return f"<{type(value).__name__}>"
+
+
+def head(text: str, limit: int) -> str:
+    """`text` when it fits in `limit` characters, else the first `limit` characters of it scrubbed whole."""
+    return text if len(text) <= limit else clean_text(text)[:limit]
+
+
+def tail(text: str, limit: int) -> str:
+    """`text` when it fits in `limit` characters, else the last `limit` characters of it scrubbed whole."""
+    return text if len(text) <= limit else clean_text(text)[-limit:]
+
+
+STREAM_MARGIN = 1024
+"""Bytes a capped stream keeps past its cap: no credential is longer, so one the cap cuts is whole when scrubbed."""
+_UP_TO_LAST_SPACE = re.compile(r".*\s", re.DOTALL)
+_FIRST_WORD = re.compile(r"\S*")
+
+
+def head_of_stream(text: str, limit: int, *, cut: bool) -> str:
+    """`head(text, limit)` of a stream's start kept `STREAM_MARGIN` past its cap. When the margin's end `cut` the
+    stream, it may have cut a credential (which holds no whitespace): the last word goes first."""
+    if cut:
+        window = text[-STREAM_MARGIN:]
+        kept = _UP_TO_LAST_SPACE.match(window)
+        text = text[: len(text) - len(window) + (kept.end() if kept else 0)]
+    return head(text, limit)
+
+
+def tail_of_stream(text: str, limit: int, *, cut: bool) -> str:
+    """`tail(text, limit)` of a stream's end kept `STREAM_MARGIN` before its cap. When the margin's start `cut` the
+    stream, it may have cut a credential: the first word goes first."""
+    if cut:
+        word = _FIRST_WORD.match(text[:STREAM_MARGIN])
+        text = text[word.end() if word else 0 :]
+    return tail(text, limit)
 
 
 def _plain(value: object) -> object:

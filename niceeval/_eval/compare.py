@@ -19,6 +19,7 @@ from typing import Any, Literal, Self
 
 from niceeval._core.assertion import AssertionResult, Chainable, Severity, assertion_kind
 from niceeval._core.errors import UsageError, caller_location
+from niceeval._core.values import head
 
 Method = Literal["average", "sum"]
 
@@ -195,7 +196,7 @@ class Comparisons:
 
         output = self._reply() if on is None else as_text(on)
         settings = SelectBest(criteria=criteria, output=output, model=model, input=self._asked())
-        return self._add_comparison(Comparison(settings, f"select_best({criteria[:60]})", "soft", location))
+        return self._add_comparison(Comparison(settings, f"select_best({head(criteria, 60)})", "soft", location))
 
     def _add_comparison(self, comparison: Comparison) -> Comparison:
         self._comparisons.append(comparison)

@@ -18,6 +18,7 @@ from pathlib import Path
 import anyio
 
 from niceeval._core.errors import NiceevalError
+from niceeval._core.values import tail
 from niceeval.sandbox import DEFAULT_HIDDEN, LocalSandbox
 
 SETUP_TIMEOUT_S = 900.0
@@ -79,7 +80,7 @@ async def _prepare(folder: Path, setup: Sequence[str], target: Path, open_sandbo
         for command in setup:
             result = await sandbox.run_shell(command, timeout=SETUP_TIMEOUT_S, record=False)
             if not result.succeeded:
-                output = (result.stdout + result.stderr).strip()[-2000:]
+                output = tail((result.stdout + result.stderr).strip(), 2000)
                 raise FixtureSetupError(
                     f"setup of fixture {folder}: {command!r} {result.error}"
                     + (f":\n{output}" if output else "")

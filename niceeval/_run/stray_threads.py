@@ -8,6 +8,7 @@ while it ran and are still alive when it ends; at exit the command names their e
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -31,16 +32,19 @@ def watching(eval_id: str) -> Iterator[None]:
 
 
 _LOOP_WORKER = "AnyIO worker thread"
-"""The name of the event loop's worker threads: told to stop as the loop ends, they may still be finishing."""
+"""The name of the event loop's worker threads (anyio's pool, which an eval's `to_thread` call borrows too): told
+to stop as the loop ends, they may still be finishing. Only one still busy past `_LOOP_WORKERS_END_S` is a stray."""
+_LOOP_WORKERS_END_S = 2.0
 
 
 def stray_threads() -> list[str]:
-    """The non-daemon threads still alive, each as `'NAME' (started during EVAL_ID)`. The loop's own worker
-    threads (niceeval's imports off the loop before the evals start) are waited for a moment first: they stop
-    when the loop ends, a little after `anyio.run` has returned."""
+    """The non-daemon threads still alive, each as `'NAME' (started during EVAL_ID)`. The loop's own worker threads
+    are waited for a moment first: they stop when the loop ends, a little after `anyio.run` has returned (later on
+    Python 3.12+, whichever eval first borrowed them)."""
+    deadline = time.monotonic() + _LOOP_WORKERS_END_S
     for thread in _non_daemon():
-        if thread.name == _LOOP_WORKER and thread not in _started_by:
-            thread.join(timeout=1.0)
+        if thread.name == _LOOP_WORKER:
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
     alive = _non_daemon()
     return [
         f"{thread.name!r} (started during {_started_by[thread]})" if thread in _started_by else repr(thread.name)

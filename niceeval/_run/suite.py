@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from niceeval._core.redact import Redactor
+from niceeval._core.redact import Redactor, redacting
 from niceeval._core.results import RunResult
 from niceeval._core.stopping import was_terminated
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
@@ -201,7 +201,8 @@ async def run_suite(
             try:
                 async with watchdog.watching():
                     workers = min(options.concurrency, sum(p.runs for p in plan))
-                    await _rounds(queue, control, lambda: worker(exec_options, cross), workers, flush)
+                    with redacting(redactor):  # what a run shortens is first scrubbed of the suite's secrets too
+                        await _rounds(queue, control, lambda: worker(exec_options, cross), workers, flush)
                 control.count_left(queue)
                 summary.runs_saved = repeats.saved(summary.tallies)
                 summary.stopped, summary.not_started = control.stopped, control.not_started

@@ -22,6 +22,7 @@ from anyio.lowlevel import cancel_shielded_checkpoint
 from niceeval._core.errors import UsageError
 from niceeval._core.events import ActionCalledEvent, EventLog, MessageEvent
 from niceeval._core.threads import load_off_loop
+from niceeval._core.values import head
 from niceeval.agents._bridge_wire import PLACEHOLDER_KEY, Answer, RequestedCall, ToolResult
 from niceeval.agents._function import AgentFunction, FunctionSession
 from niceeval.agents._kit import Histories, parse_arguments, priced_model, usage_event
@@ -304,7 +305,7 @@ def _capped(text: str) -> str:
     if len(text) <= MAX_RECORDED_CHARS:
         return text
     note = f"[niceeval: truncated, kept {MAX_RECORDED_CHARS:,} of {len(text):,} characters]"
-    return f"{text[:MAX_RECORDED_CHARS]}\n{note}"
+    return f"{head(text, MAX_RECORDED_CHARS)}\n{note}"
 
 
 def _takes_two(fn: AgentFunction) -> bool:

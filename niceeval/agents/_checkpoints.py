@@ -125,7 +125,7 @@ class SQLiteCheckpoints:
 def _at_rest(messages: list[dict[str, Any]]) -> str:
     """The conversation as saved: JSON, lone surrogates as U+FFFD (SQLite takes UTF-8), secrets redacted (an
     environment API key the conversation quotes never lands in a file), as in every report."""
-    return Redactor.from_environment().text(without_surrogates(json.dumps(messages, ensure_ascii=False)))
+    return without_surrogates(json.dumps(Redactor.from_environment().data(messages), ensure_ascii=False))
 
 
 def _decode(text: str) -> list[dict[str, Any]]:

@@ -24,6 +24,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from niceeval._core.errors import NiceevalError, UsageError
 from niceeval._core.events import ErrorEvent, EventLog, MessageEvent
+from niceeval._core.values import STREAM_MARGIN, tail_of_stream
 from niceeval.agents._function import structure
 from niceeval.agents._protocol import AgentReply, current_workspace
 from niceeval.sandbox import LaunchOptions, ProcessLaunch, current_sandbox
@@ -254,15 +255,16 @@ async def _drain(stream: anyio.abc.ByteReceiveStream | None, into: bytearray) ->
         return
     async for chunk in stream:
         into.extend(chunk)
-        del into[: max(0, len(into) - _STDERR_KEPT)]
+        del into[: max(0, len(into) - _STDERR_KEPT - STREAM_MARGIN)]
 
 
 def _exit_error(code: int, stderr: bytes | bytearray) -> str | None:
     if code == 0:
         return None
-    tail = stderr.decode("utf-8", errors="replace").strip()
+    full = len(stderr) == _STDERR_KEPT + STREAM_MARGIN  # its start may be cut
+    said = tail_of_stream(stderr.decode("utf-8", errors="replace"), _STDERR_KEPT, cut=full).strip()
     how = f"killed by signal {-code}" if code < 0 else f"exited with status {code}"
-    return f"the agent's CLI {how}" + (f": {tail[-_STDERR_KEPT:]}" if tail else "")
+    return f"the agent's CLI {how}" + (f": {said}" if said else "")
 
 
 def _kill_group(pgid: int) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from niceeval._core.events import EventLog
+from niceeval._core.values import head
 from niceeval.agents._anthropic import AnthropicDialect
 from niceeval.agents._model import Connect, Messages, ModelAgentOptions, ModelOptions
 from niceeval.agents._openai import OpenAIDialect
@@ -100,7 +101,7 @@ async def answer_followup(
     except ValidationError as exc:
         raise ProviderError(
             "parse_error",
-            f"{ref}: the follow-up decision is not the JSON asked for: {step.text[:200]!r}",
+            f"{ref}: the follow-up decision is not the JSON asked for: {head(step.text, 200)!r}",
             model=str(ref),
         ) from exc
     answer = decision.answer.strip()

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from niceeval._core.errors import NiceevalError, UsageError
 from niceeval._core.events import Event, EventLog, MessageEvent, UsageEvent
 from niceeval._core.threads import load_off_loop
+from niceeval._core.values import head
 from niceeval.agents._function import structure
 from niceeval.agents._protocol import AgentReply
 from niceeval.tracing._session import SessionTrace, TraceOptions, end_trace, session_trace, traced_turn
@@ -202,7 +203,7 @@ def _schema_of(output: type[Any] | None) -> dict[str, Any] | None:
 
 
 def _excerpt(text: str) -> str:
-    return text if len(text) <= 300 else text[:300] + "..."
+    return head(text, 300) + ("..." if len(text) > 300 else "")
 
 
 def _problems(exc: ValidationError) -> str:

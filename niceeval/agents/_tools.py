@@ -21,6 +21,7 @@ from pydantic_core import to_jsonable_python
 from niceeval._core.errors import UsageError
 from niceeval._core.events import ActionCalledEvent, EventLog
 from niceeval._core.threads import call_in_thread
+from niceeval._core.values import head
 
 ToolValidator = Callable[[str, dict[str, Any]], str | None | Awaitable[str | None]]
 """`(tool_name, arguments) -> reason | None`: a reason rejects the call (recorded as failed, told to the model)."""
@@ -162,7 +163,7 @@ async def run_tool(
         known = ", ".join(sorted(tools)) or "none"
         return _failed(log, request, f"unknown tool {request.name!r} (the tools are: {known})")
     if isinstance(request.arguments, str):
-        return _failed(log, request, f"the arguments are not a JSON object: {request.arguments[:200]!r}")
+        return _failed(log, request, f"the arguments are not a JSON object: {head(request.arguments, 200)!r}")
     try:
         validated = tool.arguments.model_validate(request.arguments)
     except ValidationError as exc:

@@ -59,7 +59,10 @@ def _cache_clear(args: argparse.Namespace) -> int:
 
     config = project_config(args)
     path = default_cache_path(config.root)
-    removed = JudgeCache(path).clear() if path.exists() else 0
+    removed = 0
+    if path.exists():
+        with JudgeCache(path) as cache:
+            removed = cache.clear()
     print(f"removed {removed} cached verdicts from {path}")
     return EXIT_OK
 

@@ -13,7 +13,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from niceeval._core.assertion import SOFT_DEFAULT_THRESHOLD, Matcher, ScoreLike, Severity, Verdict
 from niceeval._core.errors import UsageError
-from niceeval._core.values import describe_difference, short
+from niceeval._core.values import describe_difference, short, tail
 
 Needle = str | re.Pattern[str]
 
@@ -243,7 +243,7 @@ def command_succeeded() -> Matcher:
             return Verdict(False, f"expected a command result (from t.sandbox.run_command), got {short(value)}")
         if exit_code == 0 and not getattr(value, "timed_out", False):
             return True
-        stderr = str(getattr(value, "stderr", ""))[-600:]
+        stderr = tail(str(getattr(value, "stderr", "")), 600)
         what = "timed out" if getattr(value, "timed_out", False) else f"exited {exit_code}"
         return Verdict(False, f"{getattr(value, 'command', 'the command')} {what}\n{stderr}".rstrip(), actual=what)
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from niceeval._core.assertion import Matcher, ScoreLike, Verdict
 from niceeval._core.errors import UsageError
-from niceeval._core.values import short
+from niceeval._core.values import head, short, tail
 
 _URL = re.compile(r"https?://[^\s<>\"'`)\]}]+")
 _HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)[ \t]*#*[ \t]*$", re.MULTILINE)
@@ -81,7 +81,7 @@ def starts_with(prefix: str, *, case_sensitive: bool = True) -> Matcher:
             return wrong
         if _fold(value, case_sensitive).startswith(_fold(prefix, case_sensitive)):
             return True
-        return Verdict(False, f"starts with {short(value[: len(prefix) + 10])}", actual=short(value))
+        return Verdict(False, f"starts with {short(head(value, len(prefix) + 10))}", actual=short(value))
 
     return Matcher(name=f"starts_with({prefix!r})", score_fn=score, expected=f"starts with {prefix!r}")
 
@@ -96,7 +96,7 @@ def ends_with(suffix: str, *, case_sensitive: bool = True) -> Matcher:
             return wrong
         if _fold(value, case_sensitive).endswith(_fold(suffix, case_sensitive)):
             return True
-        return Verdict(False, f"ends with {short(value[-(len(suffix) + 10) :])}", actual=short(value))
+        return Verdict(False, f"ends with {short(tail(value, len(suffix) + 10))}", actual=short(value))
 
     return Matcher(name=f"ends_with({suffix!r})", score_fn=score, expected=f"ends with {suffix!r}")
 

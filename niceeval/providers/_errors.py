@@ -6,6 +6,7 @@ import json
 from typing import Literal
 
 from niceeval._core.errors import NiceevalError
+from niceeval._core.values import head
 from niceeval.providers._model_ref import PROVIDERS
 
 ProviderCause = Literal["timeout", "provider_error", "rate_limited", "parse_error", "no_api_key"]
@@ -64,4 +65,4 @@ def _short_message(exc: BaseException) -> str:
         text = body["message"]  # OpenAI: the body is the `error` object
     if not isinstance(text, str) or not text:
         text = str(getattr(exc, "message", None) or exc)
-    return text if len(text) <= 300 else text[:300] + "..."
+    return head(text, 300) + ("..." if len(text) > 300 else "")

@@ -21,6 +21,7 @@ import anyio
 from anyio.abc import ByteReceiveStream
 
 from niceeval._core.events import ActionCalledEvent
+from niceeval._core.values import STREAM_MARGIN, head_of_stream
 
 DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024
 """How much of stdout and of stderr (each) a command result keeps."""
@@ -170,6 +171,7 @@ class _CappedOutput:
         self._limit = limit
         self._chunks: list[bytes] = []
         self._kept = 0
+        """Bytes kept: up to the limit and `STREAM_MARGIN` past it, for a secret the cap cuts to be found whole."""
         self.total = 0
 
     async def drain(self, stream: ByteReceiveStream | None) -> None:
@@ -177,20 +179,23 @@ class _CappedOutput:
             return
         async for chunk in stream:
             self.total += len(chunk)
-            room = self._limit - self._kept
+            room = self._limit + STREAM_MARGIN - self._kept
             if room > 0:
                 self._chunks.append(chunk[:room])
                 self._kept += min(room, len(chunk))
 
     @property
     def truncated(self) -> bool:
-        return self.total > self._kept
+        return self.total > self._limit
 
     def text(self) -> str:
-        text = b"".join(self._chunks).decode("utf-8", errors="replace")
-        if self.truncated:
-            text += f"\n[niceeval: output truncated: kept {self._kept} of {self.total} bytes]\n"
-        return text
+        data = b"".join(self._chunks)
+        text = data.decode("utf-8", errors="replace")
+        if not self.truncated:
+            return text
+        shown = len(data[: self._limit].decode("utf-8", errors="replace"))
+        note = f"\n[niceeval: output truncated: kept {self._limit} of {self.total} bytes]\n"
+        return head_of_stream(text, shown, cut=self.total > self._kept) + note
 
 
 async def run_process(spec: CommandSpec) -> CommandResult:

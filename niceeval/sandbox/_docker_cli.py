@@ -17,6 +17,7 @@ import uuid
 import anyio
 
 from niceeval._core.errors import NiceevalError
+from niceeval._core.values import tail
 
 LABEL = "niceeval"
 """Label on everything niceeval creates in Docker (value `1`)."""
@@ -48,7 +49,7 @@ def docker_problem() -> str | None:
     except (OSError, subprocess.TimeoutExpired) as error:
         return f"docker info failed: {error}"
     if done.returncode != 0:
-        reason = done.stderr.strip()[-300:] or f"exit status {done.returncode}"
+        reason = tail(done.stderr.strip(), 300) or f"exit status {done.returncode}"
         return f"no Docker daemon answers ({reason}); start it (systemctl start docker, or dockerd as root)"
     return None
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from niceeval._core.values import tail
 from niceeval.sandbox._commands import CommandResult
 from niceeval.sandbox._protocol import PytestRun, Sandbox
 
@@ -163,4 +164,4 @@ def _error_lines(text: str) -> str:
 def _trim(text: str) -> str:
     if len(text) <= MAX_FAILURE_TEXT_CHARS:
         return text
-    return "[... trimmed]\n" + text[-MAX_FAILURE_TEXT_CHARS:]
+    return "[... trimmed]\n" + tail(text, MAX_FAILURE_TEXT_CHARS)

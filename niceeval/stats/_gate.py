@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field, replace
+from statistics import fmean  # exactly rounded: the same mean on every Python (3.12 changed `sum`)
 from typing import Literal
 
 from ._intervals import clustered_rate
@@ -190,7 +191,7 @@ def _score_tests(
             comparison = replace(comparison, low=max(-1.0, comparison.low), high=min(1.0, comparison.high))
         tests.append(
             ScoreTest(
-                assertion=assertion, cases=len(cases), before=sum(old) / len(old), after=sum(new) / len(new),
+                assertion=assertion, cases=len(cases), before=fmean(old), after=fmean(new),
                 comparison=comparison, q_value=None,
             )
         )  # fmt: skip

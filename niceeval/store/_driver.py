@@ -124,12 +124,16 @@ def connect(target: Target) -> Any:
         connection = sqlite3.connect(
             target.database or ":memory:", timeout=60.0, isolation_level=None, check_same_thread=False
         )
-        use_wal(connection, 60.0)  # readers never block the writer
-        connection.execute("PRAGMA synchronous=NORMAL")  # a commit survives a killed process (not a power loss)
-        connection.execute("PRAGMA foreign_keys=ON")
-        # The run's writer only appends: SQLite's default 2 MB page cache held pages it never reads again (the
-        # operating system caches the file anyway); 512 KB takes 2 MB off a suite's peak memory at the same speed.
-        connection.execute("PRAGMA cache_size=-512")
+        try:
+            use_wal(connection, 60.0)  # readers never block the writer
+            connection.execute("PRAGMA synchronous=NORMAL")  # a commit survives a killed process (not a power loss)
+            connection.execute("PRAGMA foreign_keys=ON")
+            # The run's writer only appends: SQLite's default 2 MB page cache held pages it never reads again (the
+            # operating system caches the file anyway); 512 KB takes 2 MB off a suite's peak memory at the same speed.
+            connection.execute("PRAGMA cache_size=-512")
+        except BaseException:
+            connection.close()  # a damaged or locked file: not left to the collector
+            raise
         return connection
     import psycopg
 

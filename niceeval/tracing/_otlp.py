@@ -16,6 +16,7 @@ import zlib
 from typing import Any
 
 from niceeval._core.spans import SPAN_KINDS, Span, SpanEvent, SpanStatus
+from niceeval._core.values import head
 
 MAX_TEXT = 32_000
 """An attribute's text longer than this is kept cut, with a note saying how long it was."""
@@ -162,4 +163,4 @@ def capped(text: str) -> str:
     """`text`, cut at `MAX_TEXT` characters with a note saying how long it was."""
     if len(text) <= MAX_TEXT:
         return text
-    return f"{text[:MAX_TEXT]}\n[niceeval: truncated, kept {MAX_TEXT:,} of {len(text):,} characters]"
+    return f"{head(text, MAX_TEXT)}\n[niceeval: truncated, kept {MAX_TEXT:,} of {len(text):,} characters]"

@@ -2,7 +2,8 @@
 
 One suite writes every output at once (JSON, JUnit, HTML, the SQLite store, the console, the GitHub step summary,
 the agents' checkpoints file); then `niceeval show` and the viewer's pages are read too, and all of it is searched
-for each planted value.
+for every 8 characters in a row of each planted value. Replies long enough to be shortened hold each credential
+shape before, across and after each cut of the shortened value (issue 41: cut first, a secret no longer matched).
 """
 
 from __future__ import annotations
@@ -18,24 +19,46 @@ from niceeval.web import Access, ViewerSettings, create_app
 
 from ._project import Project
 
-ENV_KEY = "sk-test-envkey-0123456789abcdef"
+ENV_KEY = "sk-test-envkey-Q7w3Zr9Kx2Lm5Np8"
+DECLARED = "correcthorsebatterystaple"
+"""A secret by its variable's name (`DEPLOY_PASSWORD`) that looks like no credential."""
 PLANTED = {
     "environment key": ENV_KEY,
+    "declared secret": DECLARED,
     "bearer token": "eyJhbGciOiJIUzI1NiJ9.bearerpayload",
+    "basic credentials": "QWxhZGRpbjpvcGVuIHNlc2FtZQ==",
+    "token scheme": "tk9f8e7d6c5b4a3Z2Y1X",
     "sk-proj key": "sk-proj-Zq8vN2xLmK4pR7tY1wE3uI9oAplanted",
     "AWS access key": "AKIAIOSFODNN7PLANTED",
     "x-api-key value": "xapikeyvalue-7f3a9c2e1d",
-    "database URL password": "hunter2-db-password",
+    "assigned password": "swordfishes",
+    "database URL password": "Hu7nt3r2-dbPw9xQ",
     "URL ?token=": "urltoken-5e6f7a8b9c0d",
     "URL ?access_token=": "accesstoken-1a2b3c4d5e6f",
-    "GitHub token": "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+    "GitHub token": "ghp_R8s2Kq7Vw3Xz9Lm4Np6Tb1Yc5Hd0Jf",
+    "Slack token": "xoxb-9988776655-Qw3Er5Ty7Ui9",
 }
 LEAKY_TEXT = (
     "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.bearerpayload; key sk-proj-Zq8vN2xLmK4pR7tY1wE3uI9oAplanted; "
     "aws AKIAIOSFODNN7PLANTED; x-api-key: xapikeyvalue-7f3a9c2e1d; "
-    "DATABASE_URL=postgresql://app:hunter2-db-password@db.internal:5432/app; "
-    "gh ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+    "DATABASE_URL=postgresql://app:Hu7nt3r2-dbPw9xQ@db.internal:5432/app; "
+    "gh:\nghp_R8s2Kq7Vw3Xz9Lm4Np6Tb1Yc5Hd0Jf"  # on a line of its own: escaped in JSON, `\nghp_` has no word boundary
 )
+SHAPES = {  # each credential shape the redactor knows, in its context: (before, secret, after)
+    "bearer": ("Authorization: Bearer ", PLANTED["bearer token"], ""),
+    "basic": ("Authorization: Basic ", PLANTED["basic credentials"], ""),
+    "scheme": ("Token ", PLANTED["token scheme"], ""),
+    "header": ("x-api-key: ", PLANTED["x-api-key value"], ""),
+    "assigned": ("password=", PLANTED["assigned password"], ""),
+    "query": ("https://api.example/v1?access_token=", PLANTED["URL ?access_token="], "&page=2"),
+    "sk": ("key ", PLANTED["sk-proj key"], ""),
+    "aws": ("aws ", PLANTED["AWS access key"], ""),
+    "github": ("gh ", PLANTED["GitHub token"], ""),
+    "slack": ("slack ", PLANTED["Slack token"], ""),
+    "url": ("postgresql://app:", PLANTED["database URL password"], "@db.internal:5432/prod"),
+    "declared": ("env ", DECLARED, ""),
+    "environment": ("env ", ENV_KEY, ""),
+}
 
 CONFIG = f"""\
 import os
@@ -84,6 +107,32 @@ async def conversation_holds_the_key(t):
 
 
 LEAK = os.environ["LEAK"]
+SHAPES = {shapes!r}
+SHOWN_HEAD, SHOWN_TAIL = 77, 78  # what a shortened reply keeps of its start and of its end
+
+
+def planted(shape, cut, before):
+    # A long reply holding `shape` with `before` of its secret's characters before the `cut` (head or tail).
+    prefix, secret, suffix = SHAPES[shape]
+    if cut == "head":
+        fill = SHOWN_HEAD - before - len(prefix)
+        return "." * (fill - 1) + " " * (fill > 0) + prefix + secret + suffix + " " + "." * 200
+    after = SHOWN_TAIL + before - len(secret) - len(suffix) - 1
+    return "." * 199 + " " + prefix + secret + suffix + " " + "." * after
+
+
+CUT_CASES = [
+    {{"id": f"{{shape}}-{{cut}}-{{before}}", "shape": shape, "cut": cut, "before": before}}
+    for shape, (_, secret, _) in SHAPES.items()
+    for cut in ("head", "tail")
+    for before in sorted({{0, 1, len(secret) // 2, len(secret) - 1, len(secret)}})
+]
+
+
+@define_eval(cases=CUT_CASES, agent=lambda message: message)
+async def long_reply_holds_a_secret_at_the_cut(t):
+    await t.send(planted(t.case["shape"], t.case["cut"], t.case["before"]))
+    t.check(t.reply, includes("nothing like this"))
 """
 
 BROKEN = """\
@@ -121,11 +170,12 @@ def test_no_planted_credential_reaches_any_output(project: Project, llm_server: 
         "OPENAI_API_KEY": ENV_KEY,
         "OPENAI_BASE_URL": llm_server.base_url,
         "LEAK": LEAKY_TEXT + " env " + ENV_KEY,
+        "DEPLOY_PASSWORD": DECLARED,
         "GITHUB_STEP_SUMMARY": str(step_summary),
     }
     sources = {
         project.write("niceeval.config.py", CONFIG),
-        project.write("evals/leaks.py", EVALS),
+        project.write("evals/leaks.py", EVALS.format(shapes=SHAPES)),
         project.write("evals/broken.py", BROKEN),
     }
     html = project.out / "report.html"
@@ -146,5 +196,12 @@ def test_no_planted_credential_reaches_any_output(project: Project, llm_server: 
         ("niceeval show", shown.output),
         ("viewer", _viewer_pages(store_path)),
     ]
-    leaks = [f"{shape} in {where}" for where, text in everything for shape, value in PLANTED.items() if value in text]
+    shortened = result.eval("long_reply_holds_a_secret_at_the_cut[aws-head-10]")["runs"][0]["assertions"][0]
+    assert "..." in shortened["actual"] and "[redacted]" in shortened["actual"]
+    pieces = {shape: {value[i : i + 8] for i in range(len(value) - 7)} for shape, value in PLANTED.items()}
+    leaks = [f"{shape} in {where}" for where, text in everything for shape in PLANTED if _any_in(pieces[shape], text)]
     assert leaks == []
+
+
+def _any_in(pieces: set[str], text: str) -> bool:
+    return any(piece in text for piece in pieces)

@@ -126,12 +126,14 @@ def test_junit_has_eval_and_suite_pass_rate_properties(tmp_path: Path) -> None:
     runs = eight_of_ten("a::x") + [run("a::y", "passed", i) for i in range(10)]
     drive(JUnitReporter(path, min_pass_rate=0.5), runs, 10)
     root = ET.parse(path).getroot()
-    suite = {p.get("name"): p.get("value") for p in root.find("testsuite/properties") or []}
+    properties = root.find("testsuite/properties")
+    assert properties is not None
+    suite = {p.get("name"): p.get("value") for p in properties}
     assert suite["pass_rate"] == "0.900000" and suite["pass_rate_clusters"] == "2"
     assert (suite["pass_rate_low"], suite["pass_rate_high"]) == ("0.347227", "0.993476")  # as the JSON report
-    case = root.find("testsuite/testcase")
-    assert case is not None
-    props = {p.get("name"): p.get("value") for p in case.find("properties") or []}
+    case_properties = root.find("testsuite/testcase/properties")
+    assert case_properties is not None
+    props = {p.get("name"): p.get("value") for p in case_properties}
     assert props["eval.pass_rate_low"] == "0.490162" and props["eval.pass_rate_high"] == "0.943318"
 
 

@@ -84,6 +84,20 @@ async def test_output_beyond_the_cap_is_truncated_with_a_marker(
     assert result.stdout == "x" * 1000 + "\n[niceeval: output truncated: kept 1000 of 5000 bytes]\n"
 
 
+async def test_output_capped_across_a_secret_shows_no_piece_of_it(
+    fixture_dir: Path, tmp_path: Path, anyio_backend: str
+) -> None:
+    """The cap keeps a margin past it: a secret the cap cuts is still whole when the output is scrubbed."""
+    secret = "sk-proj-Zq8vN2xLmK4pR7tY1wE3uI9oAplanted"
+    async with await LocalSandbox.create(fixture_dir, max_output_bytes=1000, temp_dir=tmp_path) as sandbox:
+        for before in (980, 990, 995, 999):
+            result = await sandbox.run_shell(f"printf '%{before}s key {secret} then more' x")
+            total = before + len(f" key {secret} then more")
+            assert result.stdout.endswith(f"\n[niceeval: output truncated: kept 1000 of {total} bytes]\n")
+            pieces = {secret[i : i + 8] for i in range(len(secret) - 7)}
+            assert [piece for piece in pieces if piece in result.stdout] == [], before
+
+
 async def test_parent_secrets_do_not_reach_the_command(sandbox: LocalSandbox, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-parent-secret")
     result = await sandbox.run_shell('echo "${OPENAI_API_KEY-unset}"')

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -50,13 +51,12 @@ def test_connections_creating_one_file_at_once_all_get_wal(tmp_path: Path) -> No
 
 def test_a_lock_held_past_the_timeout_still_raises(tmp_path: Path) -> None:
     path = tmp_path / "held.db"
-    holder = sqlite3.connect(path, isolation_level=None)
-    holder.execute("CREATE TABLE t (x)")
-    holder.execute("BEGIN EXCLUSIVE")
-    other = sqlite3.connect(path, timeout=0.05, isolation_level=None)
-    with pytest.raises(sqlite3.OperationalError, match="locked"):
-        use_wal(other, 0.2)
-    holder.execute("ROLLBACK")
-    use_wal(other, 0.2)
-    assert other.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-
+    with closing(sqlite3.connect(path, isolation_level=None)) as holder:
+        holder.execute("CREATE TABLE t (x)")
+        holder.execute("BEGIN EXCLUSIVE")
+        with closing(sqlite3.connect(path, timeout=0.05, isolation_level=None)) as other:
+            with pytest.raises(sqlite3.OperationalError, match="locked"):
+                use_wal(other, 0.2)
+            holder.execute("ROLLBACK")
+            use_wal(other, 0.2)
+            assert other.execute("PRAGMA journal_mode").fetchone()[0] == "wal"

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from contextlib import closing
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -110,7 +111,7 @@ def _raw(url: str, table: str) -> list[tuple[object, ...]]:
     target = parse_url(url)
     if target.kind == "sqlite":
         json_at = [i for i, column in enumerate(metadata.tables[table].c) if isinstance(column.type, JSON)]
-        with sqlite3.connect(target.database or "") as conn:
+        with closing(sqlite3.connect(target.database or "")) as conn:  # `with` a connection commits, never closes
             rows = conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2").fetchall()
         return [tuple(json.loads(v) if i in json_at and v is not None else v for i, v in enumerate(r)) for r in rows]
     import psycopg
@@ -270,15 +271,15 @@ def test_a_bool_adapter_the_program_registered_is_left_in_place(tmp_path: Path) 
 
 def test_driver_failures_of_the_store_itself_are_store_wide(tmp_path: Path) -> None:
     path = tmp_path / "x.db"
-    holder = sqlite3.connect(path, isolation_level=None)
-    holder.execute("BEGIN EXCLUSIVE")
-    with pytest.raises(sqlite3.OperationalError) as locked:
-        sqlite3.connect(path, timeout=0).execute("CREATE TABLE t (x)")
-    holder.execute("ROLLBACK")
-    holder.execute("CREATE TABLE t (x PRIMARY KEY)")
-    holder.execute("INSERT INTO t VALUES (1)")
-    with pytest.raises(sqlite3.IntegrityError) as clash:
+    with closing(sqlite3.connect(path, isolation_level=None)) as holder:
+        holder.execute("BEGIN EXCLUSIVE")
+        with closing(sqlite3.connect(path, timeout=0)) as other, pytest.raises(sqlite3.OperationalError) as locked:
+            other.execute("CREATE TABLE t (x)")
+        holder.execute("ROLLBACK")
+        holder.execute("CREATE TABLE t (x PRIMARY KEY)")
         holder.execute("INSERT INTO t VALUES (1)")
+        with pytest.raises(sqlite3.IntegrityError) as clash:
+            holder.execute("INSERT INTO t VALUES (1)")
     assert store_wide(locked.value) and not store_wide(clash.value)  # a clash is one run's, not the store's
 
 

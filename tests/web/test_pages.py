@@ -315,7 +315,7 @@ def test_compare_lists_each_scored_assertions_paired_test_strongest_evidence_fir
     head = suite([0.6, 0.5, 0.6, 0.7, 0.5, 0.6, 0.6, 0.5], [0.6, 0.5, 0.5, 0.6, 0.6, 0.6, 0.5, 0.5])
     html = browser.get(f"/compare?base={base}&head={head}").text
     tone, brevity = rows(html, "mean-scores")
-    assert tone == "tone 8 0.85 0.58 regression: -0.28 (95% -0.31 to -0.24), p=1.61e-07 (paired t) 3.21e-07"
+    assert tone == "tone 8 0.85 0.57 regression: -0.28 (95% -0.31 to -0.24), p=1.61e-07 (paired t) 3.21e-07"
     assert brevity == "brevity 8 0.55 0.55 unchanged: +0.00 (95% -0.06 to +0.06), p=1 (paired t) 1"
     assert '<tr class="row-failed">\n    <td class="mono">tone</td>' in html
     assert "The gate fails: score tone: -0.28" in html
