@@ -51,6 +51,7 @@ from niceeval._core.events import MessageEvent, UsageEvent  # noqa: E402
 from niceeval._core.results import Spend  # noqa: E402
 from niceeval._core.summary import PlannedEval  # noqa: E402
 from niceeval.store import Store, SuiteRunStart  # noqa: E402
+from niceeval.store._suite_run import SuiteEnd  # noqa: E402
 
 
 def sqlite_size(path: Path) -> int:
@@ -240,7 +241,7 @@ def fill(url: str, suites: int, evals: int) -> list[str]:
             records = [synthetic(i, flip=n == suites - 1) for i in range(evals)]
             for start in range(0, evals, 250):
                 store.add(run_id, records[start : start + 250])
-            store.finish(run_id, status="finished", exit_code=0, duration_s=10.0)
+            store.finish(run_id, SuiteEnd(status="finished", exit_code=0, duration_s=10.0))
             ids.append(run_id)
     return ids
 

@@ -39,8 +39,8 @@ if TYPE_CHECKING:
         TurnRecord,
     )
     from niceeval.store._read import RunNotFound
-    from niceeval.store._start import SuiteRunStart
     from niceeval.store._store import Store
+    from niceeval.store._suite_run import SuiteRunStart
     from niceeval.store._url import DEFAULT_PATH
 
 _HOMES = {
@@ -57,7 +57,7 @@ _HOMES = {
     "StoreError": "niceeval.store._errors",
     "SuiteRunDetail": "niceeval.store._models",
     "SuiteRunInfo": "niceeval.store._models",
-    "SuiteRunStart": "niceeval.store._start",
+    "SuiteRunStart": "niceeval.store._suite_run",
     "TurnRecord": "niceeval.store._models",
 }
 

@@ -39,7 +39,7 @@ from niceeval._core.results import RunResult
 from niceeval._core.summary import PlannedEval, Problem, SuiteSummary
 from niceeval.store._driver import Dialect, store_wide
 from niceeval.store._lease import Lease
-from niceeval.store._start import ShardStatus, SuiteRunStart, SuiteStatus
+from niceeval.store._suite_run import SuiteEnd, SuiteRunStart, SuiteStatus
 from niceeval.store._write import RunRows, run_rows
 
 if TYPE_CHECKING:
@@ -87,25 +87,8 @@ class Recorder(Protocol):
     def outcomes(self, ref: str) -> dict[tuple[str, int], Outcome]: ...
     def damage(self, exc: BaseException) -> str | None: ...
     def close(self) -> None: ...
-    def finish(
-        self,
-        suite_run_id: str,
-        *,
-        status: SuiteStatus,
-        exit_code: int | None,
-        duration_s: float,
-        errors: Sequence[dict[str, str]] = (),
-    ) -> None: ...
-    def finish_shard(
-        self,
-        suite_run_id: str,
-        shard: int,
-        *,
-        status: ShardStatus,
-        exit_code: int | None,
-        duration_s: float,
-        errors: Sequence[dict[str, str]] = (),
-    ) -> None: ...
+    def finish(self, suite_run_id: str, end: SuiteEnd) -> None: ...
+    def finish_shard(self, suite_run_id: str, shard: int, end: SuiteEnd) -> None: ...
 
 
 class StoreSink:
@@ -376,17 +359,9 @@ class StoreSink:
                     return False
                 runs, self._pending = self._pending, []
             batch = self._built(runs)
-            status, errors = self._status(summary), _errors(summary)
             ended = False
             with contextlib.suppress(Exception):  # the thread writes them again, one by one if it must
-                ended = writer.end_now(
-                    self.run_id,
-                    batch,
-                    status=status,
-                    exit_code=summary.exit_code,
-                    duration_s=summary.duration_s,
-                    errors=errors,
-                )
+                ended = writer.end_now(self.run_id, batch, self._end(summary))
             if not ended:
                 with self._mutex:
                     self._pending[:0] = batch
@@ -398,10 +373,15 @@ class StoreSink:
         """Evals whose adaptive repeats ran more than planned (the suite run records how many each got)."""
         return [t.eval for t in summary.tallies if t.eval.runs > self._planned.get(t.eval.id, t.eval.runs)]
 
-    def _status(self, summary: SuiteSummary) -> SuiteStatus:
-        if summary.interrupted:
-            return "interrupted"
-        return "incomplete" if self._unwritten + self._unbuilt else "finished"
+    def _end(self, summary: SuiteSummary) -> SuiteEnd:
+        """How the suite ended, as the store records it (`incomplete` when some of its runs were not stored)."""
+        status: SuiteStatus = "incomplete" if self._unwritten + self._unbuilt else "finished"
+        return SuiteEnd(
+            status="interrupted" if summary.interrupted else status,
+            exit_code=summary.exit_code,
+            duration_s=summary.duration_s,
+            errors=tuple({"location": p.location, "message": p.message} for p in summary.problems),
+        )
 
     def settle(self) -> None:
         """Once the suite has ended: wait until the writer has taken the last runs (warn if some were lost)."""
@@ -539,28 +519,15 @@ class StoreSink:
     def _record_end(self, summary: SuiteSummary) -> None:
         if not self._open:
             return
-        status, errors = self._status(summary), _errors(summary)
+        end = self._end(summary)
         try:
             if self.shard is not None:
-                self.recorder.finish_shard(
-                    self.run_id,
-                    self.shard,
-                    status=status,
-                    exit_code=summary.exit_code,
-                    duration_s=summary.duration_s,
-                    errors=errors,
-                )
+                self.recorder.finish_shard(self.run_id, self.shard, end)
             else:
                 grown = self._grown(summary)
                 if grown:  # adaptive repeats: the suite run records how many runs each eval got
                     self.recorder.extend(self.run_id, grown)
-                self.recorder.finish(
-                    self.run_id,
-                    status=status,
-                    exit_code=summary.exit_code,
-                    duration_s=summary.duration_s,
-                    errors=errors,
-                )
+                self.recorder.finish(self.run_id, end)
         except Exception as exc:
             self._failed(exc)
 
@@ -578,11 +545,6 @@ class StoreSink:
                 f"results store {self.recorder.url} ({self._error}). The reports include them; {again}.",
                 file=out,
             )
-
-
-def _errors(summary: SuiteSummary) -> list[dict[str, str]]:
-    """The suite's problems as the suite run records them."""
-    return [{"location": p.location, "message": p.message} for p in summary.problems]
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

@@ -21,7 +21,6 @@ from niceeval.store._models import (
     EvalRunInfo,
     RunDiff,
     ShardInfo,
-    ShardStatus,
     SuiteRunDetail,
     SuiteRunInfo,
     SuiteRunStart,
@@ -29,6 +28,7 @@ from niceeval.store._models import (
     TurnRecord,
 )
 from niceeval.store._open import StoreError, create_store_engine, resolve_url
+from niceeval.store._suite_run import SuiteEnd
 from niceeval.store._write import RunRows
 
 
@@ -206,25 +206,10 @@ class Store:
         """What this store's database takes (rows built for `add_rows`)."""
         return DIALECTS[self.engine.dialect.name]
 
-    def finish(
-        self,
-        suite_run_id: str,
-        *,
-        status: SuiteStatus,
-        exit_code: int | None,
-        duration_s: float,
-        errors: Sequence[dict[str, str]] = (),
-    ) -> None:
-        """Close a suite run: status, exit code, and totals counted from what it stored."""
+    def finish(self, suite_run_id: str, end: SuiteEnd) -> None:
+        """Close a suite run: how it ended, and totals counted from what it stored."""
         with self._writing() as conn:
-            _write.finish_suite(
-                session_of(conn),
-                suite_run_id,
-                status=status,
-                exit_code=exit_code,
-                duration_s=duration_s,
-                errors=list(errors),
-            )
+            _write.finish_suite(session_of(conn), suite_run_id, end)
 
     def join_shard(
         self, start: SuiteRunStart, plan: Sequence[PlannedEval], *, shard: int, count: int, digest: str
@@ -240,21 +225,10 @@ class Store:
         with self._writing() as conn:
             return _shards.join_shard(conn, start, plan, shard=shard, count=count, digest=digest)
 
-    def finish_shard(
-        self,
-        suite_run_id: str,
-        shard: int,
-        *,
-        status: ShardStatus,
-        exit_code: int | None,
-        duration_s: float,
-        errors: Sequence[dict[str, str]] = (),
-    ) -> None:
+    def finish_shard(self, suite_run_id: str, shard: int, end: SuiteEnd) -> None:
         """Close one shard of a suite run; when every shard has finished, the suite run is `finished`."""
         with self._writing() as conn:
-            _shards.finish_shard(
-                conn, suite_run_id, shard, status=status, exit_code=exit_code, duration_s=duration_s, errors=errors
-            )
+            _shards.finish_shard(conn, suite_run_id, shard, end)
 
     def gc(self, *, keep: int) -> tuple[int, int]:
         """Delete every suite run but the `keep` latest; a suite run still `running` is kept.

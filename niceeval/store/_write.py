@@ -27,7 +27,7 @@ from niceeval._core.results import RunResult
 from niceeval._core.summary import PlannedEval
 from niceeval.store._driver import Dialect, Session
 from niceeval.store._meta import niceeval_version
-from niceeval.store._start import SuiteRunStart, SuiteStatus
+from niceeval.store._suite_run import SuiteEnd, SuiteRunStart
 from niceeval.store._verdicts import count_verdicts
 
 _dumps = json.dumps
@@ -320,16 +320,8 @@ def turns_of(events: Sequence[Event]) -> list[tuple[Any, ...]]:
     return [(*turn[:3], _json(turn[3], fallback=repr).decode(), *turn[4:]) for turn in turns]
 
 
-def finish_suite(
-    session: Session,
-    suite_run_id: str,
-    *,
-    status: SuiteStatus,
-    exit_code: int | None,
-    duration_s: float,
-    errors: Sequence[dict[str, str]],
-) -> None:
-    """Close a suite run: its status, exit code and totals counted from the eval runs stored in it."""
+def finish_suite(session: Session, suite_run_id: str, end: SuiteEnd) -> None:
+    """Close a suite run: how it ended, and its totals counted from the eval runs stored in it."""
     counted = totals(session, suite_run_id)
     names = list(counted)
     assignments = ", ".join(f"{name} = ?" for name in names)
@@ -337,7 +329,7 @@ def finish_suite(
     session.execute(
         f"UPDATE suite_runs SET status = ?, finished_at = ?, exit_code = ?, duration_s = coalesce(duration_s, 0.0) "
         f"+ ?, errors = {errors_mark}, {assignments} WHERE id = ?",  # a resume adds its own time
-        (status, session.dialect.stamp(datetime.now(UTC)), exit_code, duration_s, _dumps(list(errors)),
+        (end.status, session.dialect.stamp(datetime.now(UTC)), end.exit_code, end.duration_s, _dumps(list(end.errors)),
          *(counted[name] for name in names), suite_run_id),
     )  # fmt: skip
 

@@ -25,7 +25,7 @@ from niceeval.store._driver import DIALECTS, Busy, Dialect, Session, Target, con
 from niceeval.store._errors import StoreError
 from niceeval.store._lease import Lease, LeaseHeld, held_message, take_lease
 from niceeval.store._meta import SCHEMA_REVISION
-from niceeval.store._start import ShardStatus, SuiteRunStart, SuiteStatus
+from niceeval.store._suite_run import SuiteEnd, SuiteRunStart
 from niceeval.store._url import StoreUrlError, resolve_url
 from niceeval.store._write import RunRows
 
@@ -159,20 +159,14 @@ class RunWriter:
         self,
         suite_run_id: str,
         runs: Sequence[RunResult | RunRows],
-        *,
-        status: SuiteStatus,
-        exit_code: int | None,
-        duration_s: float,
-        errors: Sequence[dict[str, str]] = (),
+        end: SuiteEnd,
     ) -> bool:
         """SQLite: record the last eval runs and close the suite run, in one transaction, if no other writer holds
         the store's write lock, without waiting for it; False, nothing written, if one does."""
         try:
             with self._writing(wait=False) as session:
                 _write.insert_runs(session, suite_run_id, runs)
-                _write.finish_suite(
-                    session, suite_run_id, status=status, exit_code=exit_code, duration_s=duration_s, errors=errors
-                )
+                _write.finish_suite(session, suite_run_id, end)
         except Busy:
             return False
         return True
@@ -182,39 +176,18 @@ class RunWriter:
         them (what a commit filling the log does, unless `writes_inline` turned that off)."""
         self._connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
 
-    def finish(
-        self,
-        suite_run_id: str,
-        *,
-        status: SuiteStatus,
-        exit_code: int | None,
-        duration_s: float,
-        errors: Sequence[dict[str, str]] = (),
-    ) -> None:
-        """Close a suite run: status, exit code, and totals counted from what it stored."""
+    def finish(self, suite_run_id: str, end: SuiteEnd) -> None:
+        """Close a suite run: how it ended, and totals counted from what it stored."""
         with self._writing() as session:
-            _write.finish_suite(
-                session, suite_run_id, status=status, exit_code=exit_code, duration_s=duration_s, errors=errors
-            )
+            _write.finish_suite(session, suite_run_id, end)
 
     def outcomes(self, ref: str) -> dict[tuple[str, int], Outcome]:
         """See `Store.outcomes`."""
         return self.store().outcomes(ref)
 
-    def finish_shard(
-        self,
-        suite_run_id: str,
-        shard: int,
-        *,
-        status: ShardStatus,
-        exit_code: int | None,
-        duration_s: float,
-        errors: Sequence[dict[str, str]] = (),
-    ) -> None:
+    def finish_shard(self, suite_run_id: str, shard: int, end: SuiteEnd) -> None:
         """See `Store.finish_shard`."""
-        self.store().finish_shard(
-            suite_run_id, shard, status=status, exit_code=exit_code, duration_s=duration_s, errors=errors
-        )
+        self.store().finish_shard(suite_run_id, shard, end)
 
 
 def open_recorder(location: str, root: Path) -> RunWriter | Store:

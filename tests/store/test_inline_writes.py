@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -20,6 +19,7 @@ from niceeval import RunResult
 from niceeval._core.events import MessageEvent
 from niceeval.store import Store, SuiteRunStart, _sink
 from niceeval.store._sink import StoreSink
+from niceeval.store._suite_run import SuiteEnd
 from niceeval.store._write import RunRows
 from niceeval.store._writer import RunWriter, open_recorder
 
@@ -41,18 +41,18 @@ class WatchedWriter(RunWriter):
         self.calls.append(("waiting", threading.get_ident(), suite_run_id))
         super().add_rows(suite_run_id, runs)
 
-    def end_now(self, suite_run_id: str, runs: Sequence[RunRows], **end: Any) -> bool:  # type: ignore[override]
+    def end_now(self, suite_run_id: str, runs: Sequence[RunRows], end: SuiteEnd) -> bool:  # type: ignore[override]
         try:
-            ended = super().end_now(suite_run_id, runs, **end)
+            ended = super().end_now(suite_run_id, runs, end)
         except Exception:
             self.calls.append(("end failed", threading.get_ident(), suite_run_id))
             raise
         self.calls.append(("ended" if ended else "end busy", threading.get_ident(), suite_run_id))
         return ended
 
-    def finish(self, suite_run_id: str, **end: Any) -> None:  # type: ignore[override]
+    def finish(self, suite_run_id: str, end: SuiteEnd) -> None:
         self.calls.append(("finish", threading.get_ident(), suite_run_id))
-        super().finish(suite_run_id, **end)
+        super().finish(suite_run_id, end)
 
 
 def watched_writer(tmp_path: Path) -> WatchedWriter:

@@ -9,6 +9,7 @@ import pytest
 
 from niceeval._core.outcome import Outcome
 from niceeval.store import Store, StoreError, SuiteRunStart
+from niceeval.store._suite_run import SuiteEnd
 
 from .test_store import planned, result
 
@@ -26,7 +27,8 @@ def join(store: Store, shard: int, count: int = 3, *, digest: str = "plan-1", ru
 
 
 def finish(store: Store, shard: int, *, duration_s: float = 1.0, errors: list[dict[str, str]] | None = None) -> None:
-    store.finish_shard("gh-1", shard, status="finished", exit_code=0, duration_s=duration_s, errors=errors or [])
+    end = SuiteEnd(status="finished", exit_code=0, duration_s=duration_s, errors=tuple(errors or ()))
+    store.finish_shard("gh-1", shard, end)
 
 
 def test_the_first_shard_creates_the_suite_run_with_the_whole_plan(store: Store) -> None:
@@ -79,7 +81,7 @@ def test_a_shard_that_finished_is_refused(store: Store) -> None:
 
 def test_a_shard_that_did_not_finish_joins_again_as_its_next_attempt(store: Store) -> None:
     join(store, 1)
-    store.finish_shard("gh-1", 1, status="interrupted", exit_code=130, duration_s=1.0, errors=[])
+    store.finish_shard("gh-1", 1, SuiteEnd(status="interrupted", exit_code=130, duration_s=1.0))
     assert join(store, 1) == 2
     assert join(store, 1) == 3  # killed again without a word: still running, still allowed
     shard = store.shards("gh-1")[0]

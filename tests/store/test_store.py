@@ -14,6 +14,7 @@ from niceeval._core.outcome import Outcome
 from niceeval._core.results import Spend
 from niceeval._core.summary import PlannedEval
 from niceeval.store import DiffOptions, RunNotFound, Store, SuiteRunStart
+from niceeval.store._suite_run import SuiteEnd
 
 
 @pytest.fixture
@@ -99,7 +100,7 @@ def record(store: Store, run_id: str, results: list[RunResult], *, plan: list[Pl
     ids = list(dict.fromkeys(r.eval_id for r in results))
     store.begin(SuiteRunStart(id=run_id, command=["niceeval", "run"]), plan or planned(*ids))
     store.add(run_id, results)
-    store.finish(run_id, status="finished", exit_code=0, duration_s=1.0)
+    store.finish(run_id, SuiteEnd(status="finished", exit_code=0, duration_s=1.0))
 
 
 def test_a_run_reads_back_equal_to_what_was_written(store: Store) -> None:

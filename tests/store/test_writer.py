@@ -24,6 +24,7 @@ from niceeval.store import Store, SuiteRunStart, _driver
 from niceeval.store._driver import connect, parse_url, stamp_sqlite, store_wide
 from niceeval.store._schema import metadata
 from niceeval.store._sink import StoreSink
+from niceeval.store._suite_run import SuiteEnd
 from niceeval.store._write import SUITE_START, WRITTEN
 from niceeval.store._writer import RunWriter, open_recorder
 
@@ -86,7 +87,8 @@ def test_what_the_writer_stores_reads_back_equal_through_store(writer: RunWriter
     written = [full_result(), odd_result()]
     writer.begin(SuiteRunStart(id="w1", command=["niceeval", "run", "ü"]), planned(*(r.eval_id for r in written)))
     writer.add("w1", written)
-    writer.finish("w1", status="finished", exit_code=1, duration_s=2.5, errors=[{"location": "x", "message": "é"}])
+    end = SuiteEnd(status="finished", exit_code=1, duration_s=2.5, errors=({"location": "x", "message": "é"},))
+    writer.finish("w1", end)
     with Store.open(store_url) as store:
         assert store.eval_run("w1", written[0].eval_id, 1) == written[0]
         odd = store.eval_run("w1", written[1].eval_id, 0)
@@ -126,7 +128,7 @@ def test_the_writer_stores_every_value_as_sqlalchemy_would(
     """What SQLAlchemy reads back from the writer's rows and writes again holds the very same values."""
     writer.begin(SuiteRunStart(id="w1", command=["a"], git_dirty=True, parent_id=None), planned("evals/a.py::refund"))
     writer.add("w1", [full_result(), odd_result(), result("plain")])
-    writer.finish("w1", status="finished", exit_code=0, duration_s=1.0)
+    writer.finish("w1", SuiteEnd(status="finished", exit_code=0, duration_s=1.0))
     if parse_url(store_url).kind == "sqlite":
         again = f"sqlite:///{tmp_path / 'again.db'}"
     else:
@@ -150,6 +152,7 @@ from niceeval import AssertionResult, RunResult
 from niceeval._core.assertion import JudgeCall
 from niceeval._core.summary import PlannedEval
 from niceeval.store import SuiteRunStart
+from niceeval.store._suite_run import SuiteEnd
 from niceeval.store._writer import open_recorder
 
 url, me = sys.argv[1], sys.argv[2]
@@ -163,7 +166,7 @@ def run(eval_id):
                         judge_calls=calls) for k in range(2)])
 for start in range(0, len(ids), 8):
     writer.add(me, [run(i) for i in ids[start:start + 8]])
-writer.finish(me, status="finished", exit_code=0, duration_s=0.0)
+writer.finish(me, SuiteEnd(status="finished", exit_code=0, duration_s=0.0))
 print("sqlalchemy" in sys.modules)
 """
 

@@ -18,6 +18,7 @@ from niceeval._core.results import RunResult, Spend
 from niceeval._core.summary import PlannedEval
 from niceeval.store import Store, SuiteRunStart
 from niceeval.store._models import SuiteKind, SuiteStatus
+from niceeval.store._suite_run import SuiteEnd
 
 __all__ = ["ActionCalledEvent", "ErrorInfo", "check", "demo_suite", "judged", "record", "result", "talk"]
 
@@ -118,7 +119,7 @@ def record(
     store.begin(start, list(plan.values()))
     store.add(run_id, list(results))
     failed = any(r.outcome == "failed" for r in results)
-    store.finish(run_id, status=status, exit_code=1 if failed else 0, duration_s=3.5)
+    store.finish(run_id, SuiteEnd(status=status, exit_code=1 if failed else 0, duration_s=3.5))
     return run_id
 
 

@@ -9,6 +9,7 @@ from starlette.testclient import TestClient
 
 from niceeval._core.summary import PlannedEval
 from niceeval.store import Store, SuiteRunStart
+from niceeval.store._suite_run import SuiteEnd
 
 PLAN = [PlannedEval(id=f"evals/a.py::e{i}", file="evals/a.py", line=i + 1) for i in range(3)]
 
@@ -18,7 +19,7 @@ def shard(store: Store, number: int, *, finished: bool = True) -> None:
     store.join_shard(SuiteRunStart(id="gh-7"), PLAN, shard=number, count=3, digest="plan")
     store.add("gh-7", [result(f"evals/a.py::e{number - 1}")])
     if finished:
-        store.finish_shard("gh-7", number, status="finished", exit_code=0, duration_s=1.0)
+        store.finish_shard("gh-7", number, SuiteEnd(status="finished", exit_code=0, duration_s=1.0))
 
 
 def text(html: str) -> str:

@@ -1,7 +1,12 @@
-"""What the store takes in when a suite run starts (a light module: the run's writer needs only this of the models)."""
+"""What the store takes in about a suite run: who started it and where (`SuiteRunStart`), how it ended (`SuiteEnd`).
+
+A light module: the run's writer needs only this of the models.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -33,3 +38,16 @@ class SuiteRunStart(BaseModel):
     """SHA-256 of the config file, when there is one."""
     strict: bool = False
     min_pass_rate: float = 1.0
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SuiteEnd:
+    """How a suite run (or one shard of it) ended, as the store records it when it closes it."""
+
+    status: SuiteStatus
+    exit_code: int | None
+    """The exit code the run's command ended with (None: not known, e.g. a pytest session)."""
+    duration_s: float
+    """How long this process ran it (a resume or a shard's retry adds its own time to what is stored)."""
+    errors: tuple[Mapping[str, str], ...] = ()
+    """The suite's problems (`{"location": ..., "message": ...}`): eval files that did not load, API misuse."""
