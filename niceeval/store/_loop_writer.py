@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from niceeval.store._driver import Target, ids_query, postgresql_options, sequences_query
-from niceeval.store._write import RunRows, copy_statement, id_counts, run_tables
+from niceeval.store._statements import RunRows, copy_statement, id_counts, run_tables
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -24,18 +23,8 @@ from niceeval.store._driver import session_of
 from niceeval.store._models import ShardInfo, SuiteRunStart
 from niceeval.store._open import StoreError
 from niceeval.store._schema import suite_runs, suite_shards
-from niceeval.store._suite_run import SuiteEnd
-from niceeval.store._write import insert_suite, totals
-
-
-@dataclass(frozen=True, slots=True)
-class ShardJoin:
-    """What joining a suite run as one shard found."""
-
-    created: bool
-    """This shard created the suite run (it was the first to start)."""
-    attempt: int
-    """1 on the shard's first start; more when it started before and did not finish (a retry)."""
+from niceeval.store._statements import insert_suite, totals
+from niceeval.store._suite_run import ShardJoin, SuiteEnd
 
 
 def lock_suite_run(conn: Connection, suite_run_id: str) -> None:

@@ -32,22 +32,22 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Protocol, TextIO, cast
+from typing import TYPE_CHECKING, TextIO
 
-from niceeval._core.outcome import Outcome
 from niceeval._core.results import RunResult
 from niceeval._core.summary import PlannedEval, Problem, SuiteSummary
-from niceeval.store._driver import Dialect, store_wide
+from niceeval.store._driver import store_wide
 from niceeval.store._lease import Lease
+from niceeval.store._statements import RunRows, run_rows
 from niceeval.store._suite_run import SuiteEnd, SuiteRunStart, SuiteStatus
-from niceeval.store._write import RunRows, run_rows
 
 if TYPE_CHECKING:
     import asyncio
 
+    from niceeval.store._connection import WriteConnection
     from niceeval.store._loop_writer import LoopWriter
+    from niceeval.store._recorder import Recorder
     from niceeval.store._store import Store
-    from niceeval.store._writer import RunWriter
 
 _BATCH = 256
 _GATHER_S = 0.25
@@ -73,29 +73,11 @@ class _Finished:
     at: datetime
 
 
-class Recorder(Protocol):
-    """What the sink writes through: a `Store`, or the run's `RunWriter` (the same writes, without SQLAlchemy)."""
-
-    @property
-    def url(self) -> str: ...
-    def lease(self, suite_run_id: str) -> Lease: ...
-    def begin(self, start: SuiteRunStart, plan: Sequence[PlannedEval]) -> None: ...
-    def extend(self, suite_run_id: str, plan: Sequence[PlannedEval]) -> None: ...
-    @property
-    def dialect(self) -> Dialect: ...
-    def add_rows(self, suite_run_id: str, runs: Sequence[RunResult | RunRows]) -> None: ...
-    def outcomes(self, ref: str) -> dict[tuple[str, int], Outcome]: ...
-    def damage(self, exc: BaseException) -> str | None: ...
-    def close(self) -> None: ...
-    def finish(self, suite_run_id: str, end: SuiteEnd) -> None: ...
-    def finish_shard(self, suite_run_id: str, shard: int, end: SuiteEnd) -> None: ...
-
-
 class StoreSink:
     """A reporter-shaped sink that records a suite run in the results store.
 
     Args:
-        recorder: Where to write: a `Store`, or the run's `RunWriter`.
+        recorder: Where to write.
         start: The suite run's identity and context (`start.id` is the run id reports carry).
         resume: Complete the existing suite run `start.id` instead of creating it.
         shard: Write as this shard of suite run `start.id`, which `Store.join_shard` made or joined already;
@@ -135,7 +117,7 @@ class StoreSink:
         self._mutex = threading.Lock()
         self._writing = threading.Lock()
         """Held by whoever writes through the recorder: the event loop (never waiting for it) or the thread."""
-        self._inline: RunWriter | None = None
+        self._inline: WriteConnection | None = None
         """The recorder, when the event loop writes through it itself (SQLite)."""
         self._unchecked = 0
         """Commits since the write-ahead log's last checkpoint (when the loop writes)."""
@@ -187,11 +169,9 @@ class StoreSink:
 
     @property
     def store(self) -> Store:
-        """The full `Store` for reading (`--baseline`): the recorder itself, or one the run's writer opens now."""
-        from niceeval.store._writer import RunWriter
-
+        """The `Store` for reading (`--baseline`), once the writer has taken the last runs."""
         self.settle()
-        return self.recorder.store() if isinstance(self.recorder, RunWriter) else cast("Store", self.recorder)
+        return self.recorder.store
 
     def close(self) -> None:
         """Release the store's connections (after `finish`, once the writer has taken the last runs)."""
@@ -210,16 +190,16 @@ class StoreSink:
             if self._lease is None and self.shard is None:
                 self._lease = self.recorder.lease(self.run_id)  # a resume of this run while it runs is refused
             self._open = True
-            from niceeval.store._writer import RunWriter
-
-            if isinstance(self.recorder, RunWriter) and self.recorder.writes_inline():
-                self._inline = self.recorder
-            elif isinstance(self.recorder, RunWriter) and self.recorder.target.kind == "postgresql":
+            connection = self.recorder.connection
+            if connection.target.kind == "sqlite":
+                connection.defer_checkpoints()
+                self._inline = connection
+            else:
                 self._loop = _running_loop()
                 if self._loop is not None:
                     from niceeval.store._loop_writer import LoopWriter
 
-                    self._on_loop = LoopWriter(self.recorder.target)
+                    self._on_loop = LoopWriter(connection.target)
         except Exception as exc:  # the suite runs anyway; the warning at the end counts what was lost
             self._failed(exc)
         self._thread = threading.Thread(target=self._write_loop, name="niceeval-store-writer", daemon=True)
@@ -488,8 +468,8 @@ class StoreSink:
             return []
         try:
             if wait or self._inline is None:
-                self.recorder.add_rows(self.run_id, batch)
-            elif not self._inline.add_rows_now(self.run_id, batch):
+                self.recorder.add(self.run_id, batch)
+            elif not self._inline.add_now(self.run_id, batch):
                 return batch
             self._unchecked += 1
             return []

@@ -1,4 +1,5 @@
-"""What the store takes in about a suite run: who started it and where (`SuiteRunStart`), how it ended (`SuiteEnd`).
+"""What the store takes in about a suite run: who started it and where (`SuiteRunStart`), how it ended (`SuiteEnd`),
+and what a shard joining it found (`ShardJoin`).
 
 A light module: the run's writer needs only this of the models.
 """
@@ -51,3 +52,13 @@ class SuiteEnd:
     """How long this process ran it (a resume or a shard's retry adds its own time to what is stored)."""
     errors: tuple[Mapping[str, str], ...] = ()
     """The suite's problems (`{"location": ..., "message": ...}`): eval files that did not load, API misuse."""
+
+
+@dataclass(frozen=True, slots=True)
+class ShardJoin:
+    """What joining a suite run as one shard found."""
+
+    created: bool
+    """This shard created the suite run (it was the first to start)."""
+    attempt: int
+    """1 on the shard's first start; more when it started before and did not finish (a retry)."""

@@ -18,6 +18,7 @@ from niceeval import RunResult
 from niceeval._core.summary import PlannedEval
 from niceeval.store import Store, SuiteRunStart
 from niceeval.store._schema import eval_runs
+from tests.store.test_store import recording
 
 from ._project import Project
 
@@ -113,9 +114,10 @@ def test_resume_honours_runs_and_skips_what_is_stored(project: Project, store_ur
     write_evals(project, 2)
     with Store.open(store_url) as store:
         plan = [PlannedEval(id=eval_id(i), file="evals/marked.py", line=1) for i in range(2)]
-        store.begin(SuiteRunStart(id="unfinished1"), plan)
         done = RunResult(eval_id=eval_id(0), file="evals/marked.py", line=1, outcome="passed", duration_s=0.1)
-        store.add("unfinished1", [done])
+        with recording(store) as recorder:
+            recorder.begin(SuiteRunStart(id="unfinished1"), plan)
+            recorder.add("unfinished1", [done])
         resumed = project.run("--resume", "unfinished1", "--runs", "2", "--store", store_url)
         assert resumed.code == 0, resumed.output
         assert sorted(store.outcomes("unfinished1")) == [(eval_id(i), n) for i in range(2) for n in range(2)]
@@ -192,12 +194,13 @@ def test_adaptive_runs_are_stored_per_eval_and_a_resume_goes_on_deciding(project
     with Store.open(store_url) as store:
         assert {p.id: p.runs for p in store.planned(report["run_id"])} == {eval_id(0): 4, eval_id(1): 2}
         plan = [PlannedEval(id=eval_id(i), file="evals/marked.py", line=1, runs=2) for i in range(2)]
-        store.begin(SuiteRunStart(id="unfinished2"), plan)
         stored = [
             RunResult(eval_id=eval_id(0), file="evals/marked.py", line=1, outcome="passed", duration_s=0.1, run_index=n)
             for n in range(3)
         ]
-        store.add("unfinished2", stored)
+        with recording(store) as recorder:
+            recorder.begin(SuiteRunStart(id="unfinished2"), plan)
+            recorder.add("unfinished2", stored)
         resumed = project.run("--resume", "unfinished2", "--runs", "2..4", "--store", store_url)
         assert resumed.code == 1, resumed.output
         assert sorted(store.outcomes("unfinished2")) == [
