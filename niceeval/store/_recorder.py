@@ -11,19 +11,22 @@ start, more planned runs, finished runs, its end (`SuiteEnd`), the shards' joins
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from niceeval._core.results import RunResult
 from niceeval._core.summary import PlannedEval
+from niceeval.store._batches import BatchWriter, Unstored
 from niceeval.store._connection import WriteConnection
 from niceeval.store._damage import check_sqlite_file
-from niceeval.store._driver import Dialect, Target, connect, parse_url, revision
+from niceeval.store._driver import Dialect, Kind, Target, connect, parse_url, revision
 from niceeval.store._errors import StoreError
 from niceeval.store._lease import Lease, LeaseHeld, held_message, take_lease
 from niceeval.store._meta import SCHEMA_REVISION
+from niceeval.store._postgresql_batches import PostgresqlBatches
 from niceeval.store._sink import StoreSink
+from niceeval.store._sqlite_batches import SqliteBatches
 from niceeval.store._statements import RunRows
 from niceeval.store._suite_run import ShardJoin, SuiteEnd, SuiteRunStart
 from niceeval.store._url import StoreUrlError, masked, resolve_url
@@ -52,7 +55,8 @@ class Recorder:
         self._url = url
         self._store = store
         self._owns_store = owns_store or store is None
-
+        self._batches = _BATCH_WRITERS[connection.target.kind]
+        """How this backend writes a suite run's finished runs (chosen here, once)."""
 
     @classmethod
     def open(cls, location: str, root: Path) -> Recorder:
@@ -126,6 +130,11 @@ class Recorder:
         """The reporter that records suite run `start.id` as it runs (see `StoreSink`)."""
         return StoreSink(self, start, resume=resume, shard=shard, warnings=warnings, lease=lease)
 
+    def batch_writer(self, suite_run_id: str, unstored: Unstored) -> BatchWriter:
+        """What writes suite run `suite_run_id`'s finished runs (counting in `unstored` what the store did not take),
+        its writer thread started."""
+        return self._batches(self.connection, suite_run_id, unstored)
+
     def lease(self, suite_run_id: str) -> Lease:
         """The right to write suite run `suite_run_id`, held until released or this process ends.
 
@@ -193,6 +202,12 @@ class Recorder:
 
         with write_transaction(self.store.engine) as conn:
             return _prune.delete_old(conn, keep)
+
+
+_BATCH_WRITERS: dict[Kind, Callable[[WriteConnection, str, Unstored], BatchWriter]] = {
+    "sqlite": SqliteBatches,
+    "postgresql": PostgresqlBatches,
+}
 
 
 def _driver_target(url: str) -> Target | None:

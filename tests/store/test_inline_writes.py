@@ -18,7 +18,7 @@ import pytest
 
 from niceeval import RunResult
 from niceeval._core.events import MessageEvent
-from niceeval.store import Store, SuiteRunStart, _sink
+from niceeval.store import Store, SuiteRunStart, _sqlite_batches
 from niceeval.store._connection import WriteConnection
 from niceeval.store._driver import parse_url
 from niceeval.store._recorder import Recorder, StoreSink, SuiteEnd
@@ -198,7 +198,7 @@ def test_no_commit_checkpoints_the_log_the_writer_thread_does(tmp_path: Path, mo
     commits instead, so the log still never grows for long."""
     database, log = tmp_path / "results.db", tmp_path / "results.db-wal"
     for every, checkpointed in ((10_000, False), (1, True)):
-        monkeypatch.setattr(_sink, "_CHECKPOINT_EVERY", every)
+        monkeypatch.setattr(_sqlite_batches, "_CHECKPOINT_EVERY", every)
         writer = watched_writer(tmp_path)
         empty = database.stat().st_size
         run_id = f"s{every}"
