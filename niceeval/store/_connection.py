@@ -11,15 +11,30 @@ import contextlib
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from niceeval._core.results import RunResult
 from niceeval._core.summary import PlannedEval
 from niceeval.store import _statements
-from niceeval.store._damage import damage_message
-from niceeval.store._driver import DIALECTS, Busy, Dialect, Session, Target, connect, writing
+from niceeval.store._damage import check_sqlite_file, damage_message
+from niceeval.store._driver import (
+    DIALECTS,
+    Busy,
+    Dialect,
+    Session,
+    Target,
+    UnsupportedUrl,
+    connect,
+    parse_url,
+    revision,
+    writing,
+)
+from niceeval.store._errors import StoreError
+from niceeval.store._meta import SCHEMA_REVISION
 from niceeval.store._statements import RunRows
 from niceeval.store._suite_run import SuiteEnd, SuiteRunStart
+from niceeval.store._url import masked
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -78,6 +93,28 @@ class WriteConnection:
             reopen=engine.raw_connection,
             release=lambda connection: connection.invalidate(),
         )
+
+    @classmethod
+    def to_ready_store(cls, url: str) -> WriteConnection | None:
+        """A connection the driver opens itself to the store at `url` when it opens it as `Store` would and the
+        store exists at this niceeval's schema; None: `Store` opens it first (a new store is created, an older one
+        migrated, a damaged one named).
+
+        Raises:
+            StoreError: a PostgreSQL server that cannot be reached (named, password masked).
+        """
+        target = _driver_target(url)
+        if target is None:
+            return None
+        opened = _ready_connection(target)
+        return None if opened is None else cls.of_driver(target, opened)
+
+    @classmethod
+    def beside(cls, engine: Engine, url: str) -> WriteConnection:
+        """A connection to the store `engine` reads at `url`: the driver's own when it opens it as `Store` would,
+        else one of the engine's (its own settings: a SQLite URL's options, a database in memory)."""
+        target = _driver_target(url)
+        return cls.of_driver(target) if target is not None else cls.of_engine(_target(url), engine)
 
     @property
     def url(self) -> str:
@@ -162,3 +199,55 @@ class WriteConnection:
         """SQLite: copy the write-ahead log's committed pages into the database file, as far as no reader needs
         them (what a commit filling the log does, unless `defer_checkpoints` turned that off)."""
         self._connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+
+
+def _driver_target(url: str) -> Target | None:
+    """The target of `url` when the driver opens it as `Store` would (no options, not in memory), else None."""
+    try:
+        target = parse_url(url)
+    except UnsupportedUrl:
+        return None
+    return target if target.own_driver and not target.in_memory else None
+
+
+def _target(url: str) -> Target:
+    try:
+        return parse_url(url)
+    except UnsupportedUrl:
+        raise StoreError(
+            f"niceeval records runs in a SQLite file or a PostgreSQL database named by one host, not in {masked(url)}."
+        ) from None
+
+
+def _ready_connection(target: Target) -> Any | None:
+    """A driver connection to the store at `target` when it exists at this niceeval's revision; None: let `Store`
+    open it (a new store is created, an older one migrated, a damaged one named)."""
+    if target.kind == "sqlite":
+        path = Path(target.database or "")
+        if not path.is_file() or check_sqlite_file(path) is not None:
+            return None
+    try:
+        connection = connect(target)
+    except Exception as exc:
+        if target.kind == "sqlite":
+            return None
+        raise StoreError(_unreachable(target, exc)) from None
+    try:
+        current = revision(connection, target.kind)
+    except Exception:
+        current = None
+    if current != SCHEMA_REVISION:
+        with contextlib.suppress(Exception):
+            connection.close()
+        return None
+    return connection
+
+
+def _unreachable(target: Target, exc: BaseException) -> str:
+    text = str(exc).strip()
+    detail = text.splitlines()[0] if text else type(exc).__name__
+    if target.password:
+        detail = detail.replace(target.password, "***")
+    return (
+        f"cannot open the results store {target.shown}: {detail}. Check the URL, or pass --no-store to run without it."
+    )
