@@ -183,6 +183,8 @@ def _runs(args: argparse.Namespace) -> int:
 
     with open_existing_store(args) as store:
         found = store.runs(limit=args.limit)
+        gone = store.abandoned(found)  # left `running` by a writer that is gone: killed, or its end not written
+        found = [info.model_copy(update={"status": "interrupted"}) if info.id in gone else info for info in found]
         for line in runs_table(found, store.pass_rates(found)):
             print(line)
     return 0

@@ -45,8 +45,9 @@ class Closing:
     end: Callable[[], SuiteEnd] | None
     """A whole suite run whose plan did not grow: how it ended, decided when written (runs lost until then make
     it `incomplete`), which a backend may write in its last batch's transaction. None: only `record` closes it."""
-    record: Callable[[], None]
-    """Closes the suite run through the recorder, waiting for the store (called by the writer thread)."""
+    record: Callable[[], bool]
+    """Closes the suite run through the recorder, waiting for the store (called by the writer thread); whether it
+    could (a failure is counted, not raised)."""
     then: Callable[[], None]
     """Once the suite run is closed, or could not be: its lease released."""
 

@@ -368,18 +368,20 @@ class StoreSink:
             errors=tuple({"location": p.location, "message": p.message} for p in summary.problems),
         )
 
-    def _record_end(self, summary: SuiteSummary) -> None:
-        """Close the suite run (or this shard of it), on the writer thread after the last runs."""
+    def _record_end(self, summary: SuiteSummary) -> bool:
+        """Close the suite run (or this shard of it), on the writer thread after the last runs; whether it could."""
         try:
             if self.shard is not None:
                 self.recorder.finish_shard(self.run_id, self.shard, self._end(summary))
-                return
+                return True
             grown = self._grown(summary)
             if grown:  # adaptive repeats: the suite run records how many runs each eval got
                 self.recorder.extend(self.run_id, grown)
             self.recorder.finish(self.run_id, self._end(summary))
         except Exception as exc:
             self._unstored.failed(exc)
+            return False
+        return True
 
     def _release(self) -> None:
         if self._lease is not None:

@@ -7,7 +7,9 @@ the event loop wait for the interpreter at each of the driver's statements). Whe
 process writing) or the writer thread is busy, the runs go to that thread, which may wait. The thread also writes
 what no later run came to write (the last runs before a pause) and checkpoints the write-ahead log every few
 commits (no commit does: that `fsync` would be the loop's wait). At the end the loop writes the last runs and
-closes the suite run in one transaction if it can without waiting; else the thread does both.
+closes the suite run in one transaction if it can without waiting; else the thread does both, and if the end
+cannot be written (a disk too full for the log to grow) it checkpoints and tries once more: the log then starts
+over from its beginning, in space it already has.
 """
 
 from __future__ import annotations
@@ -111,7 +113,9 @@ class SqliteBatches:
         try:
             if not end.ended:
                 self._write_pending(wait=True)
-                end.closing.record()
+                if not end.closing.record():  # a full disk: with the log copied, the end's write starts it over
+                    self._checkpoint()
+                    end.closing.record()
         finally:
             end.closing.then()
         self._checkpoint()  # the log's copy and `fsync` overlap the reports, not the connection's close

@@ -15,6 +15,8 @@ from niceeval._core.summary import PlannedEval
 from niceeval.store import _compare, _read, _shards
 from niceeval.store._compare import DiffOptions
 from niceeval.store._damage import damage_message, integrity_problems
+from niceeval.store._driver import UnsupportedUrl, parse_url
+from niceeval.store._lease import writer_gone
 from niceeval.store._models import (
     EvalRunInfo,
     RunDiff,
@@ -136,6 +138,17 @@ class Store:
         the console and the JSON report give (`SuiteRunInfo.pass_rate` is the share of evals)."""
         with self._reading() as conn:
             return _read.pass_rates(conn, runs)
+
+    def abandoned(self, runs: Sequence[SuiteRunInfo]) -> set[str]:
+        """The ids of those of `runs` that say `running` but that no process writes any more: their writer was
+        killed, or could not record their end (a full disk). Told by the suite run's lease, which its writer holds
+        until it ends, however it ends; shards take none, so a suite run written by shards is never counted."""
+        try:
+            target = parse_url(self.engine.url.render_as_string(hide_password=False))
+        except UnsupportedUrl:
+            return set()
+        running = [r.id for r in runs if r.status == "running" and r.shard_count is None]
+        return {run_id for run_id in running if writer_gone(target, run_id)}
 
     def history(self, eval_id: str, *, limit: int = 50) -> list[EvalRunInfo]:
         """The eval's runs across suite runs: the latest suite run first, each suite run's runs in order."""

@@ -147,3 +147,30 @@ def test_a_second_resume_of_a_run_being_written_refuses_and_goes_once_the_writer
     plan.sink.finish(summary_of(["a", "b", "c"]))
     plan.sink.settle()
     assert (store.run("s1").run.status, store.run("s1").run.runs_done) == ("finished", 3)
+
+
+def test_runs_shows_a_suite_run_left_running_by_a_writer_that_is_gone_as_interrupted(
+    store: Store, store_url: str, tmp_path: Path
+) -> None:
+    """A suite run whose writer died before it could record its end (killed, or its store full) says `running`
+    forever; `niceeval runs` tells it from one still being written by its lease, free once its writer is gone."""
+    with recording(store) as recorder:
+        for run_id in ("gone", "live"):
+            recorder.begin(SuiteRunStart(id=run_id), planned("a", "b"))
+            recorder.add(run_id, [result("a")])
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, store_url, "live"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        listed = subprocess.run(
+            [sys.executable, "-m", "niceeval.cli", "runs", "--store", store_url],
+            cwd=tmp_path, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    finally:
+        holder.communicate(timeout=30)
+    assert listed.returncode == 0, listed.stderr
+    lines = {line.split()[0]: line for line in listed.stdout.splitlines()[1:]}
+    assert lines["gone"].endswith("interrupted (1/2 runs)")
+    assert lines["live"].endswith("running (1/2 runs)")
+    assert store.run("gone").run.status == "running"  # what is stored stays: `--resume` completes it
