@@ -115,7 +115,7 @@ def store_plan_for(config: Config, args: argparse.Namespace, entries: list[EvalE
         raise ConfigError("--resume, --rerun-failed and --run-id use the results store; drop --no-store.")
     request = StoreRequest(flag=args.store, off=args.no_store, configured=config.store, root=config.root)
     reads = again or run_id is not None or getattr(args, "rescore", None) is not None
-    if not reads:  # a new suite run only writes: the run's writer, without SQLAlchemy, when the store is ready
+    if not reads:  # a new suite run only writes: the recorder, without SQLAlchemy, when the store is ready
         recorder = open_recorder(request)
         if recorder is None:
             return None

@@ -1,7 +1,7 @@
 """What the store takes in about a suite run: who started it and where (`SuiteRunStart`), how it ended (`SuiteEnd`),
 and what a shard joining it found (`ShardJoin`).
 
-A light module: the run's writer needs only this of the models.
+A light module: the recorder needs only this of the models.
 """
 
 from __future__ import annotations
