@@ -8,6 +8,7 @@ runs `_statements` on it: the suite run's header and plan, batches of finished r
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -46,9 +47,9 @@ written nothing since the suite began)."""
 
 
 class WriteConnection:
-    """The connection suite runs are written through, used by one thread at a time (the sink's start, then the
-    event loop and the sink's writer thread in turn). A PostgreSQL connection lost mid-run (or found dead after
-    `_IDLE_S` unused) is opened again for the next write.
+    """The connection suite runs are written through, one transaction at a time whichever thread writes (the
+    sink's start, the event loop, the writer thread, a pytest session planning more runs). A PostgreSQL connection
+    lost mid-run (or found dead after `_IDLE_S` unused) is opened again for the next write.
 
     Args:
         target: What the connection is to.
@@ -71,6 +72,8 @@ class WriteConnection:
         self._reopen = reopen
         self._release = release
         self._sequences: dict[str, str] = {}
+        self._lock = threading.Lock()
+        """Held for each transaction: two threads' statements never meet in one."""
         self._used = time.monotonic()
         """When the connection last wrote (PostgreSQL: checked before a write after `_IDLE_S` without one)."""
 
@@ -132,6 +135,18 @@ class WriteConnection:
 
     @contextmanager
     def _transaction(self, *, wait: bool = True) -> Iterator[Session]:
+        """A write transaction; `wait=False` (SQLite): `Busy` at once, nothing begun, when another thread's
+        transaction or another writer's lock is under way."""
+        if not self._lock.acquire(blocking=wait):
+            raise Busy
+        try:
+            with self._transaction_held(wait=wait) as session:
+                yield session
+        finally:
+            self._lock.release()
+
+    @contextmanager
+    def _transaction_held(self, *, wait: bool) -> Iterator[Session]:
         connection = self._connection
         if self.target.kind == "postgresql":
             if time.monotonic() - self._used > _IDLE_S and not (connection.closed or connection.broken):
@@ -193,12 +208,14 @@ class WriteConnection:
     def defer_checkpoints(self) -> None:
         """SQLite: from now on no commit checkpoints the write-ahead log when it fills (an `fsync` the event loop
         would wait for); the writer thread calls `checkpoint` instead."""
-        self._connection.execute("PRAGMA wal_autocheckpoint=0")
+        with self._lock:
+            self._connection.execute("PRAGMA wal_autocheckpoint=0")
 
     def checkpoint(self) -> None:
         """SQLite: copy the write-ahead log's committed pages into the database file, as far as no reader needs
         them (what a commit filling the log does, unless `defer_checkpoints` turned that off)."""
-        self._connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        with self._lock:
+            self._connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
 
 
 def _driver_target(url: str) -> Target | None:

@@ -21,13 +21,14 @@ import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
+from niceeval._core.outcome import Outcome
 from niceeval._core.results import RunResult
 from niceeval._core.summary import PlannedEval, Problem, SuiteSummary
 from niceeval.store._batches import JOIN_TIMEOUT_S, BatchWriter, Closing, Finished, Unstored
 from niceeval.store._connection import WriteConnection
-from niceeval.store._driver import Dialect, Kind
+from niceeval.store._driver import Kind
 from niceeval.store._errors import StoreError
 from niceeval.store._lease import Lease, LeaseHeld, held_message, take_lease
 from niceeval.store._postgresql_batches import PostgresqlBatches
@@ -94,11 +95,6 @@ class Recorder:
         return self.connection.url
 
     @property
-    def dialect(self) -> Dialect:
-        """What the store's database takes (the rows a run is written as)."""
-        return self.connection.dialect
-
-    @property
     def store(self) -> Store:
         """The `Store` for reading (imports SQLAlchemy; opened once, on first use)."""
         if self._store is None:
@@ -161,7 +157,7 @@ class Recorder:
         """Close a suite run: how it ended, and totals counted from what it stored."""
         self.connection.finish(suite_run_id, end)
 
-    def outcomes(self, ref: str) -> dict[tuple[str, int], Any]:
+    def outcomes(self, ref: str) -> dict[tuple[str, int], Outcome]:
         """The outcome of every eval run stored in a suite run (see `Store.outcomes`)."""
         return self.store.outcomes(ref)
 

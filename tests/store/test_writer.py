@@ -9,7 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -419,3 +419,28 @@ def test_a_batch_of_runs_is_written_in_few_statements_not_one_per_row(tmp_path: 
     assert len(inserts) <= 30, f"{len(inserts)} INSERT statements for {sum(rows.values())} rows"
     with Store.open(url) as store:
         assert store.eval_run("b1", "evals/a.py::e42", 1) == runs[42]
+
+
+def test_two_threads_writing_through_one_recorder_never_meet_in_a_transaction(writer: Recorder) -> None:
+    """A pytest session plans more runs from its own thread while the writer thread writes a batch: each waits for
+    the other's transaction (sharing one, the second `BEGIN` failed and its runs were lost)."""
+    writer.begin(SuiteRunStart(id="s1"), planned(*(f"e{i}" for i in range(100))))
+    errors: list[BaseException] = []
+
+    def write(one: Callable[[int], None]) -> None:
+        for i in range(100):
+            try:
+                one(i)
+            except Exception as exc:
+                errors.append(exc)
+
+    threads = [
+        threading.Thread(target=write, args=(lambda i: writer.add("s1", [result(f"e{i}")]),)),
+        threading.Thread(target=write, args=(lambda i: writer.extend("s1", planned(f"more{i}")),)),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert (len(writer.store.outcomes("s1")), len(writer.store.planned("s1"))) == (100, 200)
