@@ -1,4 +1,4 @@
-"""The store's sink: runs written off the event loop, committed as they finish, losses counted and reported."""
+"""The store's sink (`StoreSink`): runs written off the event loop, committed as they finish, losses counted."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The run's writer: the store written through its DB-API driver, read back through SQLAlchemy as if SQLAlchemy had
+"""The recorder: the store written through its DB-API driver, read back through SQLAlchemy as if SQLAlchemy had
 written it (every column, on SQLite and PostgreSQL), ids exact under concurrent writers, failures counted."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""PostgreSQL: a suite running on an asyncio loop has its runs written by that loop over its own connection, never
-waiting there; the writer thread takes what the loop could not write (a dropped connection, a cancelled write) and
-closes the suite run. Every test runs on the session's real PostgreSQL cluster."""
+"""PostgreSQL's batch writer: a suite running on an event loop has its runs written by that loop over its own
+connection, never waiting there; the writer thread paces those writes, takes what the loop could not write (a
+dropped connection, a cancelled write) and closes the suite run. Every test runs on the session's real cluster."""
 
 from __future__ import annotations
 

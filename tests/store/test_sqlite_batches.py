@@ -1,6 +1,6 @@
-"""SQLite: the thread a run finishes on (the event loop) writes the pending runs itself, never waiting for the
-store; the writer thread takes what may wait (a locked store), what no later run came to write, and the
-write-ahead log's checkpoints."""
+"""SQLite's batch writer: the thread a run finishes on (the event loop) writes the pending runs itself, never
+waiting for the store; the writer thread takes what may wait (a locked store), what no later run came to write,
+and the write-ahead log's checkpoints."""
 
 from __future__ import annotations
 
