@@ -45,7 +45,7 @@ installed package runs.
 median of their ratios to the bare loop's. On a shared machine a process's wall and CPU time move by 15% from one
 run to the next with what the neighbours do; its instruction count moves by about 2% (the event loop's scheduling).
 It does not see cache misses or the kernel's work, so it complements the timed figures, and it reads as "how much
-work": niceeval under cachegrind runs about 15 times slower, so the store gathers `_GATHER_S` x 15 of runs per
+work": niceeval under cachegrind runs about 15 times slower, so the store gathers `GATHER_S` x 15 of runs per
 transaction, as many runs as a native quarter second holds.
 """
 
@@ -226,8 +226,8 @@ _SLOWDOWN = 15
 """About how much slower a process runs under cachegrind (a native quarter second's runs per store batch)."""
 _UNDER_CACHEGRIND = (
     "import runpy, sys\n"
-    "import niceeval.store._sink as sink\n"
-    f"sink._GATHER_S *= {_SLOWDOWN}\n"
+    "import niceeval.store._batches as batches\n"
+    f"batches.GATHER_S *= {_SLOWDOWN}\n"
     "sys.argv = ['niceeval', *sys.argv[1:]]\n"
     "runpy.run_module('niceeval.cli', run_name='__main__', alter_sys=True)\n"
 )

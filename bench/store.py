@@ -51,6 +51,7 @@ from niceeval._core.events import MessageEvent, UsageEvent  # noqa: E402
 from niceeval._core.results import Spend  # noqa: E402
 from niceeval._core.summary import PlannedEval  # noqa: E402
 from niceeval.store import Store, SuiteRunStart  # noqa: E402
+from niceeval.store._recorder import Recorder, SuiteEnd  # noqa: E402
 
 
 def sqlite_size(path: Path) -> int:
@@ -233,15 +234,18 @@ def fill(url: str, suites: int, evals: int) -> list[str]:
         PlannedEval(id=f"evals/judged.py::judged_{i}", file="evals/judged.py", line=3 + 4 * i) for i in range(evals)
     ]
     ids = []
-    with Store.open(url) as store:
+    recorder = Recorder.open(url, REPO)
+    try:
         for n in range(suites):
             run_id = f"bench{n:07d}"
-            store.begin(SuiteRunStart(id=run_id, command=["niceeval", "run"]), plan)
+            recorder.begin(SuiteRunStart(id=run_id, command=["niceeval", "run"]), plan)
             records = [synthetic(i, flip=n == suites - 1) for i in range(evals)]
             for start in range(0, evals, 250):
-                store.add(run_id, records[start : start + 250])
-            store.finish(run_id, status="finished", exit_code=0, duration_s=10.0)
+                recorder.add(run_id, records[start : start + 250])
+            recorder.finish(run_id, SuiteEnd(status="finished", exit_code=0, duration_s=10.0))
             ids.append(run_id)
+    finally:
+        recorder.close()
     return ids
 
 

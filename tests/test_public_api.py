@@ -102,6 +102,7 @@ def test_store_exports() -> None:
             "SuiteRunInfo",
             "SuiteRunStart",
             "TurnRecord",
+            "may_hold_cases",
         ]
     )
     for name in niceeval.store.__all__:

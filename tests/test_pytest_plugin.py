@@ -414,14 +414,14 @@ def test_a_store_failing_mid_session_warns_how_many_runs_were_lost(project: Path
         project,
         "conftest.py",
         """\
-        from niceeval.store import Store
+        from niceeval.store import _statements
 
 
-        def _gone(self, suite_run_id, runs):
+        def _gone(session, suite_run_id, runs):
             raise ConnectionError("the database went away")
 
 
-        Store.add_rows = _gone
+        _statements.insert_runs = _gone
         """,
     )
     result = _pytest(project, "evals")

@@ -30,8 +30,8 @@ from niceeval._run.storing import plan_digest, suite_start
 from niceeval._run.suite import agent_secrets
 
 if TYPE_CHECKING:
-    from niceeval.store import Store, SuiteRunStart
-    from niceeval.store._sink import StoreSink
+    from niceeval.store import SuiteRunStart
+    from niceeval.store._recorder import Recorder, StoreSink
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -155,33 +155,31 @@ class SessionRecording:
             extra=[secret for agent in agents for secret in agent_secrets(agent)]
         )
         self._tallies = {p.id: EvalTally(eval=p) for p in plan}
-        from niceeval.store import Store
+        from niceeval.store._recorder import Recorder
 
         try:
-            store = Store.open(self.options.location, root=self.options.root)
+            recorder = Recorder.open(self.options.location, self.options.root)
         except Exception as exc:
             self.note.problems.append(_not_opened(self.options.location, exc))
             return
         try:
-            self._sink = self._join(store, plan)
+            self._sink = self._join(recorder, plan)
         except Exception as exc:
-            store.close()
+            recorder.close()
             self.note.problems.append(f"{_pytest_flags(_first_line(exc))} This pytest session is not recorded.")
             return
         self._sink.start(plan, [])  # a store failing here is counted by the sink, like one failing later
-        self.note.run_id, self.note.url = self._sink.run_id, store.url
+        self.note.run_id, self.note.url = self._sink.run_id, recorder.url
 
-    def _join(self, store: Store, plan: Sequence[PlannedEval]) -> StoreSink:
-        from niceeval.store._sink import StoreSink
-
+    def _join(self, recorder: Recorder, plan: Sequence[PlannedEval]) -> StoreSink:
         options, worker = self.options, self.options.worker
         start = self._start()
         if worker is None:
-            return StoreSink(store, start, warnings=io.StringIO())  # its warning speaks of `niceeval run`: ours below
+            return recorder.sink(start, warnings=io.StringIO())  # its warning speaks of `niceeval run`: ours below
         start = start.model_copy(update={"id": worker.run_id})
         digest = plan_digest(plan, strict=options.strict, min_pass_rate=start.min_pass_rate)
-        store.join_shard(start, plan, shard=worker.shard, count=worker.count, digest=digest)
-        return StoreSink(store, start, shard=worker.shard, warnings=io.StringIO())
+        recorder.join_shard(start, plan, shard=worker.shard, count=worker.count, digest=digest)
+        return recorder.sink(start, shard=worker.shard, warnings=io.StringIO())
 
     def _start(self) -> SuiteRunStart:
         options = self.options
@@ -257,7 +255,7 @@ def _pytest_flags(text: str) -> str:
 
 def _not_opened(location: str, exc: Exception) -> str:
     from niceeval.store import StoreError
-    from niceeval.store._open import masked
+    from niceeval.store._recorder import masked
 
     if isinstance(exc, StoreError):  # its message names the store (password masked) and what to do
         reason = _pytest_flags(_first_line(exc))

@@ -9,21 +9,23 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from niceeval._run.storing import StoredPlan, store_sink
+from niceeval._run.storing import StoredPlan
 
 if TYPE_CHECKING:
     from niceeval._run.discovery import EvalEntry
     from niceeval.agents._runtime import ReplayAgent
-    from niceeval.store import Store, SuiteRunStart
+    from niceeval.store import SuiteRunStart
+    from niceeval.store._recorder import Recorder
 
 
-def plan_rescore(store: Store, start: SuiteRunStart, entries: list[EvalEntry], ref: str) -> StoredPlan:
+def plan_rescore(recorder: Recorder, start: SuiteRunStart, entries: list[EvalEntry], ref: str) -> StoredPlan:
     """Rescore the recorded eval runs of suite run `ref` that `entries` still define.
 
     Sandbox evals are left out: their agent edited files, and the edits are not part of the record.
     """
     from niceeval.agents._runtime import RecordedTurn, ReplayAgent
 
+    store = recorder.store
     run_id = store.resolve(ref)
     recorded = store.outcomes(run_id)
     by_id = {e.id: e for e in entries}
@@ -45,7 +47,7 @@ def plan_rescore(store: Store, start: SuiteRunStart, entries: list[EvalEntry], r
     return StoredPlan(
         entries=chosen,
         runs=runs,
-        sink=store_sink(store, start.model_copy(update={"kind": "rescore", "parent_id": run_id})),
+        sink=recorder.sink(start.model_copy(update={"kind": "rescore", "parent_id": run_id})),
         done=never_ran,
         notes=tuple(notes),
         agent_for_run=replay,

@@ -1,8 +1,9 @@
 """Wiring the results store into `niceeval run`: which store, the suite run's identity, the sink.
 
 The store URL comes from, first to last: `--no-store`, `--store URL`, `NICEEVAL_STORE`, the config's `store=`,
-and the default, a SQLite file at `<root>/.niceeval/results.db`. The runner hands finished runs to the store's
-sink like to any reporter (first, so a run is stored before reporters see it).
+and the default, a SQLite file at `<root>/.niceeval/results.db`. The store's `Recorder` (its door for the runner,
+`niceeval.store._recorder`) writes; the runner hands finished runs to its sink like to any reporter (first, so a
+run is stored before reporters see it).
 """
 
 from __future__ import annotations
@@ -24,10 +25,8 @@ if TYPE_CHECKING:
     from niceeval._core.summary import PlannedEval
     from niceeval._run.discovery import EvalEntry
     from niceeval._run.shard import Shard
-    from niceeval.store import Store, SuiteRunInfo, SuiteRunStart
-    from niceeval.store._lease import Lease
-    from niceeval.store._sink import Recorder, StoreSink
-    from niceeval.store._writer import RunWriter
+    from niceeval.store import SuiteRunInfo, SuiteRunStart
+    from niceeval.store._recorder import Lease, Recorder, StoreSink
 
 ENV_VAR = "NICEEVAL_STORE"
 
@@ -55,31 +54,21 @@ def store_location(request: StoreRequest) -> str | None:
             return None
         chosen = request.configured if isinstance(request.configured, str) else None
     if chosen is None:
-        from niceeval.store._url import DEFAULT_PATH  # not SQLAlchemy: `--no-store` and the cases probe skip it
+        from niceeval.store import DEFAULT_PATH  # not SQLAlchemy: `--no-store` and the cases probe skip it
 
         return str(request.root / DEFAULT_PATH)
     return chosen
 
 
-def open_store(request: StoreRequest) -> Store | None:
-    """The store to use, opened (None when off); `StoreError` (exit 2) when it cannot be opened."""
+def open_recorder(request: StoreRequest) -> Recorder | None:
+    """What records the suite run (None when the store is off): its store's recorder, which imports SQLAlchemy only
+    to create or migrate the store, or when something reads it; `StoreError` (exit 2) when it cannot be opened."""
     location = store_location(request)
     if location is None:
         return None
-    from niceeval.store import Store
+    from niceeval.store._recorder import Recorder
 
-    return Store.open(location, root=request.root)
-
-
-def open_recorder(request: StoreRequest) -> RunWriter | Store | None:
-    """What records a new suite run (None when the store is off): the run's writer, without SQLAlchemy, when the
-    store is ready for it, else the store opened (created or migrated); `StoreError` (exit 2) when it cannot be."""
-    location = store_location(request)
-    if location is None:
-        return None
-    from niceeval.store._writer import open_recorder as open_it
-
-    return open_it(location, request.root)
+    return Recorder.open(location, request.root)
 
 
 def new_run_id() -> str:
@@ -144,13 +133,6 @@ def suite_start(
     )
 
 
-def store_sink(store: Recorder, start: SuiteRunStart, *, resume: bool = False, lease: Lease | None = None) -> StoreSink:
-    """The sink that records the suite run `start.id` in `store` (holding `lease`, when taken already)."""
-    from niceeval.store._sink import StoreSink
-
-    return StoreSink(store, start, resume=resume, lease=lease)
-
-
 @dataclass(frozen=True, kw_only=True, slots=True)
 class StoredPlan:
     """What a run recorded in the store does: which evals, how many runs, which are done already."""
@@ -168,9 +150,9 @@ class StoredPlan:
     """`rescore`: the replaying agent of each `(eval_id, run_index)`."""
 
 
-def plan_new(store: Recorder, start: SuiteRunStart, entries: list[EvalEntry], runs: int | None) -> StoredPlan:
+def plan_new(recorder: Recorder, start: SuiteRunStart, entries: list[EvalEntry], runs: int | None) -> StoredPlan:
     """A new suite run of `entries`."""
-    return StoredPlan(entries=entries, runs=runs or 1, sink=store_sink(store, start))
+    return StoredPlan(entries=entries, runs=runs or 1, sink=recorder.sink(start))
 
 
 def plan_digest(plan: Iterable[PlannedEval], *, strict: bool, min_pass_rate: float) -> str:
@@ -182,7 +164,7 @@ def plan_digest(plan: Iterable[PlannedEval], *, strict: bool, min_pass_rate: flo
 
 
 def plan_shard(
-    store: Store, start: SuiteRunStart, entries: list[EvalEntry], runs: int | None, shard: Shard
+    recorder: Recorder, start: SuiteRunStart, entries: list[EvalEntry], runs: int | None, shard: Shard
 ) -> StoredPlan:
     """Create suite run `start.id` (`--run-id`) or join it, as shard `shard`; the shard runs only its eval runs.
 
@@ -191,7 +173,6 @@ def plan_shard(
     its eval runs not yet stored, as `--resume` would; the stored ones are replayed to its reporters.
     """
     from niceeval._core.summary import PlannedEval
-    from niceeval.store._sink import StoreSink
 
     count = runs or 1
     plan = [
@@ -199,11 +180,12 @@ def plan_shard(
         for e in entries
     ]
     digest = plan_digest(plan, strict=start.strict, min_pass_rate=start.min_pass_rate)
-    joined = store.join_shard(start, plan, shard=shard.index, count=shard.count, digest=digest)
+    joined = recorder.join_shard(start, plan, shard=shard.index, count=shard.count, digest=digest)
     mine = shard.select(entries, count)
-    sink = StoreSink(store, start, shard=shard.index)
+    sink = recorder.sink(start, shard=shard.index)
     if joined.attempt == 1:
         return StoredPlan(entries=mine, runs=count, sink=sink)
+    store = recorder.store
     by_id = {e.id: e for e in mine}
     done = frozenset(key for key in store.outcomes(start.id) if key[0] in by_id and shard.holds(by_id[key[0]], key[1]))
     prior = (
@@ -220,11 +202,12 @@ def plan_shard(
 
 
 def plan_resume(
-    store: Store, start: SuiteRunStart, entries: list[EvalEntry], runs: int | None, ref: str | None
+    recorder: Recorder, start: SuiteRunStart, entries: list[EvalEntry], runs: int | None, ref: str | None
 ) -> StoredPlan:
     """Complete suite run `ref` (default: the latest unfinished one) in place: only its missing eval runs run."""
     from niceeval.store import StoreError
 
+    store = recorder.store
     if ref is None:
         # a pytest session or a calibration is finished by running it again, not by `niceeval run --resume`
         open_runs = store.runs(limit=100, status=["running", "interrupted", "incomplete"])
@@ -240,20 +223,25 @@ def plan_resume(
                 f"`niceeval run --rerun-failed {info.id}` reruns its failed evals."
             )
     run_id = info.id
-    lease = store.lease(run_id)  # a second `--resume` of the same run refuses here, before anything runs
+    lease = recorder.lease(run_id)  # a second `--resume` of the same run refuses here, before anything runs
     try:
-        return _resume_plan(store, start, entries, runs, info, lease)
+        return _resume_plan(recorder, start, entries, runs, info, lease)
     except BaseException:
         lease.release()
         raise
 
 
 def _resume_plan(
-    store: Store, start: SuiteRunStart, entries: list[EvalEntry], runs: int | None, info: SuiteRunInfo, lease: Lease
+    recorder: Recorder,
+    start: SuiteRunStart,
+    entries: list[EvalEntry],
+    runs: int | None,
+    info: SuiteRunInfo,
+    lease: Lease,
 ) -> StoredPlan:
     from niceeval.store import StoreError
 
-    run_id = info.id
+    store, run_id = recorder.store, info.id
     info = store.run(run_id).run  # again, now that no one else writes it: a resume that just ended may have finished it
     if info.status == "finished":
         raise StoreError(f"suite run {run_id} already finished: nothing to resume.")
@@ -272,7 +260,7 @@ def _resume_plan(
     return StoredPlan(
         entries=[by_id[p.id] for p in planned if p.id in by_id],
         runs=max([runs or 0, *(p.runs for p in planned)]),
-        sink=store_sink(store, start.model_copy(update={"id": run_id}), resume=True, lease=lease),
+        sink=recorder.sink(start.model_copy(update={"id": run_id}), resume=True, lease=lease),
         done=frozenset(store.outcomes(run_id)),
         prior=store.results(run_id),
         notes=notes if gone else (),
@@ -280,13 +268,14 @@ def _resume_plan(
 
 
 def plan_rerun(
-    store: Store, start: SuiteRunStart, entries: list[EvalEntry], runs: int | None, ref: str | None
+    recorder: Recorder, start: SuiteRunStart, entries: list[EvalEntry], runs: int | None, ref: str | None
 ) -> StoredPlan:
     """A new suite run (kind `rerun`) of the failed eval runs of suite run `ref` (default: the latest).
 
     The passing runs of those evals are carried over, so each eval's pass rate covers all its runs; with `--runs N`
     beyond the original count, the extra run indexes run too.
     """
+    store = recorder.store
     run_id = store.resolve(ref or "latest")
     info = store.run(run_id).run
     bad = {"failed", "scored"} if info.strict else {"failed"}
@@ -299,7 +288,7 @@ def plan_rerun(
     return StoredPlan(
         entries=[e for e in entries if e.id in failed],
         runs=max(runs or 0, previous),
-        sink=store_sink(store, rerun),
+        sink=recorder.sink(rerun),
         done=kept,
         prior=carried,
         notes=() if failed else (f"suite run {run_id} has no failed evals: nothing to rerun.",),

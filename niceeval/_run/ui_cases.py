@@ -43,15 +43,14 @@ def add_ui_cases(discovery: Discovery, root: Path, store_location: str | None, w
     """
     if wanted == [] or store_location is None:
         return
-    from niceeval.store._peek import may_hold_cases
+    from niceeval.store import may_hold_cases
 
     missing = "://" not in store_location and not (root / store_location).exists()
     if missing or not may_hold_cases(store_location, root):  # most projects have none: SQLAlchemy stays unloaded
         _missing(discovery, wanted)
         return
     from niceeval.store import Store
-    from niceeval.store._case_code import cases_module
-    from niceeval.store._cases import CaseBook
+    from niceeval.store.cases import CaseBook, cases_module
 
     with Store.open(store_location, root=root) as store:
         cases = [stored.case for stored in CaseBook(store).cases()]

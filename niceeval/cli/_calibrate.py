@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from niceeval._eval.config import Config
     from niceeval._run.discovery import EvalEntry
     from niceeval.report.calibration import Label
-    from niceeval.store._sink import StoreSink
+    from niceeval.store._recorder import StoreSink
 
 
 def add_calibrate_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -60,14 +60,15 @@ def labelled_cases(entries: list[EvalEntry], split: str | None) -> tuple[list[Ev
 
 def _store_sink(config: Config, args: argparse.Namespace) -> StoreSink | None:
     from niceeval._eval.config import CONFIG_FILE
-    from niceeval._run.storing import StoreRequest, open_recorder, store_sink, suite_start
+    from niceeval._run.storing import StoreRequest, open_recorder, suite_start
 
-    store = open_recorder(StoreRequest(flag=args.store, off=args.no_store, configured=config.store, root=config.root))
-    if store is None:
+    request = StoreRequest(flag=args.store, off=args.no_store, configured=config.store, root=config.root)
+    recorder = open_recorder(request)
+    if recorder is None:
         return None
     config_file = args.config.resolve() if args.config else config.root / CONFIG_FILE
     start = suite_start(config.root, config_file, strict=False, min_pass_rate=1.0)
-    return store_sink(store, start.model_copy(update={"kind": "calibrate"}))
+    return recorder.sink(start.model_copy(update={"kind": "calibrate"}))
 
 
 def calibrate_command(args: argparse.Namespace) -> int:

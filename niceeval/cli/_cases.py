@@ -51,8 +51,7 @@ def discover_with_cases(config: Config, args: argparse.Namespace) -> Discovery:
 
 def _export(args: argparse.Namespace) -> int:
     from niceeval._core.errors import ConfigError
-    from niceeval.store._case_code import cases_module
-    from niceeval.store._cases import CaseBook
+    from niceeval.store.cases import CaseBook, cases_module
 
     with open_existing_store(args) as store:
         cases = [stored.case for stored in CaseBook(store).cases()]

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from niceeval.report.github import GitHubReporter
     from niceeval.store import RunDiff, Store, SuiteRunInfo
-    from niceeval.store._sink import StoreSink
+    from niceeval.store._recorder import StoreSink
 
 
 def add_github_flags(run: argparse.ArgumentParser) -> None:

@@ -117,11 +117,12 @@ def _rescore(
     from niceeval._run.rescore import plan_rescore
     from niceeval._run.storing import suite_start
     from niceeval._run.suite import SuiteOptions, run_suite
+    from niceeval.store._recorder import Recorder
 
     info = store.run(run_id).run
     config_file = args.config.resolve() if args.config else config.root / CONFIG_FILE
     start = suite_start(config.root, config_file, strict=info.strict, min_pass_rate=info.min_pass_rate)
-    stored = plan_rescore(store, start, discovery.evals, run_id)
+    stored = plan_rescore(Recorder.of(store), start, discovery.evals, run_id)
     for note in stored.notes:
         print(f"niceeval: {note}", file=sys.stderr)
     options = SuiteOptions(

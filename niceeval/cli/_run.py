@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from niceeval._run.suite_gates import SuiteGates
     from niceeval.report import Reporter
     from niceeval.store import RunDiff
-    from niceeval.store._sink import StoreSink
+    from niceeval.store._recorder import StoreSink
 
 
 def add_run_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from niceeval._run.discovery import EvalEntry
     from niceeval._run.storing import StoredPlan
     from niceeval.store import DiffOptions, Store, SuiteRunInfo
-    from niceeval.store._sink import StoreSink
+    from niceeval.store._recorder import StoreSink
 
 
 def add_store_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -102,7 +102,6 @@ def store_plan_for(config: Config, args: argparse.Namespace, entries: list[EvalE
     from niceeval._run.storing import (
         StoreRequest,
         open_recorder,
-        open_store,
         plan_new,
         plan_rerun,
         plan_resume,
@@ -117,7 +116,7 @@ def store_plan_for(config: Config, args: argparse.Namespace, entries: list[EvalE
         raise ConfigError("--resume, --rerun-failed and --run-id use the results store; drop --no-store.")
     request = StoreRequest(flag=args.store, off=args.no_store, configured=config.store, root=config.root)
     reads = again or run_id is not None or getattr(args, "rescore", None) is not None
-    if not reads:  # a new suite run only writes: the run's writer, without SQLAlchemy, when the store is ready
+    if not reads:  # a new suite run only writes: the recorder, without SQLAlchemy, when the store is ready
         recorder = open_recorder(request)
         if recorder is None:
             return None
@@ -125,8 +124,8 @@ def store_plan_for(config: Config, args: argparse.Namespace, entries: list[EvalE
         start = suite_start(config.root, config_file, strict=args.strict, min_pass_rate=args.min_pass_rate)
         entries = shard.select(entries, args.runs or 1) if shard is not None else entries
         return plan_new(recorder, start, entries, args.runs)
-    store = open_store(request)
-    if store is None:
+    recorder = open_recorder(request)
+    if recorder is None:
         if again or run_id:
             raise ConfigError(
                 "--resume, --rerun-failed and --run-id need the results store, which the config turns off."
@@ -138,18 +137,18 @@ def store_plan_for(config: Config, args: argparse.Namespace, entries: list[EvalE
         if getattr(args, "rescore", None) is not None:
             from niceeval._run.rescore import plan_rescore
 
-            return plan_rescore(store, start, entries, args.rescore)
+            return plan_rescore(recorder, start, entries, args.rescore)
         if args.resume is not None:
-            return plan_resume(store, start, entries, args.runs, args.resume or None)
+            return plan_resume(recorder, start, entries, args.runs, args.resume or None)
         if args.rerun_failed is not None:
-            return plan_rerun(store, start, entries, args.runs, args.rerun_failed or None)
+            return plan_rerun(recorder, start, entries, args.runs, args.rerun_failed or None)
         if shard is None:
             from niceeval._run.shard import Shard
 
             shard = Shard(1, 1)  # a named suite run (--run-id) written whole: one shard of one
-        return plan_shard(store, start.model_copy(update={"id": run_id}), entries, args.runs, shard)
+        return plan_shard(recorder, start.model_copy(update={"id": run_id}), entries, args.runs, shard)
     except Exception:
-        store.close()
+        recorder.close()
         raise
 
 
@@ -185,6 +184,8 @@ def _runs(args: argparse.Namespace) -> int:
 
     with open_existing_store(args) as store:
         found = store.runs(limit=args.limit)
+        gone = store.abandoned(found)  # left `running` by a writer that is gone: killed, or its end not written
+        found = [info.model_copy(update={"status": "interrupted"}) if info.id in gone else info for info in found]
         for line in runs_table(found, store.pass_rates(found)):
             print(line)
     return 0
@@ -308,8 +309,14 @@ def _gc(args: argparse.Namespace) -> int:
 
     if args.keep < 0:
         raise ConfigError(f"--keep takes how many suite runs to keep (0 or more), got {args.keep}.")
+    from niceeval.store._recorder import Recorder
+
     with open_existing_store(args) as store:
-        suites, runs = store.gc(keep=args.keep)
+        recorder = Recorder.of(store)
+        try:
+            suites, runs = recorder.gc(keep=args.keep)
+        finally:
+            recorder.close()
     print(
         f"deleted {plural(suites, 'suite run')} ({plural(runs, 'eval run')}); "
         f"kept the latest {args.keep} and any still running"

@@ -15,8 +15,13 @@ The read API (what `niceeval runs/show/diff` and the viewer use):
 A suite run is named by its id (`ref` may also be a unique prefix of 4+ characters, or `latest`); inside it an
 eval run is keyed by `(eval_id, run_index)`. See docs/store.md.
 
+Beside these: `niceeval.store.cases` (the test cases written in the viewer), `niceeval.store.tables` (the tables,
+for read-only queries the API does not offer), and, for the runner alone, `store/_recorder.py`: the `Recorder` that
+writes suite runs, and the `StoreSink` that records one as it runs.
+
 Names load on first use: `niceeval run` imports only this package's light modules (the default path, the cases
-probe, and the run's writer, which writes through the database driver once the store exists), never SQLAlchemy.
+probe `may_hold_cases`, and the recorder, which writes through the database driver once the store exists), never
+SQLAlchemy.
 
 Design: docs/design/store.md
 """
@@ -41,9 +46,10 @@ if TYPE_CHECKING:
         SuiteRunInfo,
         TurnRecord,
     )
+    from niceeval.store._peek import may_hold_cases
     from niceeval.store._read import RunNotFound
-    from niceeval.store._start import SuiteRunStart
     from niceeval.store._store import Store
+    from niceeval.store._suite_run import SuiteRunStart
     from niceeval.store._url import DEFAULT_PATH
 
 _HOMES = {
@@ -60,8 +66,9 @@ _HOMES = {
     "StoreError": "niceeval.store._errors",
     "SuiteRunDetail": "niceeval.store._models",
     "SuiteRunInfo": "niceeval.store._models",
-    "SuiteRunStart": "niceeval.store._start",
+    "SuiteRunStart": "niceeval.store._suite_run",
     "TurnRecord": "niceeval.store._models",
+    "may_hold_cases": "niceeval.store._peek",
 }
 
 __all__ = [
@@ -80,6 +87,7 @@ __all__ = [
     "SuiteRunInfo",
     "SuiteRunStart",
     "TurnRecord",
+    "may_hold_cases",
 ]
 
 __getattr__ = lazy_getattr(__name__, _HOMES)

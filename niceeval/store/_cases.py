@@ -16,7 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from sqlalchemy import Connection, RowMapping, false, insert, select, update
 
-from niceeval.store._open import StoreError
+from niceeval.store._open import StoreError, write_transaction
 from niceeval.store._schema import ui_case_versions, ui_cases
 from niceeval.store._store import Store
 
@@ -167,7 +167,7 @@ class CaseBook:
 
     def create(self, case: UiCase) -> StoredCase:
         """Save a new case. Raises `CaseError` when a case of that name exists."""
-        with self.store._writing() as conn:
+        with write_transaction(self.store.engine) as conn:
             row = conn.execute(select(ui_cases).where(ui_cases.c.name == case.name)).mappings().first()
             now = datetime.now(UTC)
             fields = {"content": case.model_dump(), "created_at": now, "updated_at": now, "deleted": False}
@@ -184,7 +184,7 @@ class CaseBook:
 
     def update(self, case: UiCase, *, expected_version: int) -> StoredCase:
         """Save a new version of `case.name`, if its latest version is still `expected_version`."""
-        with self.store._writing() as conn:
+        with write_transaction(self.store.engine) as conn:
             row = self._current(conn, case.name, expected_version)
             now = datetime.now(UTC)
             version = row["version"] + 1
@@ -195,7 +195,7 @@ class CaseBook:
 
     def delete(self, name: str, *, expected_version: int) -> None:
         """Delete the case (its history stays), if its latest version is still `expected_version`."""
-        with self.store._writing() as conn:
+        with write_transaction(self.store.engine) as conn:
             row = self._current(conn, name, expected_version)
             now = datetime.now(UTC)
             version = row["version"] + 1

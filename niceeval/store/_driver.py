@@ -1,14 +1,14 @@
 """The store at the level of its DB-API driver (stdlib `sqlite3`, `psycopg` 3), without SQLAlchemy.
 
-SQLAlchemy and Alembic own the schema, its migrations and every read; the writes a suite run makes (`_write.py`)
-go through the driver itself, with SQL text made once per table and dialect: importing SQLAlchemy and its
-per-row parameter processing cost a small run more than the rest of its start-up, and a big run's writes take
-CPU from its event loop. This module parses a store URL the way SQLAlchemy does, opens
+SQLAlchemy and Alembic own the schema, its migrations and every read; the writes a suite run makes
+(`_statements.py`) go through the driver itself, with SQL text made once per table and dialect: importing
+SQLAlchemy and its per-row parameter processing cost a small run more than the rest of its start-up, and a big
+run's writes take CPU from its event loop. This module parses a store URL the way SQLAlchemy does, opens
 a connection the way `_open` configures SQLAlchemy's (SQLite: WAL, `synchronous=NORMAL`, foreign keys, writers
 taking the lock with `BEGIN IMMEDIATE`, a 60 s busy timeout; PostgreSQL: a 10 s connect timeout), reads the
 schema revision, and runs a write transaction (or, on SQLite, begins one only if no other writer holds the lock:
-`Busy`). `Session` is a connection in a transaction with its dialect's SQL:
-`Store` makes one from its SQLAlchemy connection, the run's writer from its own.
+`Busy`). `Session` is a connection in a transaction with its dialect's SQL: the shards' bookkeeping makes one from
+a SQLAlchemy connection, the recorder's `WriteConnection` from its own.
 """
 
 from __future__ import annotations
@@ -128,8 +128,8 @@ def connect(target: Target) -> Any:
             use_wal(connection, 60.0)  # readers never block the writer
             connection.execute("PRAGMA synchronous=NORMAL")  # a commit survives a killed process (not a power loss)
             connection.execute("PRAGMA foreign_keys=ON")
-            # The run's writer only appends: SQLite's default 2 MB page cache held pages it never reads again (the
-            # operating system caches the file anyway); 512 KB takes 2 MB off a suite's peak memory at the same speed.
+            # The recorder only appends: SQLite's default page cache (2 MB) holds pages it never reads again (the
+            # operating system caches the file anyway); a smaller one lowers a suite's peak memory, not its speed.
             connection.execute("PRAGMA cache_size=-512")
         except BaseException:
             connection.close()  # a damaged or locked file: not left to the collector
@@ -154,7 +154,7 @@ def postgresql_options(target: Target) -> dict[str, Any]:
 
 _SECONDS: dict[tuple[int, int, int, int, int, int], str] = {}
 """"YYYY-MM-DD HH:MM:SS" by wall-clock fields: a run's events fall in a few seconds, and `isoformat` formats
-through C's `printf`, twice the CPU of this lookup (4,000 stamps per 1,000 judged runs)."""
+through C's `printf`, which costs more than this lookup (every run stamps its events)."""
 
 
 def _second(when: datetime) -> str:
@@ -175,8 +175,8 @@ def stamp_sqlite(when: datetime) -> str:
 
 def stamp_postgresql(when: datetime) -> datetime | str:
     """A datetime as PostgreSQL's `timestamptz` takes it: the text of a UTC one (what niceeval stamps), built as
-    `stamp_sqlite` builds it (psycopg formats a datetime with `isoformat`, over 10,000 instructions each, a fifth
-    of a batch's writing); any other datetime as it is, for psycopg to adapt."""
+    `stamp_sqlite` builds it (psycopg formats a datetime with `isoformat`, a large share of a batch's writing);
+    any other datetime as it is, for psycopg to adapt."""
     if when.tzinfo is not UTC:
         return when
     return f"{_second(when)}.{when.microsecond:06d}+00"
@@ -187,9 +187,9 @@ def _bind_plainly() -> None:
 
     `sqlite3` binds the exact `int`, `float`, `str` and `bytes` types directly; any other parameter goes through its
     adapter protocol, which on Python 3.11 raises and formats an `AttributeError` (`__adapt__` on its protocol
-    type) when no adapter is registered: 8 `None` and 6 `bool` values in each judged run's rows, 30 million
-    instructions per 1,000 runs, a seventh of the writes. Process-wide, but what any caller's `None` and `bool`
-    parameters are stored as does not change, and an adapter the program registered itself is left in place.
+    type) when no adapter is registered, for each of the many `None` and `bool` values of a run's rows: a large
+    share of the writes. Process-wide, but what any caller's `None` and `bool` parameters are stored as does not
+    change, and an adapter the program registered itself is left in place.
     """
     if (type(None), sqlite3.PrepareProtocol) not in sqlite3.adapters:
         null: dict[None, None] = {}

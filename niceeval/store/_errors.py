@@ -1,4 +1,4 @@
-"""The store's error (a light module: the run's writer raises it without importing SQLAlchemy)."""
+"""The store's error (a light module: the recorder raises it without importing SQLAlchemy)."""
 
 from __future__ import annotations
 

@@ -13,10 +13,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from niceeval._core.events import Event
 from niceeval._core.outcome import Outcome
-from niceeval.store._start import ShardStatus as ShardStatus
-from niceeval.store._start import SuiteKind as SuiteKind
-from niceeval.store._start import SuiteRunStart as SuiteRunStart
-from niceeval.store._start import SuiteStatus as SuiteStatus
+from niceeval.store._suite_run import ShardStatus as ShardStatus
+from niceeval.store._suite_run import SuiteKind as SuiteKind
+from niceeval.store._suite_run import SuiteRunStart as SuiteRunStart
+from niceeval.store._suite_run import SuiteStatus as SuiteStatus
 
 
 class SuiteRunInfo(BaseModel):

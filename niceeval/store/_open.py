@@ -8,8 +8,9 @@ refused with the version that wrote it. Two processes opening one fresh store at
 
 from __future__ import annotations
 
-import re
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +47,7 @@ def masked(url: str) -> str:
     try:
         return make_url(url).render_as_string(hide_password=True)
     except ArgumentError:
-        return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
+        return _url.masked(url)
 
 
 def _scrub(text: str, url: URL) -> str:
@@ -112,6 +113,13 @@ def create_store_engine(url_text: str) -> Engine:
         engine.dispose()
         raise StoreError(_explain(exc, url)) from None
     return engine
+
+
+@contextmanager
+def write_transaction(engine: Engine) -> Iterator[Connection]:
+    """A connection of `engine` in a write transaction (SQLite: begun with `BEGIN IMMEDIATE`), committed at the end."""
+    with engine.connect().execution_options(niceeval_write=True) as conn, conn.begin():
+        yield conn
 
 
 def _connect_args(url: URL) -> dict[str, Any]:

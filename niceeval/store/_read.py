@@ -27,7 +27,7 @@ from niceeval.store._schema import (
     turns,
 )
 from niceeval.store._shards import list_shards
-from niceeval.store._write import totals
+from niceeval.store._statements import totals
 
 _CHUNK = 200  # eval runs loaded per round trip when streaming full records
 _PAGE = 500  # suite runs looked through per round trip for an eval's history

@@ -1,4 +1,4 @@
-"""A `RunResult` back from its table rows (`_write.insert_runs` writes them): every field the JSON report has
+"""A `RunResult` back from its table rows (`_statements.insert_runs` writes them): every field the JSON report has
 survives the round trip."""
 
 from __future__ import annotations

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,20 +20,11 @@ from sqlalchemy import Connection, func, insert, select, update
 
 from niceeval._core.summary import PlannedEval
 from niceeval.store._driver import session_of
-from niceeval.store._models import ShardInfo, ShardStatus, SuiteRunStart
+from niceeval.store._models import ShardInfo, SuiteRunStart
 from niceeval.store._open import StoreError
 from niceeval.store._schema import suite_runs, suite_shards
-from niceeval.store._write import insert_suite, totals
-
-
-@dataclass(frozen=True, slots=True)
-class ShardJoin:
-    """What joining a suite run as one shard found."""
-
-    created: bool
-    """This shard created the suite run (it was the first to start)."""
-    attempt: int
-    """1 on the shard's first start; more when it started before and did not finish (a retry)."""
+from niceeval.store._statements import insert_suite, totals
+from niceeval.store._suite_run import ShardJoin, SuiteEnd
 
 
 def lock_suite_run(conn: Connection, suite_run_id: str) -> None:
@@ -106,16 +96,7 @@ def _check_fits(
         )
 
 
-def finish_shard(
-    conn: Connection,
-    suite_run_id: str,
-    shard: int,
-    *,
-    status: ShardStatus,
-    exit_code: int | None,
-    duration_s: float,
-    errors: Sequence[dict[str, str]],
-) -> None:
+def finish_shard(conn: Connection, suite_run_id: str, shard: int, end: SuiteEnd) -> None:
     """Close one shard; the last shard to finish closes the suite run (status, exit code, totals).
 
     The suite run's errors are the union of its shards' (load errors repeat in every shard), its duration is the
@@ -128,10 +109,10 @@ def finish_shard(
         update(suite_shards)
         .where(_where(suite_run_id, shard))
         .values(
-            status=status,
+            status=end.status,
             finished_at=now,
-            exit_code=exit_code,
-            duration_s=func.coalesce(suite_shards.c.duration_s, 0.0) + duration_s,  # a retry adds its own time
+            exit_code=end.exit_code,
+            duration_s=func.coalesce(suite_shards.c.duration_s, 0.0) + end.duration_s,  # a retry adds its own time
         )
     )
     head = conn.execute(
@@ -141,7 +122,7 @@ def finish_shard(
         select(suite_shards.c.status, suite_shards.c.duration_s).where(suite_shards.c.suite_run_id == suite_run_id)
     ).all()
     merged: list[dict[str, str]] = list(head.errors or [])
-    merged += [e for e in errors if e not in merged]
+    merged += [dict(e) for e in end.errors if e not in merged]
     values: dict[str, Any] = {
         **totals(session_of(conn), suite_run_id),
         "errors": merged,

@@ -1,4 +1,4 @@
-"""`Store`: one results store (SQLite file or PostgreSQL database) and its read and write API."""
+"""`Store`: one results store (SQLite file or PostgreSQL database) and its read API (a `Recorder` writes runs)."""
 
 from __future__ import annotations
 
@@ -12,24 +12,21 @@ from sqlalchemy import Connection, Engine
 from niceeval._core.outcome import Outcome
 from niceeval._core.results import RunResult
 from niceeval._core.summary import PlannedEval
-from niceeval.store import _diff, _prune, _read, _shards, _write
+from niceeval.store import _diff, _read, _shards
 from niceeval.store._damage import damage_message, integrity_problems
 from niceeval.store._diff import DiffOptions
-from niceeval.store._driver import DIALECTS, Dialect, Target, parse_url, session_of
-from niceeval.store._lease import Lease, LeaseHeld, held_message, take_lease
+from niceeval.store._driver import UnsupportedUrl, parse_url
+from niceeval.store._lease import writer_gone
 from niceeval.store._models import (
     EvalRunInfo,
     RunDiff,
     ShardInfo,
-    ShardStatus,
     SuiteRunDetail,
     SuiteRunInfo,
-    SuiteRunStart,
     SuiteStatus,
     TurnRecord,
 )
 from niceeval.store._open import StoreError, create_store_engine, resolve_url
-from niceeval.store._write import RunRows
 
 
 class Store:
@@ -61,10 +58,6 @@ class Store:
         """The store's URL with any password masked."""
         return self.engine.url.render_as_string(hide_password=True)
 
-    def _target(self) -> Target:
-        """What the store's engine connects to, for a connection of the driver's own (a lease)."""
-        return parse_url(self.engine.url.render_as_string(hide_password=False))
-
     def close(self) -> None:
         """Release the store's connections."""
         self.engine.dispose()
@@ -92,13 +85,6 @@ class Store:
     def _reading(self) -> Iterator[Connection]:
         with self.engine.connect() as conn:
             yield conn
-
-    @contextmanager
-    def _writing(self) -> Iterator[Connection]:
-        with self.engine.connect().execution_options(niceeval_write=True) as conn, conn.begin():
-            yield conn
-
-    # reading
 
     def runs(
         self, *, limit: int = 20, offset: int = 0, status: Sequence[SuiteStatus] | None = None
@@ -153,6 +139,17 @@ class Store:
         with self._reading() as conn:
             return _read.pass_rates(conn, runs)
 
+    def abandoned(self, runs: Sequence[SuiteRunInfo]) -> set[str]:
+        """The ids of those of `runs` that say `running` but that no process writes any more: their writer was
+        killed, or could not record their end (a full disk). Told by the suite run's lease, which its writer holds
+        until it ends, however it ends; shards take none, so a suite run written by shards is never counted."""
+        try:
+            target = parse_url(self.engine.url.render_as_string(hide_password=False))
+        except UnsupportedUrl:
+            return set()
+        running = [r.id for r in runs if r.status == "running" and r.shard_count is None]
+        return {run_id for run_id in running if writer_gone(target, run_id)}
+
     def history(self, eval_id: str, *, limit: int = 50) -> list[EvalRunInfo]:
         """The eval's runs across suite runs: the latest suite run first, each suite run's runs in order."""
         with self._reading() as conn:
@@ -166,101 +163,3 @@ class Store:
         options = options or DiffOptions()
         with self._reading() as conn:
             return _diff.diff(conn, _read.resolve(conn, base), _read.resolve(conn, head), options)
-
-    # writing (the runner's sink uses these; each call is one committed transaction)
-
-    def lease(self, suite_run_id: str) -> Lease:
-        """The right to write suite run `suite_run_id`, held until released or this process ends.
-
-        Raises:
-            StoreError: another process is writing it (running or resuming it) right now.
-        """
-        try:
-            return take_lease(self._target(), suite_run_id)
-        except LeaseHeld:
-            raise StoreError(held_message(suite_run_id)) from None
-
-    def begin(self, start: SuiteRunStart, plan: Sequence[PlannedEval]) -> None:
-        """Record a new suite run, status `running`, with the evals it plans."""
-        with self._writing() as conn:
-            _write.insert_suite(session_of(conn), start, plan)
-
-    def extend(self, suite_run_id: str, plan: Sequence[PlannedEval]) -> None:
-        """Plan more evals (or more runs of planned ones) in an existing suite run, and mark it `running`."""
-        with self._writing() as conn:
-            session = session_of(conn)
-            _write.add_plan(session, suite_run_id, plan)
-            _write.reopen(session, suite_run_id)
-
-    def add(self, suite_run_id: str, results: Sequence[RunResult]) -> None:
-        """Record finished eval runs in a suite run."""
-        self.add_rows(suite_run_id, results)
-
-    def add_rows(self, suite_run_id: str, runs: Sequence[RunResult | RunRows]) -> None:
-        """Record finished eval runs, some already turned into their rows (a run's sink builds them as they end)."""
-        with self._writing() as conn:
-            _write.insert_runs(session_of(conn), suite_run_id, runs)
-
-    @property
-    def dialect(self) -> Dialect:
-        """What this store's database takes (rows built for `add_rows`)."""
-        return DIALECTS[self.engine.dialect.name]
-
-    def finish(
-        self,
-        suite_run_id: str,
-        *,
-        status: SuiteStatus,
-        exit_code: int | None,
-        duration_s: float,
-        errors: Sequence[dict[str, str]] = (),
-    ) -> None:
-        """Close a suite run: status, exit code, and totals counted from what it stored."""
-        with self._writing() as conn:
-            _write.finish_suite(
-                session_of(conn),
-                suite_run_id,
-                status=status,
-                exit_code=exit_code,
-                duration_s=duration_s,
-                errors=list(errors),
-            )
-
-    def join_shard(
-        self, start: SuiteRunStart, plan: Sequence[PlannedEval], *, shard: int, count: int, digest: str
-    ) -> _shards.ShardJoin:
-        """Create suite run `start.id` with the whole `plan`, or join it, as shard `shard` of `count`.
-
-        Safe when every shard starts at once: one creates the suite run, the others join it. `digest` stands for
-        the plan (every shard must plan the same eval runs).
-
-        Raises:
-            StoreError: the suite run exists without shards, with another count or plan, or this shard finished.
-        """
-        with self._writing() as conn:
-            return _shards.join_shard(conn, start, plan, shard=shard, count=count, digest=digest)
-
-    def finish_shard(
-        self,
-        suite_run_id: str,
-        shard: int,
-        *,
-        status: ShardStatus,
-        exit_code: int | None,
-        duration_s: float,
-        errors: Sequence[dict[str, str]] = (),
-    ) -> None:
-        """Close one shard of a suite run; when every shard has finished, the suite run is `finished`."""
-        with self._writing() as conn:
-            _shards.finish_shard(
-                conn, suite_run_id, shard, status=status, exit_code=exit_code, duration_s=duration_s, errors=errors
-            )
-
-    def gc(self, *, keep: int) -> tuple[int, int]:
-        """Delete every suite run but the `keep` latest; a suite run still `running` is kept.
-
-        Returns:
-            How many suite runs and eval runs were deleted.
-        """
-        with self._writing() as conn:
-            return _prune.delete_old(conn, keep)

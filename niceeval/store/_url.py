@@ -27,6 +27,11 @@ class StoreUrlError(NiceevalError):
     """A store URL that is not one of the documented forms (a `StoreError` to callers)."""
 
 
+def masked(location: str) -> str:
+    """A store location with the password of its URL (if any) replaced by `***`, for messages."""
+    return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", location)
+
+
 def resolve_url(value: str, root: Path) -> str:
     """A SQLAlchemy URL from what the user wrote; `StoreUrlError` names the right form for anything else.
 
@@ -50,7 +55,7 @@ def _from_url(text: str, scheme: str, rest: str, root: Path) -> str:
     if kind in ("postgresql", "postgres"):
         return f"postgresql+{driver or 'psycopg'}://{rest}"
     if kind != "sqlite":
-        shown = re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", text)
+        shown = masked(text)
         raise StoreUrlError(
             f"{shown}: niceeval does not store results in {kind!r} databases, only in SQLite and PostgreSQL; "
             f"write {_FORMS}."

@@ -17,8 +17,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from niceeval.store._case_code import case_source
-from niceeval.store._cases import DEFAULT_THRESHOLD, MAX_ROUNDS, CaseBook, CaseError, UiCase, explain
+from niceeval.store.cases import DEFAULT_THRESHOLD, MAX_ROUNDS, CaseBook, CaseError, UiCase, case_source, explain
 from niceeval.web._pages import render
 from niceeval.web._requests import store_of
 from niceeval.web._security import CSRF_COOKIE, form_is_genuine

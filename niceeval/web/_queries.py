@@ -17,8 +17,7 @@ from starlette.exceptions import HTTPException
 from niceeval._core.assertion import AssertionResult, JudgeCall
 from niceeval.render import JudgeModelUse
 from niceeval.store import RunNotFound, Store, SuiteRunInfo
-from niceeval.store._read import suite_runs_with
-from niceeval.store._schema import assertions, eval_runs, judge_calls, suite_runs
+from niceeval.store.tables import assertions, eval_runs, judge_calls, suite_runs, suite_runs_with
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,14 +10,18 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select
 
 from niceeval import RunResult
 from niceeval._core.summary import PlannedEval
+from niceeval.sandbox import bwrap_problem
 from niceeval.store import Store, SuiteRunStart
+from niceeval.store._recorder import SuiteEnd
 from niceeval.store._schema import eval_runs
+from tests.store.test_store import recording
 
 from ._project import Project
 
@@ -113,9 +117,10 @@ def test_resume_honours_runs_and_skips_what_is_stored(project: Project, store_ur
     write_evals(project, 2)
     with Store.open(store_url) as store:
         plan = [PlannedEval(id=eval_id(i), file="evals/marked.py", line=1) for i in range(2)]
-        store.begin(SuiteRunStart(id="unfinished1"), plan)
         done = RunResult(eval_id=eval_id(0), file="evals/marked.py", line=1, outcome="passed", duration_s=0.1)
-        store.add("unfinished1", [done])
+        with recording(store) as recorder:
+            recorder.begin(SuiteRunStart(id="unfinished1"), plan)
+            recorder.add("unfinished1", [done])
         resumed = project.run("--resume", "unfinished1", "--runs", "2", "--store", store_url)
         assert resumed.code == 0, resumed.output
         assert sorted(store.outcomes("unfinished1")) == [(eval_id(i), n) for i in range(2) for n in range(2)]
@@ -192,12 +197,13 @@ def test_adaptive_runs_are_stored_per_eval_and_a_resume_goes_on_deciding(project
     with Store.open(store_url) as store:
         assert {p.id: p.runs for p in store.planned(report["run_id"])} == {eval_id(0): 4, eval_id(1): 2}
         plan = [PlannedEval(id=eval_id(i), file="evals/marked.py", line=1, runs=2) for i in range(2)]
-        store.begin(SuiteRunStart(id="unfinished2"), plan)
         stored = [
             RunResult(eval_id=eval_id(0), file="evals/marked.py", line=1, outcome="passed", duration_s=0.1, run_index=n)
             for n in range(3)
         ]
-        store.add("unfinished2", stored)
+        with recording(store) as recorder:
+            recorder.begin(SuiteRunStart(id="unfinished2"), plan)
+            recorder.add("unfinished2", stored)
         resumed = project.run("--resume", "unfinished2", "--runs", "2..4", "--store", store_url)
         assert resumed.code == 1, resumed.output
         assert sorted(store.outcomes("unfinished2")) == [
@@ -206,3 +212,51 @@ def test_adaptive_runs_are_stored_per_eval_and_a_resume_goes_on_deciding(project
         ]
         assert {p.id: p.runs for p in store.planned("unfinished2")} == {eval_id(0): 4, eval_id(1): 2}
     assert markers(project) == {"e0": 5, "e1": 4}  # e0: only its 4th run ran again; e1: its two
+
+
+BIG = """
+@define_eval
+async def e{i}(t):
+    t.check("ok " + "x" * 30_000, includes("ok"))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_a_resume_that_meets_a_full_disk_ends_its_suite_run_incomplete_never_running(
+    project: Project, tmp_path: Path
+) -> None:
+    """The store sits on a disk (a tmpfs of bwrap's) with a few KB to spare, from too little for the resume to
+    start to enough for all its runs: whatever fits, the suite run ends `incomplete` (or `finished`), never left
+    `running` by an end that did not fit (issue 41)."""
+    problem = bwrap_problem()
+    if problem is not None:
+        pytest.skip(problem)
+    project.write("evals/big.py", MARKED.format(evals="".join(BIG.format(i=i) for i in range(6))))
+    kept = tmp_path / "results.db"
+    plan = [PlannedEval(id=f"evals/big.py::e{i}", file="evals/big.py", line=1) for i in range(6)]
+    done = [RunResult(eval_id=f"evals/big.py::e{i}", file="evals/big.py", line=1, outcome="passed", duration_s=0.1)
+            for i in range(2)]  # fmt: skip
+    with Store.open(f"sqlite:///{kept}") as store, recording(store) as recorder:
+        recorder.begin(SuiteRunStart(id="s1"), plan)
+        recorder.add("s1", done)
+        recorder.finish("s1", SuiteEnd(status="incomplete", exit_code=1, duration_s=1.0))  # the first attempt
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NICEEVAL")}
+    ended: dict[int, str] = {}
+    for spare_kb in range(4, 41, 4):
+        out = tmp_path / f"spare{spare_kb}"
+        out.mkdir()
+        resume = f"{sys.executable} -m niceeval.cli run --resume s1 --store {disk / 'results.db'} --no-cache"
+        size = kept.stat().st_size + 32 * 1024 + spare_kb * 1024  # the database, its shared-memory index, the room
+        done_run = subprocess.run(
+            ["bwrap", "--dev-bind", "/", "/", "--size", str(size), "--tmpfs", str(disk), "sh", "-c",
+             f"cp {kept} {disk}/ && {resume}; cp {disk / 'results.db'} {out}/"],
+            cwd=project.root, env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert "Traceback" not in done_run.stderr, done_run.stderr
+        with Store.open(f"sqlite:///{out / 'results.db'}") as copy:
+            ended[spare_kb] = copy.run("s1").run.status
+    assert "running" not in ended.values(), ended
+    assert ended[4] == "incomplete" and ended[40] == "finished", ended  # no room at all; room for every run

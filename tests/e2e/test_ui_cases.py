@@ -4,7 +4,7 @@ them, and `niceeval cases export` writes them as code that runs the same way."""
 from __future__ import annotations
 
 from niceeval.store import Store
-from niceeval.store._cases import CaseBook, CaseRound, UiCase
+from niceeval.store.cases import CaseBook, CaseRound, UiCase
 
 from ._project import Project
 

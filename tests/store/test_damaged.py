@@ -14,9 +14,9 @@ import pytest
 from niceeval.cli._main import main
 from niceeval.judge._cache import JudgeCache, JudgeCacheDamaged
 from niceeval.store import Store, StoreError, SuiteRunStart
-from niceeval.store._sink import StoreSink
+from niceeval.store._recorder import Recorder
 
-from .test_sink import summary_of
+from .test_sink import sink_of, summary_of
 from .test_store import planned, result
 
 MOVE_AWAY = "move it away"
@@ -25,7 +25,7 @@ MOVE_AWAY = "move it away"
 def _store_with_runs(path: Path) -> None:
     with Store.open(f"sqlite:///{path}") as store:
         for n in range(3):
-            sink = StoreSink(store, SuiteRunStart(id=f"s{n}"))
+            sink = sink_of(store, SuiteRunStart(id=f"s{n}"))
             sink.start(planned(*(f"e{i}" for i in range(40))), [])
             for i in range(40):
                 sink.run_finished(result(f"e{i}").model_copy(update={"skip_reason": "x" * 3000}))
@@ -142,18 +142,15 @@ def test_a_garbled_judge_cache_says_so_once(tmp_path: Path, capsys: pytest.Captu
 
 
 def test_garbled_pages_met_by_the_runs_writer_are_named(sound: Path, tmp_path: Path) -> None:
-    from niceeval.store._writer import RunWriter, open_recorder
-
     path = _copy(sound, tmp_path)
-    writer = open_recorder(str(path), tmp_path)
-    assert isinstance(writer, RunWriter)
+    recorder = Recorder.open(str(path), tmp_path)
     data = bytearray(path.read_bytes())  # damaged under the open writer's feet
     page = int.from_bytes(data[16:18], "big")
     for n in range(10, len(data) // page - 2):
         data[n * page + 8 : n * page + 400] = b"\xde\xad" * 196
     path.write_bytes(bytes(data))
     warnings = io.StringIO()
-    sink = StoreSink(writer, SuiteRunStart(id="new"), warnings=warnings)
+    sink = recorder.sink(SuiteRunStart(id="new"), warnings=warnings)
     sink.start(planned("e0"), [])
     sink.run_finished(result("e0"))
     sink.finish(summary_of(["e0"]))
@@ -162,4 +159,4 @@ def test_garbled_pages_met_by_the_runs_writer_are_named(sound: Path, tmp_path: P
     assert sink.error is not None and f"{path} is damaged (" in sink.error and MOVE_AWAY in sink.error
     assert "were not stored in the results store" in warnings.getvalue()
     with pytest.raises(StoreError, match=rf"{path} is damaged \(.*\): {MOVE_AWAY}"):
-        open_recorder(str(path), tmp_path)  # the next run: refused by name before any eval runs
+        Recorder.open(str(path), tmp_path)  # the next run: refused by name before any eval runs

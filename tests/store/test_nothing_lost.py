@@ -17,10 +17,10 @@ from niceeval._core.results import RunResult
 from niceeval._run.storing import plan_resume
 from niceeval.cli._views import report_run, runs_table
 from niceeval.store import Store, StoreError, SuiteRunStart
-from niceeval.store._sink import StoreSink
+from niceeval.store._recorder import StoreSink
 
-from .test_sink import summary_of
-from .test_store import planned, result
+from .test_sink import recorder_of, sink_of, summary_of
+from .test_store import planned, recording, result
 
 
 @pytest.fixture
@@ -37,7 +37,7 @@ def odd(eval_id: str) -> RunResult:
 
 
 def test_a_lone_surrogate_is_stored_as_the_json_report_has_it_and_takes_no_run_with_it(store: Store) -> None:
-    sink = StoreSink(store, SuiteRunStart(id="s1"))
+    sink = sink_of(store, SuiteRunStart(id="s1"))
     for run in (result("a"), odd("b"), result("c")):  # queued before the writer starts: one batch
         sink.run_finished(run)
     sink.start(planned("a", "b", "c"), [])
@@ -52,7 +52,7 @@ def test_a_lone_surrogate_is_stored_as_the_json_report_has_it_and_takes_no_run_w
 def incomplete_suite(store: Store) -> StoreSink:
     """A suite run of a, b, c whose batch holds a second copy of a's run, which the store refuses."""
     warnings = io.StringIO()
-    sink = StoreSink(store, SuiteRunStart(id="s1"), warnings=warnings)
+    sink = sink_of(store, SuiteRunStart(id="s1"), warnings=warnings)
     twin = result("a", "failed", score=0.0)
     for run in (result("a"), twin, result("b")):  # c never arrives: the suite is resumable for it as well
         sink.run_finished(run)
@@ -71,7 +71,7 @@ def test_one_refused_run_is_isolated_and_the_first_stored_copy_wins(store: Store
 def test_a_suite_run_with_unstored_runs_is_incomplete_and_resumable(store: Store) -> None:
     incomplete_suite(store)
     assert store.run("s1").run.status == "incomplete"
-    plan = plan_resume(store, SuiteRunStart(id="new"), [], None, None)  # the latest unfinished one
+    plan = plan_resume(recorder_of(store), SuiteRunStart(id="new"), [], None, None)  # the latest unfinished one
     assert plan.sink.run_id == "s1" and plan.done == {("a", 0), ("b", 0)}
     assert "incomplete (2/3 runs)" in runs_table(store.runs())[1]
 
@@ -108,18 +108,19 @@ def test_the_store_password_in_the_command_line_is_never_stored(store: Store, tm
     command = ["niceeval", "run", "--store", "postgresql://ci:s3cret-store-pass@db.internal/evals", "--runs", "2"]
     start = suite_start(tmp_path, None, strict=False, min_pass_rate=1.0, command=command)
     assert start.command[3] == "postgresql://ci:[redacted]@db.internal/evals"
-    store.begin(start, planned("a"))
+    with recording(store) as recorder:
+        recorder.begin(start, planned("a"))
     assert "s3cret-store-pass" not in str(store.run(start.id).run.command)
 
 
 HOLDER = """
 import sys
-from niceeval.store import Store
+from niceeval.store._recorder import Recorder
 
-with Store.open(sys.argv[1]) as store:
-    lease = store.lease(sys.argv[2])
-    print("held", flush=True)
-    sys.stdin.read()  # until the test closes it
+recorder = Recorder.open(sys.argv[1], __import__("pathlib").Path.cwd())
+lease = recorder.lease(sys.argv[2])
+print("held", flush=True)
+sys.stdin.read()  # until the test closes it
 """
 
 
@@ -133,10 +134,10 @@ def test_a_second_resume_of_a_run_being_written_refuses_and_goes_once_the_writer
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "held\n"
         with pytest.raises(StoreError, match="suite run s1 is being written by another niceeval process right now"):
-            plan_resume(store, SuiteRunStart(id="new"), [], None, "s1")
+            plan_resume(recorder_of(store), SuiteRunStart(id="new"), [], None, "s1")
     finally:
         holder.communicate(timeout=30)  # a killed writer frees the lease the same way
-    plan = plan_resume(store, SuiteRunStart(id="new"), [], None, "s1")
+    plan = plan_resume(recorder_of(store), SuiteRunStart(id="new"), [], None, "s1")
     other = subprocess.run(  # now this process is the writer: another is refused
         [sys.executable, "-c", HOLDER, store_url, "s1"], capture_output=True, text=True, timeout=30
     )
@@ -146,3 +147,30 @@ def test_a_second_resume_of_a_run_being_written_refuses_and_goes_once_the_writer
     plan.sink.finish(summary_of(["a", "b", "c"]))
     plan.sink.settle()
     assert (store.run("s1").run.status, store.run("s1").run.runs_done) == ("finished", 3)
+
+
+def test_runs_shows_a_suite_run_left_running_by_a_writer_that_is_gone_as_interrupted(
+    store: Store, store_url: str, tmp_path: Path
+) -> None:
+    """A suite run whose writer died before it could record its end (killed, or its store full) says `running`
+    forever; `niceeval runs` tells it from one still being written by its lease, free once its writer is gone."""
+    with recording(store) as recorder:
+        for run_id in ("gone", "live"):
+            recorder.begin(SuiteRunStart(id=run_id), planned("a", "b"))
+            recorder.add(run_id, [result("a")])
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, store_url, "live"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        listed = subprocess.run(
+            [sys.executable, "-m", "niceeval.cli", "runs", "--store", store_url],
+            cwd=tmp_path, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    finally:
+        holder.communicate(timeout=30)
+    assert listed.returncode == 0, listed.stderr
+    lines = {line.split()[0]: line for line in listed.stdout.splitlines()[1:]}
+    assert lines["gone"].endswith("interrupted (1/2 runs)")
+    assert lines["live"].endswith("running (1/2 runs)")
+    assert store.run("gone").run.status == "running"  # what is stored stays: `--resume` completes it

@@ -12,6 +12,8 @@ from niceeval.store import Store, StoreError, SuiteRunStart
 from niceeval.store._open import migrate, upgrade_with_alembic
 from niceeval.store._schema import SCHEMA_REVISION, metadata
 
+from .test_store import recording
+
 
 def _schema_diff(url: str) -> list[object]:
     from alembic.autogenerate import compare_metadata
@@ -43,8 +45,8 @@ def test_a_fresh_store_gets_the_tables_and_the_current_revision(store_url: str) 
 
 
 def test_opening_a_current_store_again_keeps_its_runs(store_url: str) -> None:
-    with Store.open(store_url) as store:
-        store.begin(SuiteRunStart(id="kept"), [])
+    with Store.open(store_url) as store, recording(store) as recorder:
+        recorder.begin(SuiteRunStart(id="kept"), [])
     with Store.open(store_url) as store:
         assert [r.id for r in store.runs()] == ["kept"]
 
@@ -179,8 +181,9 @@ def test_a_store_from_before_clusters_is_upgraded_and_its_runs_have_none(store_u
     from niceeval.store._open import _MIGRATIONS
 
     with Store.open(store_url) as store:
-        store.begin(SuiteRunStart(id="old", command=["niceeval", "run"]),
-                    [PlannedEval(id="a", file="evals/a.py", line=1, cluster="document=x")])  # fmt: skip
+        with recording(store) as recorder:
+            recorder.begin(SuiteRunStart(id="old", command=["niceeval", "run"]),
+                           [PlannedEval(id="a", file="evals/a.py", line=1, cluster="document=x")])  # fmt: skip
         with store.engine.begin() as conn:  # back to schema 0008, as an older niceeval left it
             config = Config()
             config.set_main_option("script_location", str(_MIGRATIONS))

@@ -13,7 +13,7 @@ from niceeval._core.errors import ErrorInfo
 from niceeval._core.events import ActionCalledEvent, MessageEvent
 from niceeval.store import Store, SuiteRunStart
 
-from .test_store import planned
+from .test_store import planned, recording
 
 KEY = "sk-proj-Zq8vN2xLmK4pR7tY1wE3uI9oA"
 
@@ -58,8 +58,9 @@ def stored_text(store: Store) -> str:
 
 
 def test_credentials_are_scrubbed_from_every_table(store: Store) -> None:
-    store.begin(SuiteRunStart(id="s"), planned("e"))
-    store.add("s", [leaky()])
+    with recording(store) as recorder:
+        recorder.begin(SuiteRunStart(id="s"), planned("e"))
+        recorder.add("s", [leaky()])
     everything = stored_text(store)
     assert KEY not in everything
     assert "eyJhbGciOiJIUzI1NiJ9" not in everything
@@ -68,8 +69,9 @@ def test_credentials_are_scrubbed_from_every_table(store: Store) -> None:
 
 
 def test_scrubbing_keeps_the_rest_of_the_record(store: Store) -> None:
-    store.begin(SuiteRunStart(id="s"), planned("e"))
-    store.add("s", [leaky()])
+    with recording(store) as recorder:
+        recorder.begin(SuiteRunStart(id="s"), planned("e"))
+        recorder.add("s", [leaky()])
     back = store.eval_run("s", "e")
     assert back.error is not None and back.error.message == "Incorrect API key provided: [redacted]"
     assert back.events[1].input == {  # type: ignore[union-attr]
@@ -83,6 +85,7 @@ def test_a_clean_run_is_stored_unchanged(store: Store) -> None:
         eval_id="e", file="evals/a.py", line=1, outcome="passed", duration_s=0.1,
         events=[MessageEvent(role="assistant", text="The bearer of the token is Ann; the secret is kindness.", seq=0)],
     )  # fmt: skip
-    store.begin(SuiteRunStart(id="s"), planned("e"))
-    store.add("s", [clean])
+    with recording(store) as recorder:
+        recorder.begin(SuiteRunStart(id="s"), planned("e"))
+        recorder.add("s", [clean])
     assert store.eval_run("s", "e") == clean

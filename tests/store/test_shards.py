@@ -9,8 +9,9 @@ import pytest
 
 from niceeval._core.outcome import Outcome
 from niceeval.store import Store, StoreError, SuiteRunStart
+from niceeval.store._recorder import ShardJoin, SuiteEnd
 
-from .test_store import planned, result
+from .test_store import planned, recording, result
 
 PLAN = planned("a.py::e0", "a.py::e1", "a.py::e2")
 
@@ -21,16 +22,26 @@ def store(store_url: str) -> Iterator[Store]:
         yield opened
 
 
+def join_as(store: Store, shard: int, count: int = 3, *, digest: str = "plan-1", run_id: str = "gh-1") -> ShardJoin:
+    with recording(store) as recorder:
+        return recorder.join_shard(SuiteRunStart(id=run_id), PLAN, shard=shard, count=count, digest=digest)
+
+
 def join(store: Store, shard: int, count: int = 3, *, digest: str = "plan-1", run_id: str = "gh-1") -> int:
-    return store.join_shard(SuiteRunStart(id=run_id), PLAN, shard=shard, count=count, digest=digest).attempt
+    return join_as(store, shard, count, digest=digest, run_id=run_id).attempt
 
 
 def finish(store: Store, shard: int, *, duration_s: float = 1.0, errors: list[dict[str, str]] | None = None) -> None:
-    store.finish_shard("gh-1", shard, status="finished", exit_code=0, duration_s=duration_s, errors=errors or [])
+    end_as(store, shard, SuiteEnd(status="finished", exit_code=0, duration_s=duration_s, errors=tuple(errors or ())))
+
+
+def end_as(store: Store, shard: int, end: SuiteEnd) -> None:
+    with recording(store) as recorder:
+        recorder.finish_shard("gh-1", shard, end)
 
 
 def test_the_first_shard_creates_the_suite_run_with_the_whole_plan(store: Store) -> None:
-    joined = store.join_shard(SuiteRunStart(id="gh-1"), PLAN, shard=2, count=3, digest="plan-1")
+    joined = join_as(store, 2)
     assert (joined.created, joined.attempt) == (True, 1)
     info = store.run("gh-1").run
     assert (info.status, info.shard_count, info.shards_done, info.evals) == ("running", 3, 0, 3)
@@ -39,7 +50,7 @@ def test_the_first_shard_creates_the_suite_run_with_the_whole_plan(store: Store)
 
 def test_the_other_shards_join_it(store: Store) -> None:
     join(store, 1)
-    joined = store.join_shard(SuiteRunStart(id="gh-1"), PLAN, shard=3, count=3, digest="plan-1")
+    joined = join_as(store, 3)
     assert (joined.created, joined.attempt) == (False, 1)
     assert [(s.shard, s.status) for s in store.shards("gh-1")] == [(1, "running"), (3, "running")]
     assert len(store.runs()) == 1
@@ -49,7 +60,8 @@ def test_the_suite_run_finishes_when_its_last_shard_does(store: Store) -> None:
     outcomes: list[Outcome] = ["passed", "failed", "passed"]
     for shard in (1, 2, 3):
         join(store, shard)
-        store.add("gh-1", [result(f"a.py::e{shard - 1}", outcomes[shard - 1])])
+        with recording(store) as recorder:
+            recorder.add("gh-1", [result(f"a.py::e{shard - 1}", outcomes[shard - 1])])
     finish(store, 3, duration_s=4.0)
     finish(store, 1, duration_s=2.0)
     info = store.run("gh-1").run
@@ -79,7 +91,7 @@ def test_a_shard_that_finished_is_refused(store: Store) -> None:
 
 def test_a_shard_that_did_not_finish_joins_again_as_its_next_attempt(store: Store) -> None:
     join(store, 1)
-    store.finish_shard("gh-1", 1, status="interrupted", exit_code=130, duration_s=1.0, errors=[])
+    end_as(store, 1, SuiteEnd(status="interrupted", exit_code=130, duration_s=1.0))
     assert join(store, 1) == 2
     assert join(store, 1) == 3  # killed again without a word: still running, still allowed
     shard = store.shards("gh-1")[0]
@@ -99,7 +111,8 @@ def test_a_shard_that_plans_other_eval_runs_is_refused(store: Store) -> None:
 
 
 def test_a_suite_run_made_without_run_id_cannot_be_joined(store: Store) -> None:
-    store.begin(SuiteRunStart(id="gh-1"), PLAN)
+    with recording(store) as recorder:
+        recorder.begin(SuiteRunStart(id="gh-1"), PLAN)
     with pytest.raises(StoreError, match=r"was not started with --run-id.*--resume gh-1"):
         join(store, 1)
 

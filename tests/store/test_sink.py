@@ -1,4 +1,4 @@
-"""The store's sink: runs written off the event loop, committed as they finish, losses counted and reported."""
+"""The store's sink (`StoreSink`): runs written off the event loop, committed as they finish, losses counted."""
 
 from __future__ import annotations
 
@@ -6,15 +6,20 @@ import io
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import create_engine, make_url, text
 
+from niceeval._core.results import RunResult
 from niceeval._core.summary import EvalTally, SuiteSummary
 from niceeval.store import Store, SuiteRunStart
-from niceeval.store._sink import StoreSink
+from niceeval.store._connection import WriteConnection
+from niceeval.store._driver import parse_url
+from niceeval.store._recorder import Recorder, StoreSink, SuiteEnd
+from niceeval.store._statements import RunRows
 
 from .test_store import planned, result  # the same records as the store tests
 
@@ -23,6 +28,22 @@ from .test_store import planned, result  # the same records as the store tests
 def store(store_url: str) -> Iterator[Store]:
     with Store.open(store_url) as opened:
         yield opened
+
+
+OPENED: list[Recorder] = []
+"""The recorders `recorder_of` opened, closed after each test (`conftest.py`)."""
+
+
+def recorder_of(store: Store) -> Recorder:
+    """What writes into `store`, as the runner opens it."""
+    recorder = Recorder.of(store)
+    OPENED.append(recorder)
+    return recorder
+
+
+def sink_of(store: Store, start: SuiteRunStart, **options: Any) -> StoreSink:
+    """The sink recording suite run `start.id` into `store`, as the runner makes it."""
+    return recorder_of(store).sink(start, **options)
 
 
 def summary_of(plan_ids: list[str], *, interrupted: bool = False) -> SuiteSummary:
@@ -60,7 +81,7 @@ def break_store(store: Store, url: str) -> None:
 
 
 def test_a_finished_run_is_committed_before_the_suite_ends(store: Store) -> None:
-    sink = StoreSink(store, SuiteRunStart(id="s1"))
+    sink = sink_of(store, SuiteRunStart(id="s1"))
     sink.start(planned("a", "b"), [])
     sink.run_finished(result("a"))
     wait_until_stored(store, "s1", 1)  # visible to another connection while the suite still runs
@@ -73,7 +94,7 @@ def test_a_finished_run_is_committed_before_the_suite_ends(store: Store) -> None
 
 
 def test_an_interrupted_suite_is_stored_as_interrupted(store: Store) -> None:
-    sink = StoreSink(store, SuiteRunStart(id="s1"))
+    sink = sink_of(store, SuiteRunStart(id="s1"))
     sink.start(planned("a", "b"), [])
     sink.run_finished(result("a"))
     sink.finish(summary_of(["a", "b"], interrupted=True))
@@ -83,7 +104,7 @@ def test_an_interrupted_suite_is_stored_as_interrupted(store: Store) -> None:
 
 def test_many_runs_arriving_at_once_are_all_stored(store: Store) -> None:
     ids = [f"e{i}" for i in range(600)]  # more than one batch
-    sink = StoreSink(store, SuiteRunStart(id="s1"))
+    sink = sink_of(store, SuiteRunStart(id="s1"))
     sink.start(planned(*ids), [])
     for eval_id in ids:
         sink.run_finished(result(eval_id))
@@ -94,7 +115,7 @@ def test_many_runs_arriving_at_once_are_all_stored(store: Store) -> None:
 
 def test_a_store_going_away_mid_run_is_a_warning_counting_the_unstored_runs(store: Store, store_url: str) -> None:
     warnings = io.StringIO()
-    sink = StoreSink(store, SuiteRunStart(id="s1"), warnings=warnings)
+    sink = sink_of(store, SuiteRunStart(id="s1"), warnings=warnings)
     sink.start(planned("a", "b", "c"), [])
     sink.run_finished(result("a"))
     wait_until_stored(store, "s1", 1)
@@ -112,50 +133,60 @@ def test_resume_without_an_id_skips_unfinished_pytest_sessions(store: Store) -> 
     from niceeval._run.storing import plan_resume
 
     for run_id, kind in (("r1", "run"), ("p1", "pytest")):  # the pytest session is the latest
-        sink = StoreSink(store, SuiteRunStart(id=run_id, kind=kind))
+        sink = sink_of(store, SuiteRunStart(id=run_id, kind=kind))
         sink.start(planned("a", "b"), [])
         sink.run_finished(result("a"))
         sink.finish(summary_of(["a", "b"], interrupted=True))
         sink.settle()
-    plan = plan_resume(store, SuiteRunStart(id="new"), [], None, None)
+    plan = plan_resume(recorder_of(store), SuiteRunStart(id="new"), [], None, None)
     assert plan.sink.run_id == "r1"  # `niceeval run --resume` finishes niceeval runs, never a pytest session
 
 
-class CountingStore(Store):
-    """The real store, counting its write transactions of eval runs."""
+class CountingConnection(WriteConnection):
+    """The real connection, counting the eval runs of each transaction that writes some."""
 
     adds: list[int]
 
-    def add_rows(self, suite_run_id: str, runs: object) -> None:  # type: ignore[override]
-        self.adds.append(len(runs))  # type: ignore[arg-type]
-        super().add_rows(suite_run_id, runs)  # type: ignore[arg-type]
+    def add(self, suite_run_id: str, runs: Sequence[RunResult | RunRows]) -> None:
+        self.adds.append(len(runs))
+        super().add(suite_run_id, runs)
+
+    def add_now(self, suite_run_id: str, runs: Sequence[RunResult | RunRows]) -> bool:
+        written = super().add_now(suite_run_id, runs)
+        self.adds += [len(runs)] if written else []
+        return written
+
+    def end_now(self, suite_run_id: str, runs: Sequence[RunResult | RunRows], end: SuiteEnd) -> bool:
+        ended = super().end_now(suite_run_id, runs, end)
+        self.adds += [len(runs)] if ended and runs else []
+        return ended
 
 
 def test_runs_finishing_close_together_share_one_transaction(store_url: str) -> None:
-    with CountingStore.open(store_url) as store:
-        assert isinstance(store, CountingStore)
-        store.adds = []
-        ids = [f"e{i}" for i in range(20)]
-        sink = StoreSink(store, SuiteRunStart(id="s1"))
-        sink.start(planned(*ids), [])
-        for eval_id in ids:  # one run every 5 ms: a writer taking what had queued would commit nearly each alone
-            sink.run_finished(result(eval_id))
-            time.sleep(0.005)
-        sink.finish(summary_of(ids))
-        sink.settle()
-        assert sum(store.adds) == 20 and len(store.adds) <= 2  # gathered a quarter second at a time
-        assert store.run("s1").run.runs_done == 20
+    Store.open(store_url).close()
+    connection = CountingConnection.of_driver(parse_url(store_url))
+    connection.adds = []
+    ids = [f"e{i}" for i in range(20)]
+    sink = Recorder(connection, url=store_url).sink(SuiteRunStart(id="s1"))
+    sink.start(planned(*ids), [])
+    for eval_id in ids:  # one run every 5 ms: a writer taking what had queued would commit nearly each alone
+        sink.run_finished(result(eval_id))
+        time.sleep(0.005)
+    sink.finish(summary_of(ids))
+    sink.settle()
+    assert sum(connection.adds) == 20 and len(connection.adds) <= 2  # gathered a quarter second at a time
+    assert sink.store.run("s1").run.runs_done == 20
+    sink.close()
 
 
 ENDS_WITHOUT_WAITING = """
 import sys
 sys.path.insert(0, sys.argv[2])
 from niceeval.store import Store, SuiteRunStart
-from niceeval.store._sink import StoreSink
-from store.test_sink import planned, result, summary_of
+from store.test_sink import planned, result, sink_of, summary_of
 
 store = Store.open(sys.argv[1])
-sink = StoreSink(store, SuiteRunStart(id="s1"))
+sink = sink_of(store, SuiteRunStart(id="s1"))
 sink.start(planned("a", "b"), [])
 sink.run_finished(result("a"))
 sink.run_finished(result("b", "failed", score=0.0))
@@ -181,7 +212,7 @@ def test_finish_returns_at_once_and_the_process_still_waits_for_the_last_runs(st
 
 
 def test_what_reads_the_outcome_waits_for_the_writer(store: Store) -> None:
-    sink = StoreSink(store, SuiteRunStart(id="s1"))
+    sink = sink_of(store, SuiteRunStart(id="s1"))
     sink.start(planned("a"), [])
     sink.run_finished(result("a"))
     sink.finish(summary_of(["a"]))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -14,6 +15,7 @@ from niceeval._core.outcome import Outcome
 from niceeval._core.results import Spend
 from niceeval._core.summary import PlannedEval
 from niceeval.store import DiffOptions, RunNotFound, Store, SuiteRunStart
+from niceeval.store._recorder import Recorder, SuiteEnd
 
 
 @pytest.fixture
@@ -95,11 +97,22 @@ def full_result() -> RunResult:
     )
 
 
+@contextmanager
+def recording(store: Store) -> Iterator[Recorder]:
+    """What writes suite runs into `store` (as the runner does)."""
+    recorder = Recorder.of(store)
+    try:
+        yield recorder
+    finally:
+        recorder.close()
+
+
 def record(store: Store, run_id: str, results: list[RunResult], *, plan: list[PlannedEval] | None = None) -> None:
     ids = list(dict.fromkeys(r.eval_id for r in results))
-    store.begin(SuiteRunStart(id=run_id, command=["niceeval", "run"]), plan or planned(*ids))
-    store.add(run_id, results)
-    store.finish(run_id, status="finished", exit_code=0, duration_s=1.0)
+    with recording(store) as recorder:
+        recorder.begin(SuiteRunStart(id=run_id, command=["niceeval", "run"]), plan or planned(*ids))
+        recorder.add(run_id, results)
+        recorder.finish(run_id, SuiteEnd(status="finished", exit_code=0, duration_s=1.0))
 
 
 def test_a_run_reads_back_equal_to_what_was_written(store: Store) -> None:
@@ -146,8 +159,9 @@ def test_runs_are_listed_latest_first(store: Store) -> None:
 
 
 def test_a_running_suite_run_counts_what_it_stored_so_far(store: Store) -> None:
-    store.begin(SuiteRunStart(id="live"), planned("a", "b"))
-    store.add("live", [result("a")])
+    with recording(store) as recorder:
+        recorder.begin(SuiteRunStart(id="live"), planned("a", "b"))
+        recorder.add("live", [result("a")])
     info = store.runs()[0]
     assert (info.status, info.runs_done, info.runs_planned, info.passed) == ("running", 1, 2, 1)
 
@@ -173,8 +187,9 @@ def test_an_unknown_run_says_how_to_list_runs(store: Store) -> None:
 
 def test_run_detail_lists_eval_runs_in_plan_order(store: Store) -> None:
     plan = planned("z", "a", runs=2)
-    store.begin(SuiteRunStart(id="r"), plan)
-    store.add("r", [result("a", run_index=1), result("z", run_index=1), result("a"), result("z", "failed")])
+    with recording(store) as recorder:
+        recorder.begin(SuiteRunStart(id="r"), plan)
+        recorder.add("r", [result("a", run_index=1), result("z", run_index=1), result("a"), result("z", "failed")])
     detail = store.run("r")
     assert [(s.eval_id, s.run_index, s.outcome) for s in detail.eval_runs] == [
         ("z", 0, "failed"), ("z", 1, "passed"), ("a", 0, "passed"), ("a", 1, "passed"),
@@ -222,11 +237,12 @@ def test_diff_finds_flips_new_and_gone_evals_and_moved_scores(store: Store) -> N
 
 def test_diff_calls_a_drop_over_many_runs_a_regression(store: Store) -> None:
     plan = planned("a", "b", runs=12)
-    store.begin(SuiteRunStart(id="base", command=["niceeval", "run"]), plan)
-    store.add("base", [result(e, run_index=i) for e in "ab" for i in range(12)])
-    store.begin(SuiteRunStart(id="head", command=["niceeval", "run"]), plan)
-    store.add("head", [result("a", run_index=i) for i in range(12)])
-    store.add("head", [result("b", "failed", run_index=i) for i in range(12)])
+    with recording(store) as recorder:
+        recorder.begin(SuiteRunStart(id="base", command=["niceeval", "run"]), plan)
+        recorder.add("base", [result(e, run_index=i) for e in "ab" for i in range(12)])
+        recorder.begin(SuiteRunStart(id="head", command=["niceeval", "run"]), plan)
+        recorder.add("head", [result("a", run_index=i) for i in range(12)])
+        recorder.add("head", [result("b", "failed", run_index=i) for i in range(12)])
     diff = store.diff("base", "head")
     assert [(c.eval_id, c.regressed, c.base_passes, c.head_passes) for c in diff.changed] == [("b", True, 12, 0)]
     assert diff.regressed and diff.reasons[0].startswith("b: -1.00")

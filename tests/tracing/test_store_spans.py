@@ -14,7 +14,7 @@ from niceeval._core.spans import SpanRecord, link
 from niceeval._run.discovery import EvalEntry
 from niceeval._run.execute import ExecOptions, execute
 from niceeval.store import Store, SuiteRunStart
-from tests.store.test_store import planned
+from tests.store.test_store import planned, recording
 from tests.tracing.test_span_assertions import AGENT
 
 KEY = "sk-proj-Zq8vN2xLmK4pR7tY1wE3uI9oA"
@@ -42,8 +42,9 @@ def test_a_traced_run_records_its_spans_and_the_store_gives_them_back(store: Sto
         "chat gpt-5-mini",
         "running tool: lookup_order",
     ]
-    store.begin(SuiteRunStart(id="s"), planned("e"))
-    store.add("s", [result])
+    with recording(store) as recorder:
+        recorder.begin(SuiteRunStart(id="s"), planned("e"))
+        recorder.add("s", [result])
     back = store.eval_run("s", "e")
     assert back.spans == result.spans
     top, *children = link(record.span() for record in back.spans)
@@ -58,8 +59,9 @@ def test_span_attributes_are_scrubbed(store: Store) -> None:
         attributes={"http.request.header.authorization": "Bearer abc.def", "note": f"key={KEY}"},
     )
     run = RunResult(eval_id="e", file="evals/a.py", line=1, outcome="passed", duration_s=0.1, spans=[span])
-    store.begin(SuiteRunStart(id="s"), planned("e"))
-    store.add("s", [run])
+    with recording(store) as recorder:
+        recorder.begin(SuiteRunStart(id="s"), planned("e"))
+        recorder.add("s", [run])
     with store.engine.connect() as conn:
         stored = str(list(conn.execute(text("select payload from spans"))))
     assert KEY not in stored and "abc.def" not in stored

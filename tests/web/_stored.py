@@ -18,6 +18,7 @@ from niceeval._core.results import RunResult, Spend
 from niceeval._core.summary import PlannedEval
 from niceeval.store import Store, SuiteRunStart
 from niceeval.store._models import SuiteKind, SuiteStatus
+from niceeval.store._recorder import Recorder, SuiteEnd
 
 __all__ = ["ActionCalledEvent", "ErrorInfo", "check", "demo_suite", "judged", "record", "result", "talk"]
 
@@ -115,10 +116,14 @@ def record(
                                    runs=runs)
         )  # fmt: skip
     start = SuiteRunStart(id=run_id, command=["niceeval", "run"], git_commit="0123abcd" * 5, kind=kind)
-    store.begin(start, list(plan.values()))
-    store.add(run_id, list(results))
     failed = any(r.outcome == "failed" for r in results)
-    store.finish(run_id, status=status, exit_code=1 if failed else 0, duration_s=3.5)
+    recorder = Recorder.of(store)
+    try:
+        recorder.begin(start, list(plan.values()))
+        recorder.add(run_id, list(results))
+        recorder.finish(run_id, SuiteEnd(status=status, exit_code=1 if failed else 0, duration_s=3.5))
+    finally:
+        recorder.close()
     return run_id
 
 

@@ -9,7 +9,7 @@ from _stored import record, result
 from starlette.testclient import TestClient
 
 from niceeval.store import Store
-from niceeval.store._cases import CaseBook, CaseRound, UiCase
+from niceeval.store.cases import CaseBook, CaseRound, UiCase
 
 ORIGIN = {"origin": "http://127.0.0.1:7575"}
 

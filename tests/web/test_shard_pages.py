@@ -9,16 +9,21 @@ from starlette.testclient import TestClient
 
 from niceeval._core.summary import PlannedEval
 from niceeval.store import Store, SuiteRunStart
+from niceeval.store._recorder import Recorder, SuiteEnd
 
 PLAN = [PlannedEval(id=f"evals/a.py::e{i}", file="evals/a.py", line=i + 1) for i in range(3)]
 
 
 def shard(store: Store, number: int, *, finished: bool = True) -> None:
     """Shard `number` of 3 of suite run gh-7, having stored its one eval run."""
-    store.join_shard(SuiteRunStart(id="gh-7"), PLAN, shard=number, count=3, digest="plan")
-    store.add("gh-7", [result(f"evals/a.py::e{number - 1}")])
-    if finished:
-        store.finish_shard("gh-7", number, status="finished", exit_code=0, duration_s=1.0)
+    recorder = Recorder.of(store)
+    try:
+        recorder.join_shard(SuiteRunStart(id="gh-7"), PLAN, shard=number, count=3, digest="plan")
+        recorder.add("gh-7", [result(f"evals/a.py::e{number - 1}")])
+        if finished:
+            recorder.finish_shard("gh-7", number, SuiteEnd(status="finished", exit_code=0, duration_s=1.0))
+    finally:
+        recorder.close()
 
 
 def text(html: str) -> str:

@@ -1,7 +1,7 @@
 """Writing suite runs at the driver level: the header and plan at start, eval runs in batches, totals at the end.
 
-The one implementation of these writes: `Store.begin/extend/add/finish` run it on their SQLAlchemy connection's
-driver connection, the run's writer (`_writer.RunWriter`) on its own. Rows are built as tuples in the column
+The one implementation of these writes, run on the recorder's connection (`_connection.WriteConnection`), and by
+the shards' bookkeeping on a SQLAlchemy connection's driver connection. Rows are built as tuples in the column
 order of `Columns`, values as SQLAlchemy's types store them (JSON columns as JSON text, pydantic's compact form of
 what SQLAlchemy would `json.dumps`, a Python None there being JSON `null`; SQLite datetimes as `DateTime`'s text), so
 every read path gives back the same objects; a test pins each column list to `_schema`'s tables. Child rows get
@@ -27,7 +27,7 @@ from niceeval._core.results import RunResult
 from niceeval._core.summary import PlannedEval
 from niceeval.store._driver import Dialect, Session
 from niceeval.store._meta import niceeval_version
-from niceeval.store._start import SuiteRunStart, SuiteStatus
+from niceeval.store._suite_run import SuiteEnd, SuiteRunStart
 from niceeval.store._verdicts import count_verdicts
 
 _dumps = json.dumps
@@ -117,10 +117,8 @@ def _insert_rows(session: Session, columns: Columns, rows: Sequence[tuple[Any, .
 
     SQLite: as many rows per statement as `_MAX_PARAMS` allows. The driver lets go of the interpreter around every
     statement it runs: one statement per row made the writer thread and the event loop hand the interpreter back
-    and forth about ten times per eval run (the writer's CPU per 1,000 judged runs at concurrency 64 went from
-    0.19 to 0.14 s). PostgreSQL: psycopg parses a statement of over 50 parameters anew on every run, in Python (a
-    64-row INSERT cost more than its rows); `COPY` sends the rows in psycopg's C formatting, 233 -> 49 ms of CPU
-    per 1,000 judged runs.
+    and forth about ten times per eval run. PostgreSQL: psycopg parses a statement of over 50 parameters anew on
+    every run, in Python (a 64-row INSERT cost more than its rows); `COPY` sends the rows in psycopg's C formatting.
     """
     if not rows:
         return
@@ -189,10 +187,9 @@ def reopen(session: Session, suite_run_id: str) -> None:
 class RunRows:
     """A finished eval run as the rows it is stored in, each without the ids its transaction gives it.
 
-    The run's sink builds them on the event loop: on SQLite a batch at a time, as the loop writes it; for
-    PostgreSQL, whose writes a thread makes, as each run finishes. Built in a writer thread, the same Python work
-    made the event loop wait for the interpreter at each of its own system calls (about 3,000 waits per 1,000
-    judged runs at concurrency 64), which cost the loop more than the building itself.
+    The batch writers build them on the event loop, a batch at a time as the loop writes it (PostgreSQL outside a
+    loop: as each run finishes). Built in a writer thread, the same Python work made the event loop wait for the
+    interpreter at each of its own system calls, which cost the loop more than the building itself.
     """
 
     eval_id: str
@@ -320,16 +317,8 @@ def turns_of(events: Sequence[Event]) -> list[tuple[Any, ...]]:
     return [(*turn[:3], _json(turn[3], fallback=repr).decode(), *turn[4:]) for turn in turns]
 
 
-def finish_suite(
-    session: Session,
-    suite_run_id: str,
-    *,
-    status: SuiteStatus,
-    exit_code: int | None,
-    duration_s: float,
-    errors: Sequence[dict[str, str]],
-) -> None:
-    """Close a suite run: its status, exit code and totals counted from the eval runs stored in it."""
+def finish_suite(session: Session, suite_run_id: str, end: SuiteEnd) -> None:
+    """Close a suite run: how it ended, and its totals counted from the eval runs stored in it."""
     counted = totals(session, suite_run_id)
     names = list(counted)
     assignments = ", ".join(f"{name} = ?" for name in names)
@@ -337,7 +326,7 @@ def finish_suite(
     session.execute(
         f"UPDATE suite_runs SET status = ?, finished_at = ?, exit_code = ?, duration_s = coalesce(duration_s, 0.0) "
         f"+ ?, errors = {errors_mark}, {assignments} WHERE id = ?",  # a resume adds its own time
-        (status, session.dialect.stamp(datetime.now(UTC)), exit_code, duration_s, _dumps(list(errors)),
+        (end.status, session.dialect.stamp(datetime.now(UTC)), end.exit_code, end.duration_s, _dumps(list(end.errors)),
          *(counted[name] for name in names), suite_run_id),
     )  # fmt: skip
 

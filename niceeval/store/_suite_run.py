@@ -1,7 +1,13 @@
-"""What the store takes in when a suite run starts (a light module: the run's writer needs only this of the models)."""
+"""What the store takes in about a suite run: who started it and where (`SuiteRunStart`), how it ended (`SuiteEnd`),
+and what a shard joining it found (`ShardJoin`).
+
+A light module: the recorder needs only this of the models.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -33,3 +39,26 @@ class SuiteRunStart(BaseModel):
     """SHA-256 of the config file, when there is one."""
     strict: bool = False
     min_pass_rate: float = 1.0
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SuiteEnd:
+    """How a suite run (or one shard of it) ended, as the store records it when it closes it."""
+
+    status: SuiteStatus
+    exit_code: int | None
+    """The exit code the run's command ended with (None: not known, e.g. a pytest session)."""
+    duration_s: float
+    """How long this process ran it (a resume or a shard's retry adds its own time to what is stored)."""
+    errors: tuple[Mapping[str, str], ...] = ()
+    """The suite's problems (`{"location": ..., "message": ...}`): eval files that did not load, API misuse."""
+
+
+@dataclass(frozen=True, slots=True)
+class ShardJoin:
+    """What joining a suite run as one shard found."""
+
+    created: bool
+    """This shard created the suite run (it was the first to start)."""
+    attempt: int
+    """1 on the shard's first start; more when it started before and did not finish (a retry)."""

@@ -1,6 +1,6 @@
-"""PostgreSQL: a suite running on an asyncio loop has its runs written by that loop over its own connection, never
-waiting there; the writer thread takes what the loop could not write (a dropped connection, a cancelled write) and
-closes the suite run. Every test runs on the session's real PostgreSQL cluster."""
+"""PostgreSQL's batch writer: a suite running on an event loop has its runs written by that loop over its own
+connection, never waiting there; the writer thread paces those writes, takes what the loop could not write (a
+dropped connection, a cancelled write) and closes the suite run. Every test runs on the session's real cluster."""
 
 from __future__ import annotations
 
@@ -15,24 +15,24 @@ import psycopg
 import pytest
 
 from niceeval import RunResult
-from niceeval.store import Store, SuiteRunStart, _writer
+from niceeval.store import Store, SuiteRunStart, _connection
+from niceeval.store._connection import WriteConnection
 from niceeval.store._driver import parse_url, postgresql_options
-from niceeval.store._sink import StoreSink
-from niceeval.store._write import RunRows
-from niceeval.store._writer import RunWriter, open_recorder
+from niceeval.store._recorder import Recorder, StoreSink
+from niceeval.store._statements import RunRows
 
 from .test_sink import summary_of
 from .test_store import full_result, planned, result
 
 
-class ThreadWriter(RunWriter):
-    """The run's real writer, noting each batch its thread wrote (the loop writes over a connection of its own)."""
+class ThreadWriter(WriteConnection):
+    """The run's real connection, noting each batch its thread wrote (the loop writes over a connection of its own)."""
 
     written: list[tuple[int, int]]
 
-    def add_rows(self, suite_run_id: str, runs: Sequence[RunResult | RunRows]) -> None:
+    def add(self, suite_run_id: str, runs: Sequence[RunResult | RunRows]) -> None:
         self.written.append((threading.get_ident(), len(runs)))
-        super().add_rows(suite_run_id, runs)
+        super().add(suite_run_id, runs)
 
 
 @pytest.fixture
@@ -42,13 +42,15 @@ def url(postgres: object) -> str:
     return made
 
 
-def writer_for(url: str, tmp_path: Path) -> ThreadWriter:
-    opened = open_recorder(url, tmp_path)
-    assert isinstance(opened, RunWriter)
-    opened.__class__ = ThreadWriter
-    assert isinstance(opened, ThreadWriter)
+def writer_for(url: str) -> ThreadWriter:
+    opened = ThreadWriter.of_driver(parse_url(url))
     opened.written = []
     return opened
+
+
+def sink_through(writer: ThreadWriter, url: str, start: SuiteRunStart) -> StoreSink:
+    """The sink of suite run `start.id`, writing through `writer` as the runner's would."""
+    return Recorder(writer, url=url).sink(start)
 
 
 def admin(url: str) -> psycopg.Connection[Any]:
@@ -94,8 +96,8 @@ def ids(*names: str) -> list[str]:
 
 
 def test_a_suites_runs_are_written_by_its_loop_batch_by_batch_and_read_back_whole(url: str, tmp_path: Path) -> None:
-    writer = writer_for(url, tmp_path)
-    sink = StoreSink(writer, SuiteRunStart(id="s1"))
+    writer = writer_for(url)
+    sink = sink_through(writer, url, SuiteRunStart(id="s1"))
     names = ids("a", "b", "c", "d", "e", "f")
     full = full_result().model_copy(update={"eval_id": "f"})
     connections: list[int] = []
@@ -130,8 +132,8 @@ def test_a_suites_runs_are_written_by_its_loop_batch_by_batch_and_read_back_whol
 
 
 def test_a_run_is_stamped_when_it_finishes_not_when_the_loop_writes_its_batch(url: str, tmp_path: Path) -> None:
-    writer = writer_for(url, tmp_path)
-    sink = StoreSink(writer, SuiteRunStart(id="s1"))
+    writer = writer_for(url)
+    sink = sink_through(writer, url, SuiteRunStart(id="s1"))
     moments: list[datetime] = []
 
     async def suite() -> None:
@@ -157,8 +159,8 @@ def test_a_run_is_stamped_when_it_finishes_not_when_the_loop_writes_its_batch(ur
 def test_a_loop_connection_the_server_drops_hands_its_batch_to_the_thread_and_nothing_is_lost(
     url: str, tmp_path: Path
 ) -> None:
-    writer = writer_for(url, tmp_path)
-    sink = StoreSink(writer, SuiteRunStart(id="s1"))
+    writer = writer_for(url)
+    sink = sink_through(writer, url, SuiteRunStart(id="s1"))
     names = ids("a", "b", "c", "d")
 
     async def suite() -> None:
@@ -184,8 +186,8 @@ def test_a_loop_connection_the_server_drops_hands_its_batch_to_the_thread_and_no
 def test_a_suite_finished_without_drain_while_the_loop_writes_loses_nothing(url: str, tmp_path: Path) -> None:
     """`finish` without `drain` while the loop's write waits on the server, then the loop ends (cancelling that
     write): the thread waits for it, writes what it did not, and closes the suite run."""
-    writer = writer_for(url, tmp_path)
-    sink = StoreSink(writer, SuiteRunStart(id="s1"))
+    writer = writer_for(url)
+    sink = sink_through(writer, url, SuiteRunStart(id="s1"))
     names = [f"e{i}" for i in range(40)]
     locker = admin(url)
     locker.autocommit = False
@@ -227,9 +229,9 @@ def test_the_runs_writers_idle_connection_is_tried_and_opened_again_before_it_wr
 ) -> None:
     """The suite's runs went over the loop's connection: the writer's own one, idle since the start, may have been
     dropped meanwhile; the suite run is still closed."""
-    monkeypatch.setattr(_writer, "_IDLE_S", 0.0)
-    writer = writer_for(url, tmp_path)
-    sink = StoreSink(writer, SuiteRunStart(id="s1"))
+    monkeypatch.setattr(_connection, "_IDLE_S", 0.0)
+    writer = writer_for(url)
+    sink = sink_through(writer, url, SuiteRunStart(id="s1"))
 
     async def suite() -> None:
         sink.start(planned("a"), [])

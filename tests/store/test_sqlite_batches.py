@@ -1,6 +1,6 @@
-"""SQLite: the thread a run finishes on (the event loop) writes the pending runs itself, never waiting for the
-store; the writer thread takes what may wait (a locked store), what no later run came to write, and the
-write-ahead log's checkpoints."""
+"""SQLite's batch writer: the thread a run finishes on (the event loop) writes the pending runs itself, never
+waiting for the store; the writer thread takes what may wait (a locked store), what no later run came to write,
+and the write-ahead log's checkpoints."""
 
 from __future__ import annotations
 
@@ -18,53 +18,55 @@ import pytest
 
 from niceeval import RunResult
 from niceeval._core.events import MessageEvent
-from niceeval.store import Store, SuiteRunStart, _sink
-from niceeval.store._sink import StoreSink
-from niceeval.store._write import RunRows
-from niceeval.store._writer import RunWriter, open_recorder
+from niceeval.store import Store, SuiteRunStart, _sqlite_batches
+from niceeval.store._connection import WriteConnection
+from niceeval.store._driver import parse_url
+from niceeval.store._recorder import Recorder, StoreSink, SuiteEnd
+from niceeval.store._statements import RunRows
 
 from .test_sink import summary_of
 from .test_store import planned, result
 
 
-class WatchedWriter(RunWriter):
-    """The run's real writer, noting which thread wrote each batch, and how."""
+class WatchedWriter(WriteConnection):
+    """The run's real connection, noting which thread wrote each batch, and how."""
 
     calls: list[tuple[str, int, str]]
 
-    def add_rows_now(self, suite_run_id: str, runs: Sequence[RunRows]) -> bool:  # type: ignore[override]
-        written = super().add_rows_now(suite_run_id, runs)
+    def add_now(self, suite_run_id: str, runs: Sequence[RunResult | RunRows]) -> bool:
+        written = super().add_now(suite_run_id, runs)
         self.calls.append(("now" if written else "busy", threading.get_ident(), suite_run_id))
         return written
 
-    def add_rows(self, suite_run_id: str, runs: Sequence[RunRows]) -> None:  # type: ignore[override]
+    def add(self, suite_run_id: str, runs: Sequence[RunResult | RunRows]) -> None:
         self.calls.append(("waiting", threading.get_ident(), suite_run_id))
-        super().add_rows(suite_run_id, runs)
+        super().add(suite_run_id, runs)
 
-    def end_now(self, suite_run_id: str, runs: Sequence[RunRows], **end: Any) -> bool:  # type: ignore[override]
+    def end_now(self, suite_run_id: str, runs: Sequence[RunResult | RunRows], end: SuiteEnd) -> bool:
         try:
-            ended = super().end_now(suite_run_id, runs, **end)
+            ended = super().end_now(suite_run_id, runs, end)
         except Exception:
             self.calls.append(("end failed", threading.get_ident(), suite_run_id))
             raise
         self.calls.append(("ended" if ended else "end busy", threading.get_ident(), suite_run_id))
         return ended
 
-    def finish(self, suite_run_id: str, **end: Any) -> None:  # type: ignore[override]
+    def finish(self, suite_run_id: str, end: SuiteEnd) -> None:
         self.calls.append(("finish", threading.get_ident(), suite_run_id))
-        super().finish(suite_run_id, **end)
+        super().finish(suite_run_id, end)
 
 
 def watched_writer(tmp_path: Path) -> WatchedWriter:
     url = f"sqlite:///{tmp_path / 'results.db'}"
     Store.open(url).close()  # at this niceeval's schema: the run's writer opens it
-    opened = open_recorder(url, tmp_path)
-    assert isinstance(opened, RunWriter)
-    opened.__class__ = WatchedWriter
-    watched = opened
-    assert isinstance(watched, WatchedWriter)
+    watched = WatchedWriter.of_driver(parse_url(url))
     watched.calls = []
     return watched
+
+
+def sink_through(writer: WatchedWriter, start: SuiteRunStart, **options: Any) -> StoreSink:
+    """The sink of suite run `start.id`, writing through `writer` as the runner's would."""
+    return Recorder(writer, url=f"sqlite:///{writer.target.database}").sink(start, **options)
 
 
 def stored(path: Path, run_id: str) -> set[str]:
@@ -76,7 +78,7 @@ def stored(path: Path, run_id: str) -> set[str]:
 def test_a_busy_suites_runs_are_written_by_the_thread_they_finish_on(tmp_path: Path) -> None:
     writer = watched_writer(tmp_path)
     ids = [f"e{i:03d}" for i in range(150)]
-    sink = StoreSink(writer, SuiteRunStart(id="s1"))
+    sink = sink_through(writer, SuiteRunStart(id="s1"))
     sink.start(planned(*ids), [])
     for eval_id in ids:  # a run every 5 ms for 0.75 s: a batch falls due about every 50 runs
         sink.run_finished(result(eval_id))
@@ -99,7 +101,7 @@ def test_a_store_another_process_is_writing_never_holds_up_the_loop(tmp_path: Pa
     (up to the driver's 60 s) and writes them. A loop that waited for the lock would sit out 60 s per run."""
     writer = watched_writer(tmp_path)
     ids = [f"e{i:03d}" for i in range(60)]
-    sink = StoreSink(writer, SuiteRunStart(id="s1"))
+    sink = sink_through(writer, SuiteRunStart(id="s1"))
     sink.start(planned(*ids), [])
     other = sqlite3.connect(tmp_path / "results.db", isolation_level=None)
     other.execute("BEGIN IMMEDIATE")  # another process writing, for the length of these runs
@@ -122,7 +124,7 @@ def test_a_store_another_process_is_writing_never_holds_up_the_loop(tmp_path: Pa
 
 def test_the_last_runs_before_a_pause_are_written_without_a_later_run(tmp_path: Path) -> None:
     writer = watched_writer(tmp_path)
-    sink = StoreSink(writer, SuiteRunStart(id="s1"))
+    sink = sink_through(writer, SuiteRunStart(id="s1"))
     sink.start(planned("a", "b"), [])
     sink.run_finished(result("a"))  # then nothing for a while: a slow eval
     deadline = time.monotonic() + 30
@@ -146,7 +148,7 @@ def test_a_run_is_stamped_when_it_finishes_not_when_its_batch_is_written(tmp_pat
     """The loop turns the pending runs into rows when it writes them (rows built together cost less): a run's
     `finished_at` is still the moment it finished, a quarter second or more before."""
     writer = watched_writer(tmp_path)
-    sink = StoreSink(writer, SuiteRunStart(id="s1"))
+    sink = sink_through(writer, SuiteRunStart(id="s1"))
     sink.start(planned("a", "b"), [])
     before = datetime.now(UTC)
     sink.run_finished(result("a"))
@@ -168,7 +170,7 @@ def test_a_run_the_store_cannot_take_is_named_and_takes_no_run_of_its_batch_with
     and the suite run is `incomplete`, naming it."""
     writer = watched_writer(tmp_path)
     warnings = io.StringIO()
-    sink = StoreSink(writer, SuiteRunStart(id="s1"), warnings=warnings)
+    sink = sink_through(writer, SuiteRunStart(id="s1"), warnings=warnings)
     sink.start(planned("a", "b", "c"), [])
     unbuildable = result("b").model_copy(update={"variant": {"prompt": object()}})  # not JSON: its rows fail
     for run in (result("a"), unbuildable):
@@ -196,11 +198,11 @@ def test_no_commit_checkpoints_the_log_the_writer_thread_does(tmp_path: Path, mo
     commits instead, so the log still never grows for long."""
     database, log = tmp_path / "results.db", tmp_path / "results.db-wal"
     for every, checkpointed in ((10_000, False), (1, True)):
-        monkeypatch.setattr(_sink, "_CHECKPOINT_EVERY", every)
+        monkeypatch.setattr(_sqlite_batches, "_CHECKPOINT_EVERY", every)
         writer = watched_writer(tmp_path)
         empty = database.stat().st_size
         run_id = f"s{every}"
-        sink = StoreSink(writer, SuiteRunStart(id=run_id))
+        sink = sink_through(writer, SuiteRunStart(id=run_id))
         sink.start(planned("a", "b", "c"), [])
         for eval_id in ("a", "b"):  # 6 MB in two commits: past SQLite's own checkpoint
             sink.run_finished(big_result(eval_id))
@@ -230,7 +232,7 @@ def test_the_loop_writes_the_last_runs_and_closes_the_suite_run_in_one_transacti
     """At the end the loop writes what is pending and the suite run's totals itself (the process then has no
     thread to wait for but its checkpoint): closed before `finish` returns, nothing written by the thread."""
     writer = watched_writer(tmp_path)
-    sink = StoreSink(writer, SuiteRunStart(id="s1"))
+    sink = sink_through(writer, SuiteRunStart(id="s1"))
     sink.start(planned("a", "b", "c"), [])
     for eval_id in ("a", "b", "c"):
         sink.run_finished(result(eval_id, "failed" if eval_id == "b" else "passed"))
@@ -246,7 +248,7 @@ def test_the_loop_writes_the_last_runs_and_closes_the_suite_run_in_one_transacti
 
 def test_a_store_locked_at_the_end_is_closed_by_the_thread(tmp_path: Path) -> None:
     writer = watched_writer(tmp_path)
-    sink = StoreSink(writer, SuiteRunStart(id="s1"))
+    sink = sink_through(writer, SuiteRunStart(id="s1"))
     sink.start(planned("a", "b"), [])
     for eval_id in ("a", "b"):
         sink.run_finished(result(eval_id))
@@ -273,7 +275,7 @@ def test_a_last_batch_that_fails_on_the_loop_is_written_run_by_run_by_the_thread
     `incomplete`."""
     writer = watched_writer(tmp_path)
     warnings = io.StringIO()
-    sink = StoreSink(writer, SuiteRunStart(id="s1"), warnings=warnings)
+    sink = sink_through(writer, SuiteRunStart(id="s1"), warnings=warnings)
     sink.start(planned("a", "b"), [])
     for run in (result("a"), result("b"), result("b")):
         sink.run_finished(run)

@@ -1,4 +1,4 @@
-"""The run's writer: the store written through its DB-API driver, read back through SQLAlchemy as if SQLAlchemy had
+"""The recorder: the store written through its DB-API driver, read back through SQLAlchemy as if SQLAlchemy had
 written it (every column, on SQLite and PostgreSQL), ids exact under concurrent writers, failures counted."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import closing
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -22,11 +22,12 @@ from niceeval._core.events import MessageEvent
 from niceeval._core.redact import Redactor, is_clean, scrub_run
 from niceeval._core.spans import SpanRecord
 from niceeval.store import Store, SuiteRunStart, _driver
+from niceeval.store._connection import WriteConnection
 from niceeval.store._driver import connect, parse_url, stamp_sqlite, store_wide
+from niceeval.store._recorder import Recorder
 from niceeval.store._schema import metadata
-from niceeval.store._sink import StoreSink
-from niceeval.store._write import SUITE_START, WRITTEN
-from niceeval.store._writer import RunWriter, open_recorder
+from niceeval.store._statements import SUITE_START, WRITTEN
+from niceeval.store._suite_run import SuiteEnd
 
 from .test_sink import summary_of, wait_until_stored
 from .test_store import full_result, planned, result
@@ -35,10 +36,9 @@ TABLES = ("suite_runs", "suite_evals", "eval_runs", "assertions", "judge_calls",
 
 
 @pytest.fixture
-def writer(store_url: str, tmp_path: Path) -> Iterator[RunWriter]:
+def writer(store_url: str, tmp_path: Path) -> Iterator[Recorder]:
     Store.open(store_url).close()  # made at this niceeval's schema: the run's writer opens it from then on
-    opened = open_recorder(store_url, tmp_path)
-    assert isinstance(opened, RunWriter)
+    opened = Recorder.open(store_url, tmp_path)
     yield opened
     opened.close()
 
@@ -83,11 +83,12 @@ def test_the_written_columns_are_the_schema_tables_columns() -> None:
         assert len(set(columns.names)) == len(columns.names)
 
 
-def test_what_the_writer_stores_reads_back_equal_through_store(writer: RunWriter, store_url: str) -> None:
+def test_what_the_writer_stores_reads_back_equal_through_store(writer: Recorder, store_url: str) -> None:
     written = [full_result(), odd_result()]
     writer.begin(SuiteRunStart(id="w1", command=["niceeval", "run", "ü"]), planned(*(r.eval_id for r in written)))
     writer.add("w1", written)
-    writer.finish("w1", status="finished", exit_code=1, duration_s=2.5, errors=[{"location": "x", "message": "é"}])
+    end = SuiteEnd(status="finished", exit_code=1, duration_s=2.5, errors=({"location": "x", "message": "é"},))
+    writer.finish("w1", end)
     with Store.open(store_url) as store:
         assert store.eval_run("w1", written[0].eval_id, 1) == written[0]
         odd = store.eval_run("w1", written[1].eval_id, 0)
@@ -122,12 +123,12 @@ def _raw(url: str, table: str) -> list[tuple[object, ...]]:
 
 
 def test_the_writer_stores_every_value_as_sqlalchemy_would(
-    writer: RunWriter, store_url: str, tmp_path: Path, request: pytest.FixtureRequest
+    writer: Recorder, store_url: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     """What SQLAlchemy reads back from the writer's rows and writes again holds the very same values."""
     writer.begin(SuiteRunStart(id="w1", command=["a"], git_dirty=True, parent_id=None), planned("evals/a.py::refund"))
     writer.add("w1", [full_result(), odd_result(), result("plain")])
-    writer.finish("w1", status="finished", exit_code=0, duration_s=1.0)
+    writer.finish("w1", SuiteEnd(status="finished", exit_code=0, duration_s=1.0))
     if parse_url(store_url).kind == "sqlite":
         again = f"sqlite:///{tmp_path / 'again.db'}"
     else:
@@ -151,10 +152,10 @@ from niceeval import AssertionResult, RunResult
 from niceeval._core.assertion import JudgeCall
 from niceeval._core.summary import PlannedEval
 from niceeval.store import SuiteRunStart
-from niceeval.store._writer import open_recorder
+from niceeval.store._recorder import Recorder, SuiteEnd
 
 url, me = sys.argv[1], sys.argv[2]
-writer = open_recorder(url, __import__("pathlib").Path.cwd())
+writer = Recorder.open(url, __import__("pathlib").Path.cwd())
 ids = [f"{me}-{i}" for i in range(120)]
 writer.begin(SuiteRunStart(id=me), [PlannedEval(id=i, file="f", line=1) for i in ids])
 def run(eval_id):
@@ -164,12 +165,12 @@ def run(eval_id):
                         judge_calls=calls) for k in range(2)])
 for start in range(0, len(ids), 8):
     writer.add(me, [run(i) for i in ids[start:start + 8]])
-writer.finish(me, status="finished", exit_code=0, duration_s=0.0)
+writer.finish(me, SuiteEnd(status="finished", exit_code=0, duration_s=0.0))
 print("sqlalchemy" in sys.modules)
 """
 
 
-def test_two_processes_writing_one_store_at_once_get_no_id_clash(writer: RunWriter, store_url: str) -> None:
+def test_two_processes_writing_one_store_at_once_get_no_id_clash(writer: Recorder, store_url: str) -> None:
     writers = [
         subprocess.Popen(
             [sys.executable, "-c", WRITER_SCRIPT, store_url, me], stdout=subprocess.PIPE, stderr=subprocess.PIPE
@@ -192,8 +193,7 @@ def test_two_processes_writing_one_store_at_once_get_no_id_clash(writer: RunWrit
 def test_a_locked_sqlite_store_makes_the_writer_wait_for_the_other_writer(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'results.db'}"
     Store.open(url).close()
-    writer = open_recorder(url, tmp_path)
-    assert isinstance(writer, RunWriter)
+    writer = Recorder.open(url, tmp_path)
     other = sqlite3.connect(tmp_path / "results.db", isolation_level=None, check_same_thread=False)
     other.execute("BEGIN IMMEDIATE")  # another process writing
     release = threading.Timer(0.3, lambda: other.execute("COMMIT"))
@@ -211,9 +211,9 @@ def test_a_store_locked_past_the_wait_is_a_warning_counting_the_unstored_runs(tm
     url = f"sqlite:///{tmp_path / 'results.db'}"
     Store.open(url).close()
     impatient = sqlite3.connect(tmp_path / "results.db", timeout=0.05, isolation_level=None, check_same_thread=False)
-    writer = RunWriter(parse_url(url), impatient, url)  # the writer as it is, waiting 50 ms instead of 60 s
+    connection = WriteConnection.of_driver(parse_url(url), impatient)  # as it is, waiting 50 ms instead of 60 s
     warnings = io.StringIO()
-    sink = StoreSink(writer, SuiteRunStart(id="s1"), warnings=warnings)
+    sink = Recorder(connection, url=url).sink(SuiteRunStart(id="s1"), warnings=warnings)
     sink.start(planned("a", "b"), [])
     other = sqlite3.connect(tmp_path / "results.db", isolation_level=None)
     other.execute("BEGIN IMMEDIATE")
@@ -288,10 +288,9 @@ def test_a_postgresql_connection_lost_mid_run_fails_one_batch_and_the_next_recon
 ) -> None:
     url = postgres.database()  # type: ignore[attr-defined]
     Store.open(url).close()
-    writer = open_recorder(url, tmp_path)
-    assert isinstance(writer, RunWriter)
+    writer = Recorder.open(url, tmp_path)
     warnings = io.StringIO()
-    sink = StoreSink(writer, SuiteRunStart(id="s1"), warnings=warnings)
+    sink = writer.sink(SuiteRunStart(id="s1"), warnings=warnings)
     sink.start(planned("a", "b", "c"), [])
     sink.run_finished(result("a"))
     with Store.open(url) as store:
@@ -329,28 +328,28 @@ def test_a_result_the_runner_found_clean_is_not_scrubbed_again_and_anything_else
     assert scrub_run(nul, storable=True).skip_reason == "a\ufffdb"
 
 
+OPENS = (
+    "import sys, pathlib\n"
+    "from niceeval.store._recorder import Recorder\n"
+    "recorder = Recorder.open(sys.argv[1], pathlib.Path())\n"
+    "print(recorder.url, 'sqlalchemy' in sys.modules)\n"
+    "recorder.close()\n"
+)
+
+
 def test_a_store_not_at_this_schema_yet_is_opened_as_a_store_and_then_by_the_writer(
     store_url: str, tmp_path: Path
 ) -> None:
     """A new (or older) store goes through `Store`, which creates (or migrates) it; from then on the run's writer
     opens it, without importing SQLAlchemy, and names it as `Store` does."""
-    first = open_recorder(store_url, tmp_path)
-    assert isinstance(first, Store)
-    shown = first.url
-    first.close()
-    second = open_recorder(store_url, tmp_path)
-    assert isinstance(second, RunWriter) and second.url == shown
-    second.close()
-    script = (
-        "import sys, pathlib\n"
-        "from niceeval.store._writer import open_recorder\n"
-        "open_recorder(sys.argv[1], pathlib.Path())\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", f"{script}print('sqlalchemy' in sys.modules)", store_url],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    assert done.stdout.strip() == "False", done.stderr
+    opened = [
+        subprocess.run([sys.executable, "-c", OPENS, store_url], capture_output=True, text=True, timeout=60)
+        for _ in range(2)
+    ]
+    (first, made), (second, plain) = (done.stdout.split() for done in opened)
+    assert (made, plain) == ("True", "False"), opened[1].stderr
+    with Store.open(store_url) as store:
+        assert first == second == store.url
 
 
 def test_a_suite_run_records_the_commit_its_branch_and_whether_tracked_files_changed(tmp_path: Path) -> None:
@@ -387,7 +386,7 @@ def test_an_unreachable_postgresql_store_stops_the_run_naming_it_without_its_pas
 
     url = f"postgresql://ci:s3cret-pass@/evals?host={tmp_path / 'no-server'}"
     with pytest.raises(StoreError) as refused:
-        open_recorder(url, tmp_path)
+        Recorder.open(url, tmp_path)
     message = str(refused.value)
     assert message.startswith("cannot open the results store postgresql+psycopg://ci:***@/evals?host=")
     assert message.endswith("Check the URL, or pass --no-store to run without it.")
@@ -400,7 +399,7 @@ def test_a_batch_of_runs_is_written_in_few_statements_not_one_per_row(tmp_path: 
     url = f"sqlite:///{tmp_path / 'results.db'}"
     Store.open(url).close()
     from niceeval.store._driver import DIALECTS, connect, writing
-    from niceeval.store._write import insert_runs, insert_suite
+    from niceeval.store._statements import insert_runs, insert_suite
 
     runs = [full_result().model_copy(update={"eval_id": f"evals/a.py::e{i}"}) for i in range(100)]
     connection = connect(parse_url(url))
@@ -421,3 +420,28 @@ def test_a_batch_of_runs_is_written_in_few_statements_not_one_per_row(tmp_path: 
     assert len(inserts) <= 30, f"{len(inserts)} INSERT statements for {sum(rows.values())} rows"
     with Store.open(url) as store:
         assert store.eval_run("b1", "evals/a.py::e42", 1) == runs[42]
+
+
+def test_two_threads_writing_through_one_recorder_never_meet_in_a_transaction(writer: Recorder) -> None:
+    """A pytest session plans more runs from its own thread while the writer thread writes a batch: each waits for
+    the other's transaction (sharing one, the second `BEGIN` failed and its runs were lost)."""
+    writer.begin(SuiteRunStart(id="s1"), planned(*(f"e{i}" for i in range(100))))
+    errors: list[BaseException] = []
+
+    def write(one: Callable[[int], None]) -> None:
+        for i in range(100):
+            try:
+                one(i)
+            except Exception as exc:
+                errors.append(exc)
+
+    threads = [
+        threading.Thread(target=write, args=(lambda i: writer.add("s1", [result(f"e{i}")]),)),
+        threading.Thread(target=write, args=(lambda i: writer.extend("s1", planned(f"more{i}")),)),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert (len(writer.store.outcomes("s1")), len(writer.store.planned("s1"))) == (100, 200)
