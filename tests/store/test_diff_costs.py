@@ -13,6 +13,7 @@ from niceeval._core.outcome import Outcome
 from niceeval._core.results import Spend
 from niceeval._core.summary import PlannedEval
 from niceeval.store import DiffOptions, Store, SuiteRunStart
+from niceeval.store._recorder import Recorder, SuiteEnd
 
 
 @pytest.fixture
@@ -30,9 +31,13 @@ def run(eval_id: str, *, cost: float | None, turns: tuple[float, ...] = (), outc
 
 def record(store: Store, run_id: str, results: list[RunResult]) -> None:
     plan = [PlannedEval(id=r.eval_id, file="evals/a.py", line=1) for r in results]
-    store.begin(SuiteRunStart(id=run_id, command=["niceeval", "run"]), plan)
-    store.add(run_id, results)
-    store.finish(run_id, status="finished", exit_code=0, duration_s=1.0)
+    recorder = Recorder.of(store)
+    try:
+        recorder.begin(SuiteRunStart(id=run_id, command=["niceeval", "run"]), plan)
+        recorder.add(run_id, results)
+        recorder.finish(run_id, SuiteEnd(status="finished", exit_code=0, duration_s=1.0))
+    finally:
+        recorder.close()
 
 
 def test_turn_latencies_are_read_from_the_stored_replies(store: Store) -> None:
