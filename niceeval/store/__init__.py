@@ -9,6 +9,8 @@ The read API (what `niceeval runs/show/diff` and the viewer use):
 - `Store.turns(ref, eval_id, run_index=0)`: one eval run's exchanges with the agent (`TurnRecord`).
 - `Store.history(eval_id)`: the eval's runs across suite runs, latest first (`EvalRunInfo`).
 - `Store.shards(ref)`: the shards of a suite run written with `--run-id` that have reported (`ShardInfo`).
+- `Store.abandoned(runs)`: which of them say `running` though no process writes them any more (killed, or their
+  end could not be written): `niceeval runs` shows those as interrupted.
 - `Store.diff(base, head, DiffOptions(...))`: both runs judged by one rule, changes weighed against noise, new and
   gone evals, scores that moved (`RunDiff`).
 
