@@ -29,12 +29,15 @@ import weakref
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
 
 from niceeval._core.text import scrub
 
-if TYPE_CHECKING:
-    from niceeval._core.results import RunResult  # only its type: `_core.values` imports this module
+RunResult = TypeVar("RunResult", bound=BaseModel)
+"""A run's result (`niceeval._core.results.RunResult`), named by its base: `_core.results` imports, through
+`_core.errors` and `_core.values`, this module."""
 
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
 """Environment variables whose values are secrets (`OPENAI_API_KEY`, `GITHUB_TOKEN`, ...)."""
@@ -199,7 +202,7 @@ def _credential_field(key: object, item: object) -> bool:
     return held and isinstance(key, str) and _pattern(_SECRET_KEY).match(key) is not None
 
 
-_CLEAN: dict[int, weakref.ref[RunResult]] = {}
+_CLEAN: dict[int, weakref.ref[BaseModel]] = {}
 """Results a `Redactor` found free of secrets, credential-shaped text, lone surrogates and NUL characters, by `id`
 (a weak reference each: a result that is gone, or another object at its address, is never taken for it)."""
 
@@ -208,7 +211,7 @@ def _forget(key: int) -> None:
     _CLEAN.pop(key, None)
 
 
-def is_clean(result: RunResult) -> bool:
+def is_clean(result: BaseModel) -> bool:
     """Whether a `Redactor` found this very object clean: `scrub_run(result, storable=True)` would return it
     unchanged (no redactor has more to find than the one that checked it; a copy is checked again)."""
     ref = _CLEAN.get(id(result))
