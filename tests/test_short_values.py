@@ -82,6 +82,14 @@ def test_head_and_tail_cut_a_scrubbed_value(shape: str) -> None:
         assert leaked(tail(text, len(text) - limit)) == [], limit
 
 
+def test_a_short_value_is_scrubbed_before_its_repr_escapes_it() -> None:
+    """A repr writes a newline or a tab as `\\n` or `\\t`: a key after one has no word boundary left for the
+    redactor to find, so even a value too short to be cut is scrubbed first."""
+    texts = ["keys:\nAKIAZQ8XW2LMN4PR7TYQ", "a\tsk-proj-Zq8vN2xLmK4pR7tY1wE3uI9oAplanted"]
+    for text in (*texts, [f"x\n{SHAPES['GitHub token'][1]}"]):
+        assert leaked(short(text)) == [] and leaked(Redactor({}).text(short(text))) == [], text
+
+
 def test_the_suites_own_secrets_are_scrubbed_before_a_cut() -> None:
     """A key an agent was given in code (not in the environment) is known to `short` inside `redacting`."""
     given = "plainlowercasekeyvalue"
