@@ -9,6 +9,7 @@ the assertion's reason says so too. Cutting is deterministic, so a capped prompt
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -22,6 +23,10 @@ CHARS_PER_TOKEN = 4
 _MARKER = "\n[... {cut:,} characters cut here ...]\n"
 _LEAST_SHOWN = 200
 """Fewer characters of data per block than this is no longer worth judging: the cap is then a usage error."""
+_WORD_SEARCH = 1_024
+"""How far a cut moves to the edge of the word it falls in: longer than API keys, passwords and most tokens."""
+_UP_TO_LAST_SPACE = re.compile(r".*\s", re.DOTALL)
+_WORD = re.compile(r"\S*")
 
 Blocks = list[tuple[str, str]]
 
@@ -91,11 +96,32 @@ def _fit(blocks: Sequence[tuple[str, str]], budget: int, where: str, max_chars: 
             fitted.append((label, text))
             continue
         kept = share - len(_MARKER.format(cut=len(text)))
-        head, tail = (kept + 1) // 2, kept // 2
-        marker = _MARKER.format(cut=len(text) - kept)
-        fitted.append((label, text[:head] + marker + (text[len(text) - tail :] if tail else "")))
-        cuts.append(Cut(label=label, total=len(text), shown=kept))
+        start, end = _word_start(text, (kept + 1) // 2), _word_end(text, len(text) - kept // 2)
+        fitted.append((label, text[:start] + _MARKER.format(cut=end - start) + text[end:]))
+        cuts.append(Cut(label=label, total=len(text), shown=start + len(text) - end))
     return fitted, cuts
+
+
+def _splits_a_word(text: str, at: int) -> bool:
+    return 0 < at < len(text) and not text[at - 1].isspace() and not text[at].isspace()
+
+
+def _word_start(text: str, at: int) -> int:
+    """`at`, or the start of the word it falls in (at most `_WORD_SEARCH` back): a cut there leaves no piece of a
+    word, and so none of a credential, which no pattern would find in the record of what was sent."""
+    if not _splits_a_word(text, at):
+        return at
+    window = text[max(0, at - _WORD_SEARCH) : at]
+    found = _UP_TO_LAST_SPACE.match(window)
+    return at - len(window) + (found.end() if found else 0)
+
+
+def _word_end(text: str, at: int) -> int:
+    """`at`, or the end of the word it falls in (at most `_WORD_SEARCH` on)."""
+    if not _splits_a_word(text, at):
+        return at
+    found = _WORD.match(text, at, min(len(text), at + _WORD_SEARCH))
+    return found.end() if found else at
 
 
 def _share(lengths: list[int], budget: int) -> int:

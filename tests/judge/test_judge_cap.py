@@ -185,3 +185,24 @@ def test_similar_embeds_the_texts_within_the_cap(run: Run) -> None:
     assert sum(len(message["content"]) for message in call.messages) <= 10_000
     assert call.messages[0]["content"] == "Refunds take five days."  # the short text is sent whole
     assert "cut to fit max_chars=10,000" in result.reason
+
+
+def test_a_cut_splits_no_word_so_the_record_holds_no_piece_of_a_secret() -> None:
+    """The prompt as sent is stored with the run; a key the cut split would be a piece no pattern finds. The cut
+    moves to the edge of the word it falls in, so a secret is sent whole (and scrubbed whole from the record) or not
+    at all, wherever it stands."""
+    from niceeval._core.redact import Redactor
+    from niceeval.judge._cap import capped
+
+    secret = "AKIAZQ8XW2LMN4PR7TYQ"
+    pieces = {secret[i : i + 8] for i in range(len(secret) - 7)}
+    filler = "lorem ipsum dolor " * 200
+    for at in range(300, len(filler) - 300):
+        text = filler[:at] + " aws " + secret + " " + filler[at:]
+        sent = capped(lambda blocks, note: [{"role": "user", "content": blocks[0][1]}], [("output", text)], 1_500, "x")
+        content = sent.messages[0]["content"]
+        assert "characters cut here" in content and len(content) <= 1_500
+        recorded = Redactor({}).text(content)
+        assert [piece for piece in pieces if piece in recorded] == [], at
+        cut = int(content.split("[... ")[1].split(" characters")[0].replace(",", ""))
+        assert sent.cuts[0].shown + cut == len(text)  # the marker and the reason count what was left out
