@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from niceeval._eval.conversation import Session, Turn
     from niceeval._eval.observe import ToolCall
     from niceeval._eval.spec import EvalSpec, define_eval
+    from niceeval.cli import SuiteResult, run, run_async
 
 _HOMES = {
     "AssertionResult": "niceeval._core.assertion",
@@ -44,6 +45,9 @@ _HOMES = {
     "ToolCall": "niceeval._eval.observe",
     "EvalSpec": "niceeval._eval.spec",
     "define_eval": "niceeval._eval.spec",
+    "run": "niceeval.cli",
+    "run_async": "niceeval.cli",
+    "SuiteResult": "niceeval.cli",
 }
 
 __all__ = [
@@ -65,6 +69,9 @@ __all__ = [
     "UsageError",
     "define_config",
     "define_eval",
+    "run",
+    "run_async",
+    "SuiteResult",
 ]
 
 __getattr__ = lazy_getattr(__name__, _HOMES)

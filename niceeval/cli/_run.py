@@ -6,7 +6,6 @@ Only argparse is imported at module level (`niceeval --help` stays fast).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import TYPE_CHECKING
 
@@ -24,7 +23,6 @@ from niceeval.cli._common import (
     add_strict_flag,
     pass_at_k,
     positive_int,
-    project_config,
     rate,
     run_id,
     seconds,
@@ -34,12 +32,7 @@ from niceeval.cli._github import add_github_flags
 
 if TYPE_CHECKING:
     from niceeval._eval.config import Config
-    from niceeval._run.discovery import Discovery, EvalEntry
-    from niceeval._run.storing import StoredPlan
-    from niceeval._run.suite_gates import SuiteGates
-    from niceeval.report import Reporter
-    from niceeval.store import RunDiff
-    from niceeval.store._recorder import StoreSink
+    from niceeval._run.discovery import EvalEntry
 
 
 def add_run_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -170,18 +163,6 @@ def _add_suite_gate_flags(run: argparse.ArgumentParser) -> None:
     )
 
 
-def _suite_gates(config: Config, args: argparse.Namespace) -> SuiteGates:
-    from niceeval._run.suite_gates import SuiteGates, parse_min_mean
-
-    means = dict(config.min_mean)
-    means.update(parse_min_mean(text) for text in getattr(args, "min_mean", []))
-    given = getattr(args, "min_suite_pass_rate", None)
-    return SuiteGates(
-        min_pass_rate=given if given is not None else config.min_suite_pass_rate,
-        min_means=tuple(means.items()),
-    )
-
-
 def _add_control_flags(run: argparse.ArgumentParser) -> None:
     """`--budget USD`, `-x/--exitfirst`, `--dry-run`, `--jsonl PATH|-`."""
     run.add_argument(
@@ -209,18 +190,6 @@ def _add_control_flags(run: argparse.ArgumentParser) -> None:
     )
 
 
-_OTEL_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
-
-
-def _otel_endpoint(args: argparse.Namespace) -> str | None:
-    flag = getattr(args, "otel_endpoint", None)
-    if flag is None and not any(os.environ.get(name) for name in _OTEL_VARIABLES):
-        return None  # nothing asked: the OpenTelemetry SDK is not even imported
-    from niceeval.report.otel import otel_endpoint
-
-    return otel_endpoint(flag)
-
-
 def _dry_run(config: Config, args: argparse.Namespace, entries: list[EvalEntry]) -> int:
     from niceeval._run.dryrun import plan_lines
     from niceeval._run.execute import ExecOptions
@@ -238,20 +207,6 @@ def _dry_run(config: Config, args: argparse.Namespace, entries: list[EvalEntry])
     return EXIT_OK
 
 
-def _load(args: argparse.Namespace) -> tuple[Config, Discovery]:
-    from niceeval._run.plan import expand
-    from niceeval.cli._cases import discover_with_cases
-
-    config = project_config(args)
-    discovery = discover_with_cases(config, args)
-    plan = expand(discovery.evals, root=config.root, suite_variants=config.variants)
-    discovery.evals = plan.evals
-    discovery.errors.extend(plan.errors)
-    for note in plan.notes:
-        print(f"niceeval: not mapped: {note}", file=sys.stderr)
-    return config, discovery
-
-
 def _runs(text: str) -> object:
     """`--runs N`, `auto` or `LOW..HIGH` (an `AdaptiveRuns`); a bad value exits 2 naming the flag."""
     from niceeval.stats import parse_runs
@@ -260,26 +215,6 @@ def _runs(text: str) -> object:
         return parse_runs(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"--runs {exc}") from None
-
-
-def _adaptive(args: argparse.Namespace) -> str | None:
-    """Split `--runs LOW..HIGH` into `args.adaptive` and `args.runs = LOW`; a problem with the mix, if any."""
-    from niceeval.stats import AdaptiveRuns
-
-    runs = getattr(args, "runs", None)
-    tolerated = getattr(args, "tolerated_flake_rate", None)
-    if not isinstance(runs, AdaptiveRuns):
-        args.adaptive = None
-        return None if tolerated is None else "--tolerated-flake-rate goes with --runs LOW..HIGH (or auto)."
-    if tolerated is not None and tolerated >= 1:
-        return f"--tolerated-flake-rate must be under 1 (e.g. 0.2), got {tolerated}."
-    if tolerated is not None:
-        runs = AdaptiveRuns(least=runs.least, most=runs.most, tolerated_flake_rate=tolerated)
-    args.adaptive = runs
-    args.runs = runs.least
-    if getattr(args, "shard", None) is not None or getattr(args, "run_id", None):
-        return f"--runs {args.adaptive} cannot be split into shards (each shard decides alone): give --runs N."
-    return None
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -291,172 +226,28 @@ def _run(args: argparse.Namespace) -> int:
 
 def _run_suite(args: argparse.Namespace) -> int:
     import anyio
-    from rich.console import Console
 
-    from niceeval._run.execute import ExecOptions
     from niceeval._run.gc_pacing import paced_collection
-    from niceeval._run.suite import SuiteOptions, run_suite, select
-    from niceeval._run.suite_gates import GateCollector, gated_exit_code
-    from niceeval.cli._github import github_reporters, resolve_baseline
-    from niceeval.cli._store import print_stored
-    from niceeval.report import ConsoleReporter
+    from niceeval._run.suite import run_suite
+    from niceeval.cli._suite import RefusedRun, conclude_suite, prepare_suite, selected_evals
 
-    if (problem := _adaptive(args)) is not None:
-        print(f"niceeval: {problem}", file=sys.stderr)
-        return EXIT_USAGE
-    config, discovery = _load(args)
-    if args.min_pass_at_k and args.min_pass_at_k[0] > (args.runs or 1):
-        print(f"niceeval: --min-pass-at-k {args.min_pass_at_k[0]}:... needs --runs of at least that.", file=sys.stderr)
-        return EXIT_USAGE
-    if args.min_pass_rate is None:
-        args.min_pass_rate = 0.0 if args.min_pass_at_k else 1.0
-    entries = select(discovery.evals, keyword=args.keyword, tags=args.tag)
-    if not entries and not discovery.errors:
-        where = " ".join(args.paths or config.evals)
-        filters = " after -k/--tag filtering" if discovery.evals else ""
-        print(f"niceeval: no evals found in {where}{filters}. Write one with `niceeval init`.", file=sys.stderr)
+    try:
+        config, discovery, entries = selected_evals(args)
+    except RefusedRun as exc:
+        print(f"niceeval: {exc}", file=sys.stderr)
         return EXIT_USAGE
     if getattr(args, "dry_run", False):
         return _dry_run(config, args, entries)
-    stored, entries = _plan_runs(config, args, entries)
-    sink = stored.sink if stored else None
-    jsonl = getattr(args, "jsonl", None)
-    reporters: list[Reporter] = [
-        ConsoleReporter(
-            Console(highlight=False, soft_wrap=True, stderr=jsonl == "-"),
-            strict=args.strict,
-            min_pass_rate=args.min_pass_rate,
-            min_pass_at_k=args.min_pass_at_k,
-            runs_label=f"{args.adaptive} runs (adaptive)" if args.adaptive else None,
-        ),
-        collector := GateCollector(gates=_suite_gates(config, args)),
-    ]
-    if sink is not None:
-        reporters.insert(0, sink)  # the store first: a run is kept before any reporter can fail on it
-    reporters += _file_reporters(args, sink)
-    gate = _BaselineGate(sink, resolve_baseline(args, sink), args) if sink is not None else None
-    if gate is None and args.baseline:
-        resolve_baseline(args, sink)  # says that --baseline needs the store
-    baseline = gate.baseline if gate else None
-    # last: they turn GitHub workflow commands back on at the end
-    reporters += github_reporters(args, sink, baseline, gate.diff if gate and baseline else None)
-    options = SuiteOptions(
-        runs=stored.runs if stored and not args.adaptive else args.runs or 1,
-        adaptive=args.adaptive,
-        concurrency=args.concurrency or config.concurrency,
-        strict=args.strict,
-        min_pass_rate=args.min_pass_rate,
-        min_pass_at_k=args.min_pass_at_k,
-        exec=ExecOptions(
-            timeout=args.timeout or config.timeout,
-            agent=config.agent,
-            fail_on_inconclusive=args.fail_on_inconclusive or config.fail_on_inconclusive,
-            pricing=config.pricing,
-            root=config.root,
-            keep_sandbox=args.keep_sandbox or False,
-            sandbox=config.sandbox,
-            judge=config.judge,
-            grader=args.grader,
-            judge_samples=getattr(args, "judge_samples", None),
-            no_cache=args.no_cache,
-            cache_only=args.cache_only,
-            agent_for_run=stored.agent_for_run if stored else None,
-        ),
-        done=stored.done if stored else frozenset(),
-        prior=stored.prior if stored else (),
-        shard=args.shard,
-        budget=getattr(args, "budget", None),
-        exitfirst=getattr(args, "exitfirst", False),
-    )
+    suite = prepare_suite(config, discovery, entries, args)
     with paced_collection(process_ends=getattr(args, "process_ends", False)):
-        summary = anyio.run(run_suite, entries, discovery.errors, options, reporters)
-    print("".join(f"suite gate: {verdict.describe()}\n" for verdict in collector.verdicts), end="")
-    code = gated_exit_code(summary, collector.gates, collector.verdicts)
-    if sink is not None:
-        if gate is not None and gate.baseline is not None:
-            code = gate.exit_code(code)
-        sink.close()
-        print_stored(sink)
-    return code
-
-
-def _file_reporters(args: argparse.Namespace, sink: StoreSink | None) -> list[Reporter]:
-    """The reports `run` writes as asked: JSON, JUnit, HTML, JSON lines, OpenTelemetry spans."""
-    reporters: list[Reporter] = []
-    jsonl = getattr(args, "jsonl", None)
-    if args.json:
-        from niceeval.report.json_report import JsonReporter
-
-        reporters.append(JsonReporter(args.json, run_id=sink.run_id if sink else None))
-    if args.junit:
-        from niceeval.report.junit import JUnitReporter
-
-        reporters.append(JUnitReporter(args.junit, strict=args.strict, min_pass_rate=args.min_pass_rate))
-    if args.html:
-        from niceeval.report.html import HtmlReporter
-
-        reporters.append(HtmlReporter(args.html, run_id=sink.run_id if sink else None))
-    if jsonl:
-        from niceeval.report.jsonl import JsonlReporter
-
-        reporters.append(JsonlReporter(jsonl))
-    endpoint = _otel_endpoint(args)
-    if endpoint:
-        from niceeval.report.otel import OtelReporter
-
-        reporters.append(OtelReporter(endpoint, run_id=sink.run_id if sink else None))
-    return reporters
-
-
-class _BaselineGate:
-    """`niceeval run --baseline RUN`: this run against RUN, as `niceeval diff RUN THIS --alpha --max-drop` weighs
-    them (both judged by this run's rule); a regression beyond noise makes the run exit 1. The comparison is made
-    once, after the last run is stored, and shared with the GitHub step summary."""
-
-    def __init__(self, sink: StoreSink, baseline: str | None, args: argparse.Namespace) -> None:
-        self.sink = sink
-        self.baseline = baseline
-        self.args = args
-        self._diff: RunDiff | None = None
-
-    def diff(self) -> RunDiff:
-        from niceeval._core.errors import NiceevalError
-        from niceeval.cli._common import noise_options
-
-        if self._diff is None:
-            assert self.baseline is not None
-            if self.sink.error is not None:
-                raise NiceevalError(f"this run was not fully stored ({self.sink.error}), so it cannot be compared")
-            self._diff = self.sink.store.diff(self.baseline, self.sink.run_id, noise_options(self.args))
-        return self._diff
-
-    def exit_code(self, code: int) -> int:
-        """The run's exit code with the baseline comparison's verdict: 1 for a regression beyond noise, or when
-        the runs cannot be compared (the gate cannot say the run is no worse)."""
-        from niceeval.cli._github import gated_by_baseline
-
-        assert self.baseline is not None
-        return gated_by_baseline(code, self.baseline, self.diff)
-
-
-def _plan_runs(
-    config: Config, args: argparse.Namespace, entries: list[EvalEntry]
-) -> tuple[StoredPlan | None, list[EvalEntry]]:
-    """How `run` is recorded (None: the store is off), and the evals it runs (with --shard, the shard's)."""
-    from niceeval.cli._store import store_plan_for
-
-    stored = store_plan_for(config, args, entries)
-    if args.shard is not None:
-        print(f"niceeval: {args.shard.describe(entries, args.runs or 1)}", file=sys.stderr)
-    if stored is None:
-        return None, entries if args.shard is None else args.shard.select(entries, args.runs or 1)
-    for note in stored.notes:
-        print(f"niceeval: {note}", file=sys.stderr)
-    return stored, stored.entries
+        summary = anyio.run(run_suite, suite.entries, suite.errors, suite.options, suite.reporters)
+    return conclude_suite(suite, summary)
 
 
 def _list(args: argparse.Namespace) -> int:
-    _, discovery = _load(args)
+    from niceeval.cli._suite import load_evals
+
+    _, discovery = load_evals(args)
     for entry in discovery.evals:
         tags = f"  [{', '.join(entry.tags)}]" if entry.tags else ""
         print(f"{entry.id}{tags}")
