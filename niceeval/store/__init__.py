@@ -13,6 +13,8 @@ The read API (what `niceeval runs/show/diff` and the viewer use):
   end could not be written): `niceeval runs` shows those as interrupted.
 - `Store.diff(base, head, DiffOptions(...))`: both runs judged by one rule, changes weighed against noise, new and
   gone evals, scores that moved (`RunDiff`).
+- `Store.runs_df()`, `Store.evals_df(ref)`, `Store.assertions_df(ref)`: one row per suite run, eval run, assertion,
+  as a pandas DataFrame (or polars, `as_="polars"`): the `analysis` extra, imported only when called.
 
 A suite run is named by its id (`ref` may also be a unique prefix of 4+ characters, or `latest`); inside it an
 eval run is keyed by `(eval_id, run_index)`. See docs/store.md.

@@ -6,16 +6,18 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from sqlalchemy import Connection, Engine
 
 from niceeval._core.outcome import Outcome
 from niceeval._core.results import RunResult
 from niceeval._core.summary import PlannedEval
-from niceeval.store import _diff, _read, _shards
+from niceeval.store import _diff, _frames, _read, _shards
 from niceeval.store._damage import damage_message, integrity_problems
 from niceeval.store._diff import DiffOptions
 from niceeval.store._driver import UnsupportedUrl, parse_url
+from niceeval.store._frames import FrameKind
 from niceeval.store._lease import writer_gone
 from niceeval.store._models import (
     EvalRunInfo,
@@ -154,6 +156,36 @@ class Store:
         """The eval's runs across suite runs: the latest suite run first, each suite run's runs in order."""
         with self._reading() as conn:
             return _read.history(conn, eval_id, limit=limit)
+
+    def runs_df(self, *, limit: int | None = None, as_: FrameKind = "pandas") -> Any:
+        """One row per suite run, latest first (the latest `limit`, or all), as a pandas or polars DataFrame.
+
+        Columns (docs/store.md): `run_id`, `started_at`, `status`, `kind`, git, the totals `niceeval runs` shows,
+        `pass_rate`, costs and tokens. Needs the `analysis` extra (`pip install 'niceeval[analysis]'`).
+        """
+        with self._reading() as conn:
+            rows = _frames.run_rows(conn, limit)
+        return _frames.frame(_frames.RUN_COLUMNS, rows, as_, "runs_df")
+
+    def evals_df(self, ref: str, *, as_: FrameKind = "pandas") -> Any:
+        """One row per eval run of suite run `ref`, in plan order, as a pandas or polars DataFrame.
+
+        Columns (docs/store.md): `run_id`, `eval_id`, `run_index`, `case_id`, `variant`, `tags`, `outcome`,
+        `mean_score`, assertion counts, `error`, timing, spend. Read by one query: no events are loaded.
+        """
+        with self._reading() as conn:
+            rows = _frames.eval_rows(conn, _read.resolve(conn, ref))
+        return _frames.frame(_frames.EVAL_COLUMNS, rows, as_, "evals_df")
+
+    def assertions_df(self, ref: str, *, as_: FrameKind = "pandas") -> Any:
+        """One row per assertion of suite run `ref`'s eval runs, as a pandas or polars DataFrame.
+
+        Columns (docs/store.md): the eval run's key (`run_id`, `eval_id`, `run_index`, `case_id`), then the
+        assertion's `position`, `name`, `key`, `severity`, `state`, `score`, `threshold`, `reason`, ...
+        """
+        with self._reading() as conn:
+            rows = _frames.assertion_rows(conn, _read.resolve(conn, ref))
+        return _frames.frame(_frames.ASSERTION_COLUMNS, rows, as_, "assertions_df")
 
     def diff(self, base: str, head: str, options: DiffOptions | None = None) -> RunDiff:
         """What changed from suite run `base` to `head`, both judged by one verdict rule, weighed against noise.
