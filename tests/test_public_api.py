@@ -93,6 +93,7 @@ def test_store_exports() -> None:
             "DEFAULT_PATH",
             "DiffOptions",
             "EvalRunInfo",
+            "InspectLog",
             "OutcomeChange",
             "PlannedEvalInfo",
             "RunDiff",
@@ -106,6 +107,7 @@ def test_store_exports() -> None:
             "SuiteRunStart",
             "TurnRecord",
             "may_hold_cases",
+            "read_inspect_log",
         ]
     )
     for name in niceeval.store.__all__:

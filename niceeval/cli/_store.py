@@ -1,4 +1,5 @@
-"""The commands that read the results store: `runs`, `show`, `diff`, `export`, `report`, `gc`; how `run` is recorded.
+"""The commands that read the results store: `runs`, `show`, `diff`, `export`, `report`, `gc`; how `run` is recorded;
+`store check` and `store import` (another tool's log stored as a suite run).
 
 Only argparse is imported at module level (`niceeval --help` stays fast); commands import the store when run.
 """
@@ -8,6 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from niceeval._core.wording import plural
@@ -18,12 +20,11 @@ from niceeval.cli._common import (
     add_report_flags,
     add_store_flag,
     open_existing_store,
+    project_config,
 )
 from niceeval.cli._github import add_github_flags
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from niceeval._eval.config import Config
     from niceeval._run.discovery import EvalEntry
     from niceeval._run.storing import StoredPlan
@@ -88,6 +89,20 @@ def add_store_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
     add_config_flag(check)
     add_store_flag(check)
     check.set_defaults(handler=_check)
+    imported = store_commands.add_parser(
+        "import",
+        help="store another tool's run as a suite run (kind `import`), to diff against niceeval's: an Inspect log",
+    )
+    imported.add_argument("log", type=Path, metavar="LOG", help="an Inspect log: .eval or .json")
+    imported.add_argument(
+        "--eval-id",
+        metavar="BASE",
+        help="the eval whose cases the samples are: each becomes BASE[sample id] (default: the task's name); "
+        "samples.jsonl::dataset compares with `niceeval run samples.jsonl`",
+    )
+    add_config_flag(imported)
+    add_store_flag(imported)
+    imported.set_defaults(handler=_import_log)
 
     gc = commands.add_parser("gc", help="delete all but the latest suite runs from the results store")
     gc.add_argument("--keep", type=int, required=True, metavar="N", help="how many of the latest suite runs to keep")
@@ -293,6 +308,46 @@ def _check(args: argparse.Namespace) -> int:
         print(f"damaged: {store.url}: copy what you need with `niceeval export RUN`, then move the file away.")
         return 1
     print(f"ok: {store.url} is sound")
+    return 0
+
+
+def _import_log(args: argparse.Namespace) -> int:
+    """`niceeval store import LOG`: the log's samples stored as the eval runs of a new suite run."""
+    from niceeval._core.errors import ConfigError
+    from niceeval._run.storing import StoreRequest, new_run_id, store_location
+    from niceeval.store import SuiteRunStart, read_inspect_log
+    from niceeval.store._recorder import Recorder, SuiteEnd
+
+    config = project_config(args)
+    log = read_inspect_log(args.log, eval_id=args.eval_id)
+    for note in log.notes:
+        print(f"niceeval: not mapped: {note}", file=sys.stderr)
+    location = store_location(StoreRequest(flag=args.store, configured=config.store, root=config.root))
+    if location is None:
+        raise ConfigError("the results store is off in the config (store=False); pass --store URL to import into one.")
+    run_id = new_run_id()
+    start = SuiteRunStart(
+        id=run_id, kind="import", command=["niceeval", "store", "import", str(args.log)], root=str(config.root)
+    )
+    recorder = Recorder.open(location, config.root)
+    try:
+        recorder.begin(start, log.plan)
+        recorder.add(run_id, log.runs)
+        errors = ({"location": str(args.log), "message": f"Inspect: {log.error}"},) if log.error else ()
+        end = SuiteEnd(
+            status="finished" if log.status in ("success", "error") else "interrupted",
+            exit_code=None,
+            duration_s=log.duration_s,
+            errors=errors,
+        )
+        recorder.finish(run_id, end)
+        url = recorder.url
+    finally:
+        recorder.close()
+    print(
+        f"imported {plural(len(log.runs), 'sample run')} of Inspect task {log.task} ({log.model or 'no model'}, "
+        f"{log.status}) as run {run_id} in {url} (niceeval show {run_id})"
+    )
     return 0
 
 

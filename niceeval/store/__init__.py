@@ -16,6 +16,9 @@ The read API (what `niceeval runs/show/diff` and the viewer use):
 - `Store.runs_df()`, `Store.evals_df(ref)`, `Store.assertions_df(ref)`: one row per suite run, eval run, assertion,
   as a pandas DataFrame (or polars, `as_="polars"`): the `analysis` extra, imported only when called.
 
+`read_inspect_log(path)` reads an Inspect log as eval runs (`InspectLog`): what `niceeval store import` stores as
+a suite run of kind `import`, to diff against niceeval's runs of the same samples.
+
 A suite run is named by its id (`ref` may also be a unique prefix of 4+ characters, or `latest`); inside it an
 eval run is keyed by `(eval_id, run_index)`. See docs/store.md.
 
@@ -39,6 +42,7 @@ from niceeval._core.lazy import lazy_getattr
 if TYPE_CHECKING:
     from niceeval.store._diff import DiffOptions
     from niceeval.store._errors import StoreError
+    from niceeval.store._inspect import InspectLog, read_inspect_log
     from niceeval.store._models import (
         EvalRunInfo,
         OutcomeChange,
@@ -60,6 +64,7 @@ _HOMES = {
     "DiffOptions": "niceeval.store._diff",
     "DEFAULT_PATH": "niceeval.store._url",
     "EvalRunInfo": "niceeval.store._models",
+    "InspectLog": "niceeval.store._inspect",
     "OutcomeChange": "niceeval.store._models",
     "PlannedEvalInfo": "niceeval.store._models",
     "RunDiff": "niceeval.store._models",
@@ -73,12 +78,14 @@ _HOMES = {
     "SuiteRunStart": "niceeval.store._suite_run",
     "TurnRecord": "niceeval.store._models",
     "may_hold_cases": "niceeval.store._peek",
+    "read_inspect_log": "niceeval.store._inspect",
 }
 
 __all__ = [
     "DiffOptions",
     "DEFAULT_PATH",
     "EvalRunInfo",
+    "InspectLog",
     "OutcomeChange",
     "PlannedEvalInfo",
     "RunDiff",
@@ -92,6 +99,7 @@ __all__ = [
     "SuiteRunStart",
     "TurnRecord",
     "may_hold_cases",
+    "read_inspect_log",
 ]
 
 __getattr__ = lazy_getattr(__name__, _HOMES)

@@ -15,8 +15,9 @@ from pydantic import BaseModel, Field
 SuiteStatus = Literal["running", "finished", "interrupted", "incomplete"]
 """`running`: being written, or its process was killed (`--resume` finishes it); `interrupted`: Ctrl-C or SIGTERM;
 `incomplete`: it ran to the end but the store could not take some of its runs (`--resume` runs them again)."""
-SuiteKind = Literal["run", "rerun", "rescore", "calibrate", "pytest"]
-"""`pytest`: a pytest session's evals and `niceeval` fixture runs (the pytest plugin)."""
+SuiteKind = Literal["run", "rerun", "rescore", "calibrate", "pytest", "import"]
+"""`pytest`: a pytest session's evals and `niceeval` fixture runs (the pytest plugin); `import`: a run of another
+tool, read from its log (`niceeval store import`)."""
 ShardStatus = Literal["running", "finished", "interrupted", "incomplete"]
 """`running`: being written, or its process was killed (running the shard again completes it); `incomplete`: the
 store could not take some of its runs (running it again completes them)."""
