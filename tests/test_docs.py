@@ -78,3 +78,49 @@ def test_store_read_example_runs_on_a_recorded_suite(tmp_path: Path) -> None:
         """["includes('hi')"] ['message', 'message']""",
         f"{done.stdout.split()[0]} passed",
     ]
+
+
+CELL = re.compile(r"```python\n# cell \d+\n(?P<body>.*?)```", re.S)
+
+KERNEL = """\
+import ast, asyncio, json, sys
+
+async def kernel(cells):
+    namespace = {}
+    for source in cells:  # as Jupyter runs a cell: on its event loop, top-level await allowed
+        outcome = eval(compile(source, "<cell>", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT), namespace)
+        if asyncio.iscoroutine(outcome):
+            await outcome
+
+asyncio.run(kernel(json.loads(open(sys.argv[1]).read())))
+"""
+
+
+@pytest.mark.slow
+def test_notebook_walkthrough_runs_cell_by_cell_inside_an_event_loop(tmp_path: Path) -> None:
+    import json
+
+    page = (DOCS / "notebooks.md").read_text()
+    for block in BLOCK.finditer(page):
+        target = tmp_path / block["path"]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(block["body"])
+    cells = [cell["body"] for cell in CELL.finditer(page)]
+    assert len(cells) == 6
+    (tmp_path / "cells.json").write_text(json.dumps(cells))
+    done = subprocess.run(
+        [sys.executable, "-c", KERNEL, "cells.json"], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    printed = [line for line in done.stdout.splitlines() if not line.startswith((" ", "niceeval ·"))]
+    expected = [
+        "1 False True",
+        "2 evals (1 passed, 1 failed), 6 runs",
+        "failed includes('approved') 'echo: I want a refund'",
+        "{'passed': 1, 'scored': 0, 'failed': 1, 'skipped': 0}",
+        "{('evals/support.py::greets', 'passed'): 3, ('evals/support.py::refunds', 'failed'): 3}",
+        """3 ["includes('approved')"]""",
+        "(6, 0.5)",
+        "['evals/support.py::greets'] True",
+    ]
+    assert [line for line in printed if line in expected] == expected, done.stdout

@@ -73,6 +73,9 @@ def test_a_stored_run_has_its_id_and_is_in_the_store(project: Path) -> None:
     assert result.run_id is not None
     with Store.open(str(project / "results.db")) as store:
         assert store.run(result.run_id).run.runs_done == 2
+    default = niceeval.run(store=True, keyword="greets")
+    with Store.open(str(project / ".niceeval" / "results.db")) as store:
+        assert store.runs()[0].id == default.run_id
 
 
 def test_run_from_inside_a_running_asyncio_loop(project: Path) -> None:
@@ -131,3 +134,13 @@ def test_the_table_renders_in_a_terminal_and_in_jupyter_escaped(project: Path) -
     assert "<td>evals/talk.py::refunds</td><td>failed</td><td>0</td><td>1</td><td>0%</td>" in page
     assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert repr(result) == "SuiteResult(run_id=None, exit_code=2)"
+
+
+def test_values_are_written_as_on_the_command_line(project: Path) -> None:
+    report = project / "report.json"
+    result = niceeval.run(runs=2, min_pass_at_k=(2, 0.5), json=report, store=False)
+    assert result.summary.min_pass_at_k == (2, 0.5)
+    assert result.summary.eval_counts()["failed"] == 1
+    assert report.is_file()
+    with pytest.raises(UsageError, match="--min-pass-at-k 3:... needs --runs of at least that"):
+        niceeval.run(runs=2, min_pass_at_k="3:0.5", store=False)

@@ -58,8 +58,9 @@ def run_arguments(paths: Paths | None, options: dict[str, object]) -> argparse.N
     """
     parser = _run_parser()
     actions = _actions(parser)
-    if options.get("store") is False:  # `store=False`: --no-store
-        options = {**{k: v for k, v in options.items() if k != "store"}, "no_store": True}
+    store = options.get("store")
+    if isinstance(store, bool):  # `store=False`: --no-store; `store=True`: the config's store, as without --store
+        options = {k: v for k, v in options.items() if k != "store"} | ({} if store else {"no_store": True})
     unknown = sorted(set(options) - set(actions))
     if unknown:
         reasons = [NOT_FOR_PYTHON[name] for name in unknown if name in NOT_FOR_PYTHON]
@@ -173,7 +174,8 @@ def run(
         paths: Eval files or folders, or `file.py::name` (default: the config's `evals`).
         runs: `--runs`: N, `"auto"` or `"LOW..HIGH"`.
         concurrency: `--concurrency`: runs at once (default: the config's).
-        store: `--store`: a SQLite path or `postgresql://...` URL; False for `--no-store` (default: the config's).
+        store: `--store`: a SQLite path or `postgresql://...` URL; False for `--no-store`; None or True: the
+            config's store (`.niceeval/results.db` unless it says otherwise).
         **options: Any other flag of `niceeval run`, by its name: `keyword="refund"` (`-k`), `tag=["smoke"]`,
             `strict=True`, `timeout=60`, `min_pass_at_k="3:0.9"`, `baseline="latest"`, `json="report.json"`, ...
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -139,3 +141,12 @@ def test_the_frame_libraries_are_imported_only_when_a_frame_is_asked_for(tmp_pat
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == "[]", done.stderr
+
+
+def test_the_documented_columns_are_the_frames_columns() -> None:
+    page = (Path(__file__).resolve().parents[2] / "docs" / "store.md").read_text()
+    documented = {
+        match[1]: tuple(re.findall(r"`(\w+)`", match[2]))
+        for match in re.finditer(r"^\| `(\w+_df)`[^|]*\| (.*) \|$", page, re.M)
+    }
+    assert documented == {"runs_df": RUN_COLUMNS, "evals_df": EVAL_COLUMNS, "assertions_df": ASSERTION_COLUMNS}
