@@ -15,11 +15,13 @@ import pytest
 from inspect_ai.log import EvalConfig, EvalDataset, EvalLog, EvalSample, EvalSpec, write_eval_log
 from inspect_ai.model import ModelOutput
 from inspect_ai.scorer import Score
+from starlette.testclient import TestClient
 
 from niceeval import ConfigError
 from niceeval.cli import main
 from niceeval.store import Store, read_inspect_log
 from niceeval.testing import LLMRequest, LLMServer, Reply
+from niceeval.web import Access, ViewerSettings, create_app
 
 
 def sample(sample_id: str, scores: dict[str, Any], *, epoch: int = 1, **more: Any) -> EvalSample:
@@ -259,5 +261,12 @@ def test_a_log_inspect_wrote_imports_and_diffs_against_a_niceeval_run_of_the_sam
             ["samples.jsonl::dataset[paris]", "includes", "passed", "it is paris."],
             ["samples.jsonl::dataset[paris]", "match", "passed", "It is Paris."],
         ]
+        viewer = create_app(ViewerSettings(store=store, access=Access(token=None, loopback=True)))
+        browser = TestClient(viewer, base_url="http://127.0.0.1:7575")
+        assert "Nothing changed between these runs." in browser.get(f"/compare?base={imported}&head={ours.run_id}").text
+        compared = browser.get(f"/compare?base={imported}&head={ours.run_id}&show=all")
+        assert compared.status_code == 200
+        assert "samples.jsonl::dataset[rome]" in compared.text and "samples.jsonl::dataset[paris]" in compared.text
+        assert ">import</span>" in browser.get("/").text
     assert main(["diff", imported, ours.run_id or ""]) == 0
     assert "suite pass rate over 2 shared evals: 50% -> 50%" in capsys.readouterr().out
