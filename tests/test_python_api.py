@@ -144,3 +144,12 @@ def test_values_are_written_as_on_the_command_line(project: Path) -> None:
     assert report.is_file()
     with pytest.raises(UsageError, match="--min-pass-at-k 3:... needs --runs of at least that"):
         niceeval.run(runs=2, min_pass_at_k="3:0.5", store=False)
+
+
+def test_a_flag_with_an_optional_value_takes_true_for_the_flag_alone(project: Path) -> None:
+    from niceeval.cli._api import run_arguments
+
+    assert run_arguments(None, {"keep_sandbox": True}).keep_sandbox == "all"
+    assert run_arguments(None, {"keep_sandbox": "failed"}).keep_sandbox == "failed"
+    assert run_arguments(None, {"resume": False}).resume is None
+    assert run_arguments(["evals/talk.py", project / "evals"], {}).paths == ["evals/talk.py", str(project / "evals")]

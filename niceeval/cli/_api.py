@@ -99,8 +99,8 @@ def _tokens(action: argparse.Action, name: str, value: object) -> list[str]:
         if not isinstance(values, Sequence):
             raise UsageError(f"niceeval.run(): {name}= takes a value or a list of them (the flag {flag})")
         return [token for item in values for token in (flag, _text(item))]
-    if action.nargs == "?" and value is True:
-        return [flag]
+    if action.nargs == "?" and isinstance(value, bool):  # `resume=True`: the flag alone (its default value)
+        return [flag] if value else []
     return [flag, _text(value)]
 
 
