@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from inspect_ai.log import EvalConfig, EvalDataset, EvalLog, EvalSample, EvalSpec, write_eval_log
+from inspect_ai.log import EvalConfig, EvalDataset, EvalError, EvalLog, EvalSample, EvalSpec, write_eval_log
 from inspect_ai.model import ModelOutput
 from inspect_ai.scorer import Score
 from starlette.testclient import TestClient
@@ -34,11 +34,12 @@ def sample(sample_id: str, scores: dict[str, Any], *, epoch: int = 1, **more: An
     )  # fmt: skip
 
 
-def written(path: Path, samples: list[EvalSample]) -> Path:
+def written(path: Path, samples: list[EvalSample], *, status: str = "success", error: str | None = None) -> Path:
     spec = EvalSpec(
         created="2026-11-28T00:00:00+00:00", task="qa", dataset=EvalDataset(), model="openai/m", config=EvalConfig()
     )
-    write_eval_log(EvalLog(eval=spec, samples=samples, status="success"), str(path))
+    failure = EvalError(message=error, traceback="", traceback_ansi="") if error else None
+    write_eval_log(EvalLog(eval=spec, samples=samples, status=status, error=failure), str(path))
     return path
 
 
@@ -178,6 +179,22 @@ def test_a_file_that_is_not_a_log_is_refused_naming_it(tmp_path: Path, capsys: p
     assert main(["store", "import", str(path), "--store", str(tmp_path / "r.db")]) == 2
     assert f"{path}: not an Inspect log (no `version`)" in capsys.readouterr().err
     assert not (tmp_path / "r.db").exists()  # nothing was stored
+
+
+@pytest.mark.parametrize(("status", "stored"), [("error", "finished"), ("cancelled", "interrupted")])
+def test_an_import_is_a_suite_run_of_kind_import_on_either_database(
+    store_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], status: str, stored: str
+) -> None:
+    log = written(tmp_path / "run.json", MAPPED[:2], status=status, error="quota" if status == "error" else None)
+    assert main(["store", "import", str(log), "--store", store_url]) == 0
+    run_id = capsys.readouterr().out.split(" as run ")[1].split()[0]
+    with Store.open(store_url) as store:
+        info = store.run(run_id).run
+        assert (info.kind, info.status, info.runs_done, info.failed, info.command[:3]) == (
+            "import", stored, 2, 2, ["niceeval", "store", "import"]
+        )  # fmt: skip
+        assert info.errors == ([{"location": str(log), "message": "Inspect: quota"}] if status == "error" else [])
+        assert store.outcomes(run_id) == {("qa[letters]", 0): "failed", ("qa[partial]", 0): "failed"}
 
 
 SAMPLES = [
