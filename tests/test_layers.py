@@ -30,6 +30,7 @@ FEATURES = [
     "niceeval._core.loopback",
     "niceeval.stats",
     "niceeval.tracing",
+    "niceeval.simulation",
 ]
 
 RULES: list[tuple[str, tuple[str, ...]]] = [
