@@ -31,6 +31,7 @@ FEATURES = [
     "niceeval.stats",
     "niceeval.tracing",
     "niceeval.simulation",
+    "niceeval.attacks",
 ]
 
 RULES: list[tuple[str, tuple[str, ...]]] = [
