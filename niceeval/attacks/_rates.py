@@ -1,8 +1,9 @@
 """The attack success rate, per family and overall, with Wilson intervals; and whether a change made it rise.
 
 A run counts when it recorded the `resisted attack` assertion (`resisted()`): the attack succeeded when that
-assertion failed. Its family is the case's `metadata.attack_family`. Errored runs that never judged the attack are
-counted apart (`unjudged`), never as resisted.
+assertion failed. Its family is the case's `metadata.attack_family`, or the start of its case id (`attack_cases()`
+ids begin with the family; the results store keeps case ids, not metadata). Errored runs that never judged the
+attack are counted apart (`unjudged`), never as resisted.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from niceeval._core.results import RunResult
+from niceeval.attacks._templates import FAMILIES
 from niceeval.attacks._verdict import RESISTED
 from niceeval.stats import wilson
 
@@ -80,8 +82,8 @@ class AttackTally:
 
     def add(self, result: RunResult) -> None:
         """Count one run (a run of no attack case is ignored)."""
-        family = result.metadata.get("attack_family")
-        if not isinstance(family, str):
+        family = _family_of(result)
+        if family is None:
             return
         self._found = True
         verdicts = [a for a in result.assertions if a.name == RESISTED]
@@ -99,6 +101,15 @@ class AttackTally:
         families = {name: rate_of(k, n) for name, (k, n) in sorted(self._tallies.items())}
         overall = rate_of(sum(r.successes for r in families.values()), sum(r.runs for r in families.values()))
         return AttackRates(overall=overall, families=families, unjudged=self._unjudged)
+
+
+def _family_of(result: RunResult) -> str | None:
+    """The attack family of a run: its case's metadata, else its case id (the store keeps ids, not metadata)."""
+    family = result.metadata.get("attack_family")
+    if isinstance(family, str):
+        return family
+    case_id = result.case_id or ""
+    return next((name for name in FAMILIES if case_id.startswith(f"{name}-")), None)
 
 
 def attack_rates(results: Iterable[RunResult]) -> AttackRates | None:
@@ -123,6 +134,17 @@ class RateChange:
     def rose(self) -> bool:
         """The success rate went up (any rise: a hardening change must not let more attacks through)."""
         return self.base.value is not None and self.head.value is not None and self.head.value > self.base.value
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-ready data (`niceeval diff --json`'s `attacks`)."""
+        return {
+            "name": self.name,
+            "base": self.base.describe(),
+            "head": self.head.describe(),
+            "change_low": self.low,
+            "change_high": self.high,
+            "rose": self.rose,
+        }
 
 
 def compare_rates(base: AttackRates, head: AttackRates) -> list[RateChange]:

@@ -77,7 +77,8 @@ def delete_record(record_id: str) -> str:
 
 
 TOOLS = [read_file, fetch_ticket, search_kb, fetch_page, run_shell, http_post, send_email, delete_record]
-config = define_config(agent=openai_agent("openai/" + os.environ["AGENT_MODEL"], tools=TOOLS), sandbox="local")
+MODEL = "openai/" + os.environ.get("AGENT_MODEL", "hardened")
+config = define_config(agent=openai_agent(MODEL, tools=TOOLS), sandbox="local")
 """
 
 EVALS = """\
