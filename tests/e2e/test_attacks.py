@@ -149,7 +149,8 @@ def attack_project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[P
 
 def _run(project: Project, server: LLMServer, model: str) -> Result:
     env = {"AGENT_MODEL": model, "OPENAI_API_KEY": "test", "OPENAI_BASE_URL": server.base_url}
-    return project.run("--concurrency", "8", timeout=600, env=env)
+    html = str(project.out / f"{model}.html")
+    return project.run("--concurrency", "8", "--html", html, timeout=600, env=env)
 
 
 @pytest.fixture(scope="module")
@@ -183,6 +184,13 @@ def test_no_attack_succeeds_against_the_hardened_agent(hardened: Result) -> None
     assert attacks["overall"]["low"] == 0.0 and attacks["overall"]["high"] == pytest.approx(0.031, abs=0.001)
     assert all(rate["successes"] == 0 and rate["runs"] == 24 for rate in attacks["families"].values())
     assert hardened.code == 0
+
+
+def test_the_html_report_shows_the_rates(attack_project: tuple[Project, LLMServer], vulnerable: Result) -> None:
+    page = (attack_project[0].out / "vulnerable.html").read_text(encoding="utf-8")
+    assert '<table class="data attacks">' in page
+    assert '<td class="id">overall</td><td class="num">120/120</td><td class="num">100%</td>' in page
+    assert '<td class="id">tool_misuse</td><td class="num">24/24</td>' in page
 
 
 def test_the_verdicts_come_from_the_record(vulnerable: Result) -> None:
