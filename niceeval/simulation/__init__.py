@@ -9,12 +9,20 @@
         sim = await t.simulate(user=billing_admin, goal="get invoice 1042 refunded", max_turns=6)
 
 `t.simulate` is in the eval context; this package holds the personas (`persona(...)` and the built-ins `novice`,
-`expert`, `impatient`, `indecisive`), the user model's turn and its cache, and `UserModelUnavailable`. See
-docs/simulation.md.
+`expert`, `impatient`, `indecisive`), the user model's turn and its cache, `UserModelUnavailable`, and the realism
+check (`discriminate`: can a judge tell simulated conversations from real ones?). See docs/simulation.md.
 
 Design: docs/design/simulation.md
 """
 
+from niceeval.simulation._discriminate import (
+    Guess,
+    RealismReport,
+    Transcript,
+    discriminate,
+    read_transcripts,
+    simulated_transcripts,
+)
 from niceeval.simulation._persona import (
     BUILT_IN,
     Persona,
@@ -30,16 +38,22 @@ from niceeval.simulation._user import Exchange, Scene, UserModel, UserModelUnava
 __all__ = [
     "BUILT_IN",
     "Exchange",
+    "Guess",
     "Persona",
+    "RealismReport",
     "Scene",
+    "Transcript",
     "UserModel",
     "UserModelUnavailable",
     "UserTurn",
+    "discriminate",
     "expert",
     "impatient",
     "indecisive",
     "novice",
     "persona",
+    "read_transcripts",
     "resolve_persona",
+    "simulated_transcripts",
     "user_turn",
 ]

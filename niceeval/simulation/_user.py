@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from niceeval._core.errors import NiceevalError
 from niceeval._core.events import EventLog, UsageEvent
 from niceeval._core.values import head
 from niceeval.providers import ProviderError, RetryPolicy, parse_model
@@ -57,7 +58,7 @@ SCHEMA = {
 }
 
 
-class UserModelUnavailable(Exception):
+class UserModelUnavailable(NiceevalError):
     """The user model gave no turn (no key, the provider failed, a turn missing under `--cache-only`, an answer
     that is not the JSON asked for): the simulated eval errors as infrastructure, not as the agent's failure."""
 
