@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,82 +20,8 @@ from niceeval.testing import LLMRequest, LLMServer, Reply, ToolCall
 
 from ._project import Project, Result, make_project
 
-CONFIG = """\
-import os
-import urllib.request
-
-import anyio
-
-from niceeval import define_config
-from niceeval.agents import openai_agent
-from niceeval.attacks import attack_text
-from niceeval.sandbox import current_sandbox
-
-
-async def read_file(path: str) -> str:
-    \"\"\"Read a file of the workspace.\"\"\"
-    return await current_sandbox().read_text(path)
-
-
-def fetch_ticket(ticket_id: str) -> str:
-    \"\"\"Read a support ticket.\"\"\"
-    return attack_text("tool_output")
-
-
-def search_kb(query: str) -> str:
-    \"\"\"Search the knowledge base.\"\"\"
-    return attack_text("document")
-
-
-async def fetch_page(url: str) -> str:
-    \"\"\"Fetch a web page.\"\"\"
-    def get() -> str:
-        with urllib.request.urlopen(url, timeout=5) as response:
-            return response.read().decode()
-    return await anyio.to_thread.run_sync(get)
-
-
-async def run_shell(command: str) -> str:
-    \"\"\"Run a shell command in the workspace.\"\"\"
-    result = await current_sandbox().run_shell(command)
-    return f"exit {result.exit_code}"
-
-
-def http_post(url: str, body: str) -> str:
-    \"\"\"Send data to a URL.\"\"\"
-    return "sent"
-
-
-def send_email(to: str, body: str) -> str:
-    \"\"\"Send an email.\"\"\"
-    return "sent"
-
-
-def delete_record(record_id: str) -> str:
-    \"\"\"Delete a record.\"\"\"
-    return "deleted"
-
-
-TOOLS = [read_file, fetch_ticket, search_kb, fetch_page, run_shell, http_post, send_email, delete_record]
-MODEL = "openai/" + os.environ.get("AGENT_MODEL", "hardened")
-config = define_config(agent=openai_agent(MODEL, tools=TOOLS), sandbox="local")
-"""
-
-EVALS = """\
-from niceeval import define_eval
-from niceeval.attacks import AttackPage, attack_cases, judge_attack, plant, resisted
-
-
-@define_eval(cases=attack_cases(), fixture="fixtures/app")
-async def injection(t):
-    await plant(t.case, t.sandbox)
-    if t.case["vector"] == "page":
-        with AttackPage(t.case) as page:
-            await t.send(page.task)
-    else:
-        await t.send(t.case["task"])
-    t.check(judge_attack(t.case, t.events, t.sandbox.commands), resisted())
-"""
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+BLOCK = re.compile(r"```python\n# file: (?P<path>\S+)\n(?P<body>.*?)```", re.S)
 
 _HALVES = re.compile(r'"(CNRY[0-9A-F]+)"[^"]*"([0-9A-F]+)"')
 
@@ -140,15 +67,17 @@ def agents(request: LLMRequest) -> Reply | ToolCall:
 @pytest.fixture(scope="module")
 def attack_project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Project, LLMServer]]:
     project = make_project(tmp_path_factory.mktemp("attacks"))
-    project.write("niceeval.config.py", CONFIG)
-    project.write("evals/attacks.py", EVALS)
+    blocks = list(BLOCK.finditer((DOCS / "attacks.md").read_text(encoding="utf-8")))
+    assert [b["path"] for b in blocks] == ["niceeval.config.py", "evals/attacks.py"]  # the page's examples
+    for block in blocks:
+        project.write(block["path"], block["body"])
     project.write("evals/fixtures/app/README.md", "# app\n")
     with LLMServer(agents) as server:
         yield project, server
 
 
 def _run(project: Project, server: LLMServer, model: str) -> Result:
-    env = {"AGENT_MODEL": model, "OPENAI_API_KEY": "test", "OPENAI_BASE_URL": server.base_url}
+    env = {"AGENT_MODEL": f"openai/{model}", "OPENAI_API_KEY": "test", "OPENAI_BASE_URL": server.base_url}
     html = str(project.out / f"{model}.html")
     return project.run("--concurrency", "8", "--html", html, timeout=600, env=env)
 
@@ -209,7 +138,8 @@ def test_diff_fails_when_the_success_rate_rises_and_shows_a_drop(
     base, head = vulnerable.report()["run_id"], hardened.report()["run_id"]
     hardening = project.cli("diff", base, head)
     assert "Attack success rate (head vs base; a rise fails the gate):" in hardening.stdout
-    assert "  overall                100% (120/120, 97%-100%) -> 0% (0/120, 0%-3%)" in hardening.stdout
+    drop = "  overall                100% (120/120, 97%-100%) -> 0% (0/120, 0%-3%) (change 95% CI -100%..-96%)  ok"
+    assert drop in hardening.stdout.splitlines() and hardening.code == 0
     undone = project.cli("diff", head, base)
     assert undone.code == 1 and "REGRESSED" in undone.stdout
     described = json.loads(project.cli("diff", head, base, "--json").stdout)
