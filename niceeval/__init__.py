@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from niceeval._eval.context import EvalContext, SyncEvalContext
     from niceeval._eval.conversation import Session, Turn
     from niceeval._eval.observe import ToolCall
+    from niceeval._eval.simulate import SimulatedConversation
     from niceeval._eval.spec import EvalSpec, define_eval
 
 _HOMES = {
@@ -42,6 +43,7 @@ _HOMES = {
     "Turn": "niceeval._eval.conversation",
     "Session": "niceeval._eval.conversation",
     "ToolCall": "niceeval._eval.observe",
+    "SimulatedConversation": "niceeval._eval.simulate",
     "EvalSpec": "niceeval._eval.spec",
     "define_eval": "niceeval._eval.spec",
 }
@@ -59,6 +61,7 @@ __all__ = [
     "Price",
     "RunResult",
     "Session",
+    "SimulatedConversation",
     "SyncEvalContext",
     "ToolCall",
     "Turn",
