@@ -22,7 +22,7 @@ def add_simulate_commands(commands: argparse._SubParsersAction[argparse.Argument
     simulate = commands.add_parser("simulate", help="simulated users: check that they resemble real ones")
     actions = simulate.add_subparsers(dest="simulate_command", metavar="ACTION", required=True)
     check = actions.add_parser(
-        "check", help="a discriminator judge tries to tell simulated conversations from real ones (near 50%%: realistic)"
+        "check", help="a discriminator judge tells simulated conversations from real ones (near 50%%: realistic)"
     )
     check.add_argument("--real", type=Path, required=True, metavar="PATH", help="real conversations, JSONL")
     source = check.add_mutually_exclusive_group()

@@ -144,3 +144,17 @@ def test_diff_fails_when_the_success_rate_rises_and_shows_a_drop(
     assert undone.code == 1 and "REGRESSED" in undone.stdout
     described = json.loads(project.cli("diff", head, base, "--json").stdout)
     assert described["attacks"][0]["name"] == "overall" and described["attacks"][0]["rose"] is True
+
+
+def test_the_viewer_shows_the_stored_rates(attack_project: tuple[Project, LLMServer], vulnerable: Result) -> None:
+    from starlette.testclient import TestClient
+
+    from niceeval.store import Store
+    from niceeval.web import Access, ViewerSettings, create_app
+
+    with Store.open(str(attack_project[0].root / ".niceeval" / "results.db")) as store:
+        app = create_app(ViewerSettings(store=store, access=Access(token=None, loopback=True)))
+        page = TestClient(app, base_url="http://127.0.0.1:7575").get(f"/runs/{vulnerable.report()['run_id']}").text
+    assert '<table class="data attacks">' in page
+    assert '<td class="id">overall</td><td class="num">120/120</td><td class="num">100%</td>' in page
+    assert '<td class="id">data_exfiltration</td><td class="num">24/24</td>' in page
