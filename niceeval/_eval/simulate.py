@@ -17,7 +17,15 @@ from niceeval._core.errors import UsageError
 from niceeval._core.values import short
 from niceeval._eval.conversation import Conversation, Turn
 from niceeval.expect import make_assertion
-from niceeval.simulation import Exchange, Persona, Scene, UserModel, resolve_persona, user_turn
+from niceeval.simulation import (
+    Exchange,
+    Persona,
+    Scene,
+    UserModel,
+    UserModelUnavailable,
+    resolve_persona,
+    user_turn,
+)
 
 EndedBy = Literal["goal_met", "agent_ended", "turn_limit"]
 
@@ -120,7 +128,7 @@ async def simulate(
             note = f"the goal was not met within max_turns={request.max_turns} user messages"
             break
         if not decided.message:  # before the first reply there is nothing to judge met or ended
-            raise UsageError(f"t.simulate() at {request.location}: the user model ended before its first message.")
+            raise UserModelUnavailable(f"user model unavailable: {user.model} wrote no opening message")
         turn = await conversation.send_with_followups(decided.message, None, 0)
         turns.append(turn)
         said += [("user", decided.message), ("assistant", turn.message)]

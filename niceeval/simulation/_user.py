@@ -8,11 +8,13 @@ are untrusted data: delimited, and the model is told to ignore instructions insi
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import sqlite3
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from niceeval._core.errors import NiceevalError
 from niceeval._core.events import EventLog, UsageEvent
@@ -137,9 +139,9 @@ async def user_turn(user: UserModel, scene: Scene, conversation: Sequence[Exchan
     ref = parse_model(user.model)
     key = turn_key(str(ref), scene, conversation)
     if user.cache is not None:
-        stored = await user.cache.get(key)
+        stored = await _stored(user.cache, key)
         if stored is not None:
-            return _decided(stored.answer, user.model, cached=True)
+            return _decided(stored, user.model, cached=True)
         if user.cache_only:
             raise UserModelUnavailable(
                 f"user model unavailable: this turn of {scene.persona.name!r} is not in the cache (--cache-only); "
@@ -175,8 +177,18 @@ async def user_turn(user: UserModel, scene: Scene, conversation: Sequence[Exchan
             output_tokens=answer.output_tokens,
             cache_read_tokens=answer.cache_read_tokens,
         )
-        await user.cache.put(key, verdict)
+        with contextlib.suppress(sqlite3.Error):  # an unwritable cache costs a later rerun a request, not this turn
+            await user.cache.put(key, verdict)
     return decided
+
+
+async def _stored(cache: JudgeCache, key: str) -> dict[str, Any] | None:
+    """The cached answer for `key`; None for a miss or an unreadable cache (whose warning the cache prints once)."""
+    try:
+        found = await cache.get(key)
+    except sqlite3.Error:
+        return None
+    return found.answer if found is not None else None
 
 
 def _decided(data: object, model: str, *, cached: bool, text: str = "") -> UserTurn:

@@ -248,3 +248,18 @@ def test_a_persona_that_cannot_render_is_refused(kwargs: dict[str, Any], says: s
 def test_a_persona_renders_its_fields() -> None:
     admin = persona("billing-admin", traits="busy", knowledge="knows invoice 7", style="terse")
     assert admin.describe() == "Name: billing-admin\nTraits: busy\nKnowledge: knows invoice 7\nStyle: terse"
+
+
+def test_a_user_model_that_never_opens_errors_the_eval(users: LLMServer, tmp_path: Path) -> None:
+    users.push(user(met=True))
+    result = run(refund_eval([]), tmp_path)
+    assert result.error is not None and result.error.type == "UserModelUnavailable"
+    assert "wrote no opening message" in result.error.message
+
+
+def test_a_damaged_cache_is_a_miss_not_a_crash(users: LLMServer, tmp_path: Path) -> None:
+    (tmp_path / ".niceeval").mkdir()
+    (tmp_path / ".niceeval" / "judge-cache.sqlite").write_bytes(b"not a database" * 100)
+    users.push(*SCRIPT)
+    result = run(refund_eval([]), tmp_path)
+    assert result.error is None and result.outcome == "passed" and len(users.requests) == 3
