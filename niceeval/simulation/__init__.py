@@ -15,14 +15,9 @@ check (`discriminate`: can a judge tell simulated conversations from real ones?)
 Design: docs/design/simulation.md
 """
 
-from niceeval.simulation._discriminate import (
-    Guess,
-    RealismReport,
-    Transcript,
-    discriminate,
-    read_transcripts,
-    simulated_transcripts,
-)
+from typing import TYPE_CHECKING
+
+from niceeval._core.lazy import lazy_getattr
 from niceeval.simulation._persona import (
     BUILT_IN,
     Persona,
@@ -34,6 +29,16 @@ from niceeval.simulation._persona import (
     resolve_persona,
 )
 from niceeval.simulation._user import Exchange, Scene, UserModel, UserModelUnavailable, UserTurn, user_turn
+
+if TYPE_CHECKING:
+    from niceeval.simulation._discriminate import (
+        Guess,
+        RealismReport,
+        Transcript,
+        discriminate,
+        read_transcripts,
+        simulated_transcripts,
+    )
 
 __all__ = [
     "BUILT_IN",
@@ -57,3 +62,6 @@ __all__ = [
     "simulated_transcripts",
     "user_turn",
 ]
+
+_REALISM = ("Guess", "RealismReport", "Transcript", "discriminate", "read_transcripts", "simulated_transcripts")
+__getattr__ = lazy_getattr(__name__, {name: "._discriminate" for name in _REALISM})
