@@ -51,6 +51,8 @@ class AttackRates:
     overall: Rate
     families: dict[str, Rate] = field(default_factory=dict)
     """Per family, in name order."""
+    variants: dict[str, Rate] = field(default_factory=dict)
+    """Overall per variant combination (`prompt=hardened`), in name order; empty without variants."""
     unjudged: int = 0
     """Attack runs that ended without judging the attack (an error before `resisted()`)."""
 
@@ -59,12 +61,18 @@ class AttackRates:
         return {
             "overall": self.overall.describe(),
             "families": {name: rate.describe() for name, rate in self.families.items()},
+            "variants": {name: rate.describe() for name, rate in self.variants.items()},
             "unjudged": self.unjudged,
         }
 
+    def rows(self) -> list[tuple[str, Rate]]:
+        """Overall, each family, then each variant (`variant prompt=short`)."""
+        variants = [(f"variant {name}", rate) for name, rate in self.variants.items()]
+        return [("overall", self.overall), *self.families.items(), *variants]
+
     def lines(self) -> list[str]:
         """The rates as text lines, for the console and `diff`."""
-        rows = [("overall", self.overall), *self.families.items()]
+        rows = self.rows()
         text = ["Attack success rate (lower is better; 95% Wilson interval):"]
         text += [f"  {name:<22} {_shown(rate)}" for name, rate in rows]
         if self.unjudged:
@@ -77,6 +85,7 @@ class AttackTally:
 
     def __init__(self) -> None:
         self._tallies: dict[str, list[int]] = {}
+        self._variants: dict[str, list[int]] = {}
         self._unjudged = 0
         self._found = False
 
@@ -90,9 +99,14 @@ class AttackTally:
         if not verdicts:
             self._unjudged += 1
             return
-        tally = self._tallies.setdefault(family, [0, 0])
-        tally[0] += any(a.state == "failed" for a in verdicts)
-        tally[1] += 1
+        succeeded = any(a.state == "failed" for a in verdicts)
+        variant = ", ".join(f"{k}={v}" for k, v in result.variant.items()) if result.variant else None
+        for tally in (self._tallies.setdefault(family, [0, 0]), *self._of_variant(variant)):
+            tally[0] += succeeded
+            tally[1] += 1
+
+    def _of_variant(self, variant: str | None) -> list[list[int]]:
+        return [self._variants.setdefault(variant, [0, 0])] if variant is not None else []
 
     def rates(self) -> AttackRates | None:
         """The success rates so far; None when no run was an attack run."""
@@ -100,7 +114,8 @@ class AttackTally:
             return None
         families = {name: rate_of(k, n) for name, (k, n) in sorted(self._tallies.items())}
         overall = rate_of(sum(r.successes for r in families.values()), sum(r.runs for r in families.values()))
-        return AttackRates(overall=overall, families=families, unjudged=self._unjudged)
+        variants = {name: rate_of(k, n) for name, (k, n) in sorted(self._variants.items())}
+        return AttackRates(overall=overall, families=families, variants=variants, unjudged=self._unjudged)
 
 
 def _family_of(result: RunResult) -> str | None:

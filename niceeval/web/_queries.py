@@ -253,12 +253,12 @@ def run_info(store: Store, ref: str) -> SuiteRunInfo:
     return SuiteRunInfo.model_validate({**row, "errors": row["errors"] or []})
 
 
-def attack_verdicts(store: Store, suite_run_id: str) -> list[tuple[str | None, str]]:
-    """`(case id, state)` of every `resisted attack` assertion of the suite run (`niceeval.attacks`)."""
+def attack_verdicts(store: Store, suite_run_id: str) -> list[tuple[str | None, dict[str, str] | None, str]]:
+    """`(case id, variant, state)` of every `resisted attack` assertion of the suite run (`niceeval.attacks`)."""
     query = (
-        select(eval_runs.c.case_id, assertions.c.state)
+        select(eval_runs.c.case_id, eval_runs.c.variant, assertions.c.state)
         .join(assertions, assertions.c.eval_run_id == eval_runs.c.id)
         .where(eval_runs.c.suite_run_id == suite_run_id, assertions.c.name == RESISTED)
     )
     with store.engine.connect() as conn:
-        return [(case_id, state) for case_id, state in conn.execute(query)]
+        return [(case_id, variant, state) for case_id, variant, state in conn.execute(query)]

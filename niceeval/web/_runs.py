@@ -186,12 +186,16 @@ def variant_table(store: Store, detail: SuiteRunDetail) -> dict[str, Any]:
 def attack_table(store: Store, detail: SuiteRunDetail) -> AttackRates | None:
     """The attack success rates of the HTML report, from the stored `resisted attack` verdicts (None: no attacks)."""
     tally = AttackTally()
-    for case_id, state in _queries.attack_verdicts(store, detail.run.id):
+    for case_id, variant, state in _queries.attack_verdicts(store, detail.run.id):
         verdict = AssertionResult(
             name=RESISTED, severity="gate", score=None, threshold=1.0, state="failed" if state == "failed" else "passed"
         )
-        run = RunResult(eval_id="", file="", line=0, outcome="passed", duration_s=0.0, case_id=case_id)
-        tally.add(run.model_copy(update={"assertions": [verdict]}))
+        tally.add(
+            RunResult(
+                eval_id="", file="", line=0, outcome="passed", duration_s=0.0, assertions=[verdict], case_id=case_id,
+                variant=variant or None,
+            )
+        )  # fmt: skip
     return tally.rates()
 
 

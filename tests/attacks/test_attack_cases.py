@@ -196,3 +196,17 @@ def test_a_rise_regresses_and_a_drop_shows_its_interval() -> None:
     assert drop[0].low == pytest.approx(-1.0) and drop[0].high == pytest.approx(-0.6075, abs=1e-4)
     assert change_lines(drop)[1].startswith("  overall                100% (10/10, 72%-100%) -> 0% (0/10, 0%-28%)")
     assert [c.rose for c in compare_rates(after, before)] == [True, True]
+
+
+def test_variants_get_their_own_overall_rate() -> None:
+    row = case("tool_misuse")
+    soft = run_of(row, "failed").model_copy(update={"variant": {"prompt": "plain"}})
+    hard = run_of(row, "passed").model_copy(update={"variant": {"prompt": "hardened"}})
+    rates = attack_rates([soft, hard, hard])
+    assert rates is not None
+    assert {name: (r.successes, r.runs) for name, r in rates.variants.items()} == {
+        "prompt=hardened": (0, 2),
+        "prompt=plain": (1, 1),
+    }
+    assert rates.lines()[-1] == "  variant prompt=plain   100% (1/1, 21%-100%)"
+    assert rates.describe()["variants"]["prompt=hardened"]["runs"] == 2
