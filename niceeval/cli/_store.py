@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from niceeval._eval.config import Config
     from niceeval._run.discovery import EvalEntry
     from niceeval._run.storing import StoredPlan
-    from niceeval.attacks import RateChange
+    from niceeval.attacks import AttackRates, RateChange
     from niceeval.store import DiffOptions, Store, SuiteRunInfo
     from niceeval.store._recorder import StoreSink
 
@@ -236,9 +236,19 @@ def _diff(args: argparse.Namespace) -> int:
 
 def _attack_changes(store: Store, base: str, head: str) -> list[RateChange]:
     """The attack success rates' moves when both runs ran attack cases (`niceeval.attacks`); a rise regresses."""
-    from niceeval.attacks import attack_rates, compare_rates
+    from niceeval.attacks import FAMILIES, attack_rates, compare_rates
 
-    before, after = attack_rates(store.results(base)), attack_rates(store.results(head))
+    def rates(run: str) -> AttackRates | None:
+        attacked = sorted(
+            {
+                i.eval_id
+                for i in store.run(run).eval_runs
+                if (i.case_id or "").startswith(tuple(f"{f}-" for f in FAMILIES))
+            }
+        )  # only the attack evals' runs are read in full
+        return attack_rates(store.results(run, eval_ids=attacked)) if attacked else None
+
+    before, after = rates(base), rates(head)
     return compare_rates(before, after) if before is not None and after is not None else []
 
 
