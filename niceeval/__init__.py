@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from niceeval._eval.context import EvalContext, SyncEvalContext
     from niceeval._eval.conversation import Session, Turn
     from niceeval._eval.observe import ToolCall
+    from niceeval._eval.simulate import SimulatedConversation
     from niceeval._eval.spec import EvalSpec, define_eval
     from niceeval.cli import SuiteResult, run, run_async
 
@@ -43,6 +44,7 @@ _HOMES = {
     "Turn": "niceeval._eval.conversation",
     "Session": "niceeval._eval.conversation",
     "ToolCall": "niceeval._eval.observe",
+    "SimulatedConversation": "niceeval._eval.simulate",
     "EvalSpec": "niceeval._eval.spec",
     "define_eval": "niceeval._eval.spec",
     "run": "niceeval.cli",
@@ -63,6 +65,7 @@ __all__ = [
     "Price",
     "RunResult",
     "Session",
+    "SimulatedConversation",
     "SyncEvalContext",
     "ToolCall",
     "Turn",

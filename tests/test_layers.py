@@ -30,6 +30,8 @@ FEATURES = [
     "niceeval._core.loopback",
     "niceeval.stats",
     "niceeval.tracing",
+    "niceeval.simulation",
+    "niceeval.attacks",
 ]
 
 RULES: list[tuple[str, tuple[str, ...]]] = [

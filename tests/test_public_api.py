@@ -24,6 +24,7 @@ def test_top_level_exports() -> None:
             "Price",
             "RunResult",
             "Session",
+            "SimulatedConversation",
             "SyncEvalContext",
             "ToolCall",
             "Turn",
@@ -188,3 +189,62 @@ def test_dir_shows_only_the_public_names(module: str) -> None:
 )
 def test_runner_wiring_is_not_public(module: str, name: str) -> None:
     assert not hasattr(importlib.import_module(module), name)
+
+
+def test_simulation_exports() -> None:
+    import niceeval.simulation
+
+    assert sorted(niceeval.simulation.__all__) == sorted(
+        [
+            "BUILT_IN",
+            "Exchange",
+            "Guess",
+            "Persona",
+            "RealismReport",
+            "Scene",
+            "Transcript",
+            "UserModel",
+            "UserModelUnavailable",
+            "UserTurn",
+            "discriminate",
+            "expert",
+            "impatient",
+            "indecisive",
+            "novice",
+            "persona",
+            "read_transcripts",
+            "resolve_persona",
+            "simulated_transcripts",
+            "user_turn",
+        ]
+    )
+
+
+def test_attacks_exports() -> None:
+    import niceeval.attacks
+
+    assert sorted(niceeval.attacks.__all__) == sorted(
+        [
+            "FAMILIES",
+            "RESISTED",
+            "SECRET_FILE",
+            "SINK_HOST",
+            "VECTORS",
+            "AttackOutcome",
+            "AttackPage",
+            "AttackRates",
+            "AttackTally",
+            "Rate",
+            "RateChange",
+            "attack_cases",
+            "attack_rates",
+            "attack_text",
+            "change_lines",
+            "compare_rates",
+            "judge_attack",
+            "plant",
+            "resisted",
+        ]
+    )
+    for name in niceeval.attacks.__all__:
+        assert getattr(niceeval.attacks, name) is not None

@@ -48,6 +48,7 @@ from niceeval._eval.run_judge import JudgeView as JudgeView
 from niceeval._eval.run_judge import RunJudge
 from niceeval._eval.scopes import ScopeHost
 from niceeval._eval.sessions import Latest, Sessions
+from niceeval._eval.simulate import SimulatedConversation, simulate, simulation_request
 from niceeval._eval.spanmatch import NameSpec, SpanAssertions
 from niceeval._eval.variants import Variant
 from niceeval._eval.workspace import ContentSpec
@@ -57,6 +58,7 @@ from niceeval.expect import EventPattern, ToolPattern
 if TYPE_CHECKING:
     from niceeval.judge import Judge
     from niceeval.sandbox import Sandbox
+    from niceeval.simulation import Persona
 
 
 class ContextBase:
@@ -428,6 +430,33 @@ class EvalContext(ContextBase):
         turn = self._sessions.current.send_with_followups(text, output, followups, attached, deps)
         return tracked(turn, "t.send(...)")
 
+    def simulate(
+        self,
+        *,
+        user: Persona | str,
+        goal: str,
+        max_turns: int = 8,
+        seed: int | None = None,
+        model: str | None = None,
+    ) -> Coroutine[Any, Any, SimulatedConversation]:
+        """Let a user model play `user` against the agent, turn by turn, until it judges `goal` met (await it).
+
+        The conversation continues the current session as ordinary turns; it ends when the user judges the goal
+        met, when the agent ends it, or after `max_turns` user messages (with a note). Records the check
+        `simulate(<persona>): goal met` (a gate). User turns are cached: a rerun against an unchanged agent replays
+        them without a request; `--no-cache` samples anew. See docs/simulation.md.
+
+        Args:
+            user: A persona from `niceeval.simulation` (`persona(...)`, `novice`, ...) or a built-in's name.
+            goal: What the user wants, in words.
+            max_turns: The most messages the user sends.
+            seed: Which sample of this persona and goal (each its own cached conversation); the run's index
+                unless given, so `--runs N` gives N conversations.
+            model: The user model (`provider/model`); the judge's model unless given.
+        """
+        request = simulation_request(user, goal, max_turns, seed, model, caller_location(1))
+        return tracked(simulate(self._sessions.current, self._inputs.users, request), "t.simulate(...)")
+
     def respond(self, value: object) -> Coroutine[Any, Any, Turn]:
         """Answer the agent's request for human input (the last turn was `waiting`) and continue (await it)."""
         return tracked(self._sessions.current.respond(value), "t.respond(...)")
@@ -466,6 +495,20 @@ class SyncEvalContext(ContextBase):
             self._sessions.current.send_with_followups, text, output, followups, attached, deps
         )
         return turn
+
+    def simulate(
+        self,
+        *,
+        user: Persona | str,
+        goal: str,
+        max_turns: int = 8,
+        seed: int | None = None,
+        model: str | None = None,
+    ) -> SimulatedConversation:
+        """Let a user model play `user` against the agent until it judges `goal` met (see `EvalContext.simulate`)."""
+        request = simulation_request(user, goal, max_turns, seed, model, caller_location(1))
+        result: SimulatedConversation = self._portal.call(simulate, self._sessions.current, self._inputs.users, request)
+        return result
 
     def respond(self, value: object) -> Turn:
         """Answer the agent's request for human input (the last turn was `waiting`) and continue."""

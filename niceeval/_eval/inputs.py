@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
     from niceeval._eval.cases import Case
     from niceeval._eval.run_judge import JudgeOpener
+    from niceeval._eval.simulate import UserModelOpener
     from niceeval._eval.variants import Variant
     from niceeval.sandbox import Sandbox
 
@@ -52,6 +53,8 @@ class RunInputs:
     """The config's price overrides (usage, `max_cost`, `max_tokens`)."""
     followup_model: str | None = None
     """The model that detects clarification questions (`t.send(followups=N)`)."""
+    users: UserModelOpener | None = None
+    """How `t.simulate` gets the run's user model (the runner's `JudgeSlot`); None outside a run."""
     portal: BlockingPortal | None = None
     """A plain `def` eval's way back into the event loop from its thread (required by `SyncEvalContext`)."""
 

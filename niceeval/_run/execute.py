@@ -216,6 +216,7 @@ async def _run_body(entry: EvalEntry, state: RunState, options: ExecOptions, set
                     judge=slot,
                     pricing=options.pricing,
                     followup_model=settings.model,
+                    users=slot,
                 )
                 if spec.is_async:
                     error = await _body(entry, EvalContext(inputs, state), None)

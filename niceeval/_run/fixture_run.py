@@ -92,6 +92,7 @@ class InlineRun:
                         judge=slot,
                         pricing=options.pricing,
                         followup_model=options.judge.model,
+                        users=slot,
                         portal=self._host.portal,
                     )
                     ctx = SyncEvalContext(inputs, state)

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from niceeval._run.discovery import EvalEntry
     from niceeval.judge import Judge
     from niceeval.judge._runtime import JudgeCache, JudgeClients, JudgeSession
+    from niceeval.simulation import UserModel
 
 
 def judging_modules(entries: Iterable[EvalEntry]) -> tuple[str, ...]:
@@ -111,6 +112,36 @@ class JudgeSlot:
             )
         )
         return self._session.judge
+
+    def user_model(self, model: str | None) -> UserModel:
+        """The model that plays `t.simulate`'s users: `model`, else `--grader`, else the judge's model.
+
+        Its turns share the judges' clients and cache file; the run's index is the default seed, so `--runs N`
+        samples N conversations and a rerun replays each.
+
+        Raises:
+            UsageError: No model is configured anywhere.
+        """
+        from niceeval._core.errors import UsageError
+        from niceeval.providers import RetryPolicy
+        from niceeval.simulation import UserModel
+
+        chosen = model or self._grader or self._settings.model
+        if chosen is None:
+            raise UsageError(
+                "t.simulate() needs a user model: pass model='openai/...', set "
+                "define_config(judge={'model': 'openai/...'}) or pass --grader."
+            )
+        suite = self._suite
+        return UserModel(
+            model=chosen,
+            clients=suite.clients(),
+            cache=suite.cache(),
+            cache_only=suite.cache_only,
+            seed=self._run_index,
+            timeout=self._settings.timeout,
+            retry=RetryPolicy(max_retries=self._settings.max_retries),
+        )
 
     def results(self) -> list[AssertionResult]:
         """The judge verdicts, once the run's task group has finished (none when the eval never judged)."""

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from niceeval._eval.config import Config
     from niceeval._run.discovery import EvalEntry
     from niceeval._run.storing import StoredPlan
+    from niceeval.attacks import AttackRates, RateChange
     from niceeval.store import DiffOptions, Store, SuiteRunInfo
     from niceeval.store._recorder import StoreSink
 
@@ -230,20 +231,40 @@ def _diff_options(args: argparse.Namespace) -> DiffOptions:
 def _diff(args: argparse.Namespace) -> int:
     import json
 
+    from niceeval.attacks import change_lines
     from niceeval.cli._views import diff_lines, missing_runs
 
     with open_existing_store(args) as store:
         diff = store.diff(args.base, args.head, _diff_options(args))
         gaps = [f"{side} run {info.id}{missing_runs(info)}" for side, info in (
             ("base", store.run(diff.base).run), ("head", store.run(diff.head).run)) if missing_runs(info)]  # fmt: skip
+        attacks = _attack_changes(store, diff.base, diff.head)
     if args.json:
-        print(json.dumps(diff.describe(), indent=2))
+        print(json.dumps({**diff.describe(), "attacks": [change.describe() for change in attacks]}, indent=2))
     else:
-        for line in diff_lines(diff):
+        for line in [*diff_lines(diff), *(change_lines(attacks) if attacks else [])]:
             print(line)
     for gap in gaps:  # a diff over part of a suite run says so (on stderr: the JSON on stdout stays parseable)
         print(f"niceeval: note: {gap.replace(' · ', ': ', 1)}", file=sys.stderr)
-    return 1 if diff.regressed else 0
+    return 1 if diff.regressed or any(change.rose for change in attacks) else 0
+
+
+def _attack_changes(store: Store, base: str, head: str) -> list[RateChange]:
+    """The attack success rates' moves when both runs ran attack cases (`niceeval.attacks`); a rise regresses."""
+    from niceeval.attacks import FAMILIES, attack_rates, compare_rates
+
+    def rates(run: str) -> AttackRates | None:
+        attacked = sorted(
+            {
+                i.eval_id
+                for i in store.run(run).eval_runs
+                if (i.case_id or "").startswith(tuple(f"{f}-" for f in FAMILIES))
+            }
+        )  # only the attack evals' runs are read in full
+        return attack_rates(store.results(run, eval_ids=attacked)) if attacked else None
+
+    before, after = rates(base), rates(head)
+    return compare_rates(before, after) if before is not None and after is not None else []
 
 
 def _export(args: argparse.Namespace) -> int:

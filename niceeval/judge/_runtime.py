@@ -8,10 +8,13 @@ ones from `niceeval.judge`), never from the judge's other modules.
 - `Env`, `select_best`, `Choice`: the select-best comparison, asked once over every variant of a case.
 - `as_text`: how a value is shown to a judge (a comparison's output is recorded the same way).
 - `estimated_cost`: what judge calls may cost at most, from the prompt's cap and the model's price (`--dry-run`).
+- `ask`, `Request`, `CachedVerdict`: one structured request over the suite's clients, and a stored answer, for
+  the other models niceeval asks for an eval (the simulated user of `niceeval.simulation`) through the same
+  clients and cache file.
 """
 
-from niceeval.judge._cache import CacheMode, JudgeCache, default_cache_path
-from niceeval.judge._client import JudgeClients
+from niceeval.judge._cache import CachedVerdict, CacheMode, JudgeCache, default_cache_path
+from niceeval.judge._client import JudgeClients, Request, ask
 from niceeval.judge._engine import Env, estimated_cost
 from niceeval.judge._judge import JudgeRuntime, JudgeSession
 from niceeval.judge._prompts import as_text
@@ -19,13 +22,16 @@ from niceeval.judge._select import Choice, select_best
 
 __all__ = [
     "CacheMode",
+    "CachedVerdict",
     "Choice",
     "Env",
     "JudgeCache",
     "JudgeClients",
     "JudgeRuntime",
     "JudgeSession",
+    "Request",
     "as_text",
+    "ask",
     "default_cache_path",
     "estimated_cost",
     "select_best",

@@ -19,6 +19,7 @@ from niceeval._core.results import RunResult, Spend
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary, latency_text
 from niceeval._core.text import clean, clean_lines
 from niceeval._core.wording import judge_calls, plural, usd
+from niceeval.attacks import AttackTally
 from niceeval.render import VariantTable, eval_rate, interval_text, power_text, suite_power, suite_rate
 from niceeval.report._grouping import group_misses, runs_text
 from niceeval.report._variants import variant_lines
@@ -106,6 +107,7 @@ class ConsoleReporter:
 
             self._progress = LiveProgress(console, clock=clock, strict=strict, refresh_per_second=refresh_per_second)
         self._variants = VariantTable()
+        self._attacks = AttackTally()
 
     def _print(self, text: Text) -> None:
         # Without a terminal there are no styles to render: plain text is the same output at a fraction of the
@@ -145,6 +147,7 @@ class ConsoleReporter:
             return
         tally.add(result)
         self._variants.add(result)
+        self._attacks.add(result)
         runs = self._pending.setdefault(result.eval_id, [])
         runs.append(result)
         if self._progress is not None:
@@ -252,6 +255,10 @@ class ConsoleReporter:
             text.append(clean(f"{problem.location}: {message}", 2000))
             self._print(text)
 
+    def _attack_lines(self) -> list[str]:
+        rates = self._attacks.rates()
+        return rates.lines() if rates is not None else []
+
     def finish(self, summary: SuiteSummary) -> None:
         """Finish the report from the suite's summary."""
         if self._progress is not None:
@@ -259,7 +266,7 @@ class ConsoleReporter:
         for eval_id, runs in self._pending.items():
             self._print_eval(self._tallies[eval_id], runs)
         self._pending.clear()
-        for row in variant_lines(self._variants, strict=self.strict):
+        for row in [*variant_lines(self._variants, strict=self.strict), *self._attack_lines()]:
             self._print(Text(clean(row, 2000)))
         self._print_problems(summary)
         counts = summary.eval_counts()

@@ -32,6 +32,7 @@ from markupsafe import Markup
 from niceeval._core.results import RunResult, Spend
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
 from niceeval._core.wording import miss_words
+from niceeval.attacks import AttackTally
 from niceeval.render import (
     STATIC_DIR,
     JudgeModelUse,
@@ -179,6 +180,7 @@ class HtmlReporter:
         self._evals: dict[str, _EvalRecord] = {}
         self._variants = VariantTable()
         self._judging = _Judging()
+        self._attacks = AttackTally()
         self._parts: Any = None
 
     def start(self, plan: Sequence[PlannedEval], problems: Sequence[Problem]) -> None:
@@ -198,6 +200,7 @@ class HtmlReporter:
             record = self._evals[result.eval_id] = _EvalRecord(planned=planned, position=len(self._evals))
         self._variants.add(result)
         self._judging.add(result)
+        self._attacks.add(result)
         data = visible(self._render_run(result, record.planned.runs)).encode()
         position = self._spool.seek(0, os.SEEK_END)
         self._spool.write(data)
@@ -242,6 +245,7 @@ class HtmlReporter:
             "rows": rows,
             "runs_planned": sum(record.planned.runs for record in self._evals.values()),
             "variants": self._variants.for_page(strict=summary.strict),
+            "attacks": self._attacks.rates(),
             "judges": sorted(self._judging.models.values(), key=lambda use: -(use.calls + use.cached + use.unsent)),
             "inconclusive": sorted(self._judging.inconclusive.items(), key=lambda item: -item[1]),
             "css": css,

@@ -17,6 +17,7 @@ from typing import IO, Any
 from niceeval._core.results import RunResult
 from niceeval._core.summary import PlannedEval, Problem, SuiteSummary
 from niceeval._core.text import scrub
+from niceeval.attacks import AttackTally
 from niceeval.render import VariantTable, estimate_json, eval_rate, suite_power, suite_rate
 from niceeval.report._variants import variant_records
 from niceeval.stats import Estimate
@@ -39,6 +40,7 @@ class JsonReporter:
         self._problems: list[Problem] = []
         self._started_at = ""
         self._variants = VariantTable()
+        self._attacks = AttackTally()
 
     def start(self, plan: Sequence[PlannedEval], problems: Sequence[Problem]) -> None:
         """Take the plan and the problems found while loading it."""
@@ -51,6 +53,7 @@ class JsonReporter:
         """Take one finished run."""
         assert self._spool is not None
         self._variants.add(result)
+        self._attacks.add(result)
         data = run_json(result)
         position = self._spool.seek(0, os.SEEK_END)
         self._spool.write(data)
@@ -102,6 +105,9 @@ class JsonReporter:
             "errors": [{"location": p.location, "message": p.message} for p in summary.problems],
             "variants": variant_records(self._variants, strict=summary.strict),
         }
+        attacks = self._attacks.rates()
+        if attacks is not None:
+            head["attacks"] = attacks.describe()
         out.write(json.dumps(scrub(head))[:-1] + ', "evals": [')
         tallies = {t.eval.id: t for t in summary.tallies}
         for index, planned in enumerate(self._plan):

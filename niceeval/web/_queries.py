@@ -15,6 +15,7 @@ from sqlalchemy import Integer, case, func, select
 from starlette.exceptions import HTTPException
 
 from niceeval._core.assertion import AssertionResult, JudgeCall
+from niceeval.attacks import RESISTED
 from niceeval.render import JudgeModelUse
 from niceeval.store import RunNotFound, Store, SuiteRunInfo
 from niceeval.store.tables import assertions, eval_runs, judge_calls, suite_runs, suite_runs_with
@@ -250,3 +251,14 @@ def run_info(store: Store, ref: str) -> SuiteRunInfo:
     with store.engine.connect() as conn:
         row = conn.execute(select(suite_runs).where(suite_runs.c.id == suite_run_id)).mappings().one()
     return SuiteRunInfo.model_validate({**row, "errors": row["errors"] or []})
+
+
+def attack_verdicts(store: Store, suite_run_id: str) -> list[tuple[str | None, dict[str, str] | None, str]]:
+    """`(case id, variant, state)` of every `resisted attack` assertion of the suite run (`niceeval.attacks`)."""
+    query = (
+        select(eval_runs.c.case_id, eval_runs.c.variant, assertions.c.state)
+        .join(assertions, assertions.c.eval_run_id == eval_runs.c.id)
+        .where(eval_runs.c.suite_run_id == suite_run_id, assertions.c.name == RESISTED)
+    )
+    with store.engine.connect() as conn:
+        return [(case_id, variant, state) for case_id, variant, state in conn.execute(query)]

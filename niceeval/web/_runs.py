@@ -14,6 +14,7 @@ from niceeval._core.outcome import OUTCOMES, Outcome
 from niceeval._core.results import RunResult, Spend
 from niceeval._core.summary import EvalTally, PlannedEval
 from niceeval._core.wording import miss_words
+from niceeval.attacks import RESISTED, AttackRates, AttackTally
 from niceeval.render import VariantTable, interval_text, runs_rate, suite_rate, when
 from niceeval.stats import Estimate
 from niceeval.store import EvalRunInfo, Store, SuiteRunDetail, SuiteRunInfo
@@ -139,6 +140,7 @@ def run_page(request: Request) -> Response:
         previous=_queries.previous_run(store, detail.run),
         missing_shards=detail.missing_shards,
         variants=variant_table(store, detail),
+        attacks=attack_table(store, detail),
         pass_rate=runs_pass_rate(detail),
     )
 
@@ -179,6 +181,22 @@ def variant_table(store: Store, detail: SuiteRunDetail) -> dict[str, Any]:
             )
         )  # fmt: skip
     return table.for_page(strict=detail.run.strict)
+
+
+def attack_table(store: Store, detail: SuiteRunDetail) -> AttackRates | None:
+    """The attack success rates of the HTML report, from the stored `resisted attack` verdicts (None: no attacks)."""
+    tally = AttackTally()
+    for case_id, variant, state in _queries.attack_verdicts(store, detail.run.id):
+        verdict = AssertionResult(
+            name=RESISTED, severity="gate", score=None, threshold=1.0, state="failed" if state == "failed" else "passed"
+        )
+        tally.add(
+            RunResult(
+                eval_id="", file="", line=0, outcome="passed", duration_s=0.0, assertions=[verdict], case_id=case_id,
+                variant=variant or None,
+            )
+        )  # fmt: skip
+    return tally.rates()
 
 
 def eval_lines(detail: SuiteRunDetail, misses: dict[tuple[str, int], AssertionResult] | None = None) -> list[EvalLine]:
