@@ -69,6 +69,20 @@ def row_of(case: Case | None) -> Any:
     return case.data
 
 
+def _model_grader(judge: Any, item: Declared, target: dict[str, Any]) -> Any:
+    """An OpenAI Evals `score_model` / `label_model` entry, through `t.judge.openai`."""
+    from niceeval._eval.declared import grader_of
+    from niceeval._eval.openai_graders import score_range, task_text
+
+    grader, model = grader_of(item.entry), item.entry.model
+    task = task_text(grader)
+    if grader["type"] == "label_model":
+        labels, passing = grader["labels"], grader["passing_labels"]
+        return judge.openai.label_model(task, labels=labels, passing_labels=passing, model=model, **target)
+    threshold = grader.get("pass_threshold")
+    return judge.openai.score_model(task, range=score_range(grader), pass_threshold=threshold, model=model, **target)
+
+
 class CaseChecks:
     """The context's part for `t.check_case()`: a case row's `assert:` entries, recorded as hand-written ones.
 
@@ -204,6 +218,8 @@ class CaseChecks:
             handle = judge.conversation.role_adherence(text, model=entry.model)
         elif name == "knowledge_retention":
             handle = judge.conversation.knowledge_retention(model=entry.model)
+        elif name in ("score_model", "label_model"):
+            handle = _model_grader(judge, item, target)
         else:
             handle = self._rag_entry(item, target, location)
         handle.location = location

@@ -89,7 +89,7 @@ def _jsonl_rows(path: Path, shown: str) -> Iterator[_Row]:
             index += 1
 
 
-def _json_rows(path: Path, shown: str) -> Iterator[_Row]:
+def _json_rows(path: Path, shown: str, data_file: Path | None = None) -> Iterator[_Row]:
     text = path.read_text(encoding="utf-8")
     decoder = json.JSONDecoder()
     position = _skip_space(text, 0)
@@ -99,13 +99,14 @@ def _json_rows(path: Path, shown: str) -> Iterator[_Row]:
         except json.JSONDecodeError as exc:
             raise CaseError(shown, exc.lineno, f"not valid JSON ({exc.msg}, column {exc.colno})") from None
         if _peer_key(data):
-            yield from _peer_rows(path, shown, data, [])
+            yield from _peer_rows(path, shown, data, [], data_file)
             return
     if not text.startswith("[", position):
         raise CaseError(
             shown,
             _line_of(text, position),
-            "a JSON dataset is a list of objects: [{...}, {...}], a promptfoo config or a pydantic-evals dataset",
+            "a JSON dataset is a list of objects: [{...}, {...}], a promptfoo config, a pydantic-evals dataset or an "
+            "OpenAI Evals definition",
         )
     position = _skip_space(text, position + 1)
     index = 0
@@ -193,7 +194,10 @@ def _yaml_rows(path: Path, shown: str) -> Iterator[_Row]:
 
 
 def _peer_key(data: Mapping[str, Any]) -> str | None:
-    """`tests` for a promptfoo config, `cases` for a pydantic-evals dataset, else None."""
+    """`tests` for a promptfoo config, `cases` for a pydantic-evals dataset, `testing_criteria` for an OpenAI Evals
+    definition, else None."""
+    if isinstance(data.get("testing_criteria"), list):
+        return "testing_criteria"
     if isinstance(data.get("tests"), list) and ("prompts" in data or "providers" in data or "defaultTest" in data):
         return "tests"
     if isinstance(data.get("cases"), list):
@@ -208,11 +212,16 @@ def _item_lines(node: Any, key: str | None) -> list[int | None]:
     return []
 
 
-def _peer_rows(path: Path, shown: str, data: Mapping[str, Any], lines: list[int | None]) -> Iterator[_Row]:
+def _peer_rows(
+    path: Path, shown: str, data: Mapping[str, Any], lines: list[int | None], data_file: Path | None = None
+) -> Iterator[_Row]:
+    from niceeval._eval.openai_evals import load_openai_eval
     from niceeval._eval.peers import load_pydantic_evals
     from niceeval._eval.promptfoo import load_promptfoo
 
-    if _peer_key(data) == "tests":
+    if _peer_key(data) == "testing_criteria":
+        peer, errors = load_openai_eval(data, path, data_file)
+    elif _peer_key(data) == "tests":
         peer, errors = load_promptfoo(data, lines, path.parent)
     else:
         peer, errors = load_pydantic_evals(data, lines), []
@@ -279,12 +288,14 @@ def iter_cases(
     root: Path,
     model: type[BaseModel] | None = None,
     loading: Loading | None = None,
+    data_file: Path | None = None,
 ) -> Iterator[Case]:
     """The cases of a dataset, one at a time (a JSONL file is read row by row). A promptfoo config, a
     pydantic-evals dataset and Inspect samples load as they are (`niceeval._eval.peers`).
 
     Args:
         loading: Where a peer's unusable rows and notes go (the other rows still load); without it they raise.
+        data_file: An OpenAI Evals definition's items (`--data`), instead of those inline or beside it.
 
     Raises:
         CaseError: A missing or unknown file, or a bad row (naming the file and line).
@@ -297,7 +308,7 @@ def iter_cases(
             raise CaseError(shown, None, f"unknown dataset format; use one of {', '.join(FORMATS)}")
         if not path.is_file():
             raise CaseError(shown, None, "dataset file not found (paths are relative to the eval file or the root)")
-        rows: Iterator[_Row] = reader(path, shown)
+        rows: Iterator[_Row] = reader(path, shown) if data_file is None else _json_rows(path, shown, data_file)
     else:
         shown = f"{relative(str(eval_file))}: define_eval(cases=[...])"
         rows = (_Row(index=i, line=None, value=v) for i, v in enumerate(source))

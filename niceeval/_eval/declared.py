@@ -27,7 +27,7 @@ from niceeval._core.values import short
 from niceeval.expect import equals, excludes, includes, matches
 
 ValueKind = Literal[
-    "text", "regex", "texts", "any", "schema", "optional schema", "number", "tool", "none", "optional text"
+    "text", "regex", "texts", "any", "schema", "optional schema", "number", "tool", "none", "optional text", "grader"
 ]
 Build = Callable[["Entry"], Matcher]
 Kind = Literal["value", "scoped", "judge", "compare"]
@@ -198,6 +198,22 @@ def _similarity(entry: Entry) -> Matcher:
     from niceeval.expect import similarity
 
     return similarity(_text(entry))
+
+
+def grader_of(entry: Entry) -> dict[str, Any]:
+    """An OpenAI grader entry's grader, its `type` the entry's."""
+    return {**entry.value, "type": entry.type}
+
+
+def _grader(entry: Entry) -> Matcher:
+    from niceeval._eval.openai_graders import matcher
+
+    return matcher(grader_of(entry))
+
+
+def _openai(name: str, kind: Kind, maps_to: str, note: str) -> AssertionType:
+    build = _grader if kind == "value" else None
+    return AssertionType(name=name, kind=kind, value="grader", maps_to=maps_to, note=note, build=build)
 
 
 EDIT_DISTANCES = frozenset({"levenshtein", "similarity"})
@@ -442,6 +458,38 @@ TYPES: tuple[AssertionType, ...] = (
         note="through an OpenAI-compatible `/embeddings` only; cached and priced like a judge call",
     ),
     AssertionType(name="summarizes", kind="judge", value="text", maps_to="`t.judge.summarizes(value)` (the source)"),
+    _openai(
+        "string_check",
+        "value",
+        "the grader's `input` compared with its `reference`: `eq`, `ne`, `like` (contains), `ilike`",
+        "OpenAI Evals grader, as written in `testing_criteria`; a gate",
+    ),
+    _openai(
+        "text_similarity",
+        "value",
+        "a text metric of `input` against `reference` (sacrebleu, nltk, rouge-score, rapidfuzz), "
+        "passing at `pass_threshold`",
+        "OpenAI Evals grader; `cosine` loads as `similar` (embeddings); METEOR without WordNet's data matches "
+        "exact words and stems only",
+    ),
+    _openai(
+        "score_model",
+        "judge",
+        "`t.judge.openai.score_model(messages, range=, pass_threshold=)`",
+        "OpenAI Evals grader; its messages are the task, the output is shown as tagged data",
+    ),
+    _openai(
+        "label_model",
+        "judge",
+        "`t.judge.openai.label_model(messages, labels=, passing_labels=)`",
+        "OpenAI Evals grader; passes on a passing label",
+    ),
+    _openai(
+        "multi",
+        "value",
+        "`calculate_output` over its string_check / text_similarity graders (arithmetic only, read with `ast`)",
+        "OpenAI Evals grader; passes at `pass_threshold`, else recorded as a score",
+    ),
     AssertionType(
         name="max_cost",
         kind="scoped",
@@ -566,8 +614,8 @@ def _check_value(kind: ValueKind, value: object, name: str) -> None:
         problem = "a non-empty string"
     elif kind == "texts" and (isinstance(value, str) or not isinstance(value, list) or not value):
         problem = "a list of strings"
-    elif kind == "schema" and not isinstance(value, dict):
-        problem = "a JSON Schema object"
+    elif kind in ("schema", "grader") and not isinstance(value, dict):
+        problem = "a JSON Schema object" if kind == "schema" else "the grader, as in OpenAI's testing_criteria"
     elif kind == "optional text" and value is not None and (not isinstance(value, str) or not value.strip()):
         problem = "a non-empty string, or nothing"
     elif kind == "optional schema" and value is not None and not isinstance(value, dict):
@@ -585,6 +633,15 @@ def _check_value(kind: ValueKind, value: object, name: str) -> None:
             re.compile(str(value))
         except re.error as exc:
             raise DeclaredError(f"{name}: `value` is not a valid regular expression: {exc}") from None
+
+
+def _check_grader(value: object, name: str) -> None:
+    from niceeval._eval.openai_graders import GraderError, check
+
+    try:
+        check(value)
+    except GraderError as exc:
+        raise DeclaredError(f"{name}: {exc}") from None
 
 
 def _tool_spec(value: object) -> bool:
@@ -620,6 +677,8 @@ def parse_entry(raw: object, position: int) -> Declared:
     if entry.gate and entry.soft:
         raise DeclaredError(f"{where} ({name}): `gate: true` and `soft: true` contradict each other; keep one")
     _check_value(kind.value, entry.value, f"{where} ({name})")
+    if kind.value == "grader":
+        _check_grader(grader_of(entry), f"{where} ({name})")
     if kind.name not in ("levenshtein",) and entry.threshold is not None and entry.threshold > 1:
         raise DeclaredError(f"{where} ({name}): `threshold` is a score in [0, 1], got {entry.threshold:g}")
     return Declared(type=kind, entry=entry, negate=negate, position=position)

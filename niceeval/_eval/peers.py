@@ -38,6 +38,12 @@ class PeerFile:
     """promptfoo: the prompt templates by label (a variant dimension when there are several)."""
     providers: dict[str, str] = field(default_factory=dict)
     """promptfoo: the provider ids by label."""
+    model: str | None = None
+    """OpenAI Evals: the completions data source's model (`openai/NAME`), which answers instead of the agent."""
+    system: str | None = None
+    """OpenAI Evals: the system prompt of that model (the items' shared system messages)."""
+    temperature: float | None = None
+    """OpenAI Evals: the data source's sampling temperature."""
 
     def note(self, text: str) -> None:
         if text not in self.notes:
