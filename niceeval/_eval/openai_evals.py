@@ -178,7 +178,7 @@ def load_openai_eval(data: Mapping[str, Any], path: Path, given: Path | None = N
     for index, grader in enumerate(data["testing_criteria"]):
         made = _grader_entry(index, grader if isinstance(grader, Mapping) else {"type": grader}, peer)
         if isinstance(made, str):
-            errors.append(f"{made} (this grader is left out; the others run)")
+            errors.append(f"{made}; this grader is left out")
         elif made is not None:
             entries.append(made)
     messages = _data_source(data, peer)

@@ -10,6 +10,7 @@ A grader comes from an eval's `testing_criteria` with its `{{item.*}}` templates
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
 import math
 import operator
@@ -152,6 +153,8 @@ def _rouge(kind: str) -> Callable[[str, str], float]:
     return score
 
 
+_LIBRARIES = {"bleu": "sacrebleu", "gleu": "nltk", "meteor": "nltk", "rouge": "rouge_score"}
+
 SCORERS: dict[str, Callable[[str, str], float]] = {
     "fuzzy_match": _fuzzy,
     "bleu": _bleu,
@@ -180,7 +183,6 @@ _BINARY: dict[type[ast.operator], Callable[[float, float], float]] = {
     ast.Mult: operator.mul,
     ast.Div: operator.truediv,
     ast.Pow: operator.pow,
-    ast.BitXor: operator.pow,  # OpenAI's formulas write a power as `^`
 }
 _FUNCTIONS: dict[str, Callable[..., float]] = {
     "min": min,
@@ -199,7 +201,7 @@ def parse_formula(formula: object, names: list[str]) -> ast.expr:
     if not isinstance(formula, str) or not formula.strip():
         raise GraderError("`calculate_output` must be a formula over the grader names, e.g. '0.5 * a + 0.5 * b'")
     try:
-        tree = ast.parse(formula.strip(), mode="eval").body
+        tree = ast.parse(formula.strip().replace("^", "**"), mode="eval").body  # OpenAI writes a power as `^`
     except SyntaxError as exc:
         raise GraderError(f"`calculate_output` {formula!r} is not a formula ({exc.msg})") from None
     for node in ast.walk(tree):
@@ -279,9 +281,12 @@ def _check_similarity(grader: Mapping[str, Any]) -> None:
             "the cosine metric compares embeddings: write {type: similar, value: REFERENCE, threshold: "
             f"PASS_THRESHOLD, provider: {EMBEDDING_MODEL}}}"
         )
-    if grader.get("evaluation_metric") not in METRICS:
-        metric = short(grader.get("evaluation_metric"))
-        raise GraderError(f"`evaluation_metric` {metric} is none of {', '.join(METRICS)}")
+    metric = grader.get("evaluation_metric")
+    if metric not in METRICS:
+        raise GraderError(f"`evaluation_metric` {short(metric)} is none of {', '.join(METRICS)}")
+    library = _LIBRARIES.get(str(metric).split("_")[0])
+    if library is not None and importlib.util.find_spec(library) is None:
+        raise GraderError(f"the {metric} metric needs {library}: pip install 'niceeval[text-metrics]'")
     _threshold(grader, required=True)
 
 
@@ -405,4 +410,5 @@ def matcher(grader: Mapping[str, Any]) -> Matcher:
         return Verdict(bounded, why + limit, actual=short(reply), passed=passed)
 
     expected = f"{kind} {grader.get('operation') or grader.get('evaluation_metric') or grader.get('calculate_output')}"
-    return Matcher(name=str(grader.get("name") or kind), score_fn=score, expected=expected)
+    cut = 1.0 if kind == "string_check" else threshold or 0.0
+    return Matcher(name=str(grader.get("name") or kind), score_fn=score, expected=expected, threshold=cut)

@@ -112,6 +112,46 @@ VALUE_CASES = [
     ({"type": "similarity", "value": "The capital is Paris"}, "The capital is Paris!", "Rome"),
     ({"type": "is_instance", "value": "int"}, "42", "4.2"),
     ({"type": "is_instance", "value": "str"}, "anything", 3),
+    (
+        {
+            "type": "string_check",
+            "value": {"input": "{{sample.output_text}}", "reference": "Paris", "operation": "ilike"},
+        },
+        "in paris",
+        "in rome",
+    ),
+    (
+        {
+            "type": "text_similarity",
+            "value": {
+                "input": "{{sample.output_text}}",
+                "reference": "the cat sat",
+                "evaluation_metric": "rouge_l",
+                "pass_threshold": 0.5,
+            },
+        },
+        "the cat sat down",
+        "a dog ran",
+    ),
+    (
+        {
+            "type": "multi",
+            "value": {
+                "graders": {
+                    "a": {
+                        "type": "string_check",
+                        "input": "{{sample.output_text}}",
+                        "reference": "x",
+                        "operation": "like",
+                    }
+                },
+                "calculate_output": "a",
+                "pass_threshold": 1,
+            },
+        },
+        "x marks",
+        "y marks",
+    ),
 ]
 
 
