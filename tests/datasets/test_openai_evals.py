@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -386,3 +387,50 @@ def test_niceeval_import_writes_a_module_with_the_same_verdicts(tmp_path: Path, 
     direct, _ = run_targets(tmp_path, ["eval.json"])
     assert verdicts(coded) == verdicts(direct)
     assert {r.outcome for r in coded.results} == {"passed", "failed"}
+
+
+def doc_answer(request: LLMRequest) -> Reply:
+    """docs/migrating.md's worked example: the model says "Paris." and "Sydney"; the judge agrees only with Paris."""
+    prompt = "\n".join(str(m.content) for m in request.messages)
+    if "label" in (request.output_schema or {}).get("properties", {}):
+        return Reply(data={"reason": "checked", "label": "incorrect" if "Sydney" in prompt else "correct"})
+    return Reply(text="Paris." if "France" in request.last_user_text else "Sydney")
+
+
+@pytest.mark.slow
+def test_the_worked_example_in_the_migration_guide_runs_as_documented(tmp_path: Path) -> None:
+    import re
+    import subprocess
+    import sys
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "migrating.md").read_text(encoding="utf-8")
+    section = page.split("## OpenAI Evals", 1)[1].split("\n## ", 1)[0]
+    for block in re.finditer(r"```\w+\n# file: (?P<path>\S+)\n(?P<body>.*?)```", section, re.S):
+        write(tmp_path, block["path"], block["body"])
+    write(tmp_path, "niceeval.config.py", "from niceeval import define_config\n\nconfig = define_config()\n")
+    with LLMServer(doc_answer) as server:
+        env = {**os.environ, "OPENAI_API_KEY": "test", "OPENAI_BASE_URL": server.base_url}
+        cli = [sys.executable, "-m", "niceeval.cli"]
+        ran = subprocess.run(
+            [*cli, "run", "--no-store", "capitals.json"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        subprocess.run([*cli, "import", "capitals.json"], cwd=tmp_path, env=env, check=True, timeout=120)
+        coded = subprocess.run(
+            [*cli, "run", "--no-store", "evals/capitals.py"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert ran.returncode == coded.returncode == 1, ran.stdout + ran.stderr
+    for done in (ran, coded):
+        assert "1 passed, 0 scored, 1 failed, 0 skipped (2 evals, 2 runs)" in done.stdout, done.stdout
+    assert "python grader 'short' is not run" in ran.stderr
+    failed = ran.stdout.split("dataset[1]", 1)[1]
+    assert all(name in failed for name in ("names the city", "close to the answer", "correct"))
