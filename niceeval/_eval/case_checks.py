@@ -25,11 +25,11 @@ _AT_LINE = re.compile(r":\d+$")
 
 
 def _chained(item: C, declared: Declared) -> C:
-    """The entry's threshold, severity (a gate unless `soft: true`, as every promptfoo assertion) and label."""
+    """The entry's threshold, severity (a gate unless `soft: true` or `weight: 0`, as in promptfoo) and label."""
     entry = declared.entry
     if entry.threshold is not None and declared.type.name != "levenshtein":
         item = item.at_least(entry.threshold)
-    if entry.soft or entry.gate is False:
+    if entry.soft or entry.gate is False or (entry.weight == 0 and not entry.gate):  # promptfoo: weight 0 informs
         if isinstance(item, Comparison):
             item = item.soft()
         elif getattr(_inner(item), "severity", "soft") == "gate":

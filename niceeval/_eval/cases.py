@@ -98,7 +98,7 @@ def _json_rows(path: Path, shown: str, data_file: Path | None = None) -> Iterato
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise CaseError(shown, exc.lineno, f"not valid JSON ({exc.msg}, column {exc.colno})") from None
-        if _peer_key(data):
+        if peer_key(data):
             yield from _peer_rows(path, shown, data, [], data_file)
             return
     if not text.startswith("[", position):
@@ -179,8 +179,12 @@ def _yaml_rows(path: Path, shown: str) -> Iterator[_Row]:
         line = mark.line + 1 if mark is not None else None
         column = f", column {mark.column + 1}" if mark is not None else ""
         raise CaseError(shown, line, f"not valid YAML{column}: {getattr(exc, 'problem', None) or exc}") from None
-    if isinstance(data, Mapping) and isinstance(node, yaml.MappingNode) and _peer_key(data):
-        yield from _peer_rows(path, shown, data, _item_lines(node, _peer_key(data)))
+    if isinstance(data, Mapping) and isinstance(node, yaml.MappingNode) and peer_key(data):
+        if peer_key(data) == "tests":  # promptfoo reads YAML 1.2: `Yes` and `no` are text
+            from niceeval._eval.promptfoo_files import load_yaml
+
+            data = load_yaml(text)
+        yield from _peer_rows(path, shown, data, _item_lines(node, peer_key(data)))
         return
     if not isinstance(data, list) or not isinstance(node, yaml.SequenceNode):
         raise CaseError(
@@ -193,12 +197,14 @@ def _yaml_rows(path: Path, shown: str) -> Iterator[_Row]:
         yield _Row(index=index, line=item.start_mark.line + 1, value=value)
 
 
-def _peer_key(data: Mapping[str, Any]) -> str | None:
+def peer_key(data: Mapping[str, Any]) -> str | None:
     """`tests` for a promptfoo config, `cases` for a pydantic-evals dataset, `testing_criteria` for an OpenAI Evals
     definition, else None."""
     if isinstance(data.get("testing_criteria"), list):
         return "testing_criteria"
-    if isinstance(data.get("tests"), list) and ("prompts" in data or "providers" in data or "defaultTest" in data):
+    tests = data.get("tests")
+    listed = isinstance(tests, list) or (isinstance(tests, str) and tests.startswith("file://"))
+    if listed and ("prompts" in data or "providers" in data or "defaultTest" in data):
         return "tests"
     if isinstance(data.get("cases"), list):
         return "cases"
@@ -207,7 +213,7 @@ def _peer_key(data: Mapping[str, Any]) -> str | None:
 
 def _item_lines(node: Any, key: str | None) -> list[int | None]:
     for key_node, value_node in node.value:
-        if getattr(key_node, "value", None) == key and hasattr(value_node, "value"):
+        if getattr(key_node, "value", None) == key and isinstance(getattr(value_node, "value", None), list):
             return [item.start_mark.line + 1 for item in value_node.value]
     return []
 
@@ -219,9 +225,9 @@ def _peer_rows(
     from niceeval._eval.peers import load_pydantic_evals
     from niceeval._eval.promptfoo import load_promptfoo
 
-    if _peer_key(data) == "testing_criteria":
+    if peer_key(data) == "testing_criteria":
         peer, errors = load_openai_eval(data, path, data_file)
-    elif _peer_key(data) == "tests":
+    elif peer_key(data) == "tests":
         peer, errors = load_promptfoo(data, lines, path.parent)
     else:
         peer, errors = load_pydantic_evals(data, lines), []

@@ -88,16 +88,18 @@ def _peer_file(path: Path, data_file: Path | None = None) -> Any:
     if path.suffix.lower() not in (".yaml", ".yml", ".json"):
         return None
     try:
-        import yaml
+        from niceeval._eval.promptfoo_files import load_yaml
 
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))  # JSON is YAML
+        data = load_yaml(path.read_text(encoding="utf-8"))  # JSON is YAML
     except Exception:
         return None  # the dataset loader reports it, with its line
     from niceeval._eval.openai_evals import is_openai_eval, load_openai_eval
 
     if is_openai_eval(data):
         return load_openai_eval(data, path, data_file)[0]
-    if not (isinstance(data, dict) and isinstance(data.get("tests"), list) and "prompts" in data):
+    from niceeval._eval.cases import peer_key
+
+    if not (isinstance(data, dict) and peer_key(data) == "tests" and "prompts" in data):
         return None
     from niceeval._eval.promptfoo import load_promptfoo
 

@@ -163,7 +163,19 @@ def test_each_value_type_passes_and_misses(entry: dict[str, Any], good: str, bad
 
 def test_every_value_type_has_a_case_above() -> None:
     tested = {parse_entry(entry, 0).type.name for entry, _, _ in VALUE_CASES}
-    assert tested == {t.name for t in TYPES if t.kind == "value"}
+    assert tested == {t.name for t in TYPES if t.kind == "value"} - {"not_run"}  # not_run: its own test below
+
+
+def test_a_not_run_entry_is_inconclusive_and_says_why() -> None:
+    from niceeval._core.assertion import Inconclusive
+
+    declared = parse_entry({"type": "not_run", "value": {"type": "javascript", "why": "write it in Python"}}, 0)
+    assert declared.type.build is not None
+    matcher = declared.type.build(declared.entry)
+    assert matcher.name == "javascript (not run)"
+    with pytest.raises(Inconclusive, match="not run: write it in Python") as raised:
+        matcher.score_fn("anything")
+    assert raised.value.cause == "not_run"
 
 
 @pytest.mark.parametrize(
