@@ -45,7 +45,25 @@ def render(template: str, variables: Mapping[str, Any]) -> str:
     return _VAR.sub(fill, template)
 
 
+def _render_known(template: str, variables: Mapping[str, Any]) -> str:
+    """`{{ var }}` filled where the test sets it; the judge's own (`{{output}}`, `{{rubric}}`) are left for it."""
+
+    def fill(match: re.Match[str]) -> str:
+        try:
+            return render(match[0], variables)
+        except KeyError:
+            return match[0]
+
+    return _VAR.sub(fill, template)
+
+
 def _render_all(value: Any, variables: Mapping[str, Any]) -> Any:
+    if isinstance(value, Mapping) and isinstance(value.get("rubricPrompt"), str):
+        prompt = _render_known(value["rubricPrompt"], variables)
+        return {
+            **_render_all({k: v for k, v in value.items() if k != "rubricPrompt"}, variables),
+            "rubricPrompt": prompt,
+        }
     if isinstance(value, str):
         return render(value, variables)
     if isinstance(value, list):
@@ -277,6 +295,7 @@ def _add_tests(
     except ConfigError as exc:
         peer.rows.append(PeerRow(index=index, line=line, error=f"{where}{exc}"))
         return index + 1
+    first = index
     for one, suffix in expanded:
         row, error = _row_or_error(one, default, base, peer)
         if error is not None:
@@ -285,7 +304,7 @@ def _add_tests(
             if suffix and "id" in row:
                 row["id"] += suffix
             elif suffix:
-                row["id"] = f"{index}{suffix}"
+                row["id"] = f"{first}{suffix}"
             peer.rows.append(PeerRow(index=index, line=None if source else line, value=row))
         index += 1
     return index
