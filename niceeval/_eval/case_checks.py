@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from niceeval._core.assertion import Chainable, Matcher
@@ -197,6 +198,9 @@ class CaseChecks:
 
     def _judge_entry(self, item: Declared, on: object, location: str | None) -> Chainable:
         entry, judge = item.entry, self._scope.judge.get()
+        if entry.model is None and entry.default_model is not None and judge.model is None:
+            entry = entry.model_copy(update={"model": entry.default_model})
+            item = replace(item, entry=entry)
         target: dict[str, Any] = {} if on is REPLY else {"on": on}
         text = str(entry.value)
         name = item.type.name

@@ -51,6 +51,9 @@ class Entry(BaseModel):
     model: str | None = Field(default=None, alias="provider")
     """The judge model of a judge entry (`provider/model`; promptfoo's `provider`)."""
     rubric_prompt: str | None = Field(default=None, alias="rubricPrompt")
+    default_model: str | None = None
+    """The judge model when neither the entry, `--grader` nor the judge settings name one (promptfoo's default
+    grader, for a promptfoo config's judge entries)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

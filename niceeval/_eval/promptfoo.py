@@ -9,6 +9,7 @@ so the test's other assertions still decide.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -184,8 +185,12 @@ def _entries(test: Mapping[str, Any], default: Mapping[str, Any], options: dict[
             entry["provider"] = model_ref(provider) or provider
         elif "provider" in options and kind in _JUDGED:
             entry["provider"] = options["provider"]
+        elif kind in _JUDGED:
+            entry["default_model"] = DEFAULT_GRADER
         if "rubricPrompt" in options and kind in ("llm-rubric", "rubric") and "rubricPrompt" not in entry:
             entry["rubricPrompt"] = options["rubricPrompt"]
+        if "rubricPrompt" in entry and entry.get("value") is None:  # the grading prompt holds the criteria
+            entry["value"] = "the criteria in the grading prompt"
         for key in ("transform", "contextTransform", "config"):
             if entry.pop(key, None) is not None:
                 peer.note(f"assertion key {key!r} has no equivalent: ignored")
@@ -208,18 +213,29 @@ def _test_row(test: Mapping[str, Any], default: Mapping[str, Any], base: Path, p
     return row
 
 
-def _expanded(test: Mapping[str, Any], base: Path) -> Iterator[tuple[Mapping[str, Any], str]]:
-    """The test with its `file://` vars loaded; a glob var gives one test per file (promptfoo's expansion), each
-    with the file's name in its id."""
-    variables = dict(test.get("vars") or {})
-    globbed = next((key for key, value in variables.items() if is_glob_var(value)), None)
-    if globbed is None:
-        yield {**test, "vars": {k: var_value(v, base) for k, v in variables.items()}}, ""
+def _expanded(
+    test: Mapping[str, Any], default: Mapping[str, Any], base: Path
+) -> Iterator[tuple[Mapping[str, Any], str]]:
+    """The test with its `file://` vars loaded, once per combination of its list vars (promptfoo's expansion: a
+    var holding a list, or a `file://` glob, gives one test per value), each with what it took in its id."""
+    variables = {k: var_value(v, base) for k, v in dict(test.get("vars") or {}).items()}
+    options = {**(default.get("options") or {}), **(test.get("options") or {})}
+    raw = dict(test.get("vars") or {})
+    lists = [] if options.get("disableVarExpansion") else [k for k, v in variables.items() if isinstance(v, list)]
+    if not lists:
+        yield {**test, "vars": variables}, ""
         return
-    pattern = str(variables[globbed])
-    for path in sorted(p for p in base.glob(pattern.removeprefix("file://")) if p.is_file()):
-        one = {**variables, globbed: f"file://{path.relative_to(base).as_posix()}"}
-        yield from ((t, f" ({path.name})" + more) for t, more in _expanded({**test, "vars": one}, base))
+    for combination in itertools.product(*(range(len(variables[k])) for k in lists)):
+        chosen = {key: variables[key][i] for key, i in zip(lists, combination, strict=True)}
+        names = [
+            _glob_name(raw[key], base, i) if is_glob_var(raw[key]) else short(chosen[key])
+            for key, i in zip(lists, combination, strict=True)
+        ]
+        yield {**test, "vars": {**variables, **chosen}}, " (" + ", ".join(names) + ")"
+
+
+def _glob_name(pattern: str, base: Path, index: int) -> str:
+    return sorted(p for p in base.glob(pattern.removeprefix("file://")) if p.is_file())[index].name
 
 
 def _row_or_error(
@@ -242,6 +258,8 @@ def _row_or_error(
 
 
 _ID_SAFE = str.maketrans("[]", "()")
+DEFAULT_GRADER = "openai/gpt-5.5-2026-04-23"
+"""promptfoo's grading model when a config names none (its DEFAULT_OPENAI_GRADING_MODEL, 0.121)."""
 _JUDGED = {"llm-rubric", "factuality", "model-graded-factuality", "model-graded-closedqa", "g-eval"}
 
 
@@ -291,7 +309,7 @@ def _add_tests(
         peer.rows.append(PeerRow(index=index, line=line, error=f"{where}{why} (got {short(test)})"))
         return index + 1
     try:
-        expanded = list(_expanded(test, base))
+        expanded = list(_expanded(test, default, base))
     except ConfigError as exc:
         peer.rows.append(PeerRow(index=index, line=line, error=f"{where}{exc}"))
         return index + 1

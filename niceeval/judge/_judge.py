@@ -171,6 +171,12 @@ class Judge:
         return ConversationJudges(self)
 
     @property
+    def model(self) -> str | None:
+        """The judge model a call without `model=` uses (`--grader`, else the settings'), None when none is set."""
+        runtime = self._session.runtime
+        return runtime.grader or runtime.settings.model
+
+    @property
     def openai(self) -> OpenAIGraders:
         """OpenAI Evals' model graders: `score_model`, `label_model`."""
         return OpenAIGraders(self)
