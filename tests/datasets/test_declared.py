@@ -194,7 +194,7 @@ def test_a_not_run_entry_is_inconclusive_and_says_why() -> None:
         ),
         (
             {"type": "rubric", "value": "x", "zzz": 1},
-            r"\(keys: type, value, .*, provider, model, rubricPrompt, rubric_prompt\)",
+            r"\(keys: type, value, .*, provider, model, rubricPrompt, rubric_prompt, default_model\)",
         ),
         ({"type": "includes"}, r"`value` must be a non-empty string"),
         ({"type": "regex", "value": "(unclosed"}, r"not a valid regular expression"),

@@ -291,3 +291,18 @@ def test_a_rubric_prompt_from_a_file_or_a_chat_array_grades_llm_rubric(tmp_path:
     assert any("Check <output-" in text and "against: is a greeting" in text for text in asked)
     assert any("Grade strictly.\n\nOutput: <output-" in text and "Rubric: is a farewell" in text for text in asked)
     assert {r.model for r in judge_server.requests} == {"gpt-4.1-mini"}
+
+
+def test_promptfoos_default_grader_judges_when_nothing_names_a_model(tmp_path: Path, judge_server: LLMServer) -> None:
+    write(
+        tmp_path,
+        "promptfooconfig.yaml",
+        "prompts: ['{{q}}']\nproviders: [echo]\ntests:\n  - vars: {q: hi}\n"
+        "    assert: [{type: llm-rubric, value: greets}]\n",
+    )
+    write(tmp_path, "niceeval.config.py", "from niceeval import define_config\n\nconfig = define_config()\n")
+    run_targets(tmp_path, ["promptfooconfig.yaml"])
+    assert [r.model for r in judge_server.requests] == ["gpt-5.5-2026-04-23"]
+    write(tmp_path, "niceeval.config.py", AGENT)  # the project's judge model wins over promptfoo's default
+    run_targets(tmp_path, ["promptfooconfig.yaml"])
+    assert [r.model for r in judge_server.requests][1:] == ["judge"]
