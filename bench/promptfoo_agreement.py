@@ -12,7 +12,8 @@ see the same reply to the same prompt), a grading request a passing verdict, an 
 deterministic vectors. promptfoo runs with `--no-cache --no-write` and telemetry off; niceeval runs in process.
 
 A row is one (test, prompt, provider) of a config. Each tool's verdict on a row is pass, fail, error (the run
-crashed) or refused (niceeval: the row or the whole config was refused as input). Printed per config and in
+crashed), refused (niceeval: the row or the whole config was refused as input) or inconclusive (niceeval: every
+assertion of the row was undecided, e.g. only JavaScript, which niceeval never runs). Printed per config and in
 total: the rows, the rows both gave a verdict on and how many agreed, and the agreement over all rows
 (disagreements listed with both verdicts). niceeval's `scored` (only soft misses) counts as a pass, as
 promptfoo passes a test whose weight-0 assertions fail.
@@ -151,7 +152,9 @@ def run_niceeval(config: Path, root: Path) -> Rows:
             providers.index(variant["provider"]) if "provider" in variant and len(providers) > 1 else 0,
         )
         errored = result.error is not None and not result.assertions
-        rows.verdicts[key] = "error" if errored else "pass" if result.outcome in ("passed", "scored") else "fail"
+        undecided = bool(result.assertions) and all(a.state == "inconclusive" for a in result.assertions)
+        passed = result.outcome in ("passed", "scored")
+        rows.verdicts[key] = "error" if errored else "inconclusive" if undecided else "pass" if passed else "fail"
     rows.problem = "; ".join(str(p) for p in refused)[:200]
     return rows
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -115,6 +116,16 @@ def _prompts(data: Mapping[str, Any], base: Path, peer: PeerFile) -> None:
 
 
 def _add_prompt(label: str, text: str, peer: PeerFile) -> None:
+    if text.lstrip().startswith("["):  # a chat prompt written as JSON, as promptfoo reads a prompt that parses
+        from niceeval._eval.promptfoo_files import chat_text, is_chat
+
+        try:
+            messages = json.loads(text)
+        except ValueError:
+            messages = None
+        if is_chat(messages):
+            text, _ = chat_text(messages)
+            peer.note(f"prompt {label!r} is a chat prompt: its system and user messages are sent as one")
     if _TEMPLATE_CODE.search(text):
         peer.note(f"prompt {label!r} uses Nunjucks filters or tags; only {{{{ var }}}} is filled")
     peer.prompts[variant_name(label, peer.prompts, peer, "prompt")] = text

@@ -82,7 +82,8 @@ def chat_text(messages: list[Any]) -> tuple[str, bool]:
     return "\n\n".join(sent), any(m.get("role") not in ("system", "user", "developer") for m in messages)
 
 
-def _is_chat(value: object) -> bool:
+def is_chat(value: object) -> bool:
+    """A list of `{role, content}` messages."""
     return isinstance(value, list) and bool(value) and all(isinstance(m, Mapping) and "role" in m for m in value)
 
 
@@ -96,7 +97,7 @@ def prompt_texts(spec: str, base: Path) -> Iterator[tuple[str, str, bool]]:
         text = path.read_text(encoding="utf-8")
         if path.suffix.lower() in (".json", ".yaml", ".yml"):
             data = json.loads(text) if path.suffix.lower() == ".json" else load_yaml(text)
-            if not _is_chat(data):
+            if not is_chat(data):
                 raise ConfigError(f"prompt {spec!r}: a JSON or YAML prompt is a list of {{role, content}} messages")
             chat, _ = chat_text(data)
             yield path.name, chat, True

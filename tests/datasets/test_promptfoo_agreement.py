@@ -306,3 +306,26 @@ def test_promptfoos_default_grader_judges_when_nothing_names_a_model(tmp_path: P
     write(tmp_path, "niceeval.config.py", AGENT)  # the project's judge model wins over promptfoo's default
     run_targets(tmp_path, ["promptfooconfig.yaml"])
     assert [r.model for r in judge_server.requests][1:] == ["judge"]
+
+
+def test_a_prompt_written_as_a_json_chat_array_sends_its_messages(tmp_path: Path) -> None:
+    write(tmp_path, "promptfooconfig.yaml", "prompts: [file://prompt*.txt]\ntests:\n  - vars: {topic: tea}\n")
+    write(
+        tmp_path,
+        "prompts.txt",
+        'Tell me about {{topic}}.\n---\n[{"role": "system", "content": "Be brief."},\n'
+        ' {"role": "user", "content": "Explain {{topic}}"}]\n',
+    )
+    found, loading = rows(tmp_path)
+    assert found[0]["vars"] == {"topic": "tea"}
+    assert (
+        "promptfooconfig.yaml: promptfoo: prompt '0.1' is a chat prompt: its system and user messages are sent as one"
+        in loading.notes
+    )
+    from niceeval._eval.dataset_eval import promptfoo_setup
+
+    prompts, _ = promptfoo_setup(tmp_path / "promptfooconfig.yaml")
+    assert prompts is not None and list(prompts["prompt"].values()) == [
+        "Tell me about {{topic}}.",
+        "Be brief.\n\nExplain {{topic}}",
+    ]
