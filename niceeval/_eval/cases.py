@@ -259,6 +259,11 @@ def _make_case(row: _Row, shown: str, model: type[BaseModel] | None) -> Case:
     if any(c in case_id for c in "[]\n"):
         raise _row_error(shown, row, f"`id` {case_id!r} may not contain '[', ']' or a newline")
     metadata = value.get("metadata") or {}
+    if isinstance(metadata, str) and metadata.strip().startswith("{"):  # Inspect writes it as a JSON string too
+        try:
+            metadata = json.loads(metadata)
+        except json.JSONDecodeError as exc:
+            raise _row_error(shown, row, f"`metadata` is not valid JSON ({exc.msg}); write an object") from None
     if not isinstance(metadata, Mapping):
         raise _row_error(shown, row, f"`metadata` must be an object, got {metadata!r:.60}")
     tags = value.get("tags") or ()
