@@ -434,3 +434,42 @@ def test_the_worked_example_in_the_migration_guide_runs_as_documented(tmp_path: 
     assert "python grader 'short' is not run" in ran.stderr
     failed = ran.stdout.split("dataset[1]", 1)[1]
     assert all(name in failed for name in ("names the city", "close to the answer", "correct"))
+
+
+def test_item_reference_messages_and_sample_output_json(tmp_path: Path, server: LLMServer) -> None:
+    agent = (
+        'from niceeval import define_config\n\nconfig = define_config(agent=lambda message: \'{"city": "Paris"}\')\n'
+    )
+    write(tmp_path, "niceeval.config.py", agent)
+    definition = {
+        "testing_criteria": [
+            {
+                "type": "string_check",
+                "name": "city",
+                "input": "{{sample.output_json.city}}",
+                "reference": "{{item.expected.city}}",
+                "operation": "eq",
+            },
+            {
+                "type": "multi",
+                "name": "scored",
+                "graders": {"a": DEFINITION["testing_criteria"][1]},
+                "calculate_output": "a / 2",
+            },
+        ],
+        "data_source": {
+            "type": "completions",
+            "input_messages": {"type": "item_reference", "item_reference": "item.messages"},
+        },
+    }
+    items = [
+        {"item": {"messages": [{"role": "user", "content": "Where?"}], "expected": {"city": city}, "answer": city}}
+        for city in ("Paris", "Rome")
+    ]
+    write_definition(tmp_path, definition, items)
+    kept, _ = run_targets(tmp_path, ["eval.json"])
+    assert verdicts(kept) == {
+        "0": {"city": ("gate", "passed"), "scored": ("gate", "passed")},
+        "1": {"city": ("gate", "failed"), "scored": ("gate", "passed")},  # no pass_threshold: a score that passes
+    }
+    assert [a.score for a in kept.by_id()["eval.json::dataset[0]"].assertions] == [1.0, 0.5]
