@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from niceeval._core.errors import UsageError, relative
-from niceeval._eval.peers import inspect_row, is_inspect_sample
+from niceeval._eval.peers import field_spec, inspect_row, is_inspect_sample
 
 FORMATS = (".jsonl", ".json", ".csv", ".yaml", ".yml")
 
@@ -325,6 +325,8 @@ def iter_cases(
         rows = (_Row(index=i, line=None, value=v) for i, v in enumerate(source))
     seen: dict[str, str] = {}
     notes: list[str] = []
+    run_as_is = isinstance(source, str | Path) and path.resolve() == eval_file.resolve()
+    no_input: list[_Row] = []
     for row in rows:
         if row.note is not None:
             notes.append(row.note)
@@ -332,15 +334,48 @@ def iter_cases(
         if row.error is not None:
             _peer_problem(shown, row, loading)
             continue
-        if isinstance(row.value, dict) and is_inspect_sample(row.value):
-            row = _Row(index=row.index, line=row.line, value=inspect_row(row.value, notes))
+        converted = _converted(row, run_as_is, notes)
+        if converted is None:
+            no_input.append(row)
+            continue
+        row = converted
         case = _make_case(row, shown, model)
         if case.id in seen:
             raise _row_error(shown, row, f"case id {case.id!r} is used twice (first at {seen[case.id]})")
         seen[case.id] = case.source
         yield case
+    if no_input:
+        _peer_problem(shown, _Row(index=-1, line=None, value=None, error=_no_input(no_input)), loading)
     if loading is not None:
         loading.notes.extend(f"{shown}: {note}" for note in notes if f"{shown}: {note}" not in loading.notes)
+
+
+def _converted(row: _Row, run_as_is: bool, notes: list[str]) -> _Row | None:
+    """A row in a peer's shape as a case row: a file run as its own eval without `input` read through a FieldSpec
+    (None when it names no question), an Inspect sample with its target as a check."""
+    value = row.value
+    if not isinstance(value, dict):
+        return row
+    if run_as_is and not {"input", "assert", "multiple_choice_prompt"} & set(value):
+        value = field_spec(value, notes)  # the file is the eval: it needs what to send
+        if value is None:
+            return None
+    if is_inspect_sample(value):
+        value = inspect_row(value, notes)
+    return row if value is row.value else _Row(index=row.index, line=row.line, value=value)
+
+
+def _no_input(rows: list[_Row]) -> str:
+    """One problem for every row that says nothing to send (it is the file's shape, not each row's fault)."""
+    first = rows[0]
+    where = f"line {first.line}" if first.line else f"row {first.index}"
+    fields = ", ".join(sorted(first.value)) if isinstance(first.value, dict) else "none"
+    return (
+        f"{len(rows)} {'row has' if len(rows) == 1 else 'rows have'} no `input` field (the first at {where}, with "
+        f"fields {fields}), so nothing is sent "
+        "to the agent; name the field that holds the question `input` (and the answer `target`), or write an "
+        "eval module that sends what it needs and calls t.check_case()"
+    )
 
 
 def _peer_problem(shown: str, row: _Row, loading: Loading | None) -> None:

@@ -164,6 +164,30 @@ MULTIPLE_CHOICE = (
 """Inspect's `multiple_choice()` solver template."""
 
 
+FIELD_SPEC_INPUTS = ("question", "prompt", "query", "instruction", "problem")
+FIELD_SPEC_TARGETS = ("answer", "target", "expected", "expected_output", "solution", "label")
+
+
+def field_spec(row: Mapping[str, Any], notes: list[str]) -> dict[str, Any] | None:
+    """A row without `input`, read as Inspect reads it through a task's `FieldSpec`: its question field (the first
+    of `FIELD_SPEC_INPUTS` it has) is the input and its answer field the target; None when it has no question
+    field. Said once in `notes`."""
+    question = next((key for key in FIELD_SPEC_INPUTS if isinstance(row.get(key), str)), None)
+    if question is None:
+        return None
+    answer = next((key for key in FIELD_SPEC_TARGETS if key in row and key != question), None)
+    mapped = {**row, "input": row[question]}
+    if answer is not None:
+        mapped["target"] = row[answer]
+    checked = f" and `{answer}` is the target" if answer is not None else ""
+    _add(
+        notes,
+        f"rows have no `input`: `{question}` is sent{checked}, as a task's FieldSpec would map them; rename the "
+        "fields to input/target to say so",
+    )
+    return mapped
+
+
 def is_inspect_sample(row: Mapping[str, Any]) -> bool:
     """A row in Inspect's sample shape: `input` with a `target` or `choices`, or chat messages as input."""
     chat = isinstance(row.get("input"), list)

@@ -278,10 +278,12 @@ def test_a_bad_row_is_an_error_naming_it_and_the_other_cases_still_run(tmp_path:
 
 def test_a_row_without_input_says_what_to_add(tmp_path: Path) -> None:
     write(tmp_path, "niceeval.config.py", AGENT)
-    write(tmp_path, "data/cases.yaml", "- id: a\n  question: hi\n")
-    (result,) = run_targets(tmp_path, ["data/cases.yaml"]).results
-    assert result.error is not None
-    assert "data/cases.yaml:1: a case run without an eval module needs an `input:` field" in result.error.message
+    write(tmp_path, "data/cases.yaml", "- id: a\n  text: hi\n")  # `question: hi` is read as a FieldSpec would
+    kept = run_targets(tmp_path, ["data/cases.yaml"])
+    assert kept.results == []
+    (problem,) = kept.problems
+    assert problem.message.startswith("1 row has no `input` field (the first at line 1, with fields id, text)")
+    assert "name the field that holds the question `input`" in problem.message
 
 
 def test_scoped_entries_check_the_runs_events(tmp_path: Path) -> None:

@@ -74,3 +74,29 @@ def test_is_instance_of_a_class_is_not_run_and_says_so(tmp_path: Path) -> None:
         "ranges.yaml: pydantic-evals: IsInstance('TimeRangeBuilderSuccess') names a class of your code, which a "
         "reply read as JSON cannot be: not run (check the agent's structured output in an eval module)",
     ]
+
+
+def test_question_and_answer_fields_are_read_as_a_field_spec_would_map_them(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "qa.jsonl",
+        '{"id": "fr", "question": "What is the capital of France?", "answer": "Paris"}\n'
+        '{"id": "es", "question": "What is the capital of Spain?", "answer": "Madrid"}\n',
+    )
+    kept, plan = run_targets(tmp_path, ["qa.jsonl"])
+    assert outcomes(kept) == {"dataset[fr]": "passed", "dataset[es]": "failed"}
+    assert plan.notes[0] == (
+        "qa.jsonl: rows have no `input`: `question` is sent and `answer` is the target, as a task's FieldSpec would "
+        "map them; rename the fields to input/target to say so"
+    )
+
+
+def test_rows_with_nothing_to_send_are_one_problem_for_the_file(tmp_path: Path) -> None:
+    write(tmp_path, "bare.jsonl", "".join(f'{{"id": "r{i}", "text": "t{i}", "label": "x"}}\n' for i in range(3)))
+    kept, _ = run_targets(tmp_path, ["bare.jsonl"])
+    assert kept.results == []
+    assert [f"{p.location}: {p.message}" for p in kept.problems] == [
+        "bare.jsonl: 3 rows have no `input` field (the first at line 1, with fields id, label, text), so nothing is "
+        "sent to the agent; name the field that holds the question `input` (and the answer `target`), or write an "
+        "eval module that sends what it needs and calls t.check_case() (bare.jsonl::dataset: the other cases ran)"
+    ]
