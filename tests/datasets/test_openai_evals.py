@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -473,3 +474,25 @@ def test_item_reference_messages_and_sample_output_json(tmp_path: Path, server: 
         "1": {"city": ("gate", "failed"), "scored": ("gate", "passed")},  # no pass_threshold: a score that passes
     }
     assert [a.score for a in kept.by_id()["eval.json::dataset[0]"].assertions] == [1.0, 0.5]
+
+
+@pytest.mark.parametrize(
+    ("grader", "message"),
+    [
+        ({"type": "label_model", "input": "x", "labels": ["a"], "passing_labels": ["b"]}, "`passing_labels` must list"),
+        ({"type": "score_model", "input": "x", "range": [1, 10], "pass_threshold": 11}, "outside the range 1-10"),
+        ({"type": "score_model", "input": "x", "range": [5, 1]}, "`range` must be [low, high]"),
+        ({"type": "score_model", "input": [{"content": "x"}]}, "a message is {role: ..., content: ...}"),
+        ({"type": "text_similarity", "input": "x", "reference": "y", "evaluation_metric": "bleu"}, "pass_threshold"),
+        ({"type": "text_similarity", "input": "x", "reference": "y", "evaluation_metric": "cider"}, "none of"),
+        (
+            {"type": "multi", "graders": {"a": {"type": "score_model", "input": "x"}}, "calculate_output": "a"},
+            "a multi",
+        ),
+    ],
+)
+def test_a_grader_that_cannot_run_says_which_key_and_what_to_write(grader: dict[str, Any], message: str) -> None:
+    from niceeval._eval.openai_graders import check
+
+    with pytest.raises(GraderError, match=re.escape(message)):
+        check(grader)
