@@ -400,7 +400,6 @@ def doc_answer(request: LLMRequest) -> Reply:
 
 @pytest.mark.slow
 def test_the_worked_example_in_the_migration_guide_runs_as_documented(tmp_path: Path) -> None:
-    import re
     import subprocess
     import sys
 
