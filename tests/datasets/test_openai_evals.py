@@ -495,3 +495,17 @@ def test_a_grader_that_cannot_run_says_which_key_and_what_to_write(grader: dict[
 
     with pytest.raises(GraderError, match=re.escape(message)):
         check(grader)
+
+
+def test_import_takes_the_items_from_data(
+    tmp_path: Path, server: LLMServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from niceeval.cli import main
+
+    write(tmp_path, "eval.json", json.dumps(DEFINITION))
+    write(tmp_path, "exports/items.jsonl", "".join(json.dumps(item) + "\n" for item in ITEMS[:2]))
+    assert main(["import", "eval.json", "--data", "missing.jsonl"]) == 2
+    assert "--data missing.jsonl is not a file" in capsys.readouterr().err
+    assert main(["import", "eval.json", "--data", "exports/items.jsonl"]) == 0
+    assert "(2 cases)" in capsys.readouterr().out
+    assert "'answer': 'Madrid'" in (tmp_path / "evals" / "eval.py").read_text()
