@@ -18,8 +18,11 @@ from niceeval._core.errors import UsageError, user_location
 
 Severity = Literal["gate", "soft"]
 State = Literal["passed", "failed", "inconclusive"]
-Cause = Literal["timeout", "provider_error", "rate_limited", "parse_error", "no_api_key", "no_price", "error"]
-"""Why an assertion is inconclusive (or, for ``error``, why a matcher crashed)."""
+Cause = Literal[
+    "timeout", "provider_error", "rate_limited", "parse_error", "no_api_key", "no_price", "error", "not_run"
+]
+"""Why an assertion is inconclusive (or, for ``error``, why a matcher crashed; ``not_run``: a peer's check that
+niceeval never runs, such as inline JavaScript)."""
 
 CURRENT_GROUP: ContextVar[tuple[str, ...]] = ContextVar("niceeval_assertion_group", default=())
 """The `t.group(...)` blocks the eval is in, outermost first: assertions made there are named by them."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from niceeval._core.assertion import Chainable, Matcher
@@ -25,11 +26,11 @@ _AT_LINE = re.compile(r":\d+$")
 
 
 def _chained(item: C, declared: Declared) -> C:
-    """The entry's threshold, severity (a gate unless `soft: true`, as every promptfoo assertion) and label."""
+    """The entry's threshold, severity (a gate unless `soft: true` or `weight: 0`, as in promptfoo) and label."""
     entry = declared.entry
     if entry.threshold is not None and declared.type.name != "levenshtein":
         item = item.at_least(entry.threshold)
-    if entry.soft or entry.gate is False:
+    if entry.soft or entry.gate is False or (entry.weight == 0 and not entry.gate):  # promptfoo: weight 0 informs
         if isinstance(item, Comparison):
             item = item.soft()
         elif getattr(_inner(item), "severity", "soft") == "gate":
@@ -67,6 +68,20 @@ def row_of(case: Case | None) -> Any:
     if case is None:
         raise UsageError("t.case exists only in evals with cases: @define_eval(cases='data/qa.jsonl').")
     return case.data
+
+
+def _model_grader(judge: Any, item: Declared, target: dict[str, Any]) -> Any:
+    """An OpenAI Evals `score_model` / `label_model` entry, through `t.judge.openai`."""
+    from niceeval._eval.declared import grader_of
+    from niceeval._eval.openai_graders import score_range, task_text
+
+    grader, model = grader_of(item.entry), item.entry.model
+    task = task_text(grader)
+    if grader["type"] == "label_model":
+        labels, passing = grader["labels"], grader["passing_labels"]
+        return judge.openai.label_model(task, labels=labels, passing_labels=passing, model=model, **target)
+    threshold = grader.get("pass_threshold")
+    return judge.openai.score_model(task, range=score_range(grader), pass_threshold=threshold, model=model, **target)
 
 
 class CaseChecks:
@@ -183,6 +198,9 @@ class CaseChecks:
 
     def _judge_entry(self, item: Declared, on: object, location: str | None) -> Chainable:
         entry, judge = item.entry, self._scope.judge.get()
+        if entry.model is None and entry.default_model is not None and judge.model is None:
+            entry = entry.model_copy(update={"model": entry.default_model})
+            item = replace(item, entry=entry)
         target: dict[str, Any] = {} if on is REPLY else {"on": on}
         text = str(entry.value)
         name = item.type.name
@@ -204,6 +222,8 @@ class CaseChecks:
             handle = judge.conversation.role_adherence(text, model=entry.model)
         elif name == "knowledge_retention":
             handle = judge.conversation.knowledge_retention(model=entry.model)
+        elif name in ("score_model", "label_model"):
+            handle = _model_grader(judge, item, target)
         else:
             handle = self._rag_entry(item, target, location)
         handle.location = location

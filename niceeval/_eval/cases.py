@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from niceeval._core.errors import UsageError, relative
-from niceeval._eval.peers import inspect_row, is_inspect_sample
+from niceeval._eval.peers import field_spec, inspect_row, is_inspect_sample
 
 FORMATS = (".jsonl", ".json", ".csv", ".yaml", ".yml")
 
@@ -89,7 +89,7 @@ def _jsonl_rows(path: Path, shown: str) -> Iterator[_Row]:
             index += 1
 
 
-def _json_rows(path: Path, shown: str) -> Iterator[_Row]:
+def _json_rows(path: Path, shown: str, data_file: Path | None = None) -> Iterator[_Row]:
     text = path.read_text(encoding="utf-8")
     decoder = json.JSONDecoder()
     position = _skip_space(text, 0)
@@ -98,14 +98,15 @@ def _json_rows(path: Path, shown: str) -> Iterator[_Row]:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise CaseError(shown, exc.lineno, f"not valid JSON ({exc.msg}, column {exc.colno})") from None
-        if _peer_key(data):
-            yield from _peer_rows(path, shown, data, [])
+        if peer_key(data):
+            yield from _peer_rows(path, shown, data, [], data_file)
             return
     if not text.startswith("[", position):
         raise CaseError(
             shown,
             _line_of(text, position),
-            "a JSON dataset is a list of objects: [{...}, {...}], a promptfoo config or a pydantic-evals dataset",
+            "a JSON dataset is a list of objects: [{...}, {...}], a promptfoo config, a pydantic-evals dataset or an "
+            "OpenAI Evals definition",
         )
     position = _skip_space(text, position + 1)
     index = 0
@@ -178,8 +179,12 @@ def _yaml_rows(path: Path, shown: str) -> Iterator[_Row]:
         line = mark.line + 1 if mark is not None else None
         column = f", column {mark.column + 1}" if mark is not None else ""
         raise CaseError(shown, line, f"not valid YAML{column}: {getattr(exc, 'problem', None) or exc}") from None
-    if isinstance(data, Mapping) and isinstance(node, yaml.MappingNode) and _peer_key(data):
-        yield from _peer_rows(path, shown, data, _item_lines(node, _peer_key(data)))
+    if isinstance(data, Mapping) and isinstance(node, yaml.MappingNode) and peer_key(data):
+        if peer_key(data) == "tests":  # promptfoo reads YAML 1.2: `Yes` and `no` are text
+            from niceeval._eval.promptfoo_files import load_yaml
+
+            data = load_yaml(text)
+        yield from _peer_rows(path, shown, data, _item_lines(node, peer_key(data)))
         return
     if not isinstance(data, list) or not isinstance(node, yaml.SequenceNode):
         raise CaseError(
@@ -192,9 +197,14 @@ def _yaml_rows(path: Path, shown: str) -> Iterator[_Row]:
         yield _Row(index=index, line=item.start_mark.line + 1, value=value)
 
 
-def _peer_key(data: Mapping[str, Any]) -> str | None:
-    """`tests` for a promptfoo config, `cases` for a pydantic-evals dataset, else None."""
-    if isinstance(data.get("tests"), list) and ("prompts" in data or "providers" in data or "defaultTest" in data):
+def peer_key(data: Mapping[str, Any]) -> str | None:
+    """`tests` for a promptfoo config, `cases` for a pydantic-evals dataset, `testing_criteria` for an OpenAI Evals
+    definition, else None."""
+    if isinstance(data.get("testing_criteria"), list):
+        return "testing_criteria"
+    tests = data.get("tests")
+    listed = isinstance(tests, list) or (isinstance(tests, str) and tests.startswith("file://"))
+    if listed and ("prompts" in data or "providers" in data or "defaultTest" in data):
         return "tests"
     if isinstance(data.get("cases"), list):
         return "cases"
@@ -203,16 +213,21 @@ def _peer_key(data: Mapping[str, Any]) -> str | None:
 
 def _item_lines(node: Any, key: str | None) -> list[int | None]:
     for key_node, value_node in node.value:
-        if getattr(key_node, "value", None) == key and hasattr(value_node, "value"):
+        if getattr(key_node, "value", None) == key and isinstance(getattr(value_node, "value", None), list):
             return [item.start_mark.line + 1 for item in value_node.value]
     return []
 
 
-def _peer_rows(path: Path, shown: str, data: Mapping[str, Any], lines: list[int | None]) -> Iterator[_Row]:
+def _peer_rows(
+    path: Path, shown: str, data: Mapping[str, Any], lines: list[int | None], data_file: Path | None = None
+) -> Iterator[_Row]:
+    from niceeval._eval.openai_evals import load_openai_eval
     from niceeval._eval.peers import load_pydantic_evals
     from niceeval._eval.promptfoo import load_promptfoo
 
-    if _peer_key(data) == "tests":
+    if peer_key(data) == "testing_criteria":
+        peer, errors = load_openai_eval(data, path, data_file)
+    elif peer_key(data) == "tests":
         peer, errors = load_promptfoo(data, lines, path.parent)
     else:
         peer, errors = load_pydantic_evals(data, lines), []
@@ -244,6 +259,11 @@ def _make_case(row: _Row, shown: str, model: type[BaseModel] | None) -> Case:
     if any(c in case_id for c in "[]\n"):
         raise _row_error(shown, row, f"`id` {case_id!r} may not contain '[', ']' or a newline")
     metadata = value.get("metadata") or {}
+    if isinstance(metadata, str) and metadata.strip().startswith("{"):  # Inspect writes it as a JSON string too
+        try:
+            metadata = json.loads(metadata)
+        except json.JSONDecodeError as exc:
+            raise _row_error(shown, row, f"`metadata` is not valid JSON ({exc.msg}); write an object") from None
     if not isinstance(metadata, Mapping):
         raise _row_error(shown, row, f"`metadata` must be an object, got {metadata!r:.60}")
     tags = value.get("tags") or ()
@@ -279,12 +299,14 @@ def iter_cases(
     root: Path,
     model: type[BaseModel] | None = None,
     loading: Loading | None = None,
+    data_file: Path | None = None,
 ) -> Iterator[Case]:
     """The cases of a dataset, one at a time (a JSONL file is read row by row). A promptfoo config, a
     pydantic-evals dataset and Inspect samples load as they are (`niceeval._eval.peers`).
 
     Args:
         loading: Where a peer's unusable rows and notes go (the other rows still load); without it they raise.
+        data_file: An OpenAI Evals definition's items (`--data`), instead of those inline or beside it.
 
     Raises:
         CaseError: A missing or unknown file, or a bad row (naming the file and line).
@@ -297,12 +319,14 @@ def iter_cases(
             raise CaseError(shown, None, f"unknown dataset format; use one of {', '.join(FORMATS)}")
         if not path.is_file():
             raise CaseError(shown, None, "dataset file not found (paths are relative to the eval file or the root)")
-        rows: Iterator[_Row] = reader(path, shown)
+        rows: Iterator[_Row] = reader(path, shown) if data_file is None else _json_rows(path, shown, data_file)
     else:
         shown = f"{relative(str(eval_file))}: define_eval(cases=[...])"
         rows = (_Row(index=i, line=None, value=v) for i, v in enumerate(source))
     seen: dict[str, str] = {}
     notes: list[str] = []
+    run_as_is = isinstance(source, str | Path) and path.resolve() == eval_file.resolve()
+    no_input: list[_Row] = []
     for row in rows:
         if row.note is not None:
             notes.append(row.note)
@@ -310,15 +334,48 @@ def iter_cases(
         if row.error is not None:
             _peer_problem(shown, row, loading)
             continue
-        if isinstance(row.value, dict) and is_inspect_sample(row.value):
-            row = _Row(index=row.index, line=row.line, value=inspect_row(row.value, notes))
+        converted = _converted(row, run_as_is, notes)
+        if converted is None:
+            no_input.append(row)
+            continue
+        row = converted
         case = _make_case(row, shown, model)
         if case.id in seen:
             raise _row_error(shown, row, f"case id {case.id!r} is used twice (first at {seen[case.id]})")
         seen[case.id] = case.source
         yield case
+    if no_input:
+        _peer_problem(shown, _Row(index=-1, line=None, value=None, error=_no_input(no_input)), loading)
     if loading is not None:
         loading.notes.extend(f"{shown}: {note}" for note in notes if f"{shown}: {note}" not in loading.notes)
+
+
+def _converted(row: _Row, run_as_is: bool, notes: list[str]) -> _Row | None:
+    """A row in a peer's shape as a case row: a file run as its own eval without `input` read through a FieldSpec
+    (None when it names no question), an Inspect sample with its target as a check."""
+    value = row.value
+    if not isinstance(value, dict):
+        return row
+    if run_as_is and not {"input", "assert", "multiple_choice_prompt"} & set(value):
+        value = field_spec(value, notes)  # the file is the eval: it needs what to send
+        if value is None:
+            return None
+    if is_inspect_sample(value):
+        value = inspect_row(value, notes)
+    return row if value is row.value else _Row(index=row.index, line=row.line, value=value)
+
+
+def _no_input(rows: list[_Row]) -> str:
+    """One problem for every row that says nothing to send (it is the file's shape, not each row's fault)."""
+    first = rows[0]
+    where = f"line {first.line}" if first.line else f"row {first.index}"
+    fields = ", ".join(sorted(first.value)) if isinstance(first.value, dict) else "none"
+    return (
+        f"{len(rows)} {'row has' if len(rows) == 1 else 'rows have'} no `input` field (the first at {where}, with "
+        f"fields {fields}), so nothing is sent "
+        "to the agent; name the field that holds the question `input` (and the answer `target`), or write an "
+        "eval module that sends what it needs and calls t.check_case()"
+    )
 
 
 def _peer_problem(shown: str, row: _Row, loading: Loading | None) -> None:

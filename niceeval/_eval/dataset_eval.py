@@ -82,17 +82,24 @@ def provider_agent(ident: str) -> Any:
     return openai_agent(ref)
 
 
-def _promptfoo_file(path: Path) -> Any:
-    """The promptfoo config at `path` as loaded rows, prompts and providers; None for any other file."""
+def _peer_file(path: Path, data_file: Path | None = None) -> Any:
+    """The promptfoo config or OpenAI Evals definition at `path` as loaded rows, prompts, providers or model; None
+    for any other file."""
     if path.suffix.lower() not in (".yaml", ".yml", ".json"):
         return None
     try:
-        import yaml
+        from niceeval._eval.promptfoo_files import load_yaml
 
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))  # JSON is YAML
+        data = load_yaml(path.read_text(encoding="utf-8"))  # JSON is YAML
     except Exception:
         return None  # the dataset loader reports it, with its line
-    if not (isinstance(data, dict) and isinstance(data.get("tests"), list) and "prompts" in data):
+    from niceeval._eval.openai_evals import is_openai_eval, load_openai_eval
+
+    if is_openai_eval(data):
+        return load_openai_eval(data, path, data_file)[0]
+    from niceeval._eval.cases import peer_key
+
+    if not (isinstance(data, dict) and peer_key(data) == "tests" and "prompts" in data):
         return None
     from niceeval._eval.promptfoo import load_promptfoo
 
@@ -102,15 +109,33 @@ def _promptfoo_file(path: Path) -> Any:
 
 def promptfoo_providers(path: Path) -> dict[str, str]:
     """A promptfoo config's callable providers, by label (empty for any other file)."""
-    peer = _promptfoo_file(path)
+    peer = _peer_file(path)
     return dict(peer.providers) if peer is not None else {}
 
 
+def model_setup(path: Path, data_file: Path | None = None) -> Any:
+    """The OpenAI Evals definition at `path` when a completions model answers it (its `model`, `system`,
+    `temperature`); None for any other file."""
+    peer = _peer_file(path, data_file)
+    return peer if peer is not None and peer.model is not None else None
+
+
+def model_agent(peer: Any) -> Any:
+    """The agent of an OpenAI Evals definition's completions model: its system prompt and temperature."""
+    from niceeval.agents import ModelAgentOptions, openai_agent
+
+    options = ModelAgentOptions(temperature=peer.temperature)
+    return openai_agent(peer.model, system=peer.system, options=options)
+
+
 def promptfoo_setup(path: Path) -> tuple[dict[str, Any] | None, Any]:
-    """A promptfoo config's variant dimensions (several prompts, several providers) and its agent."""
-    peer = _promptfoo_file(path)
+    """A promptfoo config's variant dimensions (several prompts, several providers) and its agent; an OpenAI Evals
+    definition's model."""
+    peer = _peer_file(path)
     if peer is None:
         return None, None
+    if peer.model is not None:
+        return None, model_agent(peer)
     from niceeval.agents import per_variant
 
     dimensions: dict[str, Any] = {}

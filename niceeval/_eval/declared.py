@@ -20,14 +20,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from niceeval._core.assertion import Matcher, ScoreLike, Verdict
+from niceeval._core.assertion import Inconclusive, Matcher, ScoreLike, Verdict
 from niceeval._core.errors import UsageError
 from niceeval._core.events import Event, MessageEvent
 from niceeval._core.values import short
 from niceeval.expect import equals, excludes, includes, matches
 
 ValueKind = Literal[
-    "text", "regex", "texts", "any", "schema", "optional schema", "number", "tool", "none", "optional text"
+    "text", "regex", "texts", "any", "schema", "optional schema", "number", "tool", "none", "optional text", "grader"
 ]
 Build = Callable[["Entry"], Matcher]
 Kind = Literal["value", "scoped", "judge", "compare"]
@@ -51,6 +51,9 @@ class Entry(BaseModel):
     model: str | None = Field(default=None, alias="provider")
     """The judge model of a judge entry (`provider/model`; promptfoo's `provider`)."""
     rubric_prompt: str | None = Field(default=None, alias="rubricPrompt")
+    default_model: str | None = None
+    """The judge model when neither the entry, `--grader` nor the judge settings name one (promptfoo's default
+    grader, for a promptfoo config's judge entries)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -145,15 +148,31 @@ def _contains_json(entry: Entry) -> Matcher:
 
     def score(value: Any) -> ScoreLike:
         text = value if isinstance(value, str) else json.dumps(value, default=str)
-        for start in (i for i, c in enumerate(text) if c in "{["):
+        misses: list[ScoreLike] = []
+        start = 0
+        while (start := _next_bracket(text, start)) >= 0:
             try:
-                found, _ = decoder.raw_decode(text, start)
+                found, end = decoder.raw_decode(text, start)
             except ValueError:
+                start += 1
                 continue
-            return True if schema is None else schema.score_fn(found)  # type: ignore[return-value]
+            verdict = True if schema is None else schema.score_fn(found)
+            if verdict is True or (isinstance(verdict, Verdict) and verdict.score == 1.0):
+                return True
+            misses.append(verdict)  # type: ignore[arg-type]
+            start = end
+        if misses:  # promptfoo's rule: some JSON in the output matches the schema
+            first = misses[0]
+            why = first.reason if isinstance(first, Verdict) else "does not match the schema"
+            return Verdict(False, f"no JSON in the output matches the schema ({len(misses)} found; the first: {why})")
         return Verdict(False, "no JSON object or array in the output", actual=short(value))
 
     return Matcher(name="contains_json", score_fn=score, expected="JSON in the output")
+
+
+def _next_bracket(text: str, start: int) -> int:
+    found = [i for i in (text.find("{", start), text.find("[", start)) if i >= 0]
+    return min(found) if found else -1
 
 
 _JSON_TYPES: dict[str, type | tuple[type, ...]] = {
@@ -198,6 +217,31 @@ def _similarity(entry: Entry) -> Matcher:
     from niceeval.expect import similarity
 
     return similarity(_text(entry))
+
+
+def grader_of(entry: Entry) -> dict[str, Any]:
+    """An OpenAI grader entry's grader, its `type` the entry's."""
+    return {**entry.value, "type": entry.type}
+
+
+def _grader(entry: Entry) -> Matcher:
+    from niceeval._eval.openai_graders import matcher
+
+    return matcher(grader_of(entry))
+
+
+def _openai(name: str, kind: Kind, maps_to: str, note: str) -> AssertionType:
+    build = _grader if kind == "value" else None
+    return AssertionType(name=name, kind=kind, value="grader", maps_to=maps_to, note=note, build=build)
+
+
+def _not_run(entry: Entry) -> Matcher:
+    why = dict(entry.value)
+
+    def score(value: Any) -> ScoreLike:
+        raise Inconclusive("not_run", f"not run: {why['why']}")
+
+    return Matcher(name=f"{why['type']} (not run)", score_fn=score, expected=str(why["type"]))
 
 
 EDIT_DISTANCES = frozenset({"levenshtein", "similarity"})
@@ -331,7 +375,7 @@ TYPES: tuple[AssertionType, ...] = (
     _value(
         "contains_json",
         "optional schema",
-        "the first JSON in the output, `expect.matches(value)`",
+        "some JSON in the output (any of them, as promptfoo), `expect.matches(value)`",
         _contains_json,
         "contains-json",
     ),
@@ -442,6 +486,46 @@ TYPES: tuple[AssertionType, ...] = (
         note="through an OpenAI-compatible `/embeddings` only; cached and priced like a judge call",
     ),
     AssertionType(name="summarizes", kind="judge", value="text", maps_to="`t.judge.summarizes(value)` (the source)"),
+    _openai(
+        "string_check",
+        "value",
+        "the grader's `input` compared with its `reference`: `eq`, `ne`, `like` (contains), `ilike`",
+        "OpenAI Evals grader, as written in `testing_criteria`; a gate",
+    ),
+    _openai(
+        "text_similarity",
+        "value",
+        "a text metric of `input` against `reference` (sacrebleu, nltk, rouge-score, rapidfuzz), "
+        "passing at `pass_threshold`",
+        "OpenAI Evals grader; `cosine` loads as `similar` (embeddings); METEOR without WordNet's data matches "
+        "exact words and stems only",
+    ),
+    _openai(
+        "score_model",
+        "judge",
+        "`t.judge.openai.score_model(messages, range=, pass_threshold=)`",
+        "OpenAI Evals grader; its messages are the task, the output is shown as tagged data",
+    ),
+    _openai(
+        "label_model",
+        "judge",
+        "`t.judge.openai.label_model(messages, labels=, passing_labels=)`",
+        "OpenAI Evals grader; passes on a passing label",
+    ),
+    _openai(
+        "multi",
+        "value",
+        "`calculate_output` over its string_check / text_similarity graders (arithmetic only, read with `ast`)",
+        "OpenAI Evals grader; passes at `pass_threshold`, else recorded as a score",
+    ),
+    AssertionType(
+        name="not_run",
+        kind="value",
+        value="schema",
+        maps_to="an inconclusive result named `TYPE (not run)`, with why and what to write instead",
+        note="a peer's check niceeval never runs (inline JavaScript, Python, a webhook) in a promptfoo config",
+        build=_not_run,
+    ),
     AssertionType(
         name="max_cost",
         kind="scoped",
@@ -566,8 +650,8 @@ def _check_value(kind: ValueKind, value: object, name: str) -> None:
         problem = "a non-empty string"
     elif kind == "texts" and (isinstance(value, str) or not isinstance(value, list) or not value):
         problem = "a list of strings"
-    elif kind == "schema" and not isinstance(value, dict):
-        problem = "a JSON Schema object"
+    elif kind in ("schema", "grader") and not isinstance(value, dict):
+        problem = "a JSON Schema object" if kind == "schema" else "the grader, as in OpenAI's testing_criteria"
     elif kind == "optional text" and value is not None and (not isinstance(value, str) or not value.strip()):
         problem = "a non-empty string, or nothing"
     elif kind == "optional schema" and value is not None and not isinstance(value, dict):
@@ -587,6 +671,32 @@ def _check_value(kind: ValueKind, value: object, name: str) -> None:
             raise DeclaredError(f"{name}: `value` is not a valid regular expression: {exc}") from None
 
 
+def _check_grader(value: object, name: str) -> None:
+    from niceeval._eval.openai_graders import GraderError, check
+
+    try:
+        check(value)
+    except GraderError as exc:
+        raise DeclaredError(f"{name}: {exc}") from None
+
+
+_JS_NAMED_GROUP = re.compile(r"\(\?<(?=[A-Za-z_])")
+_JS_BACKREFERENCE = re.compile(r"\\k<(\w+)>")
+
+
+def _coerced(kind: ValueKind, value: object) -> object:
+    """A value as promptfoo reads it: a number where text is wanted is its text (`contains: 24.01`), a
+    comma-separated string where a list is wanted is the list, and a regex in JavaScript's named-group syntax
+    (`(?<year>...)`, `\\k<year>`) is written in Python's."""
+    if kind in ("text", "regex") and isinstance(value, int | float) and not isinstance(value, bool):
+        return str(int(value)) if float(value).is_integer() else repr(value)
+    if kind == "texts" and isinstance(value, str) and value.strip():
+        return [part.strip() for part in value.split(",") if part.strip()]
+    if kind == "regex" and isinstance(value, str):
+        return _JS_BACKREFERENCE.sub(r"(?P=\1)", _JS_NAMED_GROUP.sub("(?P<", value))
+    return value
+
+
 def _tool_spec(value: object) -> bool:
     return isinstance(value, dict) and isinstance(value.get("name"), str)
 
@@ -603,6 +713,8 @@ def parse_entry(raw: object, position: int) -> Declared:
         kind = type_of(name)
     except DeclaredError as exc:
         raise DeclaredError(f"{where}: {exc}") from None
+    if "value" in raw:
+        raw = {**raw, "value": _coerced(kind.value, raw["value"])}
     value = raw.get("value")
     if kind.name in ("max_cost", "max_latency") and value is None and raw.get("threshold") is not None:
         value = raw["threshold"]  # promptfoo's cost and latency put the limit in `threshold`
@@ -620,6 +732,8 @@ def parse_entry(raw: object, position: int) -> Declared:
     if entry.gate and entry.soft:
         raise DeclaredError(f"{where} ({name}): `gate: true` and `soft: true` contradict each other; keep one")
     _check_value(kind.value, entry.value, f"{where} ({name})")
+    if kind.value == "grader":
+        _check_grader(grader_of(entry), f"{where} ({name})")
     if kind.name not in ("levenshtein",) and entry.threshold is not None and entry.threshold > 1:
         raise DeclaredError(f"{where} ({name}): `threshold` is a score in [0, 1], got {entry.threshold:g}")
     return Declared(type=kind, entry=entry, negate=negate, position=position)

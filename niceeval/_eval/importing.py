@@ -15,7 +15,7 @@ from typing import Any
 
 from niceeval._core.errors import relative
 from niceeval._eval.cases import Loading, iter_cases
-from niceeval._eval.dataset_eval import promptfoo_providers, promptfoo_setup
+from niceeval._eval.dataset_eval import model_setup, promptfoo_providers, promptfoo_setup
 from niceeval._eval.peers import model_ref
 
 
@@ -88,17 +88,33 @@ def _send_code(prompts: dict[str, str], rows: list[dict[str, Any]]) -> list[str]
     return ["    await t.send(t.case['input'])"]
 
 
-def import_suite(path: Path, root: Path) -> Imported:
-    """The eval module for the suite at `path`."""
+def _model_code(path: Path, data_file: Path | None) -> tuple[list[str], str | None]:
+    """An OpenAI Evals definition's completions model as `openai_agent(...)` code (nothing for other files)."""
+    model = model_setup(path, data_file)
+    if model is None:
+        return [], None
+    tuned = model.temperature is not None
+    options = f", options=ModelAgentOptions(temperature={model.temperature!r})" if tuned else ""
+    system = f", system={model.system!r}" if model.system else ""
+    names = "ModelAgentOptions, openai_agent" if tuned else "openai_agent"
+    return [f"from niceeval.agents import {names}"], f"openai_agent({model.model!r}{system}{options})"
+
+
+def import_suite(path: Path, root: Path, data_file: Path | None = None) -> Imported:
+    """The eval module for the suite at `path` (an OpenAI Evals definition's items from `data_file` when given)."""
     loading = Loading()
     rows: list[dict[str, Any]] = []
-    for case in iter_cases(str(path.resolve()), eval_file=path.resolve(), root=root, loading=loading):
+    found = iter_cases(str(path.resolve()), eval_file=path.resolve(), root=root, loading=loading, data_file=data_file)
+    for case in found:
         row = dict(case.data)
         row.setdefault("id", case.id)
         rows.append(row)
     dimensions, _ = promptfoo_setup(path)
     prompts = dict((dimensions or {}).get("prompt") or {})
     imports, agent, provider_dimension = _agent_code(promptfoo_providers(path))
+    model_imports, model_agent = _model_code(path, data_file)
+    if model_agent is not None:
+        imports, agent = model_imports, model_agent
     send = _send_code(prompts, rows)
     if provider_dimension is not None:
         imports.append("from niceeval.agents import per_variant")

@@ -38,6 +38,12 @@ class PeerFile:
     """promptfoo: the prompt templates by label (a variant dimension when there are several)."""
     providers: dict[str, str] = field(default_factory=dict)
     """promptfoo: the provider ids by label."""
+    model: str | None = None
+    """OpenAI Evals: the completions data source's model (`openai/NAME`), which answers instead of the agent."""
+    system: str | None = None
+    """OpenAI Evals: the system prompt of that model (the items' shared system messages)."""
+    temperature: float | None = None
+    """OpenAI Evals: the data source's sampling temperature."""
 
     def note(self, text: str) -> None:
         if text not in self.notes:
@@ -67,6 +73,10 @@ def _evaluator(spec: object) -> tuple[str, Any]:
     return "", spec
 
 
+IS_INSTANCE_TYPES = ("str", "int", "float", "bool", "dict", "list")
+"""The types `is_instance` reads from a reply; any other name is a class of the user's code."""
+
+
 def _kwargs(arg: Any, first: str) -> dict[str, Any]:
     return dict(arg) if isinstance(arg, Mapping) else ({} if arg is None else {first: arg})
 
@@ -83,7 +93,12 @@ def _pydantic_entry(spec: object, case: Mapping[str, Any], peer: PeerFile) -> di
         kind = "includes" if kw.get("case_sensitive", True) else "icontains"
         return {"type": kind, "value": str(kw.get("value"))}
     if name == "IsInstance":
-        return {"type": "is_instance", "value": _kwargs(arg, "type_name").get("type_name")}
+        type_name = _kwargs(arg, "type_name").get("type_name")
+        if type_name not in IS_INSTANCE_TYPES:
+            why = f"IsInstance({type_name!r}) names a class of your code, which a reply read as JSON cannot be"
+            peer.note(f"{why}: not run (check the agent's structured output in an eval module)")
+            return {"type": "not_run", "value": {"type": f"IsInstance({type_name})", "why": why}}
+        return {"type": "is_instance", "value": type_name}
     if name == "MaxDuration":
         return {"type": "max_latency", "value": _kwargs(arg, "seconds").get("seconds")}
     if name == "LLMJudge":
@@ -112,6 +127,13 @@ def load_pydantic_evals(data: Mapping[str, Any], lines: list[int | None]) -> Pee
     """A pydantic-evals dataset (`cases:` with `name`, `inputs`, `expected_output`, `metadata`, `evaluators`)."""
     peer = PeerFile(format="pydantic-evals")
     shared = list(data.get("evaluators") or [])
+    if data.get("report_evaluators"):
+        peer.note(
+            "report_evaluators (computed over the whole report, in Python) are not run: niceeval's report "
+            "gives pass rates, scores and their intervals per eval and variant"
+        )
+    for key in sorted(set(data) - {"name", "cases", "evaluators", "report_evaluators"}):
+        peer.note(f"dataset key {key!r} has no equivalent: ignored")
     for index, case in enumerate(data.get("cases") or []):
         line = lines[index] if index < len(lines) else None
         if not isinstance(case, Mapping):
@@ -142,6 +164,30 @@ MULTIPLE_CHOICE = (
 """Inspect's `multiple_choice()` solver template."""
 
 
+FIELD_SPEC_INPUTS = ("question", "prompt", "query", "instruction", "problem")
+FIELD_SPEC_TARGETS = ("answer", "target", "expected", "expected_output", "solution", "label")
+
+
+def field_spec(row: Mapping[str, Any], notes: list[str]) -> dict[str, Any] | None:
+    """A row without `input`, read as Inspect reads it through a task's `FieldSpec`: its question field (the first
+    of `FIELD_SPEC_INPUTS` it has) is the input and its answer field the target; None when it has no question
+    field. Said once in `notes`."""
+    question = next((key for key in FIELD_SPEC_INPUTS if isinstance(row.get(key), str)), None)
+    if question is None:
+        return None
+    answer = next((key for key in FIELD_SPEC_TARGETS if key in row and key != question), None)
+    mapped = {**row, "input": row[question]}
+    if answer is not None:
+        mapped["target"] = row[answer]
+    checked = f" and `{answer}` is the target" if answer is not None else ""
+    _add(
+        notes,
+        f"rows have no `input`: `{question}` is sent{checked}, as a task's FieldSpec would map them; rename the "
+        "fields to input/target to say so",
+    )
+    return mapped
+
+
 def is_inspect_sample(row: Mapping[str, Any]) -> bool:
     """A row in Inspect's sample shape: `input` with a `target` or `choices`, or chat messages as input."""
     chat = isinstance(row.get("input"), list)
@@ -162,8 +208,12 @@ def inspect_row(row: Mapping[str, Any], notes: list[str]) -> dict[str, Any]:
                 "Inspect: chat input: the user messages are sent in turn; system and assistant messages are "
                 "not (the agent under test has its own)",
             )
-    target = row.get("target")
+    target = _stripped(row.get("target"))
     choices = row.get("choices")
+    if isinstance(choices, str) and choices.strip():  # a CSV cell: the choices separated by commas
+        choices = [part.strip() for part in choices.split(",") if part.strip()]
+        out["choices"] = choices
+        _add(notes, "Inspect: a `choices` cell is read as choices separated by commas")
     if isinstance(choices, list) and choices:
         letters = [chr(ord("A") + i) for i in range(len(choices))]
         listed = "\n".join(f"{letter}) {choice}" for letter, choice in zip(letters, choices, strict=False))
@@ -189,6 +239,13 @@ def inspect_row(row: Mapping[str, Any], notes: list[str]) -> dict[str, Any]:
             "Python and not read (add `assert:` entries, or write an eval module, for another)",
         )
     return out
+
+
+def _stripped(target: Any) -> Any:
+    """A target as Inspect's scorers compare it: without surrounding whitespace."""
+    if isinstance(target, list):
+        return [str(t).strip() for t in target]
+    return target.strip() if isinstance(target, str) else target
 
 
 def _add(notes: list[str], text: str) -> None:

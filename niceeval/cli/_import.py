@@ -1,4 +1,4 @@
-"""`niceeval import FILE`: write a peer's suite (promptfoo, pydantic-evals, Inspect) as an eval module."""
+"""`niceeval import FILE`: write a peer's suite (promptfoo, pydantic-evals, Inspect, OpenAI Evals) as an eval module."""
 
 from __future__ import annotations
 
@@ -12,11 +12,19 @@ from niceeval.cli._common import EXIT_USAGE, add_config_flag, project_config
 def add_import_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """`niceeval import FILE [--to PATH] [--force]`."""
     command = commands.add_parser(
-        "import", help="write a promptfoo config, pydantic-evals dataset or Inspect samples as an eval module"
+        "import",
+        help="write a promptfoo config, pydantic-evals dataset, Inspect samples or OpenAI Evals definition as an "
+        "eval module",
     )
     command.add_argument("file", type=Path, metavar="FILE", help="the suite file (YAML, JSON, JSONL or CSV)")
     command.add_argument("--to", type=Path, metavar="PATH", help="the module to write (default evals/<FILE stem>.py)")
     command.add_argument("--force", action="store_true", help="overwrite PATH when it exists")
+    command.add_argument(
+        "--data",
+        type=Path,
+        metavar="ITEMS",
+        help='an OpenAI Evals definition\'s items: JSONL of {"item": ...} (default: inline, or NAME.jsonl beside it)',
+    )
     add_config_flag(command)
     command.set_defaults(handler=_import)
 
@@ -33,7 +41,10 @@ def _import(args: argparse.Namespace) -> int:
     if target.exists() and not args.force:
         print(f"niceeval: error: {target} exists; pass --force to overwrite it, or --to PATH.", file=sys.stderr)
         return EXIT_USAGE
-    imported = import_suite(source, config.root)
+    if args.data is not None and not args.data.is_file():
+        print(f"niceeval: error: --data {args.data} is not a file; pass the items' JSONL.", file=sys.stderr)
+        return EXIT_USAGE
+    imported = import_suite(source, config.root, args.data)
     for note in imported.notes:
         print(f"niceeval: not mapped: {note}", file=sys.stderr)
     for problem in imported.problems:

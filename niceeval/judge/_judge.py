@@ -20,6 +20,7 @@ from niceeval.judge._client import JudgeClients
 from niceeval.judge._conversation import ConversationJudges
 from niceeval.judge._engine import Env, decide, decide_samples, poll
 from niceeval.judge._families import G_EVAL, RUBRIC, SIMILAR, SUMMARIZES
+from niceeval.judge._graders import OpenAIGraders
 from niceeval.judge._handle import JudgeHandle
 from niceeval.judge._prompts import as_text
 from niceeval.judge._rag import Rag
@@ -168,6 +169,17 @@ class Judge:
     def conversation(self) -> ConversationJudges:
         """Graders over the whole conversation: `goal_completion`, `role_adherence`, `knowledge_retention`."""
         return ConversationJudges(self)
+
+    @property
+    def model(self) -> str | None:
+        """The judge model a call without `model=` uses (`--grader`, else the settings'), None when none is set."""
+        runtime = self._session.runtime
+        return runtime.grader or runtime.settings.model
+
+    @property
+    def openai(self) -> OpenAIGraders:
+        """OpenAI Evals' model graders: `score_model`, `label_model`."""
+        return OpenAIGraders(self)
 
     @property
     def rag(self) -> Rag:

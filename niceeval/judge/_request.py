@@ -33,6 +33,8 @@ FAMILIES = (
     "rag.answer_relevance",
     "rag.context_relevance",
     "rag.context_recall",
+    "openai.score_model",
+    "openai.label_model",
 )
 
 

@@ -112,6 +112,46 @@ VALUE_CASES = [
     ({"type": "similarity", "value": "The capital is Paris"}, "The capital is Paris!", "Rome"),
     ({"type": "is_instance", "value": "int"}, "42", "4.2"),
     ({"type": "is_instance", "value": "str"}, "anything", 3),
+    (
+        {
+            "type": "string_check",
+            "value": {"input": "{{sample.output_text}}", "reference": "Paris", "operation": "ilike"},
+        },
+        "in paris",
+        "in rome",
+    ),
+    (
+        {
+            "type": "text_similarity",
+            "value": {
+                "input": "{{sample.output_text}}",
+                "reference": "the cat sat",
+                "evaluation_metric": "rouge_l",
+                "pass_threshold": 0.5,
+            },
+        },
+        "the cat sat down",
+        "a dog ran",
+    ),
+    (
+        {
+            "type": "multi",
+            "value": {
+                "graders": {
+                    "a": {
+                        "type": "string_check",
+                        "input": "{{sample.output_text}}",
+                        "reference": "x",
+                        "operation": "like",
+                    }
+                },
+                "calculate_output": "a",
+                "pass_threshold": 1,
+            },
+        },
+        "x marks",
+        "y marks",
+    ),
 ]
 
 
@@ -123,7 +163,19 @@ def test_each_value_type_passes_and_misses(entry: dict[str, Any], good: str, bad
 
 def test_every_value_type_has_a_case_above() -> None:
     tested = {parse_entry(entry, 0).type.name for entry, _, _ in VALUE_CASES}
-    assert tested == {t.name for t in TYPES if t.kind == "value"}
+    assert tested == {t.name for t in TYPES if t.kind == "value"} - {"not_run"}  # not_run: its own test below
+
+
+def test_a_not_run_entry_is_inconclusive_and_says_why() -> None:
+    from niceeval._core.assertion import Inconclusive
+
+    declared = parse_entry({"type": "not_run", "value": {"type": "javascript", "why": "write it in Python"}}, 0)
+    assert declared.type.build is not None
+    matcher = declared.type.build(declared.entry)
+    assert matcher.name == "javascript (not run)"
+    with pytest.raises(Inconclusive, match="not run: write it in Python") as raised:
+        matcher.score_fn("anything")
+    assert raised.value.cause == "not_run"
 
 
 @pytest.mark.parametrize(
@@ -142,7 +194,7 @@ def test_every_value_type_has_a_case_above() -> None:
         ),
         (
             {"type": "rubric", "value": "x", "zzz": 1},
-            r"\(keys: type, value, .*, provider, model, rubricPrompt, rubric_prompt\)",
+            r"\(keys: type, value, .*, provider, model, rubricPrompt, rubric_prompt, default_model\)",
         ),
         ({"type": "includes"}, r"`value` must be a non-empty string"),
         ({"type": "regex", "value": "(unclosed"}, r"not a valid regular expression"),
@@ -226,10 +278,12 @@ def test_a_bad_row_is_an_error_naming_it_and_the_other_cases_still_run(tmp_path:
 
 def test_a_row_without_input_says_what_to_add(tmp_path: Path) -> None:
     write(tmp_path, "niceeval.config.py", AGENT)
-    write(tmp_path, "data/cases.yaml", "- id: a\n  question: hi\n")
-    (result,) = run_targets(tmp_path, ["data/cases.yaml"]).results
-    assert result.error is not None
-    assert "data/cases.yaml:1: a case run without an eval module needs an `input:` field" in result.error.message
+    write(tmp_path, "data/cases.yaml", "- id: a\n  text: hi\n")  # `question: hi` is read as a FieldSpec would
+    kept = run_targets(tmp_path, ["data/cases.yaml"])
+    assert kept.results == []
+    (problem,) = kept.problems
+    assert problem.message.startswith("1 row has no `input` field (the first at line 1, with fields id, text)")
+    assert "name the field that holds the question `input`" in problem.message
 
 
 def test_scoped_entries_check_the_runs_events(tmp_path: Path) -> None:
