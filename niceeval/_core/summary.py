@@ -96,6 +96,10 @@ class EvalTally:
     """Each turn's duration, over every run (for the p50 / p95 the reports show)."""
     first_counts: tuple[int, int, int] = (0, 0, 0)
     """With `eval.first_runs`: the passed, scored and counted runs among them."""
+    points_possible: float | None = None
+    """A score eval's points a run can earn (`define_eval(points=N)`); None for a pass/fail eval."""
+    points_earned: list[float] = field(default_factory=list)
+    """A score eval's points earned by each run that was not skipped, in the order they finished."""
 
     @property
     def done(self) -> int:
@@ -112,6 +116,9 @@ class EvalTally:
                 counted + (outcome != "skipped"),
             )
         self.total_duration_s += result.duration_s
+        if result.points is not None and result.points_possible and result.outcome != "skipped":
+            self.points_possible = result.points_possible
+            self.points_earned.append(result.points)
         self.latencies.extend(latencies(result.events))
         self.inconclusive += sum(1 for a in result.assertions if a.state == "inconclusive")
         self.unstable += sum(1 for a in result.assertions if a.unstable)
@@ -161,6 +168,12 @@ class EvalTally:
         """pass^k (all k sampled runs pass) for k from 1 to the number of non-skipped runs."""
         n, c = self.counted, self.passing(strict=strict)
         return {k: pass_hat_k(n, c, k) for k in range(1, n + 1)}
+
+    @property
+    def points_fractions(self) -> list[float]:
+        """Each counted run's points earned as a share of the points possible (empty for a pass/fail eval)."""
+        possible = self.points_possible
+        return [earned / possible for earned in self.points_earned] if possible else []
 
     @property
     def mean_duration_s(self) -> float:

@@ -25,6 +25,7 @@ from niceeval._eval.checks import StopEval
 from niceeval._eval.compare import Comparison
 from niceeval._eval.context import ContextBase, EvalContext, RunInputs, RunState, SyncEvalContext
 from niceeval._eval.efficiency import usage_of
+from niceeval._eval.points import earned, points_rule
 from niceeval._eval.spec import EvalSpec
 from niceeval._run.discovery import EvalEntry
 from niceeval._run.judging import JudgeSlot, SuiteJudges, spend_of
@@ -245,7 +246,7 @@ async def execute_run(entry: EvalEntry, run_index: int, options: ExecOptions) ->
     """Like `execute`, with the comparisons (`t.max_score`, `t.select_best`) the run registered, for the suite to
     resolve once the other variants of the case have run."""
     spec = entry.spec
-    state = RunState()
+    state = RunState(points_possible=spec.points)
     location = f"{entry.file}:{spec.line}"
     start = time.perf_counter()
     sandbox: LocalSandbox | None = None
@@ -299,11 +300,14 @@ def _result(
     kept: Path | None,
 ) -> RunResult:
     """The finished run, folded: its outcome, what it recorded, what it spent."""
+    rule = points_rule(entry.spec)
+    points = earned(state.assertions) if rule is not None else None
     outcome = fold(
         state.assertions,
         errored=error is not None,
         skipped=state.skip_reason is not None,
         fail_on_inconclusive=options.fail_on_inconclusive,
+        points_short=rule is not None and points is not None and rule.short(points),
     )
     return RunResult(
         eval_id=entry.id,
@@ -326,6 +330,8 @@ def _result(
         group=entry.group,
         warnings=state.warnings,
         spans=[SpanRecord.of(span) for span in state.log.spans],
+        points=points,
+        points_possible=rule.possible if rule is not None else None,
     )
 
 
