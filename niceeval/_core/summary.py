@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -211,6 +213,19 @@ class EvalTally:
     def succeeded(self, *, strict: bool, min_pass_rate: float, min_pass_at_k: tuple[int, float] | None = None) -> bool:
         """Whether this eval lets the suite pass (its status is not `failed`)."""
         return self.status(strict=strict, min_pass_rate=min_pass_rate, min_pass_at_k=min_pass_at_k) != "failed"
+
+
+def points_by_cluster(tallies: Iterable[EvalTally]) -> list[tuple[float, float]]:
+    """Score evals' runs as `(sum of shares of points possible, runs)` per cluster (a case, or `cluster=`): what
+    the suite's mean points and its clustered interval are computed from."""
+    sums: dict[str, tuple[float, float]] = {}
+    for tally in tallies:
+        fractions = tally.points_fractions
+        if fractions:
+            key = tally.eval.cluster or tally.eval.id
+            total, count = sums.get(key, (0.0, 0.0))
+            sums[key] = (total + math.fsum(fractions), count + len(fractions))
+    return list(sums.values())
 
 
 @dataclass(kw_only=True, slots=True)

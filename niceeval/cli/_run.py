@@ -168,6 +168,12 @@ def _add_suite_gate_flags(run: argparse.ArgumentParser) -> None:
         metavar="NAME=R",
         help="fail the suite when the mean score of the assertions named (or of kind) NAME is under R; repeatable",
     )
+    run.add_argument(
+        "--min-mean-points",
+        type=rate("--min-mean-points"),
+        metavar="R",
+        help="fail the suite when score evals (define_eval(points=N)) earn under R of their points on average",
+    )
 
 
 def _suite_gates(config: Config, args: argparse.Namespace) -> SuiteGates:
@@ -179,6 +185,7 @@ def _suite_gates(config: Config, args: argparse.Namespace) -> SuiteGates:
     return SuiteGates(
         min_pass_rate=given if given is not None else config.min_suite_pass_rate,
         min_means=tuple(means.items()),
+        min_mean_points=getattr(args, "min_mean_points", None),
     )
 
 

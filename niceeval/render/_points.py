@@ -8,10 +8,10 @@ one eval's runs each run counts on its own; over the suite, the runs of one case
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
+from collections.abc import Iterable
 from math import fsum
 
-from niceeval._core.summary import EvalTally
+from niceeval._core.summary import EvalTally, points_by_cluster
 from niceeval._core.wording import plural
 from niceeval.render._uncertainty import interval_text
 from niceeval.stats import Estimate, clustered_mean, clustered_mean_of_sums
@@ -42,16 +42,10 @@ def eval_points_text(tally: EvalTally) -> str:
 
 def suite_points(tallies: Iterable[EvalTally]) -> Estimate:
     """The mean share of points over the suite's score evals' runs, clustered by case (or `cluster=`)."""
-    sums: dict[Hashable, tuple[float, float]] = {}
-    for tally in tallies:
-        fractions = tally.points_fractions
-        if fractions:
-            key = tally.eval.cluster or tally.eval.id
-            total, count = sums.get(key, (0.0, 0.0))
-            sums[key] = (total + fsum(fractions), count + len(fractions))
+    sums = points_by_cluster(tallies)
     if not sums:
         return Estimate(value=None, note="no score evals")
-    return clustered_mean_of_sums(list(sums.values()), bounds=(0.0, 1.0))
+    return clustered_mean_of_sums(sums, bounds=(0.0, 1.0))
 
 
 def suite_points_text(tallies: Iterable[EvalTally]) -> str:
