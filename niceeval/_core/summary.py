@@ -118,9 +118,8 @@ class EvalTally:
                 counted + (outcome != "skipped"),
             )
         self.total_duration_s += result.duration_s
-        if result.points is not None and result.points_possible and result.outcome != "skipped":
-            self.points_possible = result.points_possible
-            self.points_earned.append(result.points)
+        if result.outcome != "skipped":
+            self.add_points(result.points, result.points_possible)
         self.latencies.extend(latencies(result.events))
         self.inconclusive += sum(1 for a in result.assertions if a.state == "inconclusive")
         self.unstable += sum(1 for a in result.assertions if a.unstable)
@@ -130,6 +129,12 @@ class EvalTally:
         if result.judge_spend.calls or result.judge_spend.cached:
             spent = result.judge_spend if self._judge is None else _unpacked(self._judge) + result.judge_spend
             self._judge = _packed(spent)
+
+    def add_points(self, earned: float | None, possible: float | None) -> None:
+        """Count a non-skipped run's points (nothing for a run of a pass/fail eval)."""
+        if earned is not None and possible:
+            self.points_possible = possible
+            self.points_earned.append(earned)
 
     @property
     def agent_spend(self) -> Spend | None:
