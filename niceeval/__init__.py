@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from niceeval._eval.config import Config, define_config
     from niceeval._eval.context import EvalContext, SyncEvalContext
     from niceeval._eval.conversation import Session, Turn
+    from niceeval._eval.groups import EvalGroup, define_eval_group
     from niceeval._eval.observe import ToolCall
     from niceeval._eval.spec import EvalSpec, define_eval
 
@@ -44,6 +45,8 @@ _HOMES = {
     "ToolCall": "niceeval._eval.observe",
     "EvalSpec": "niceeval._eval.spec",
     "define_eval": "niceeval._eval.spec",
+    "EvalGroup": "niceeval._eval.groups",
+    "define_eval_group": "niceeval._eval.groups",
 }
 
 __all__ = [
@@ -52,6 +55,7 @@ __all__ = [
     "Config",
     "ConfigError",
     "EvalContext",
+    "EvalGroup",
     "EvalSpec",
     "JudgeSettings",
     "NiceevalError",
@@ -65,6 +69,7 @@ __all__ = [
     "UsageError",
     "define_config",
     "define_eval",
+    "define_eval_group",
 ]
 
 __getattr__ = lazy_getattr(__name__, _HOMES)

@@ -17,6 +17,7 @@ def test_top_level_exports() -> None:
             "Config",
             "ConfigError",
             "EvalContext",
+            "EvalGroup",
             "EvalSpec",
             "JudgeSettings",
             "NiceevalError",
@@ -30,6 +31,7 @@ def test_top_level_exports() -> None:
             "UsageError",
             "define_config",
             "define_eval",
+            "define_eval_group",
         ]
     )
 
