@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,6 +16,7 @@ from niceeval._run.discovery import EvalEntry
 from niceeval._run.shard import shard_key
 from niceeval.cli._main import main
 from niceeval.sandbox import bwrap_problem
+from niceeval.store import Store
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "sandbox"))  # the Docker helpers beside those tests
 
@@ -311,3 +314,29 @@ def test_a_group_is_defined_where_it_is_written() -> None:
     assert group.file == Path(__file__).resolve()
     assert group.setup == ("make db",)
     assert EvalEntry(id="x", spec=member, eval_group=group).eval_group_key == "tests/test_eval_groups.py::@g"
+
+
+def test_pytest_runs_a_group_as_one_item_and_stores_each_member(tmp_path: Path) -> None:
+    write_project(tmp_path / "evals")
+    (tmp_path / "niceeval.config.py").write_text("from niceeval import define_config\nconfig = define_config()\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "NICEEVAL"))}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:randomly", "evals", "-q"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "FAILED evals/flow.py::@flow - Failed: evals/flow.py::breaks:" in done.stdout
+    assert list(attempts(tmp_path / "evals").values()) == [["setup", "create", "breaks", "reads", "teardown"]]
+    with Store.open(f"sqlite:///{tmp_path / '.niceeval' / 'results.db'}") as store:
+        outcomes = {info.eval_id: info.outcome for info in store.run("latest").eval_runs}
+    assert outcomes == {
+        "evals/flow.py::alone": "passed",
+        "evals/flow.py::create": "passed",
+        "evals/flow.py::breaks": "failed",
+        "evals/flow.py::reads": "passed",
+    }
