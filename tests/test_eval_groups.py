@@ -340,3 +340,23 @@ def test_pytest_runs_a_group_as_one_item_and_stores_each_member(tmp_path: Path) 
         "evals/flow.py::breaks": "failed",
         "evals/flow.py::reads": "passed",
     }
+
+
+def test_a_group_attempt_not_started_counts_each_member(project: Path) -> None:
+    text = (project / "flow.py").read_text()
+    first = "@define_eval\ndef fails_first(t):\n    raise ValueError('first')\n\n\n"
+    (project / "flow.py").write_text(
+        text.replace("@define_eval\nasync def create", first + "@define_eval\nasync def create")
+    )
+    code, report = run(project, "-x", "--concurrency", "1", "-k", "fails_first or create or breaks or reads")
+    assert code == 1
+    assert report["stopped"] == "stopped after the first failed eval (flow.py::fails_first) (-x/--exitfirst)"
+    assert report["not_started"] == 3
+    assert not (project / "log.txt").exists()
+
+
+def test_adaptive_repeats_leave_a_groups_members_at_their_first_runs(project: Path) -> None:
+    _, report = run(project, "--runs", "1..3")
+    runs = runs_of(report)
+    assert [len(runs[name]) for name in ("create", "breaks", "reads")] == [1, 1, 1]
+    assert len(runs["alone"]) == 3  # an eval alone is repeated while its passes do not settle it

@@ -292,3 +292,31 @@ def test_a_required_check_worth_points_still_stops_the_eval(project: Path) -> No
     assert run("bad.py", "--no-store", "--json", "out.json") == 1
     (only,) = report(project / "out.json")["evals"]  # type: ignore[misc]
     assert only["runs"][0]["points"] == 0.0 and only["runs"][0]["outcome"] == "failed"
+
+
+def test_an_inconclusive_check_worth_points_earns_them_unless_inconclusive_fails(
+    project: Path,
+) -> None:
+    write_eval(
+        project,
+        """\
+        from niceeval._core.assertion import Inconclusive
+        from niceeval.expect import satisfies
+
+
+        def undecided(value):
+            raise Inconclusive("no_api_key", "no key for the judge")
+
+
+        @define_eval(points=2)
+        def e(t):
+            t.score(1, 'answered')
+            t.check('a', satisfies(undecided, 'judged').points(1))
+        """,
+    )
+    assert run("bad.py", "--no-store", "--json", "out.json") == 0
+    (only,) = report(project / "out.json")["evals"]  # type: ignore[misc]
+    assert (only["runs"][0]["points"], only["runs"][0]["outcome"]) == (2.0, "passed")
+    assert run("bad.py", "--no-store", "--json", "out.json", "--fail-on-inconclusive") == 1
+    (only,) = report(project / "out.json")["evals"]  # type: ignore[misc]
+    assert only["runs"][0]["outcome"] == "failed"

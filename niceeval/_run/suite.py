@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -202,7 +203,8 @@ async def run_suite(
         adaptive_most=options.adaptive.most if options.adaptive else None,
     )
 
-    control = RunControl(budget=options.budget, exitfirst=options.exitfirst)
+    sizes = Counter(key for e in entries if (key := e.eval_group_key) is not None)
+    control = RunControl(budget=options.budget, exitfirst=options.exitfirst, group_sizes=sizes)
 
     def record(finished: RunResult) -> None:
         result = redactor.run(finished)
