@@ -79,7 +79,7 @@ async def run_group_attempt(
             runs.append(MemberRun(entry=member, result=result, comparisons=comparisons))
             if result.error is not None and result.error.type in FATAL_ERROR_TYPES:
                 message = f"not run: {member.id} raised {result.error.type} earlier in group {group.name!r}"
-                fatal = ErrorInfo(type="GroupStopped", message=message, location=f"{_where(group)}")
+                fatal = ErrorInfo(type="GroupStopped", message=message, location=_where(group))
     finally:
         if sandbox is not None:
             with anyio.CancelScope(shield=True):
