@@ -196,6 +196,8 @@ def test_the_store_keeps_points_and_the_viewer_shows_them(project: Path) -> None
         assert '<span class="faint points">2/3 points</span>' in page
         one = browser.get(f"/runs/{detail.run.id}/eval", params={"id": "marks.py::strict_marks", "run": 0}).text
         assert '<strong class="points">2/3 points</strong>' in one
+        history = browser.get("/evals/history", params={"id": "marks.py::strict_marks"}).text
+        assert '<span class="points">2/3 points</span>' in history
 
 
 def write_eval(project: Path, body: str) -> None:
