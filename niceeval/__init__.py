@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from niceeval._eval.config import Config, define_config
     from niceeval._eval.context import EvalContext, SyncEvalContext
     from niceeval._eval.conversation import Session, Turn
+    from niceeval._eval.groups import EvalGroup, define_eval_group
     from niceeval._eval.observe import ToolCall
     from niceeval._eval.simulate import SimulatedConversation
     from niceeval._eval.spec import EvalSpec, define_eval
@@ -50,6 +51,8 @@ _HOMES = {
     "run": "niceeval.cli",
     "run_async": "niceeval.cli",
     "SuiteResult": "niceeval.cli",
+    "EvalGroup": "niceeval._eval.groups",
+    "define_eval_group": "niceeval._eval.groups",
 }
 
 __all__ = [
@@ -58,6 +61,7 @@ __all__ = [
     "Config",
     "ConfigError",
     "EvalContext",
+    "EvalGroup",
     "EvalSpec",
     "JudgeSettings",
     "NiceevalError",
@@ -75,6 +79,7 @@ __all__ = [
     "run",
     "run_async",
     "SuiteResult",
+    "define_eval_group",
 ]
 
 __getattr__ = lazy_getattr(__name__, _HOMES)

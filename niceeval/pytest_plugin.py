@@ -217,7 +217,7 @@ class _Session:
         recording.record(result)
 
     def _open(self, recording: SessionRecording, items: list[pytest.Item]) -> None:
-        agents = [self.config().agent, *(item.entry.spec.agent for item in items if isinstance(item, EvalItem))]
+        agents = [self.config().agent, *(entry.spec.agent for item in items for entry in _entries(item))]
         recording.open(_planned(items), agents=agents)
         for location, message in self._load_problems:
             recording.problem(location, message)
@@ -296,10 +296,9 @@ def _planned(items: list[pytest.Item]) -> list[PlannedEval]:
 
     plan: dict[str, PlannedEval] = {}
     for item in items:
-        if isinstance(item, EvalItem):
-            entry = item.entry
+        for entry in _entries(item):
             plan.setdefault(entry.id, PlannedEval(id=entry.id, file=entry.file, line=entry.spec.line, tags=entry.tags))
-        elif "niceeval" in getattr(item, "fixturenames", ()):
+        if "niceeval" in getattr(item, "fixturenames", ()):
             target = _inline_target(item)
             plan.setdefault(target.eval_id, PlannedEval(id=target.eval_id, file=target.file, line=target.line))
     return list(plan.values())
@@ -326,8 +325,14 @@ class EvalFile(pytest.File):
         errors = found.errors + plan.errors
         if errors:
             raise self.CollectError("\n".join(error.describe() for error in errors))
+        groups: dict[str, list[EvalEntry]] = {}
         for entry in plan.evals:  # one item per case and variant: `file.py::fn[case][variant]`
+            if (key := entry.eval_group_key) is not None:
+                groups.setdefault(key, []).append(entry)
+                continue
             yield EvalItem.from_parent(self, name=entry.id.partition("::")[2], entry=entry)
+        for key, members in groups.items():  # an eval group: one item, its members run in order in one sandbox
+            yield EvalGroupItem.from_parent(self, name=key.partition("::")[2], members=members)
 
 
 class EvalItem(pytest.Item):
@@ -354,6 +359,48 @@ class EvalItem(pytest.Item):
     def reportinfo(self) -> tuple[Path, int, str]:
         """Where pytest reports the item: the eval's file and line."""
         return self.path, self.entry.spec.line - 1, f"eval {self.entry.id}"
+
+
+class EvalGroupItem(pytest.Item):
+    """One `define_eval_group`: its members run once, in order, in the group's sandbox; each is recorded apart."""
+
+    def __init__(self, *, members: list[EvalEntry], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.members = members
+
+    def runtest(self) -> None:
+        """Run one attempt of the group; fail when a member failed, naming each failed member's misses."""
+        from niceeval._run.eval_groups import run_group_attempt
+        from niceeval.report.assertion_table import assertion_table
+
+        session = _session(self.config)
+        options = session.exec_options()
+        group = self.members[0].eval_group
+        assert group is not None
+        runs = session.host().run(lambda: run_group_attempt(group, self.members, 0, options, lambda _id, _index: None))
+        strict = self.config.getoption("niceeval_strict")
+        for run in runs:
+            session.record(self, run.result)
+        missed = [r.result for r in runs if r.result.outcome == "failed" or (strict and r.result.outcome == "scored")]
+        if missed:
+            pytest.fail("\n\n".join(f"{r.eval_id}:\n{assertion_table(r)}" for r in missed), pytrace=False)
+        for run in runs:
+            _settle(self, run.result)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        """Where pytest reports the item: the group's file and line."""
+        group = self.members[0].eval_group
+        assert group is not None
+        return self.path, group.line - 1, f"eval group {group.name}"
+
+
+def _entries(item: pytest.Item) -> list[EvalEntry]:
+    """The evals an item runs: one for an eval, the members for an eval group, none for other tests."""
+    if isinstance(item, EvalItem):
+        return [item.entry]
+    if isinstance(item, EvalGroupItem):
+        return item.members
+    return []
 
 
 def _settle(item: pytest.Item, result: RunResult) -> None:

@@ -50,6 +50,8 @@ def test_every_option_is_held_by_the_spec_as_read() -> None:
         "setup": ["npm ci"],
         "cluster": "source",
         "runs": 3,
+        "points": 3,
+        "points_to_pass": 2,
     }
     assert sorted(given) == sorted(OPTION_NAMES)  # a new option gets a value here
 

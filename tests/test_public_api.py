@@ -17,6 +17,7 @@ def test_top_level_exports() -> None:
             "Config",
             "ConfigError",
             "EvalContext",
+            "EvalGroup",
             "EvalSpec",
             "JudgeSettings",
             "NiceevalError",
@@ -34,6 +35,7 @@ def test_top_level_exports() -> None:
             "run",
             "run_async",
             "SuiteResult",
+            "define_eval_group",
         ]
     )
 

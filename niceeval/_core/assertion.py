@@ -117,6 +117,9 @@ class AssertionResult(BaseModel):
     unstable: bool = False
     """A sampled judge (`samples=K`) whose verdict is not settled by its samples: their 95% interval straddles the
     threshold, or their pass decisions disagree. The K verdicts are in `judge_calls`."""
+    points: float | None = None
+    """In an eval with `define_eval(points=N)`: the points this assertion is worth (`.points(n)` on its matcher,
+    or `t.score(n, ...)`), earned unless it failed. `None`: it earns no points."""
 
     @property
     def missed(self) -> bool:
@@ -244,11 +247,23 @@ class Matcher(Chainable):
     """True once `.at_least(x)` set the threshold: the score decides, even over a verdict's own `passed`."""
     key_id: str | None = None
     """`.key("id")`: recorded as the result's `key`."""
+    worth: float | None = None
+    """`.points(n)`: the points the check earns when it passes, in an eval with `define_eval(points=N)`."""
 
     def _chained(self, **changes: Any) -> Self:
         if "threshold" in changes:
             changes["threshold_chained"] = True
         return replace(self, **changes)
+
+    def points(self, n: float) -> Self:
+        """In an eval with `define_eval(points=N)`: the check earns `n` points when it passes.
+
+        A miss loses the points instead of failing the eval: whether the eval passes is decided by the points it
+        earned (all of them, or the eval's `points_to_pass`). `t.require(...)` with points still stops the eval.
+        """
+        if isinstance(n, bool) or not isinstance(n, int | float) or not math.isfinite(n) or n <= 0:
+            raise UsageError(f"{self.name}.points() takes the points the check earns, a positive number; got {n!r}.")
+        return replace(self, worth=float(n), severity="soft")
 
     def result(self, raw: ScoreLike, location: str | None) -> AssertionResult:
         """Turn a score function's return value into a recorded result."""
@@ -270,6 +285,7 @@ class Matcher(Chainable):
             location=location,
             optional=self.is_optional,
             key=self.key_id,
+            points=self.worth,
         )
 
     def crashed(self, exc: BaseException, location: str | None) -> AssertionResult:
@@ -284,7 +300,7 @@ class Matcher(Chainable):
                 location=location,
                 optional=self.is_optional,
             )
-            return undecided.model_copy(update={"key": self.key_id}) if self.key_id else undecided
+            return undecided.model_copy(update={"key": self.key_id, "points": self.worth})
         return AssertionResult(
             name=self.name,
             severity=self.severity,
@@ -297,6 +313,7 @@ class Matcher(Chainable):
             optional=self.is_optional,
             cause="error",
             key=self.key_id,
+            points=self.worth,
         )
 
 

@@ -24,6 +24,7 @@ def fold(
     errored: bool = False,
     skipped: bool = False,
     fail_on_inconclusive: bool = False,
+    points_short: bool = False,
 ) -> Outcome:
     """Fold a run into its outcome, in the documented order.
 
@@ -31,8 +32,9 @@ def fold(
     2. any gate not passed -> `failed` (with `fail_on_inconclusive`, any non-optional inconclusive too, whatever
        its severity: the flag exists so that CI never passes on a judge it could not reach)
     3. `t.skip(reason)` -> `skipped`
-    4. a soft below its threshold -> `scored`
-    5. otherwise -> `passed`
+    4. a score eval whose run earned fewer points than it needs (`points_short`) -> `failed`
+    5. a soft below its threshold -> `scored` (a missed check worth points is not one: the points decide)
+    6. otherwise -> `passed`
     """
     if errored:
         return "failed"
@@ -41,9 +43,11 @@ def fold(
         if counts_as_failure(result, fail_on_inconclusive=fail_on_inconclusive):
             if result.severity == "gate" or result.state == "inconclusive":
                 return "failed"
-            soft_missed = True
+            soft_missed = soft_missed or result.points is None
     if skipped:
         return "skipped"
+    if points_short:
+        return "failed"
     return "scored" if soft_missed else "passed"
 
 

@@ -81,3 +81,7 @@ class RunResult(BaseModel):
     """What went wrong without changing the outcome, e.g. the run blocked the event loop for over a second."""
     spans: list[SpanRecord] = Field(default_factory=list)
     """The run's OpenTelemetry spans, in start order (traced agents and `traces=True` adapters)."""
+    points: float | None = None
+    """A score eval's (`define_eval(points=N)`) points earned in this run; None for a pass/fail eval."""
+    points_possible: float | None = None
+    """A score eval's points a run can earn (its `points=`); None for a pass/fail eval."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -96,6 +98,10 @@ class EvalTally:
     """Each turn's duration, over every run (for the p50 / p95 the reports show)."""
     first_counts: tuple[int, int, int] = (0, 0, 0)
     """With `eval.first_runs`: the passed, scored and counted runs among them."""
+    points_possible: float | None = None
+    """A score eval's points a run can earn (`define_eval(points=N)`); None for a pass/fail eval."""
+    points_earned: list[float] = field(default_factory=list)
+    """A score eval's points earned by each run that was not skipped, in the order they finished."""
 
     @property
     def done(self) -> int:
@@ -112,6 +118,8 @@ class EvalTally:
                 counted + (outcome != "skipped"),
             )
         self.total_duration_s += result.duration_s
+        if result.outcome != "skipped":
+            self.add_points(result.points, result.points_possible)
         self.latencies.extend(latencies(result.events))
         self.inconclusive += sum(1 for a in result.assertions if a.state == "inconclusive")
         self.unstable += sum(1 for a in result.assertions if a.unstable)
@@ -121,6 +129,12 @@ class EvalTally:
         if result.judge_spend.calls or result.judge_spend.cached:
             spent = result.judge_spend if self._judge is None else _unpacked(self._judge) + result.judge_spend
             self._judge = _packed(spent)
+
+    def add_points(self, earned: float | None, possible: float | None) -> None:
+        """Count a non-skipped run's points (nothing for a run of a pass/fail eval)."""
+        if earned is not None and possible:
+            self.points_possible = possible
+            self.points_earned.append(earned)
 
     @property
     def agent_spend(self) -> Spend | None:
@@ -163,6 +177,12 @@ class EvalTally:
         return {k: pass_hat_k(n, c, k) for k in range(1, n + 1)}
 
     @property
+    def points_fractions(self) -> list[float]:
+        """Each counted run's points earned as a share of the points possible (empty for a pass/fail eval)."""
+        possible = self.points_possible
+        return [earned / possible for earned in self.points_earned] if possible else []
+
+    @property
     def mean_duration_s(self) -> float:
         return self.total_duration_s / self.done if self.done else 0.0
 
@@ -198,6 +218,19 @@ class EvalTally:
     def succeeded(self, *, strict: bool, min_pass_rate: float, min_pass_at_k: tuple[int, float] | None = None) -> bool:
         """Whether this eval lets the suite pass (its status is not `failed`)."""
         return self.status(strict=strict, min_pass_rate=min_pass_rate, min_pass_at_k=min_pass_at_k) != "failed"
+
+
+def points_by_cluster(tallies: Iterable[EvalTally]) -> list[tuple[float, float]]:
+    """Score evals' runs as `(sum of shares of points possible, runs)` per cluster (a case, or `cluster=`): what
+    the suite's mean points and its clustered interval are computed from."""
+    sums: dict[str, tuple[float, float]] = {}
+    for tally in tallies:
+        fractions = tally.points_fractions
+        if fractions:
+            key = tally.eval.cluster or tally.eval.id
+            total, count = sums.get(key, (0.0, 0.0))
+            sums[key] = (total + math.fsum(fractions), count + len(fractions))
+    return list(sums.values())
 
 
 @dataclass(kw_only=True, slots=True)

@@ -17,6 +17,7 @@ import anyio
 from niceeval._core.assertion import CURRENT_GROUP, AssertionResult, Matcher, ScoreLike, grouped
 from niceeval._core.errors import ErrorInfo, UsageError, caller_location, error_info
 from niceeval._core.values import short
+from niceeval._eval.points import awarded, check_points
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -107,6 +108,8 @@ class CheckState(Protocol):
     skip_reason: str | None
     usage_error: ErrorInfo | None
     """An author bug found inside a background check (it cannot raise into the eval function)."""
+    points_possible: float | None
+    """The eval's `points=` (a score eval), None otherwise: what `.points(n)` checks and `t.score` may earn."""
 
 
 class Checks:
@@ -142,6 +145,12 @@ class Checks:
         finally:
             CURRENT_GROUP.reset(token)
 
+    def score(self, points: float, label: str) -> None:
+        """Award `points` (zero or more) in a score eval (`define_eval(points=N)`), recorded as `label`."""
+        result = awarded(points, label, caller_location(1))
+        check_points([*self._state.assertions, result], self._state.points_possible, result)
+        self._state.assertions.append(result)
+
     def skip(self, reason: str) -> NoReturn:
         """Stop the eval and mark it `skipped` (unless a gate already failed)."""
         self._state.skip_reason = str(reason)
@@ -173,6 +182,7 @@ class Checks:
     def _finish(self, handle: Check, result: AssertionResult, required: bool) -> Check:
         self._state.assertions.append(result)
         handle._resolve(result)
+        check_points(self._state.assertions, self._state.points_possible, result)
         if required and result.state == "failed":
             raise RequireFailed(result)
         return handle
@@ -207,6 +217,10 @@ class AsyncChecks(Checks):
                 result = matcher.crashed(exc, location)
             state.assertions.append(result)
             handle._resolve(result)
+            try:
+                check_points(state.assertions, state.points_possible, result)
+            except UsageError as exc:
+                state.usage_error = state.usage_error or error_info(exc)
 
         self._start(settle)
         if required:

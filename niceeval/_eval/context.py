@@ -185,6 +185,10 @@ class ContextBase:
         """
         return self._checks.group(name)
 
+    def score(self, points: float, label: str) -> None:
+        """Award `points` (zero or more) in a score eval (`@define_eval(points=3)`): `t.score(1, "parses the file")`."""
+        self._checks.score(points, label)
+
     def skip(self, reason: str) -> NoReturn:
         """Stop the eval and mark it `skipped` (unless a gate already failed)."""
         self._checks.skip(reason)

@@ -81,3 +81,5 @@ class RunState:
     """Coroutines the API handed to the eval, checked for an `await` once it returns."""
     comparisons: list[Comparison] = field(default_factory=list)
     """`t.max_score` / `t.select_best`: resolved by the runner once every variant of the case has run."""
+    points_possible: float | None = None
+    """The eval's `define_eval(points=N)`: what its checks and `t.score` may earn; None: not a score eval."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import functools
 import inspect
+import math
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -119,6 +120,14 @@ def _runs(value: Any, where: str) -> int | None:
     return value
 
 
+def _points(value: Any, where: str) -> float | None:
+    if value is not None and (
+        isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0
+    ):
+        raise UsageError(f"{where} is the points the eval is out of, a positive number (e.g. points=3); got {value!r}.")
+    return float(value) if value is not None else None
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class EvalOptions:
     """Every option of `@define_eval(...)`, declared once: its default, what it means, and how it is read.
@@ -167,6 +176,11 @@ class EvalOptions:
     (docs/statistics.md)."""
     runs: int | None = _option(read=_runs)
     """How many times this eval runs, whatever `--runs` says (None: as `--runs` says)."""
+    points: float | None = _option(read=_points)
+    """A score eval: the points a run can earn (`t.score(n, ...)`, `.points(n)` on a check); the run's result is
+    the points it earned of these. None: a pass/fail eval."""
+    points_to_pass: float | None = _option(read=_points)
+    """With `points=`: the points a run needs to pass (at most `points`); None: every point."""
 
 
 OPTION_NAMES: tuple[str, ...] = tuple(f.name for f in fields(EvalOptions))
@@ -201,6 +215,13 @@ def read_options(given: Mapping[str, Any], where: str | None) -> EvalOptions:
         raise UsageError(f"{where}: validation= and scripts= score a sandbox workspace; give fixture= too.")
     if options.fixture is None and (options.sandbox is not None or options.setup):
         raise UsageError(f"{where}: sandbox= and setup= prepare a sandbox workspace; give fixture= too.")
+    if options.points_to_pass is not None and options.points is None:
+        raise UsageError(f"{where}: points_to_pass= is a share of the eval's points; give points= too (e.g. points=3).")
+    if options.points is not None and options.points_to_pass is not None and options.points_to_pass > options.points:
+        raise UsageError(
+            f"{where}: define_eval(points_to_pass={options.points_to_pass:g}) is more than the eval's "
+            f"points={options.points:g}: a run could never pass; lower it to at most {options.points:g}."
+        )
     if options.case_model is not None and options.cases is None:
         raise UsageError(f"{where}: case_model= validates cases; give cases= too.")
     return options
@@ -280,6 +301,8 @@ def define_eval(
     setup: Sequence[str] = (),
     cluster: str | None = None,
     runs: int | None = None,
+    points: float | None = None,
+    points_to_pass: float | None = None,
 ) -> Callable[[EvalFunction], EvalSpec]: ...
 
 

@@ -16,6 +16,7 @@ from niceeval._core.errors import ErrorInfo
 from niceeval._core.outcome import fold
 from niceeval._core.results import RunResult
 from niceeval._eval.compare import Comparison, MaxScore, select_max
+from niceeval._eval.points import earned, points_rule
 from niceeval._run.discovery import EvalEntry
 from niceeval._run.execute import ExecOptions
 from niceeval._run.judging import spend_of
@@ -78,11 +79,13 @@ class CrossRuns:
         result = member.result
         assertions = [*result.assertions, *member.added]
         error = result.error or member.usage
+        rule = points_rule(member.entry.spec)
         outcome = fold(
             assertions,
             errored=error is not None,
             skipped=result.skip_reason is not None,
             fail_on_inconclusive=self._options.fail_on_inconclusive,
+            points_short=rule is not None and rule.short(earned(assertions)),
         )
         return result.model_copy(
             update={"assertions": assertions, "outcome": outcome, "error": error, "judge_spend": spend_of(assertions)}

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from niceeval._core.errors import ConfigError, NiceevalError, relative, user_location
+from niceeval._eval.groups import EvalGroup
 from niceeval._eval.spec import EvalSpec, collecting_definition_errors
 
 if TYPE_CHECKING:
@@ -35,6 +36,15 @@ class EvalEntry:
     """How many variants share `group`."""
     group_index: int = 0
     """This variant's position in `group` (max-score's ties go to the first)."""
+    eval_group: EvalGroup | None = None
+    """The `define_eval_group` this eval is a member of: it runs in the group's sandbox, in the group's order."""
+
+    @property
+    def eval_group_key(self) -> str | None:
+        """What the members of one eval group share (`file.py::@group`); None outside a group."""
+        if self.eval_group is None:
+            return None
+        return f"{relative(str(self.eval_group.file))}::@{self.eval_group.name}"
 
     @property
     def file(self) -> str:
@@ -128,6 +138,11 @@ def _module_name(root: Path, file: Path) -> str:
 
 def import_eval_file(root: Path, file: Path) -> list[EvalSpec]:
     """Import one eval module (its folder first on `sys.path`) and return the evals defined in it."""
+    return import_eval_module(root, file)[0]
+
+
+def import_eval_module(root: Path, file: Path) -> tuple[list[EvalSpec], list[EvalGroup]]:
+    """Import one eval module (its folder first on `sys.path`): the evals and the eval groups defined in it."""
     # Like pytest's "prepend" import mode: an eval file can import helper modules that sit beside it.
     if str(file.parent) not in sys.path:
         sys.path.insert(0, str(file.parent))
@@ -145,7 +160,8 @@ def import_eval_file(root: Path, file: Path) -> list[EvalSpec]:
     resolved = file.resolve()
     specs = (value for value in vars(module).values() if isinstance(value, EvalSpec))
     found = {id(spec): spec for spec in specs if spec.file == resolved}
-    return sorted(found.values(), key=lambda s: s.line)
+    groups = {id(g): g for g in vars(module).values() if isinstance(g, EvalGroup) and g.file == resolved}
+    return sorted(found.values(), key=lambda s: s.line), sorted(groups.values(), key=lambda g: g.line)
 
 
 def _load_error(file: Path, exc: BaseException) -> LoadError:
@@ -185,12 +201,12 @@ def discover(root: Path, targets: Sequence[str]) -> Discovery:
                 continue
             try:
                 with collecting_definition_errors() as wrong:
-                    specs = import_eval_file(root, resolved)
+                    specs, groups = import_eval_module(root, resolved)
             except (Exception, SystemExit) as exc:
                 result.errors.append(_load_error(resolved, exc))
                 continue
             result.errors.extend(_load_error(resolved, exc) for exc in wrong)  # the file's other evals still run
-            _collect(result, root, resolved, specs, target.name)
+            _collect(result, root, resolved, specs, target.name, groups)
     return result
 
 
@@ -204,9 +220,17 @@ def _dataset_eval(file: Path) -> EvalSpec | None:
     return dataset_eval(file) if is_dataset(file) else None
 
 
-def _collect(result: Discovery, root: Path, file: Path, specs: list[EvalSpec], only: str | None) -> None:
+def _collect(
+    result: Discovery,
+    root: Path,
+    file: Path,
+    specs: list[EvalSpec],
+    only: str | None,
+    groups: Sequence[EvalGroup] = (),
+) -> None:
     rel = file.relative_to(root).as_posix() if file.is_relative_to(root) else relative(str(file))
     names: set[str] = set()
+    membership, refused = _membership(result, file, groups)
     for spec in specs:
         if spec.name in names:
             result.errors.append(
@@ -218,8 +242,13 @@ def _collect(result: Discovery, root: Path, file: Path, specs: list[EvalSpec], o
             )
             continue
         names.add(spec.name)
-        if only is None or spec.name == only:
+        group = membership.get(id(spec))
+        if group is None and id(spec) not in refused and (only is None or spec.name == only):
             result.evals.append(EvalEntry(id=f"{rel}::{spec.name}", spec=spec))
+    for group in dict.fromkeys(membership.values()):
+        names.add(group.name)
+        chosen = [m for m in group.members if only in (None, group.name, m.name) and m.name in names]
+        result.evals.extend(EvalEntry(id=f"{rel}::{m.name}", spec=m, eval_group=group) for m in chosen)
     if only is not None and only not in names:
         result.errors.append(
             LoadError(
@@ -228,3 +257,27 @@ def _collect(result: Discovery, root: Path, file: Path, specs: list[EvalSpec], o
                 message=f"no eval named {only!r} here; found: {', '.join(sorted(names)) or 'none'}.",
             )
         )
+
+
+def _membership(result: Discovery, file: Path, groups: Sequence[EvalGroup]) -> tuple[dict[int, EvalGroup], set[int]]:
+    """Each grouped eval's group (by the eval's identity), and the members of refused groups: a member defined
+    elsewhere, an eval in two groups or two groups of one name is a load error naming the group's line, and that
+    group's evals do not run (alone they would run without the sandbox and setup they were written for)."""
+    membership: dict[int, EvalGroup] = {}
+    refused: set[int] = set()
+    seen: set[str] = set()
+    for group in groups:
+        problem = None
+        if group.name in seen:
+            problem = f"two eval groups are named {group.name!r}; give one a different name."
+        elif stranger := next((m for m in group.members if m.file != file), None):
+            problem = f"eval {stranger.name!r} of group {group.name!r} is defined in another file; define it here."
+        elif twice := next((m for m in group.members if id(m) in membership), None):
+            problem = f"eval {twice.name!r} is in two groups ({membership[id(twice)].name!r}, {group.name!r})."
+        if problem is not None:
+            result.errors.append(LoadError(file=relative(str(file)), line=group.line, message=problem))
+            refused.update(id(m) for m in group.members)
+            continue
+        seen.add(group.name)
+        membership.update((id(m), group) for m in group.members)
+    return membership, refused - set(membership)

@@ -6,8 +6,8 @@ and the summary says why the suite stopped.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 
 from niceeval._core.results import RunResult, Spend
 from niceeval._core.summary import EvalTally, Problem, SuiteSummary
@@ -30,6 +30,8 @@ class RunControl:
     """Why no new run starts, once decided."""
     not_started: int = 0
     """Runs left out because the suite stopped."""
+    group_sizes: Mapping[str, int] = field(default_factory=dict)
+    """The members of each eval group (by `EvalEntry.eval_group_key`): one work item of a group is that many runs."""
 
     def runs(self, queue: Iterator[tuple[EvalEntry, list[int]]]) -> Iterator[tuple[EvalEntry, int]]:
         """One worker's runs from the shared `queue`, until the suite stops (an item's runs stay together)."""
@@ -37,13 +39,17 @@ class RunControl:
             entry, indices = item
             for position, index in enumerate(indices):
                 if self.stopped is not None:
-                    self.not_started += len(indices) - position
+                    self.not_started += (len(indices) - position) * self._size(entry)
                     break
                 yield entry, index
 
     def count_left(self, queue: Iterator[tuple[EvalEntry, list[int]]]) -> None:
         """Count the runs no worker took (the queue is drained)."""
-        self.not_started += sum(len(indices) for _, indices in queue)
+        self.not_started += sum(len(indices) * self._size(entry) for entry, indices in queue)
+
+    def _size(self, entry: EvalEntry) -> int:
+        key = entry.eval_group_key
+        return 1 if key is None else self.group_sizes.get(key, 1)
 
     def after(self, result: RunResult, tally: EvalTally, summary: SuiteSummary) -> Problem | None:
         """Take the finished `result` (already added to its `tally`) into account; a problem to report, if any."""

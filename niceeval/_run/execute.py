@@ -25,6 +25,7 @@ from niceeval._eval.checks import StopEval
 from niceeval._eval.compare import Comparison
 from niceeval._eval.context import ContextBase, EvalContext, RunInputs, RunState, SyncEvalContext
 from niceeval._eval.efficiency import usage_of
+from niceeval._eval.points import earned, points_rule
 from niceeval._eval.spec import EvalSpec
 from niceeval._run.discovery import EvalEntry
 from niceeval._run.judging import JudgeSlot, SuiteJudges, spend_of
@@ -32,6 +33,7 @@ from niceeval._run.stray_threads import watching
 from niceeval.agents._runtime import WORKSPACE, PerVariant
 
 if TYPE_CHECKING:
+    from niceeval._run.sandboxing import SharedWorkspace
     from niceeval.sandbox import LocalSandbox
 
 _CLOSE_TIMEOUT_S = 10.0
@@ -242,24 +244,29 @@ async def execute(entry: EvalEntry, run_index: int, options: ExecOptions) -> Run
     return result
 
 
-async def execute_run(entry: EvalEntry, run_index: int, options: ExecOptions) -> tuple[RunResult, list[Comparison]]:
+async def execute_run(
+    entry: EvalEntry, run_index: int, options: ExecOptions, shared: SharedWorkspace | None = None
+) -> tuple[RunResult, list[Comparison]]:
     """Like `execute`, with the comparisons (`t.max_score`, `t.select_best`) the run registered, for the suite to
-    resolve once the other variants of the case have run."""
+    resolve once the other variants of the case have run. `shared`: an eval group's sandbox, used (and left open)
+    instead of the eval's own."""
     spec = entry.spec
-    state = RunState()
+    state = RunState(points_possible=spec.points)
     location = f"{entry.file}:{spec.line}"
     start = time.perf_counter()
-    sandbox: LocalSandbox | None = None
+    sandbox: LocalSandbox | None = shared.sandbox if shared is not None else None
     kept: Path | None = None
     error: ErrorInfo | None = None
     try:
-        if spec.fixture is not None:
-            from niceeval._run.sandboxing import WorkspaceSettings, fixture_dir, open_workspace
+        if shared is not None:
+            shared.commands.log = state.log
+        elif spec.fixture is not None:
+            from niceeval._run.sandboxing import CommandLog, WorkspaceSettings, fixture_dir, open_workspace
 
             folder = fixture_dir(spec, options.root, location)
             cache = options.root / ".niceeval" / "fixtures"
             settings = WorkspaceSettings(default=options.sandbox, cache=cache, root=options.root)
-            sandbox = await open_workspace(folder, state.log, entry, run_index, settings)
+            sandbox = await open_workspace(folder, CommandLog(state.log), entry, run_index, settings)
         token, tracking = WORKSPACE.set(sandbox.path if sandbox else None), CURRENT_TRACKER.set(state.awaits)
         current = CURRENT_SANDBOX.set(sandbox)
         try:
@@ -274,7 +281,12 @@ async def execute_run(entry: EvalEntry, run_index: int, options: ExecOptions) ->
         scoped_misuse = evaluate_scoped(state)  # always: a crashed run still keeps what its events show
         forgotten = _never_awaited(state, error)  # first: a missing await explains what went wrong after it
         error = forgotten or error or state.usage_error or unawaited_requires(state) or scoped_misuse
-        if sandbox is not None:
+        if shared is not None:
+            from niceeval._run.sandboxing import score_diff
+
+            await score_diff(shared.sandbox, state)
+            error = error or state.usage_error
+        elif sandbox is not None:
             from niceeval._run.sandboxing import score_workspace
 
             await score_workspace(sandbox, spec, folder, state, location, errored=error is not None)
@@ -282,7 +294,9 @@ async def execute_run(entry: EvalEntry, run_index: int, options: ExecOptions) ->
     except Exception as exc:  # the sandbox itself failed (missing fixture, disk full): the run fails, visibly
         error = error or error_info(exc)
     finally:
-        if sandbox is not None:
+        if shared is not None:
+            shared.commands.log = None
+        elif sandbox is not None:
             with anyio.CancelScope(shield=True):
                 kept = await sandbox.close(keep=_keep(options, state, error))
     duration = time.perf_counter() - start
@@ -300,11 +314,14 @@ def _result(
     kept: Path | None,
 ) -> RunResult:
     """The finished run, folded: its outcome, what it recorded, what it spent."""
+    rule = points_rule(entry.spec)
+    points = earned(state.assertions) if rule is not None else None
     outcome = fold(
         state.assertions,
         errored=error is not None,
         skipped=state.skip_reason is not None,
         fail_on_inconclusive=options.fail_on_inconclusive,
+        points_short=rule is not None and points is not None and rule.short(points),
     )
     return RunResult(
         eval_id=entry.id,
@@ -327,7 +344,15 @@ def _result(
         group=entry.group,
         warnings=state.warnings,
         spans=[SpanRecord.of(span) for span in state.log.spans],
+        points=points,
+        points_possible=rule.possible if rule is not None else None,
     )
+
+
+def failed_without_running(entry: EvalEntry, run_index: int, options: ExecOptions, error: ErrorInfo) -> RunResult:
+    """The result of a run that could not start (its eval group's setup failed, or a fatal error before it)."""
+    state = RunState(points_possible=entry.spec.points)
+    return _result(entry, run_index, options, state, error, duration_s=0.0, kept=None)
 
 
 def _keep(options: ExecOptions, state: RunState, error: ErrorInfo | None) -> bool:

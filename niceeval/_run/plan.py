@@ -42,7 +42,7 @@ def _expand_one(entry: EvalEntry, cases: Sequence[Case] | None, variants: tuple[
     for case in cases if cases is not None else (None,):
         group = f"{base}[{case.id}]" if case is not None else base
         if not variants:
-            yield EvalEntry(id=group, spec=entry.spec, case=case)
+            yield EvalEntry(id=group, spec=entry.spec, case=case, eval_group=entry.eval_group)
             continue
         for index, variant in enumerate(variants):
             yield EvalEntry(
@@ -53,6 +53,7 @@ def _expand_one(entry: EvalEntry, cases: Sequence[Case] | None, variants: tuple[
                 group=group,
                 group_size=len(variants),
                 group_index=index,
+                eval_group=entry.eval_group,
             )
 
 

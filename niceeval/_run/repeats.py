@@ -63,15 +63,21 @@ def first_runs(entry: EvalEntry, adaptive: AdaptiveRuns | None) -> int | None:
 def work(
     entries: Sequence[EvalEntry], runs: int, done: Container[tuple[str, int]], shard: Shard | None = None
 ) -> Iterator[WorkItem]:
-    """One item per run, or one per eval (its runs, in order) for `sequential_runs`.
+    """One item per run, or one per eval (its runs, in order) for `sequential_runs`, or one per eval group and run
+    index (an attempt of the group, given as its first member with work at that index: the worker runs them all).
 
     The repeats of an eval sit next to each other, so with free workers they run at the same time. Runs in `done`
     (kept from a resumed suite run) and runs of other shards are left out.
     """
+    attempts: set[tuple[str, int]] = set()
     for entry in entries:
         indexes = range(runs_of(entry, runs)) if shard is None else shard.run_indexes(entry, runs)
         todo = [index for index in indexes if (entry.id, index) not in done]
-        if entry.spec.sequential_runs and todo:
+        if (key := entry.eval_group_key) is not None:
+            fresh = [index for index in todo if (key, index) not in attempts]
+            attempts.update((key, index) for index in fresh)
+            yield from ((entry, [index]) for index in fresh)
+        elif entry.spec.sequential_runs and todo:
             yield entry, todo
         else:
             yield from ((entry, [index]) for index in todo)
@@ -93,7 +99,8 @@ class Repeats:
     def plan(
         cls, policy: AdaptiveRuns | None, entries: Sequence[EvalEntry], done: Container[tuple[str, int]], **rule: float
     ) -> Repeats:
-        adaptive = {e.id: e for e in entries if e.spec.runs is None} if policy is not None else {}
+        # a group's members run as one attempt: a repeat of one member alone would run outside its sandbox
+        adaptive = {e.id: e for e in entries if e.spec.runs is None and e.eval_group is None} if policy else {}
         repeats = cls(policy=policy, gate=rule["gate"], strict=bool(rule["strict"]), entries=adaptive)
         for entry in adaptive.values():
             assert policy is not None

@@ -51,8 +51,31 @@ def sandbox_choice(entry: EvalEntry, default: SandboxChoice | PerVariant | None)
     return "local" if bwrap_problem() else "bwrap"
 
 
+class CommandLog:
+    """Where a sandbox's commands are recorded as shell actions: one run's event log, or, for an eval group's
+    shared sandbox, the log of the member running now (`None` between members: the group's setup and teardown)."""
+
+    __slots__ = ("log",)
+
+    def __init__(self, log: EventLog | None = None) -> None:
+        self.log = log
+
+    def __call__(self, result: CommandResult) -> None:
+        if self.log is not None:
+            self.log.emit(result.to_action_event())
+
+
+@dataclass(frozen=True, slots=True)
+class SharedWorkspace:
+    """An eval group's sandbox, open for the whole attempt: a member's run uses it instead of opening its own."""
+
+    sandbox: LocalSandbox
+    commands: CommandLog
+    """Switched to each member's log while it runs."""
+
+
 async def open_workspace(
-    folder: Path, log: EventLog, entry: EvalEntry, attempt: int, settings: WorkspaceSettings
+    folder: Path, commands: CommandLog, entry: EvalEntry, attempt: int, settings: WorkspaceSettings
 ) -> LocalSandbox:
     """Copy the (prepared) fixture into a fresh workspace; every command run there is recorded as a shell action.
 
@@ -71,10 +94,7 @@ async def open_workspace(
         setup_opener = LocalSandbox.create if isinstance(choice, str) and choice != "docker" else opener
         folder = await prepared_fixture(folder, entry.spec.setup, kind, settings.cache, setup_opener)
 
-    def record(result: CommandResult) -> None:
-        log.emit(result.to_action_event())
-
-    return await opener(folder, on_command=record)
+    return await opener(folder, on_command=commands)
 
 
 async def _opener(
@@ -125,10 +145,8 @@ def _as_assertion(test: FixtureTestResult, location: str) -> AssertionResult:
     )
 
 
-async def score_workspace(
-    sandbox: LocalSandbox, spec: EvalSpec, folder: Path, state: RunState, location: str, *, errored: bool
-) -> None:
-    """Evaluate the diff assertions, then (unless the run already errored) scripts and the hidden EVAL.py."""
+async def score_diff(sandbox: LocalSandbox, state: RunState) -> None:
+    """Record the workspace's diff and evaluate the diff assertions (`t.file_changed`, ...) over it."""
     diff = await sandbox.diff()
     state.workspace_diff = diff.text or None
     for handle in state.diff_scoped:
@@ -136,6 +154,13 @@ async def score_workspace(
             state.assertions.append(handle.evaluate(diff))
         except UsageError as exc:
             state.usage_error = state.usage_error or error_info(exc)
+
+
+async def score_workspace(
+    sandbox: LocalSandbox, spec: EvalSpec, folder: Path, state: RunState, location: str, *, errored: bool
+) -> None:
+    """Evaluate the diff assertions, then (unless the run already errored) scripts and the hidden EVAL.py."""
+    await score_diff(sandbox, state)
     if errored:
         return
     eval_file = folder / _EVAL_FILE

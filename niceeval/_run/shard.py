@@ -6,7 +6,8 @@ process must run:
 
 - the variants of one case at one run index (max-score and select-best compare them): the key is the group id
   (the eval id without its variant part) and the run index;
-- the runs of a `sequential_runs=True` eval (one work item, run in order): the key is the id without a run index.
+- the runs of a `sequential_runs=True` eval (one work item, run in order): the key is the id without a run index;
+- the members of an eval group at one run index (one attempt shares a sandbox): the key is the group's.
 
 The hash is BLAKE2b of the key's UTF-8 bytes, never Python's `hash()`, which is salted per process.
 """
@@ -27,7 +28,7 @@ FORM = "I/N with 1 <= I <= N, e.g. --shard 2/4"
 
 def shard_key(entry: EvalEntry, run_index: int) -> str:
     """What decides the shard of `entry`'s run `run_index`: runs with one key always share a shard."""
-    base = entry.group or entry.id
+    base = entry.eval_group_key or entry.group or entry.id
     return base if entry.spec.sequential_runs else f"{base}#{run_index}"
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -15,6 +16,7 @@ from niceeval._core.results import RunResult
 from niceeval._core.stopping import was_terminated
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
 from niceeval._core.threads import load_off_loop
+from niceeval._eval.compare import Comparison
 from niceeval._run.cross_runs import CrossRuns
 from niceeval._run.discovery import EvalEntry, LoadError
 from niceeval._run.early_stop import RunControl
@@ -124,6 +126,47 @@ async def _release_sandboxes() -> None:
         await sandboxing.close_sandboxes()
 
 
+Grouped = Callable[[EvalEntry, int], list[EvalEntry]]
+"""An eval group's members (selected, planned) with a run to make at a run index, in the group's order."""
+
+
+def _grouped(entries: Sequence[EvalEntry], done: frozenset[tuple[str, int]]) -> Grouped:
+    members: dict[str, list[EvalEntry]] = {}
+    for entry in entries:
+        if (key := entry.eval_group_key) is not None:
+            members.setdefault(key, []).append(entry)
+
+    def of(entry: EvalEntry, index: int) -> list[EvalEntry]:
+        return [m for m in members[entry.eval_group_key or ""] if (m.id, index) not in done]
+
+    return of
+
+
+async def _run_item(
+    entry: EvalEntry,
+    index: int,
+    options: ExecOptions,
+    grouped: Grouped,
+    started: Callable[[str, int], None],
+    cross: CrossRuns,
+) -> list[RunResult]:
+    """Run one work item (a run of an eval, or an attempt of its eval group: every member, in order); the runs
+    ready to report (a run waiting for the other variants of its case is held by `cross`)."""
+    finished: list[tuple[EvalEntry, RunResult, list[Comparison]]]
+    if entry.eval_group is None:
+        started(entry.id, index)
+        result, comparisons = await execute_run(entry, index, options)
+        finished = [(entry, result, comparisons)]
+    else:
+        from niceeval._run.eval_groups import run_group_attempt  # only suites with eval groups load it
+
+        runs = await run_group_attempt(entry.eval_group, grouped(entry, index), index, options, started)
+        finished = [(run.entry, run.result, run.comparisons) for run in runs]
+    return [
+        ready for member, result, comparisons in finished for ready in await cross.finished(member, result, comparisons)
+    ]
+
+
 async def run_suite(
     entries: Sequence[EvalEntry],
     load_errors: Sequence[LoadError],
@@ -160,7 +203,8 @@ async def run_suite(
         adaptive_most=options.adaptive.most if options.adaptive else None,
     )
 
-    control = RunControl(budget=options.budget, exitfirst=options.exitfirst)
+    sizes = Counter(key for e in entries if (key := e.eval_group_key) is not None)
+    control = RunControl(budget=options.budget, exitfirst=options.exitfirst, group_sizes=sizes)
 
     def record(finished: RunResult) -> None:
         result = redactor.run(finished)
@@ -178,11 +222,11 @@ async def run_suite(
         for ready in await cross.flush():
             record(ready)  # a run held for a comparison across runs may queue a repeat
 
+    grouped = _grouped(entries, options.done)
+
     async def worker(exec_options: ExecOptions, cross: CrossRuns) -> None:
         for entry, index in control.runs(queue):
-            sinks.run_started(entry.id, index)
-            result, comparisons = await execute_run(entry, index, exec_options)
-            for ready in await cross.finished(entry, result, comparisons):
+            for ready in await _run_item(entry, index, exec_options, grouped, sinks.run_started, cross):
                 record(ready)
 
     for result in options.prior:

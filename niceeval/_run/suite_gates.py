@@ -1,4 +1,5 @@
-"""Suite-level gates: `--min-suite-pass-rate R` (over cases) and `--min-mean NAME=R` (an assertion's mean score).
+"""Suite-level gates: `--min-suite-pass-rate R` (over cases), `--min-mean NAME=R` (an assertion's mean score) and
+`--min-mean-points R` (score evals' mean share of their points).
 
 Next to the per-eval rules (`--min-pass-rate` over an eval's runs), these judge the suite as a whole, as a
 promptfoo or pydantic-evals user expects ("90% of the cases pass", "the mean helpfulness is at least 0.8"). With
@@ -16,8 +17,8 @@ from dataclasses import dataclass, field
 from niceeval._core.assertion import assertion_kind
 from niceeval._core.errors import UsageError
 from niceeval._core.results import RunResult
-from niceeval._core.summary import PlannedEval, Problem, SuiteSummary
-from niceeval.stats import Estimate, clustered_mean, clustered_rate
+from niceeval._core.summary import PlannedEval, Problem, SuiteSummary, points_by_cluster
+from niceeval.stats import Estimate, clustered_mean, clustered_mean_of_sums, clustered_rate
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -28,10 +29,12 @@ class SuiteGates:
     """Over cases: the share of planned evals (case x variant) whose verdict is not `failed`."""
     min_means: tuple[tuple[str, float], ...] = ()
     """`(name, threshold)`: the mean score of the assertions with that name, or that kind (`rubric`)."""
+    min_mean_points: float | None = None
+    """The least mean share of points possible over the score evals' runs (`--min-mean-points R`)."""
 
     @property
     def active(self) -> bool:
-        return self.min_pass_rate is not None or bool(self.min_means)
+        return self.min_pass_rate is not None or bool(self.min_means) or self.min_mean_points is not None
 
 
 def parse_min_mean(text: str) -> tuple[str, float]:
@@ -107,6 +110,19 @@ class GateCollector:
             passed = estimate.value is not None and estimate.value + 1e-9 >= threshold
             verdict = GateVerdict(name=f"mean {name}", estimate=estimate, threshold=threshold, passed=passed)
             self.verdicts.append(verdict)
+        if self.gates.min_mean_points is not None:
+            self.verdicts.append(_points_verdict(summary, self.gates.min_mean_points))
+
+
+def _points_verdict(summary: SuiteSummary, threshold: float) -> GateVerdict:
+    """`--min-mean-points R`: the score evals' mean share of their points, clustered by case, against R."""
+    sums = points_by_cluster(summary.tallies)
+    if sums:
+        estimate = clustered_mean_of_sums(sums, bounds=(0.0, 1.0))
+    else:
+        estimate = Estimate(value=None, note="no score eval ran (define_eval(points=N))")
+    passed = estimate.value is not None and estimate.value + 1e-9 >= threshold
+    return GateVerdict(name="mean points", estimate=estimate, threshold=threshold, passed=passed)
 
 
 def gated_exit_code(summary: SuiteSummary, gates: SuiteGates, verdicts: Sequence[GateVerdict]) -> int:

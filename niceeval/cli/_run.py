@@ -161,6 +161,12 @@ def _add_suite_gate_flags(run: argparse.ArgumentParser) -> None:
         metavar="NAME=R",
         help="fail the suite when the mean score of the assertions named (or of kind) NAME is under R; repeatable",
     )
+    run.add_argument(
+        "--min-mean-points",
+        type=rate("--min-mean-points"),
+        metavar="R",
+        help="fail the suite when score evals (define_eval(points=N)) earn under R of their points on average",
+    )
 
 
 def _add_control_flags(run: argparse.ArgumentParser) -> None:

@@ -38,6 +38,7 @@ def _suite_gates(config: Config, args: argparse.Namespace) -> SuiteGates:
     return SuiteGates(
         min_pass_rate=given if given is not None else config.min_suite_pass_rate,
         min_means=tuple(means.items()),
+        min_mean_points=getattr(args, "min_mean_points", None),
     )
 
 

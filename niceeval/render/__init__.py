@@ -20,6 +20,7 @@ from niceeval._core.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from niceeval.render._judging import JudgeModelUse
+    from niceeval.render._points import eval_points, eval_points_text, points_text, suite_points, suite_points_text
     from niceeval.render._rounds import Round, commands, rounds
     from niceeval.render._templates import STATIC_DIR, TEXT_LIMIT, environment, when
     from niceeval.render._uncertainty import (
@@ -46,13 +47,18 @@ __all__ = [
     "commands",
     "environment",
     "estimate_json",
+    "eval_points",
+    "eval_points_text",
     "eval_rate",
     "interval_text",
     "percent",
+    "points_text",
     "power_text",
     "rate_over_cases",
     "rounds",
     "runs_rate",
+    "suite_points",
+    "suite_points_text",
     "suite_power",
     "suite_rate",
     "weighted_mean_over_cases",
@@ -63,6 +69,11 @@ __getattr__ = lazy_getattr(
     __name__,
     {
         "JudgeModelUse": "niceeval.render._judging",
+        "eval_points": "niceeval.render._points",
+        "eval_points_text": "niceeval.render._points",
+        "points_text": "niceeval.render._points",
+        "suite_points": "niceeval.render._points",
+        "suite_points_text": "niceeval.render._points",
         "Round": "niceeval.render._rounds",
         "commands": "niceeval.render._rounds",
         "rounds": "niceeval.render._rounds",

@@ -19,7 +19,7 @@ from niceeval._core.outcome import Outcome
 from niceeval._core.results import Spend
 from niceeval._core.summary import Problem, SuiteSummary
 from niceeval._core.wording import judge_calls, plural, usd
-from niceeval.render import interval_text, suite_rate
+from niceeval.render import interval_text, suite_points_text, suite_rate
 
 if TYPE_CHECKING:
     from niceeval.store import RunDiff
@@ -94,14 +94,18 @@ def _pass_rate(counts: dict[Outcome, int]) -> str:
 
 
 def _rate_lines(summary: SuiteSummary) -> list[str]:
-    """The pass rate of runs over cases with its uncertainty (docs/statistics.md); nothing for one case."""
+    """The pass rate of runs over cases with its uncertainty (docs/statistics.md), nothing for one case; and the
+    score evals' mean points, when the suite has any."""
     rate = suite_rate(summary.tallies, strict=summary.strict)
+    points = suite_points_text(summary.tallies)
+    lines = [f"{points[0].upper()}{points[1:]}", ""] if points else []
     if rate.value is None or rate.stderr is None:
-        return []
+        return lines
     return [
         f"Pass rate of runs: {rate.value:.0%} ({interval_text(rate)}; standard error {rate.stderr:.0%} over "
         f"{rate.clusters} cases)",
         "",
+        *lines,
     ]
 
 

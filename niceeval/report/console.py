@@ -20,7 +20,16 @@ from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
 from niceeval._core.text import clean, clean_lines
 from niceeval._core.wording import judge_calls, plural, usd
 from niceeval.attacks import AttackTally
-from niceeval.render import VariantTable, eval_rate, interval_text, power_text, suite_power, suite_rate
+from niceeval.render import (
+    VariantTable,
+    eval_points_text,
+    eval_rate,
+    interval_text,
+    power_text,
+    suite_points_text,
+    suite_power,
+    suite_rate,
+)
 from niceeval.report._grouping import group_misses, runs_text
 from niceeval.report._variants import variant_lines
 
@@ -171,6 +180,8 @@ class ConsoleReporter:
             interval = interval_text(eval_rate(tally, strict=self.strict))
             line.append(f", {interval}" if interval else "", style=style)
             line.append(_pass_k_text(tally, self.strict, self.min_pass_at_k), style="dim")
+        if points := eval_points_text(tally):
+            line.append(f"  {points}", style=style)
         line.append(f"  {tally.mean_duration_s:.2f}s", style="dim")
         if turns := latency_text(tally.latencies):
             line.append(f"  turns {turns}", style="dim")
@@ -235,7 +246,10 @@ class ConsoleReporter:
         text.append(f"{mark} {clean(a.name, 120)}", style=f"bold {style}")
         if a.key:
             text.append(f" (key {clean(a.key, 60)})", style="dim")
-        text.append(f" [{a.severity}] {a.shortfall()}", style=style)
+        if a.points is not None:
+            text.append(f" [{a.points:g} point(s) not earned] {a.shortfall()}", style=style)
+        else:
+            text.append(f" [{a.severity}] {a.shortfall()}", style=style)
         if a.location:
             text.append(f"  {clean(a.location)}", style="dim")
         indent = " " * len(prefix) + "    "
@@ -284,7 +298,7 @@ class ConsoleReporter:
             not_started = plural(summary.not_started, "run")
             line.append(f" · {clean(summary.stopped, 500)}: {not_started} not started", style="red")
         line.stylize("green" if summary.exit_code == 0 else "red", 0, len(", ".join(parts)))
-        for dim in (_suite_rate_text(summary), _saved_text(summary)):
+        for dim in (_suite_rate_text(summary), suite_points_text(summary.tallies), _saved_text(summary)):
             if dim:
                 self._print(Text(dim, style="dim"))
         self._print(line)

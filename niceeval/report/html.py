@@ -39,6 +39,7 @@ from niceeval.render import (
     VariantTable,
     commands,
     environment,
+    eval_points_text,
     interval_text,
     rounds,
     runs_rate,
@@ -105,6 +106,8 @@ class EvalRow:
     first_miss: str | None
     misses: list[MissLine] = field(default_factory=list)
     """With `--runs N`: each distinct miss once, naming the runs it hit (the runs below are folded)."""
+    points: str = ""
+    """A score eval's points (`2/3 points`, or their mean over the runs with its interval); "" otherwise."""
 
     @property
     def interval(self) -> str:
@@ -297,6 +300,7 @@ def _row(record: _EvalRecord, tally: EvalTally | None, summary: SuiteSummary) ->
         spent=bool(spend.calls or spend.cached),
         first_miss=record.miss[1] if record.miss else None,
         misses=_miss_lines(record) if record.planned.runs > 1 else [],
+        points=eval_points_text(tally),
     )
 
 

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import IO, Any
 
 from niceeval._core.results import RunResult
-from niceeval._core.summary import PlannedEval, Problem, SuiteSummary
+from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
 from niceeval._core.text import scrub
 from niceeval.attacks import AttackTally
-from niceeval.render import VariantTable, estimate_json, eval_rate, suite_power, suite_rate
+from niceeval.render import VariantTable, estimate_json, eval_points, eval_rate, suite_points, suite_power, suite_rate
 from niceeval.report._variants import variant_records
 from niceeval.stats import Estimate
 
@@ -101,6 +101,7 @@ class JsonReporter:
                 "errors": len(summary.problems),
                 "pass_rate": estimate_json(suite_rate(summary.tallies, strict=summary.strict)),
                 "detectable_drop": suite_power(summary.tallies, strict=summary.strict).detectable_drop,
+                "mean_points": estimate_json(suite_points(summary.tallies)),
             },
             "errors": [{"location": p.location, "message": p.message} for p in summary.problems],
             "variants": variant_records(self._variants, strict=summary.strict),
@@ -126,6 +127,7 @@ class JsonReporter:
                 "mean_duration_s": round(tally.mean_duration_s, 6),
                 "latency_p50_s": _rounded(tally.latency(0.5)),
                 "latency_p95_s": _rounded(tally.latency(0.95)),
+                "points": _points(tally),
             }
             out.write(("," if index else "") + json.dumps(scrub(item))[:-1] + ', "runs": [')
             out.write(",".join(self._read_runs(planned.id)))
@@ -140,6 +142,17 @@ class JsonReporter:
             self._spool.seek(position)
             runs.append(self._spool.read(length).decode())
         return runs
+
+
+def _points(tally: EvalTally) -> dict[str, Any] | None:
+    """A score eval's points over its counted runs: possible, each run's earned, the mean share with its interval."""
+    if tally.points_possible is None:
+        return None
+    return {
+        "possible": tally.points_possible,
+        "earned": tally.points_earned,
+        "mean": estimate_json(eval_points(tally)),
+    }
 
 
 def _interval(estimate: Estimate) -> dict[str, float] | None:

@@ -21,7 +21,7 @@ from typing import IO
 from niceeval._core.outcome import is_success
 from niceeval._core.results import RunResult
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
-from niceeval.render import eval_rate, suite_rate
+from niceeval.render import eval_rate, points_text, suite_points, suite_rate
 from niceeval.stats import Estimate
 
 # Characters XML 1.0 forbids even escaped (lone surrogates too: UTF-8 cannot encode them); model output may
@@ -31,6 +31,10 @@ _ILLEGAL_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]
 
 def _xml_text(text: str) -> str:
     return _ILLEGAL_XML.sub("\ufffd", text)
+
+
+def _points(result: RunResult) -> str:
+    return points_text(result.points or 0.0, result.points_possible or 0.0)
 
 
 def _describe_misses(result: RunResult) -> str:
@@ -54,6 +58,8 @@ def _add_properties(case: ET.Element, result: RunResult, rate: Estimate | None) 
     cache-read) and cost, agent and judge apart.
     """
     rows = []
+    if result.points is not None and result.points_possible is not None:
+        rows += [("points", f"{result.points:g}"), ("points_possible", f"{result.points_possible:g}")]
     if rate is not None and rate.value is not None and rate.low is not None and rate.high is not None:
         rows += [
             ("eval.pass_rate", f"{rate.value:.6f}"),
@@ -85,12 +91,14 @@ def _suite_properties(summary: SuiteSummary) -> str:
     stored suite run is missing.
     """
     rate = suite_rate(summary.tallies, strict=summary.strict)
-    if rate.value is None and not summary.missing_runs:
+    if rate.value is None and not summary.missing_runs and not any(t.points_earned for t in summary.tallies):
         return ""
     properties = ET.Element("properties")
     rows: list[tuple[str, float | int | None]] = [("pass_rate", rate.value), ("pass_rate_stderr", rate.stderr)]
     rows += [("pass_rate_low", rate.low), ("pass_rate_high", rate.high), ("pass_rate_clusters", rate.clusters)]
     rows += [("missing_runs", summary.missing_runs or None)]
+    points = suite_points(summary.tallies)
+    rows += [("mean_points", points.value), ("mean_points_low", points.low), ("mean_points_high", points.high)]
     for name, value in rows:
         if value is not None:
             shown = f"{value:.6f}" if isinstance(value, float) else str(value)
@@ -152,6 +160,8 @@ class JUnitReporter:
             message = (
                 f"{result.error.type}: {result.error.message}"
                 if result.error
+                else f"{_points(result)} earned"
+                if result.points is not None
                 else f"{first.name} missed"
                 if first
                 else result.outcome
@@ -171,6 +181,9 @@ class JUnitReporter:
         elif result.outcome == "scored":
             out = ET.SubElement(case, "system-out")
             out.text = _xml_text("scored (soft misses):\n" + _describe_misses(result))
+        elif result.points is not None:
+            out = ET.SubElement(case, "system-out")
+            out.text = _xml_text(f"{_points(result)} earned\n" + _describe_misses(result))
         if result.warnings:
             err = ET.SubElement(case, "system-err")
             err.text = _xml_text("\n".join(f"warning: {w}" for w in result.warnings))

@@ -116,6 +116,10 @@ class EvalRunInfo(BaseModel):
     """The dataset case the run used (`None`: no dataset, or stored before schema 0006)."""
     variant: dict[str, str] | None = None
     """The variant combination, as dimension -> value name (`None`: no variants, or stored before 0006)."""
+    points: float | None = None
+    """A score eval's points earned in this run (`None`: a pass/fail eval, or stored before 0011_points)."""
+    points_possible: float | None = None
+    """A score eval's points a run can earn (`None`: a pass/fail eval, or stored before 0011_points)."""
 
 
 class ShardInfo(BaseModel):

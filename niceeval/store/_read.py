@@ -135,6 +135,8 @@ def _summary(row: RowMapping) -> EvalRunInfo:
         tokens=row["agent_tokens"] + row["judge_tokens"],
         case_id=row["case_id"],
         variant=row["variant"],
+        points=row["points"],
+        points_possible=row["points_possible"],
     )
 
 

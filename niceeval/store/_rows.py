@@ -75,5 +75,7 @@ def from_rows(
         judge_spend=_spend(row, "judge"),
         case_id=row["case_id"],
         variant=row["variant"],
+        points=row["points"],
+        points_possible=row["points_possible"],
         spans=[SpanRecord.model_validate(span["payload"]) for span in span_rows],
     )

@@ -151,6 +151,8 @@ eval_runs = Table(
     Column("cache_read_tokens", BigInteger, nullable=False),
     Column("case_id", Text),
     Column("variant", Json),
+    Column("points", Float),
+    Column("points_possible", Float),
     UniqueConstraint("suite_run_id", "eval_id", "run_index"),
 )
 """No index leads with `eval_id`: its entries would land all over it at every commit of a suite run (a write
@@ -175,6 +177,7 @@ assertions = Table(
     Column("cause", String(32)),
     Column("key", Text),
     Column("unstable", Boolean, nullable=False, server_default=false()),
+    Column("points", Float),
     Index(None, "eval_run_id", "position"),
 )
 

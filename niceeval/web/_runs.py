@@ -15,7 +15,7 @@ from niceeval._core.results import RunResult, Spend
 from niceeval._core.summary import EvalTally, PlannedEval
 from niceeval._core.wording import miss_words
 from niceeval.attacks import RESISTED, AttackRates, AttackTally
-from niceeval.render import VariantTable, interval_text, runs_rate, suite_rate, when
+from niceeval.render import VariantTable, eval_points_text, interval_text, runs_rate, suite_rate, when
 from niceeval.stats import Estimate
 from niceeval.store import EvalRunInfo, Store, SuiteRunDetail, SuiteRunInfo
 from niceeval.web import _queries
@@ -53,6 +53,8 @@ class EvalLine:
     that run's first failed assertion (`name: shortfall`)."""
     focus_run: int
     """The run index to open: the first failed run, else the first scored, else run 0."""
+    points: str = ""
+    """A score eval's points (`2/3 points`, or their mean over the runs with its interval); "" otherwise."""
 
     @property
     def done(self) -> int:
@@ -218,6 +220,8 @@ def eval_lines(detail: SuiteRunDetail, misses: dict[tuple[str, int], AssertionRe
         for info in done:
             tally.counts[info.outcome] += 1
             tally.total_duration_s += info.duration_s
+            if info.outcome != "skipped":
+                tally.add_points(info.points, info.points_possible)
         lines.append(
             EvalLine(
                 eval_id=planned.eval_id,
@@ -233,6 +237,7 @@ def eval_lines(detail: SuiteRunDetail, misses: dict[tuple[str, int], AssertionRe
                 cost=_cost(done),
                 error=_first_miss(done, misses),
                 focus_run=_focus(done),
+                points=eval_points_text(tally),
             )
         )
     return sorted(lines, key=lambda line: _VERDICT_ORDER[line.verdict])

@@ -68,6 +68,7 @@ def test_json_report_has_a_schema_version_and_counts_per_outcome(outcomes: Resul
     assert report["interrupted"] is False
     summary = dict(report["summary"])
     assert summary.pop("pass_rate")["clusters"] == 4 and 0 < summary.pop("detectable_drop") <= 1  # tests/stats
+    assert summary.pop("mean_points")["note"] == "no score evals"  # no eval with points=: tests/test_points.py
     assert summary == {
         "evals": 5,
         "runs": 5,

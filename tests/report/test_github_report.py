@@ -276,3 +276,12 @@ def test_api_misuse_is_annotated_once_as_the_runs_error(tmp_path: Path, evals_fi
     commands, summary = github_output(tmp_path, [result("evals/x.py::e", "failed", error=error)], problems=[problem])
     assert len(commands) == 1 and commands[0].startswith("::error file=evals/x.py,line=5,title=niceeval evals/x.py")
     assert "### Errors (1)" in summary
+
+
+def test_the_step_summary_gives_the_score_evals_mean_points(tmp_path: Path, evals_file: Path) -> None:
+    runs = [
+        result("evals/x.py::a", "passed").model_copy(update={"points": 2.0, "points_possible": 4.0}),
+        result("evals/x.py::b", "passed").model_copy(update={"points": 3.0, "points_possible": 3.0}),
+    ]
+    _, summary = github_output(tmp_path, runs)
+    assert "Mean points 75% of possible (95% CI 0%-100%) over 2 cases, 2 runs" in summary
