@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 from niceeval._core.assertion import AssertionResult
 from niceeval._core.errors import ErrorInfo
 from niceeval._core.events import Event
+from niceeval._core.failure import FailureClass
 from niceeval._core.outcome import Outcome
 from niceeval._core.spans import SpanRecord
 
@@ -81,3 +82,7 @@ class RunResult(BaseModel):
     """What went wrong without changing the outcome, e.g. the run blocked the event loop for over a second."""
     spans: list[SpanRecord] = Field(default_factory=list)
     """The run's OpenTelemetry spans, in start order (traced agents and `traces=True` adapters)."""
+    failure: FailureClass | None = None
+    """Why a `failed` run failed: `agent`, `infra` (left out of pass rates) or `eval`; None when it did not fail."""
+    attempts: int = 1
+    """How many times this run was executed: more than 1 when an `infra` failure was retried."""

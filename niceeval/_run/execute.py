@@ -14,6 +14,7 @@ from anyio.from_thread import BlockingPortal
 
 from niceeval._core.awaits import CURRENT_TRACKER
 from niceeval._core.errors import ErrorInfo, UsageError, error_info
+from niceeval._core.failure import FailureHook
 from niceeval._core.events import UsageEvent
 from niceeval._core.outcome import fold
 from niceeval._core.results import RunResult, Spend
@@ -27,6 +28,7 @@ from niceeval._eval.context import ContextBase, EvalContext, RunInputs, RunState
 from niceeval._eval.efficiency import usage_of
 from niceeval._eval.spec import EvalSpec
 from niceeval._run.discovery import EvalEntry
+from niceeval._run.failures import caught, classified, sandbox_failed
 from niceeval._run.judging import JudgeSlot, SuiteJudges, spend_of
 from niceeval._run.stray_threads import watching
 from niceeval.agents._runtime import WORKSPACE, PerVariant
@@ -66,6 +68,8 @@ class ExecOptions:
     agent_for_run: Callable[[str, int], Any] | None = None
     """`rescore`: the agent of each `(eval_id, run_index)`, replacing the eval's and the config's."""
     """The suite's judge clients and cache (set by the suite; without it a run that judges opens its own)."""
+    classify_failure: FailureHook | None = None
+    """The config's `classify_failure` hook: may reclassify each failed run (`agent`, `infra`, `eval`)."""
 
 
 async def _call(entry: EvalEntry, ctx: ContextBase, portal: BlockingPortal | None) -> None:
@@ -137,7 +141,10 @@ def _exit_called(exc: SystemExit | KeyboardInterrupt) -> ErrorInfo:
     else:
         what = "the eval raised KeyboardInterrupt"
     return info.model_copy(
-        update={"message": f"{what}: an eval ends by returning or failing a check; this eval failed, the rest ran"}
+        update={
+            "message": f"{what}: an eval ends by returning or failing a check; this eval failed, the rest ran",
+            "failure": "eval",
+        }
     )
 
 
@@ -153,7 +160,7 @@ async def _body(entry: EvalEntry, ctx: ContextBase, portal: BlockingPortal | Non
     except StopEval:
         pass
     except Exception as exc:
-        return error_info(exc)
+        return caught(exc, getattr(entry.spec.fn, "__code__", None))
     except (SystemExit, KeyboardInterrupt) as exc:  # the eval's own: Ctrl-C cancels the run instead of raising here
         return _exit_called(exc)
     finally:
@@ -279,7 +286,7 @@ async def execute_run(entry: EvalEntry, run_index: int, options: ExecOptions) ->
             await score_workspace(sandbox, spec, folder, state, location, errored=error is not None)
             error = error or state.usage_error
     except Exception as exc:  # the sandbox itself failed (missing fixture, disk full): the run fails, visibly
-        error = error or error_info(exc)
+        error = error or (sandbox_failed(exc) if spec.fixture is not None and sandbox is None else error_info(exc))
     finally:
         if sandbox is not None:
             with anyio.CancelScope(shield=True):
@@ -305,7 +312,7 @@ def _result(
         skipped=state.skip_reason is not None,
         fail_on_inconclusive=options.fail_on_inconclusive,
     )
-    return RunResult(
+    result = RunResult(
         eval_id=entry.id,
         file=entry.file,
         line=entry.spec.line,
@@ -327,6 +334,7 @@ def _result(
         warnings=state.warnings,
         spans=[SpanRecord.of(span) for span in state.log.spans],
     )
+    return classified(result, options.classify_failure)
 
 
 def _keep(options: ExecOptions, state: RunState, error: ErrorInfo | None) -> bool:

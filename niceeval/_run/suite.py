@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from niceeval._core.failure import DEFAULT_INFRA_RETRIES
 from niceeval._core.redact import Redactor, redacting
 from niceeval._core.results import RunResult
 from niceeval._core.stopping import was_terminated
@@ -19,6 +20,7 @@ from niceeval._run.cross_runs import CrossRuns
 from niceeval._run.discovery import EvalEntry, LoadError
 from niceeval._run.early_stop import RunControl
 from niceeval._run.execute import ExecOptions, execute_run
+from niceeval._run.failures import retried
 from niceeval._run.judging import SuiteJudges, judging_modules
 from niceeval._run.repeats import Repeats, RunQueue, first_runs, runs_of, work
 from niceeval._run.watchdog import LoopWatchdog
@@ -54,6 +56,10 @@ class SuiteOptions:
     """`--budget USD`: no new run starts once agent + judge spend reaches it."""
     exitfirst: bool = False
     """`-x/--exitfirst`: no new run starts once an eval has failed."""
+    infra_retries: int = DEFAULT_INFRA_RETRIES
+    """`--infra-retries N`: times a run that failed for `infra` runs again before it is reported."""
+    stop_after_infra: int | None = None
+    """`--stop-after-infra N`: the suite stops after N runs in a row failed for `infra`."""
 
 
 def select(entries: Sequence[EvalEntry], *, keyword: str | None = None, tags: Sequence[str] = ()) -> list[EvalEntry]:
@@ -160,7 +166,7 @@ async def run_suite(
         adaptive_most=options.adaptive.most if options.adaptive else None,
     )
 
-    control = RunControl(budget=options.budget, exitfirst=options.exitfirst)
+    control = RunControl(budget=options.budget, exitfirst=options.exitfirst, stop_after_infra=options.stop_after_infra)
 
     def record(finished: RunResult) -> None:
         result = redactor.run(finished)
@@ -181,7 +187,9 @@ async def run_suite(
     async def worker(exec_options: ExecOptions, cross: CrossRuns) -> None:
         for entry, index in control.runs(queue):
             sinks.run_started(entry.id, index)
-            result, comparisons = await execute_run(entry, index, exec_options)
+            result, comparisons = await retried(
+                lambda: execute_run(entry, index, exec_options), options.infra_retries, lambda: control.stopped is None
+            )
             for ready in await cross.finished(entry, result, comparisons):
                 record(ready)
 
@@ -206,6 +214,7 @@ async def run_suite(
                 control.count_left(queue)
                 summary.runs_saved = repeats.saved(summary.tallies)
                 summary.stopped, summary.not_started = control.stopped, control.not_started
+                summary.halted = control.halted
             finally:
                 with anyio.CancelScope(shield=True):
                     await judges.aclose()  # inside the client scope: the judges' clients are the shared ones

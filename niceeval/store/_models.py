@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from niceeval._core.events import Event
+from niceeval._core.failure import FailureClass
 from niceeval._core.outcome import Outcome
 from niceeval.store._suite_run import ShardStatus as ShardStatus
 from niceeval.store._suite_run import SuiteKind as SuiteKind
@@ -60,6 +61,8 @@ class SuiteRunInfo(BaseModel):
     """Shards writing this suite run (`--run-id`, with `--shard I/N`: N; without: 1); None without `--run-id`."""
     shards_done: int = 0
     """Shards that finished; the suite run is `finished` when all `shard_count` have."""
+    stopped: str | None = None
+    """Why it stopped starting runs early (`ExperimentFatalError`, `--stop-after-infra`, `--budget`, `-x`)."""
 
     @property
     def shards_pending(self) -> bool:
@@ -116,6 +119,10 @@ class EvalRunInfo(BaseModel):
     """The dataset case the run used (`None`: no dataset, or stored before schema 0006)."""
     variant: dict[str, str] | None = None
     """The variant combination, as dimension -> value name (`None`: no variants, or stored before 0006)."""
+    failure: FailureClass | None = None
+    """Why a failed run failed: `agent`, `infra` (left out of pass rates) or `eval` (`None`: stored before 0011)."""
+    attempts: int = 1
+    """How many times the run was executed (more than 1: an infra failure was retried)."""
 
 
 class ShardInfo(BaseModel):

@@ -75,5 +75,7 @@ def from_rows(
         judge_spend=_spend(row, "judge"),
         case_id=row["case_id"],
         variant=row["variant"],
+        failure=row.get("failure_class"),
+        attempts=row.get("attempts") or 1,
         spans=[SpanRecord.model_validate(span["payload"]) for span in span_rows],
     )
