@@ -27,8 +27,8 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("eval_runs") as table:
-        table.drop_column("attempts")
-        table.drop_column("failure_class")
-    with op.batch_alter_table("suite_runs") as table:
-        table.drop_column("stopped")
+    # Not a batch copy: both tables are parents (ON DELETE CASCADE), and dropping one to copy it would empty its
+    # children. SQLite has had DROP COLUMN since 3.35.
+    op.execute("ALTER TABLE eval_runs DROP COLUMN attempts")
+    op.execute("ALTER TABLE eval_runs DROP COLUMN failure_class")
+    op.execute("ALTER TABLE suite_runs DROP COLUMN stopped")
