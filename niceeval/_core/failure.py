@@ -7,23 +7,15 @@
 - `eval`: the eval's own code raised (a `ValueError` in the eval function's body, API misuse).
 
 A project may reclassify with a `classify_failure` hook (`define_config(classify_failure=...)`), a plain callable
-`(RunResult) -> FailureClass | None`.
+`(RunResult) -> FailureClass | None` (`results.FailureHook`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Literal
-
-if TYPE_CHECKING:
-    from niceeval._core.results import RunResult
+from typing import Literal
 
 FailureClass = Literal["agent", "infra", "eval"]
 FAILURE_CLASSES: tuple[FailureClass, ...] = ("agent", "infra", "eval")
-
-FailureHook = Callable[["RunResult"], "FailureClass | None"]
-"""`classify_failure`: called with each failed run (its `failure` holds niceeval's class); returns the class to
-record, or None to keep niceeval's."""
 
 INFRA_CAUSES = frozenset({"timeout", "provider_error", "rate_limited", "no_api_key"})
 """Why a judge gave no verdict when that is the infrastructure's doing (a `parse_error` is the judge model's)."""
@@ -54,30 +46,3 @@ class ExperimentFatalError(_FatalError):
 
     Runs under way finish and are kept (reported and stored); no new run starts; the suite exits 1 and says why.
     """
-
-
-def failure_of(result: RunResult) -> FailureClass | None:
-    """niceeval's class for a run (before any `classify_failure` hook); None unless its outcome is `failed`.
-
-    An error decides by where it was caught (`ErrorInfo.failure`; API misuse is the eval's, the rest the agent's);
-    without one, the assertions that failed the run do: a check the agent missed is `agent`, a matcher that
-    crashed is `eval`, and a run failed only by judges the infrastructure kept from a verdict is `infra`.
-    """
-    if result.outcome != "failed":
-        return None
-    if result.error is not None:
-        if result.error.failure is not None:
-            return result.error.failure
-        return "eval" if result.error.kind == "usage" else "agent"
-    failing = [
-        a
-        for a in result.assertions
-        if (a.state == "failed" and a.severity == "gate") or (a.state == "inconclusive" and not a.optional)
-    ]
-    if any(a.state == "failed" and a.cause != "error" for a in failing):
-        return "agent"
-    if any(a.cause == "error" for a in failing):
-        return "eval"
-    if failing and all(a.cause in INFRA_CAUSES for a in failing):
-        return "infra"
-    return "agent"

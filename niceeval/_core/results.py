@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -86,3 +87,8 @@ class RunResult(BaseModel):
     """Why a `failed` run failed: `agent`, `infra` (left out of pass rates) or `eval`; None when it did not fail."""
     attempts: int = 1
     """How many times this run was executed: more than 1 when an `infra` failure was retried."""
+
+
+FailureHook = Callable[[RunResult], FailureClass | None]
+"""`classify_failure`: called with each failed run (its `failure` holds niceeval's class); returns the class to
+record, or None to keep niceeval's."""

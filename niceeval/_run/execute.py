@@ -14,10 +14,9 @@ from anyio.from_thread import BlockingPortal
 
 from niceeval._core.awaits import CURRENT_TRACKER
 from niceeval._core.errors import ErrorInfo, UsageError, error_info
-from niceeval._core.failure import FailureHook
 from niceeval._core.events import UsageEvent
 from niceeval._core.outcome import fold
-from niceeval._core.results import RunResult, Spend
+from niceeval._core.results import FailureHook, RunResult, Spend
 from niceeval._core.sandbox_kinds import CURRENT_SANDBOX, SandboxChoice
 from niceeval._core.settings import JudgeSettings, Price
 from niceeval._core.spans import SpanRecord

@@ -13,15 +13,8 @@ from types import CodeType, TracebackType
 from typing import TypeVar
 
 from niceeval._core.errors import ErrorInfo, error_info, is_niceeval_file
-from niceeval._core.failure import (
-    FAILURE_CLASSES,
-    EvalFatalError,
-    ExperimentFatalError,
-    FailureClass,
-    FailureHook,
-    failure_of,
-)
-from niceeval._core.results import RunResult
+from niceeval._core.failure import FAILURE_CLASSES, INFRA_CAUSES, EvalFatalError, ExperimentFatalError, FailureClass
+from niceeval._core.results import FailureHook, RunResult
 from niceeval.providers import ProviderError, classify
 
 T = TypeVar("T")
@@ -78,6 +71,33 @@ def _through_niceeval(tb: TracebackType | None, eval_code: CodeType | None) -> b
         inside = inside or code is eval_code
         tb = tb.tb_next
     return False
+
+
+def failure_of(result: RunResult) -> FailureClass | None:
+    """niceeval's class for a run (before any `classify_failure` hook); None unless its outcome is `failed`.
+
+    An error decides by where it was caught (`ErrorInfo.failure`; API misuse is the eval's, the rest the agent's);
+    without one, the assertions that failed the run do: a check the agent missed is `agent`, a matcher that
+    crashed is `eval`, and a run failed only by judges the infrastructure kept from a verdict is `infra`.
+    """
+    if result.outcome != "failed":
+        return None
+    if result.error is not None:
+        if result.error.failure is not None:
+            return result.error.failure
+        return "eval" if result.error.kind == "usage" else "agent"
+    failing = [
+        a
+        for a in result.assertions
+        if (a.state == "failed" and a.severity == "gate") or (a.state == "inconclusive" and not a.optional)
+    ]
+    if any(a.state == "failed" and a.cause != "error" for a in failing):
+        return "agent"
+    if any(a.cause == "error" for a in failing):
+        return "eval"
+    if failing and all(a.cause in INFRA_CAUSES for a in failing):
+        return "infra"
+    return "agent"
 
 
 def classified(result: RunResult, hook: FailureHook | None) -> RunResult:

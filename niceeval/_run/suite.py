@@ -6,6 +6,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -188,7 +189,7 @@ async def run_suite(
         for entry, index in control.runs(queue):
             sinks.run_started(entry.id, index)
             result, comparisons = await retried(
-                lambda: execute_run(entry, index, exec_options), options.infra_retries, lambda: control.stopped is None
+                partial(execute_run, entry, index, exec_options), options.infra_retries, lambda: control.stopped is None
             )
             for ready in await cross.finished(entry, result, comparisons):
                 record(ready)

@@ -69,7 +69,9 @@ async def call(
             if not retryable or attempt >= policy.max_retries:
                 if attempt or retryable:  # `transient`: an error retrying may fix, retries spent: an outage
                     note = f"{error} (gave up after {attempt + 1} attempts)" if attempt else str(error)
-                    error = ProviderError(error.cause, note, model=error.model, status=error.status, transient=retryable)
+                    error = ProviderError(
+                        error.cause, note, model=error.model, status=error.status, transient=retryable
+                    )
                 raise error from exc
             delay = asked
             if delay is None:

@@ -288,15 +288,7 @@ class ConsoleReporter:
             line.append(f" · {plural(len(summary.problems), 'error')}", style="red")
         if summary.interrupted:
             line.append(" · interrupted", style="red")
-        if summary.infra:
-            line.append(f" · {not_counted(summary.infra)}", style="yellow")
-        if summary.stopped is not None:
-            not_started = plural(summary.not_started, "run")
-            line.append(f" · {clean(summary.stopped, 500)}: {not_started} not started", style="red")
-        elif summary.halted:
-            line.append(f" · {plural(summary.not_started, 'run')} not started", style="red")
-        for eval_id, why in summary.halted.items():
-            self._print(Text(f" HALTED {clean(eval_id, 200)}: {clean(why, 500)}", style="red"))
+        self._stops(summary, line)
         line.stylize("green" if summary.exit_code == 0 else "red", 0, len(", ".join(parts)))
         for dim in (_suite_rate_text(summary), _saved_text(summary)):
             if dim:
@@ -311,6 +303,21 @@ class ConsoleReporter:
         ]
         if spend:
             self._print(Text(" · ".join(spend), style="dim"))
+
+    def _stops(self, summary: SuiteSummary, line: Text) -> None:
+        """Runs not counted (infra) and not started (the suite or an eval stopped) on the summary `line`.
+
+        An eval an `EvalFatalError` stopped gets a line of its own.
+        """
+        if summary.infra:
+            line.append(f" · {not_counted(summary.infra)}", style="yellow")
+        if summary.stopped is not None:
+            not_started = plural(summary.not_started, "run")
+            line.append(f" · {clean(summary.stopped, 500)}: {not_started} not started", style="red")
+        elif summary.halted:
+            line.append(f" · {plural(summary.not_started, 'run')} not started", style="red")
+        for eval_id, why in summary.halted.items():
+            self._print(Text(f" HALTED {clean(eval_id, 200)}: {clean(why, 500)}", style="red"))
 
 
 def _judge_notes(summary: SuiteSummary) -> list[str]:

@@ -192,7 +192,11 @@ def test_an_outage_is_infra_retried_and_left_out_of_the_pass_rate_and_its_interv
     assert _requests(server, "down") == 12
 
     tallies = {t.eval.id.rpartition("::")[2]: t for t in summary.tallies}
-    assert (tallies["outage"].infra, tallies["outage"].counted, tallies["outage"].pass_rate(strict=False)) == (2, 0, None)
+    assert (tallies["outage"].infra, tallies["outage"].counted, tallies["outage"].pass_rate(strict=False)) == (
+        2,
+        0,
+        None,
+    )
     assert summary.status_of(tallies["outage"]) == "failed"  # an outage measures nothing: never a pass
     assert summary.infra == 2
     assert summary.exit_code == 1
@@ -379,9 +383,7 @@ def test_experiment_fatal_error_stops_the_suite_and_keeps_what_ran() -> None:
         ("first", 1, None),
         ("fatal", 0, "infra"),
     ]
-    assert summary.stopped == (
-        "stopped by ExperimentFatalError in evals/x.py::fatal (run 1): the API key was revoked"
-    )
+    assert summary.stopped == ("stopped by ExperimentFatalError in evals/x.py::fatal (run 1): the API key was revoked")
     assert (summary.not_started, summary.exit_code) == (3, 1)
 
 
