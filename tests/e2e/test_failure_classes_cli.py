@@ -129,7 +129,7 @@ def test_a_config_hook_reclassifies_and_the_flag_sets_the_retries(project: Proje
 
 FATAL = """\
 from niceeval import define_eval
-from niceeval._core.failure import ExperimentFatalError
+from niceeval import ExperimentFatalError
 
 
 @define_eval

@@ -12,8 +12,15 @@ from typing import Any
 import anyio
 import pytest
 
-from niceeval import EvalContext, RunResult, SyncEvalContext, define_config, define_eval
-from niceeval._core.failure import EvalFatalError, ExperimentFatalError
+from niceeval import (
+    EvalContext,
+    EvalFatalError,
+    ExperimentFatalError,
+    RunResult,
+    SyncEvalContext,
+    define_config,
+    define_eval,
+)
 from niceeval._core.summary import PlannedEval, Problem, SuiteSummary
 from niceeval._eval.spec import EvalSpec
 from niceeval._run.discovery import EvalEntry
