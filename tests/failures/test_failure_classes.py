@@ -7,6 +7,7 @@ with 503 every time is a provider outage.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -433,3 +434,43 @@ def test_a_run_that_is_not_infra_resets_the_stop_loss(server: LLMServer) -> None
     summary, seen = suite(specs, concurrency=1, infra_retries=0, stop_after_infra=2)
     assert len(seen.runs) == 5
     assert summary.stopped is None
+
+
+# sandboxes
+
+
+def _fixture(root: Path) -> None:
+    folder = root / "fixtures" / "app"
+    folder.mkdir(parents=True)
+    (folder / "app.py").write_text("VALUE = 1\n")
+
+
+def test_a_sandbox_that_cannot_start_is_infra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from niceeval.sandbox import _bwrap
+
+    _fixture(tmp_path)
+    monkeypatch.setenv("PATH", str(tmp_path / "no-tools"))  # no bwrap on this machine's PATH
+    _bwrap.bwrap_problem.cache_clear()  # it is asked once per process: ask again without bwrap, and after
+
+    @define_eval(fixture="fixtures/app", sandbox="bwrap")
+    async def sandboxed(t: EvalContext) -> None:
+        await t.send("hi")
+
+    try:
+        summary, seen = suite([sandboxed], exec_options={"root": tmp_path}, infra_retries=1)
+    finally:
+        _bwrap.bwrap_problem.cache_clear()
+    (run,) = seen.runs
+    assert (run.outcome, run.failure, run.attempts) == ("failed", "infra", 2)
+    assert run.error is not None and "bwrap is not installed" in run.error.message
+    assert summary.infra == 1
+
+
+def test_a_missing_fixture_is_the_eval_s_own_mistake(tmp_path: Path) -> None:
+    @define_eval(fixture="fixtures/nowhere")
+    async def sandboxed(t: EvalContext) -> None:
+        await t.send("hi")
+
+    _, seen = suite([sandboxed], exec_options={"root": tmp_path})
+    (run,) = seen.runs
+    assert (run.outcome, run.failure, run.attempts) == ("failed", "eval", 1)
