@@ -141,4 +141,9 @@ async def retried(
 
 
 def _retry(result: RunResult) -> bool:
-    return result.failure == "infra" and (result.error is None or result.error.stops is None)
+    """An infra failure another attempt may not repeat: not a fatal error, and not judges without an API key (a key
+    does not appear between attempts, and each attempt would pay the agent again)."""
+    if result.failure != "infra" or (result.error is not None and result.error.stops is not None):
+        return False
+    unavailable = [a for a in result.assertions if a.state == "inconclusive" and not a.optional]
+    return result.error is not None or not unavailable or any(a.cause != "no_api_key" for a in unavailable)

@@ -167,7 +167,8 @@ def test_a_judge_without_a_key_under_fail_on_inconclusive_is_infra(monkeypatch: 
         infra_retries=1,
     )
     (run,) = seen.runs
-    assert (run.outcome, run.failure, run.attempts) == ("failed", "infra", 2)
+    # not retried: a key does not appear between attempts, and another attempt would pay the agent again
+    assert (run.outcome, run.failure, run.attempts) == ("failed", "infra", 1)
     assert run.assertions[0].cause == "no_api_key"
     assert summary.infra == 1
 
