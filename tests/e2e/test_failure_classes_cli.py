@@ -79,8 +79,11 @@ def test_the_reports_and_the_store_tell_the_classes_apart(
     project: Project, down: dict[str, str], llm_server: LLMServer
 ) -> None:
     _project(project)
-    done = project.run("--runs", "2", env=down)
+    done = project.run("--runs", "2", "--html", str(project.out / "report.html"), env=down)
     assert done.code == 1, done.output
+    page = (project.out / "report.html").read_text(encoding="utf-8")
+    assert "2 runs not counted: infra" in page
+    assert "failed for <strong>infra</strong> (not counted in the pass rate), tried 2 times" in page
     assert "2 runs not counted: infra" in done.stdout
     assert "failed for infra (not counted in the pass rate; tried 2 times)" in done.stdout
     assert "failed for eval" in done.stdout
