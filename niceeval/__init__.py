@@ -15,6 +15,7 @@ from niceeval._core.lazy import lazy_getattr
 if TYPE_CHECKING:
     from niceeval._core.assertion import AssertionResult
     from niceeval._core.errors import ConfigError, NiceevalError, UsageError
+    from niceeval._core.failure import EvalFatalError, ExperimentFatalError, FailureClass
     from niceeval._core.outcome import Outcome
     from niceeval._core.results import RunResult
     from niceeval._core.settings import JudgeSettings, Price
@@ -33,6 +34,9 @@ _HOMES = {
     "ConfigError": "niceeval._core.errors",
     "NiceevalError": "niceeval._core.errors",
     "UsageError": "niceeval._core.errors",
+    "EvalFatalError": "niceeval._core.failure",
+    "ExperimentFatalError": "niceeval._core.failure",
+    "FailureClass": "niceeval._core.failure",
     "Outcome": "niceeval._core.outcome",
     "RunResult": "niceeval._core.results",
     "Config": "niceeval._eval.config",
@@ -62,7 +66,10 @@ __all__ = [
     "ConfigError",
     "EvalContext",
     "EvalGroup",
+    "EvalFatalError",
     "EvalSpec",
+    "ExperimentFatalError",
+    "FailureClass",
     "JudgeSettings",
     "NiceevalError",
     "Outcome",

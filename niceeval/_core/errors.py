@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from niceeval._core.failure import FailureClass
 from niceeval._core.values import tail
 
 _PACKAGE_DIR = str(Path(__file__).resolve().parent.parent) + os.sep  # the separator: not `niceeval.config.py`
@@ -38,6 +39,10 @@ class ErrorInfo(BaseModel):
     traceback: str = ""
     kind: Literal["exception", "timeout", "usage"] = "exception"
     """`usage`: the eval used the API wrongly (an author bug: exit code 2); `timeout`: it ran out of time."""
+    failure: FailureClass | None = None
+    """The class this error gives its run (`agent`, `infra`, `eval`), decided where it was caught."""
+    stops: Literal["eval", "suite"] | None = None
+    """`EvalFatalError`: none of the eval's remaining runs start; `ExperimentFatalError`: the suite run stops."""
 
 
 def is_niceeval_file(filename: str) -> bool:

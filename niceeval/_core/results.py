@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -9,6 +10,7 @@ from pydantic import BaseModel, Field
 from niceeval._core.assertion import AssertionResult
 from niceeval._core.errors import ErrorInfo
 from niceeval._core.events import Event
+from niceeval._core.failure import FailureClass
 from niceeval._core.outcome import Outcome
 from niceeval._core.spans import SpanRecord
 
@@ -85,3 +87,12 @@ class RunResult(BaseModel):
     """A score eval's (`define_eval(points=N)`) points earned in this run; None for a pass/fail eval."""
     points_possible: float | None = None
     """A score eval's points a run can earn (its `points=`); None for a pass/fail eval."""
+    failure: FailureClass | None = None
+    """Why a `failed` run failed: `agent`, `infra` (left out of pass rates) or `eval`; None when it did not fail."""
+    attempts: int = 1
+    """How many times this run was executed: more than 1 when an `infra` failure was retried."""
+
+
+FailureHook = Callable[[RunResult], FailureClass | None]
+"""`classify_failure`: called with each failed run (its `failure` holds niceeval's class); returns the class to
+record, or None to keep niceeval's."""

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from niceeval._core.events import latencies
+from niceeval._core.failure import FailureClass
 from niceeval._core.outcome import OUTCOMES, Outcome
 from niceeval._core.passk import pass_at_k, pass_hat_k
 from niceeval._core.results import RunResult, Spend
@@ -102,21 +103,28 @@ class EvalTally:
     """A score eval's points a run can earn (`define_eval(points=N)`); None for a pass/fail eval."""
     points_earned: list[float] = field(default_factory=list)
     """A score eval's points earned by each run that was not skipped, in the order they finished."""
+    infra: int = 0
+    """Runs that failed for `infra` (after their retries): in `counts` as `failed`, left out of the pass rate."""
 
     @property
     def done(self) -> int:
         return sum(self.counts.values())
 
-    def add(self, result: RunResult) -> None:
-        self.counts[result.outcome] += 1
-        if self.eval.first_runs is not None and result.run_index < self.eval.first_runs:
+    def count_run(self, outcome: Outcome, failure: FailureClass | None = None, *, run_index: int = 0) -> None:
+        """Count one run's outcome (an `infra` failure apart: it is not counted in the pass rate)."""
+        self.counts[outcome] += 1
+        infra = outcome == "failed" and failure == "infra"
+        self.infra += infra
+        if self.eval.first_runs is not None and run_index < self.eval.first_runs:
             passed, scored, counted = self.first_counts
-            outcome = result.outcome
             self.first_counts = (
                 passed + (outcome == "passed"),
                 scored + (outcome == "scored"),
-                counted + (outcome != "skipped"),
+                counted + (outcome != "skipped" and not infra),
             )
+
+    def add(self, result: RunResult) -> None:
+        self.count_run(result.outcome, result.failure, run_index=result.run_index)
         self.total_duration_s += result.duration_s
         if result.outcome != "skipped":
             self.add_points(result.points, result.points_possible)
@@ -152,8 +160,8 @@ class EvalTally:
 
     @property
     def counted(self) -> int:
-        """Runs the pass rate is taken over: every run that was not skipped."""
-        return self.done - self.counts["skipped"]
+        """Runs the pass rate is taken over: every run that was not skipped and did not fail for `infra`."""
+        return self.done - self.counts["skipped"] - self.infra
 
     def case_counts(self, *, strict: bool) -> tuple[int, int]:
         """`(passes, runs)` as the suite's pass rate counts them: every run, or the first runs (`eval.first_runs`)."""
@@ -196,6 +204,8 @@ class EvalTally:
         A run counts as a pass when its outcome is `passed`, or `scored` without `--strict`. Then:
 
         - `skipped`: every run was skipped (or none has finished);
+        - `failed` too when no run is counted because every one that was not skipped failed for `infra`: an outage
+          measures nothing, and never lets the suite pass;
         - `failed`: the pass rate is under `min_pass_rate` (1.0 unless `--min-pass-rate`: every run must pass),
           or pass@k is under the rate of `min_pass_at_k` (`(k, rate)`, `--min-pass-at-k K:RATE`);
         - `scored`: the rate is met, but some run was not a clean `passed` (a soft miss, or a failure the pass
@@ -206,7 +216,7 @@ class EvalTally:
         """
         rate = self.pass_rate(strict=strict)
         if rate is None:
-            return "skipped"
+            return "failed" if self.infra else "skipped"
         if rate + 1e-9 < min_pass_rate:
             return "failed"
         if min_pass_at_k is not None:
@@ -255,7 +265,9 @@ class SuiteSummary:
     stopped: str | None = None
     """Why the suite stopped starting runs early (`--budget` reached, `-x/--exitfirst`); None when it did not."""
     not_started: int = 0
-    """Runs never started because the suite stopped early."""
+    """Runs never started because the suite stopped early (or their eval did, `halted`)."""
+    halted: dict[str, str] = field(default_factory=dict)
+    """Evals an `EvalFatalError` stopped (none of their remaining runs started): eval id -> why."""
     adaptive_most: int | None = None
     """With `--runs LOW..HIGH`: HIGH, the fixed count the runs made are weighed against (`runs_saved`)."""
     runs_saved: int | None = None
@@ -280,6 +292,11 @@ class SuiteSummary:
     @property
     def inconclusive(self) -> int:
         return sum(t.inconclusive for t in self.tallies)
+
+    @property
+    def infra(self) -> int:
+        """Runs not counted in any pass rate because they failed for `infra` (after their retries)."""
+        return sum(t.infra for t in self.tallies)
 
     @property
     def unstable(self) -> int:

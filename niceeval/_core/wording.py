@@ -68,3 +68,8 @@ def miss_words(error: str | None, assertion: AssertionResult | None) -> str | No
         return None
     words = " ".join(words[: MISS_WORDS * 2].split())
     return words if len(words) <= MISS_WORDS else words[:MISS_WORDS] + "…"
+
+
+def not_counted(infra: int) -> str:
+    """`3 runs not counted: infra`: the runs left out of every pass rate because the infrastructure failed them."""
+    return f"{plural(infra, 'run')} not counted: infra"

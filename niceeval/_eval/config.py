@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from niceeval._core.errors import ConfigError, caller_location, relative, user_location
+from niceeval._core.failure import DEFAULT_INFRA_RETRIES
 from niceeval._core.sandbox_kinds import SANDBOX_KINDS, SandboxDeclaration
 from niceeval._core.settings import JudgeSettings, Price
 
@@ -49,6 +50,13 @@ class Config(BaseModel):
     """Suite gate: the share of cases (planned evals) that must pass; `--min-suite-pass-rate` wins."""
     min_mean: dict[str, float] = Field(default_factory=dict)
     """Suite gates: the least mean score per assertion name or kind (`{"rubric": 0.8}`); `--min-mean` adds."""
+    infra_retries: int = Field(default=DEFAULT_INFRA_RETRIES, ge=0)
+    """Times a run that failed for `infra` (provider outage, sandbox that did not start) runs again before it is
+    reported, left out of the pass rate; `--infra-retries` wins."""
+    stop_after_infra: int | None = Field(default=None, ge=1)
+    """Stop the suite run after this many runs in a row failed for `infra`; `--stop-after-infra` wins."""
+    classify_failure: Any = None
+    """`(RunResult) -> "agent" | "infra" | "eval" | None`: reclassify a failed run (None keeps niceeval's class)."""
     root: Path = Field(default_factory=Path.cwd)
     """The project root: the folder holding `niceeval.config.py` (set by the loader)."""
 
@@ -56,6 +64,16 @@ class Config(BaseModel):
     @classmethod
     def _one_path_is_a_list(cls, value: object) -> object:
         return [value] if isinstance(value, str) else value
+
+    @field_validator("classify_failure")
+    @classmethod
+    def _a_hook(cls, value: object) -> object:
+        if value is not None and not callable(value):
+            raise ValueError(
+                f"classify_failure is a function taking the failed RunResult and returning 'agent', 'infra', "
+                f"'eval' or None; got {value!r:.80}"
+            )
+        return value
 
     @field_validator("sandbox")
     @classmethod
@@ -124,7 +142,7 @@ def define_config(**settings: Any) -> Config:
     """Build the project configuration in `niceeval.config.py` (assign it to `config`).
 
     Keys: `evals`, `concurrency`, `timeout`, `judge`, `pricing`, `agent`, `fail_on_inconclusive`, `variants`,
-    `store`, `sandbox`, `min_suite_pass_rate`, `min_mean`.
+    `store`, `sandbox`, `min_suite_pass_rate`, `min_mean`, `infra_retries`, `stop_after_infra`, `classify_failure`.
     A wrong key or value raises a `ConfigError` naming the key and what to write instead.
     """
     where = caller_location(1) or CONFIG_FILE

@@ -19,6 +19,7 @@ from niceeval._eval.compare import Comparison, MaxScore, select_max
 from niceeval._eval.points import earned, points_rule
 from niceeval._run.discovery import EvalEntry
 from niceeval._run.execute import ExecOptions
+from niceeval._run.failures import classified
 from niceeval._run.judging import spend_of
 from niceeval._run.selecting import Member, resolve_select_best
 
@@ -87,9 +88,16 @@ class CrossRuns:
             fail_on_inconclusive=self._options.fail_on_inconclusive,
             points_short=rule is not None and rule.short(earned(assertions)),
         )
-        return result.model_copy(
-            update={"assertions": assertions, "outcome": outcome, "error": error, "judge_spend": spend_of(assertions)}
+        refolded = result.model_copy(
+            update={
+                "assertions": assertions,
+                "outcome": outcome,
+                "error": error,
+                "judge_spend": spend_of(assertions),
+                "failure": None,
+            }
         )
+        return classified(refolded, self._options.classify_failure)  # the comparison may have failed the run
 
 
 def _resolve_max_score(taking: list[tuple[Member, Comparison]], settings: MaxScore) -> None:

@@ -1,7 +1,8 @@
-"""When a suite stops starting runs early: `--budget USD` reached, or `-x/--exitfirst` after the first failed eval.
+"""When a suite stops starting runs early: `--budget USD` reached, `-x/--exitfirst` after the first failed eval, an
+`ExperimentFatalError`, or `--stop-after-infra N` infra failures in a row; and when one eval stops (`EvalFatalError`).
 
 Runs already under way finish and are reported (nothing computed is lost); the runs never started are counted,
-and the summary says why the suite stopped.
+and the summary says why the suite (or the eval) stopped.
 """
 
 from __future__ import annotations
@@ -21,17 +22,27 @@ class RunControl:
     Attributes:
         budget: `--budget USD`: agent + judge spend at which no new run starts.
         exitfirst: `-x/--exitfirst`: no new run starts once an eval has failed.
+        stop_after_infra: `--stop-after-infra N`: no new run starts after N infra failures in a row.
     """
 
     budget: float | None = None
     exitfirst: bool = False
+    stop_after_infra: int | None = None
+    """`--stop-after-infra N`: no new run starts after N runs in a row failed for `infra` (after their retries)."""
     spent: Spend | None = None
     stopped: str | None = None
     """Why no new run starts, once decided."""
     not_started: int = 0
-    """Runs left out because the suite stopped."""
+    """Runs left out because the suite, or their eval, stopped."""
     group_sizes: Mapping[str, int] = field(default_factory=dict)
     """The members of each eval group (by `EvalEntry.eval_group_key`): one work item of a group is that many runs."""
+    halted: dict[str, str] = field(default_factory=dict)
+    """Evals an `EvalFatalError` stopped: eval id -> why; none of their remaining runs start."""
+    infra_in_a_row: int = 0
+
+    def going_on(self) -> bool:
+        """No stop decided yet: new runs (and infra retries) may start."""
+        return self.stopped is None
 
     def runs(self, queue: Iterator[tuple[EvalEntry, list[int]]]) -> Iterator[tuple[EvalEntry, int]]:
         """One worker's runs from the shared `queue`, until the suite stops (an item's runs stay together)."""
@@ -41,6 +52,9 @@ class RunControl:
                 if self.stopped is not None:
                     self.not_started += (len(indices) - position) * self._size(entry)
                     break
+                if entry.id in self.halted:
+                    self.not_started += 1
+                    continue
                 yield entry, index
 
     def count_left(self, queue: Iterator[tuple[EvalEntry, list[int]]]) -> None:
@@ -55,6 +69,10 @@ class RunControl:
         """Take the finished `result` (already added to its `tally`) into account; a problem to report, if any."""
         if self.stopped is not None:
             return None
+        self._fatal(result)
+        self._infra(result)
+        if self.stopped is not None:
+            return None
         if self.budget is not None:
             problem = self._spend(result)
             if problem is not None or self.stopped is not None:
@@ -62,6 +80,24 @@ class RunControl:
         if self.exitfirst and tally.done >= tally.eval.runs and summary.status_of(tally) == "failed":
             self.stopped = f"stopped after the first failed eval ({tally.eval.id}) (-x/--exitfirst)"
         return None
+
+    def _fatal(self, result: RunResult) -> None:
+        """`EvalFatalError` halts the run's eval; `ExperimentFatalError` stops the suite."""
+        error = result.error
+        if error is None or error.stops is None:
+            return
+        run = f"{result.eval_id} (run {result.run_index + 1})"
+        if error.stops == "suite":
+            self.stopped = f"stopped by {error.type} in {run}: {error.message}"
+        else:
+            self.halted.setdefault(result.eval_id, f"{error.type} in {run}: {error.message}")
+
+    def _infra(self, result: RunResult) -> None:
+        """The stop-loss: `stop_after_infra` runs in a row that failed for `infra` stop the suite."""
+        self.infra_in_a_row = self.infra_in_a_row + 1 if result.failure == "infra" else 0
+        wanted = self.stop_after_infra
+        if wanted is not None and self.infra_in_a_row >= wanted:
+            self.stopped = f"stopped after {wanted} runs in a row failed for infra (--stop-after-infra {wanted})"
 
     def _spend(self, result: RunResult) -> Problem | None:
         run_spend = result.agent_spend + result.judge_spend

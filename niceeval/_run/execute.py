@@ -16,7 +16,7 @@ from niceeval._core.awaits import CURRENT_TRACKER
 from niceeval._core.errors import ErrorInfo, UsageError, error_info
 from niceeval._core.events import UsageEvent
 from niceeval._core.outcome import fold
-from niceeval._core.results import RunResult, Spend
+from niceeval._core.results import FailureHook, RunResult, Spend
 from niceeval._core.sandbox_kinds import CURRENT_SANDBOX, SandboxChoice
 from niceeval._core.settings import JudgeSettings, Price
 from niceeval._core.spans import SpanRecord
@@ -28,6 +28,7 @@ from niceeval._eval.efficiency import usage_of
 from niceeval._eval.points import earned, points_rule
 from niceeval._eval.spec import EvalSpec
 from niceeval._run.discovery import EvalEntry
+from niceeval._run.failures import caught, classified, sandbox_failed
 from niceeval._run.judging import JudgeSlot, SuiteJudges, spend_of
 from niceeval._run.stray_threads import watching
 from niceeval.agents._runtime import WORKSPACE, PerVariant
@@ -68,6 +69,8 @@ class ExecOptions:
     agent_for_run: Callable[[str, int], Any] | None = None
     """`rescore`: the agent of each `(eval_id, run_index)`, replacing the eval's and the config's."""
     """The suite's judge clients and cache (set by the suite; without it a run that judges opens its own)."""
+    classify_failure: FailureHook | None = None
+    """The config's `classify_failure` hook: may reclassify each failed run (`agent`, `infra`, `eval`)."""
 
 
 async def _call(entry: EvalEntry, ctx: ContextBase, portal: BlockingPortal | None) -> None:
@@ -139,7 +142,10 @@ def _exit_called(exc: SystemExit | KeyboardInterrupt) -> ErrorInfo:
     else:
         what = "the eval raised KeyboardInterrupt"
     return info.model_copy(
-        update={"message": f"{what}: an eval ends by returning or failing a check; this eval failed, the rest ran"}
+        update={
+            "message": f"{what}: an eval ends by returning or failing a check; this eval failed, the rest ran",
+            "failure": "eval",
+        }
     )
 
 
@@ -155,7 +161,7 @@ async def _body(entry: EvalEntry, ctx: ContextBase, portal: BlockingPortal | Non
     except StopEval:
         pass
     except Exception as exc:
-        return error_info(exc)
+        return caught(exc, getattr(entry.spec.fn, "__code__", None))
     except (SystemExit, KeyboardInterrupt) as exc:  # the eval's own: Ctrl-C cancels the run instead of raising here
         return _exit_called(exc)
     finally:
@@ -292,7 +298,7 @@ async def execute_run(
             await score_workspace(sandbox, spec, folder, state, location, errored=error is not None)
             error = error or state.usage_error
     except Exception as exc:  # the sandbox itself failed (missing fixture, disk full): the run fails, visibly
-        error = error or error_info(exc)
+        error = error or (sandbox_failed(exc) if spec.fixture is not None and sandbox is None else error_info(exc))
     finally:
         if shared is not None:
             shared.commands.log = None
@@ -323,7 +329,7 @@ def _result(
         fail_on_inconclusive=options.fail_on_inconclusive,
         points_short=rule is not None and points is not None and rule.short(points),
     )
-    return RunResult(
+    result = RunResult(
         eval_id=entry.id,
         file=entry.file,
         line=entry.spec.line,
@@ -347,6 +353,7 @@ def _result(
         points=points,
         points_possible=rule.possible if rule is not None else None,
     )
+    return classified(result, options.classify_failure)
 
 
 def failed_without_running(entry: EvalEntry, run_index: int, options: ExecOptions, error: ErrorInfo) -> RunResult:

@@ -7,10 +7,12 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from niceeval._core.failure import DEFAULT_INFRA_RETRIES
 from niceeval._core.redact import Redactor, redacting
 from niceeval._core.results import RunResult
 from niceeval._core.stopping import was_terminated
@@ -21,6 +23,7 @@ from niceeval._run.cross_runs import CrossRuns
 from niceeval._run.discovery import EvalEntry, LoadError
 from niceeval._run.early_stop import RunControl
 from niceeval._run.execute import ExecOptions, execute_run
+from niceeval._run.failures import retried
 from niceeval._run.judging import SuiteJudges, judging_modules
 from niceeval._run.repeats import Repeats, RunQueue, first_runs, runs_of, work
 from niceeval._run.watchdog import LoopWatchdog
@@ -56,6 +59,10 @@ class SuiteOptions:
     """`--budget USD`: no new run starts once agent + judge spend reaches it."""
     exitfirst: bool = False
     """`-x/--exitfirst`: no new run starts once an eval has failed."""
+    infra_retries: int = DEFAULT_INFRA_RETRIES
+    """`--infra-retries N`: times a run that failed for `infra` runs again before it is reported."""
+    stop_after_infra: int | None = None
+    """`--stop-after-infra N`: the suite stops after N runs in a row failed for `infra`."""
 
 
 def select(entries: Sequence[EvalEntry], *, keyword: str | None = None, tags: Sequence[str] = ()) -> list[EvalEntry]:
@@ -149,13 +156,19 @@ async def _run_item(
     grouped: Grouped,
     started: Callable[[str, int], None],
     cross: CrossRuns,
+    infra_retries: int,
+    going_on: Callable[[], bool],
 ) -> list[RunResult]:
     """Run one work item (a run of an eval, or an attempt of its eval group: every member, in order); the runs
-    ready to report (a run waiting for the other variants of its case is held by `cross`)."""
+    ready to report (a run waiting for the other variants of its case is held by `cross`).
+
+    A lone eval's run failed for `infra` is run again (up to `infra_retries` more times, while `going_on()`); an
+    eval group's attempt is not: its members build on each other in one sandbox.
+    """
     finished: list[tuple[EvalEntry, RunResult, list[Comparison]]]
     if entry.eval_group is None:
         started(entry.id, index)
-        result, comparisons = await execute_run(entry, index, options)
+        result, comparisons = await retried(partial(execute_run, entry, index, options), infra_retries, going_on)
         finished = [(entry, result, comparisons)]
     else:
         from niceeval._run.eval_groups import run_group_attempt  # only suites with eval groups load it
@@ -204,7 +217,9 @@ async def run_suite(
     )
 
     sizes = Counter(key for e in entries if (key := e.eval_group_key) is not None)
-    control = RunControl(budget=options.budget, exitfirst=options.exitfirst, group_sizes=sizes)
+    control = RunControl(
+        budget=options.budget, exitfirst=options.exitfirst, group_sizes=sizes, stop_after_infra=options.stop_after_infra
+    )
 
     def record(finished: RunResult) -> None:
         result = redactor.run(finished)
@@ -226,7 +241,10 @@ async def run_suite(
 
     async def worker(exec_options: ExecOptions, cross: CrossRuns) -> None:
         for entry, index in control.runs(queue):
-            for ready in await _run_item(entry, index, exec_options, grouped, sinks.run_started, cross):
+            item = await _run_item(
+                entry, index, exec_options, grouped, sinks.run_started, cross, options.infra_retries, control.going_on
+            )
+            for ready in item:
                 record(ready)
 
     for result in options.prior:
@@ -250,6 +268,7 @@ async def run_suite(
                 control.count_left(queue)
                 summary.runs_saved = repeats.saved(summary.tallies)
                 summary.stopped, summary.not_started = control.stopped, control.not_started
+                summary.halted = control.halted
             finally:
                 with anyio.CancelScope(shield=True):
                     await judges.aclose()  # inside the client scope: the judges' clients are the shared ones

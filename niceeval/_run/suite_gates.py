@@ -1,6 +1,8 @@
 """Suite-level gates: `--min-suite-pass-rate R` (over cases), `--min-mean NAME=R` (an assertion's mean score) and
 `--min-mean-points R` (score evals' mean share of their points).
 
+Runs that failed for `infra` are left out (`EvalTally.counted`), and so is a case with no other run.
+
 Next to the per-eval rules (`--min-pass-rate` over an eval's runs), these judge the suite as a whole, as a
 promptfoo or pydantic-evals user expects ("90% of the cases pass", "the mean helpfulness is at least 0.8"). With
 `--min-suite-pass-rate` a failing case no longer fails the suite by itself: the rate over cases decides. Each
@@ -92,7 +94,8 @@ class GateCollector:
         self.verdicts = []
         if self.gates.min_pass_rate is not None:
             verdicts = {t.eval.id: summary.status_of(t) for t in summary.tallies if t.done}
-            counted = [t for t in summary.tallies if verdicts.get(t.eval.id, "skipped") != "skipped"]
+            # a case whose every run failed for infra measured nothing: left out, as its runs are from its rate
+            counted = [t for t in summary.tallies if verdicts.get(t.eval.id, "skipped") != "skipped" and t.counted]
             estimate = clustered_rate(
                 [(int(verdicts[t.eval.id] != "failed"), 1) for t in counted],
                 [t.eval.cluster or t.eval.id for t in counted],

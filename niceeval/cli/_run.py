@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from niceeval._core.wording import plural
@@ -146,6 +147,19 @@ def _usd(text: str) -> float:
     return value
 
 
+def _count(flag: str, *, least: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = least - 1
+        if value < least:
+            raise argparse.ArgumentTypeError(f"{flag} takes a whole number of at least {least}, got {text!r}")
+        return value
+
+    return parse
+
+
 def _add_suite_gate_flags(run: argparse.ArgumentParser) -> None:
     """`--min-suite-pass-rate R`, `--min-mean NAME=R` (also `min_suite_pass_rate=`, `min_mean=` in the config)."""
     run.add_argument(
@@ -178,6 +192,20 @@ def _add_control_flags(run: argparse.ArgumentParser) -> None:
         help="start no new run once agent + judge spend reaches USD (runs under way finish); exit 1 when reached",
     )
     run.add_argument("-x", "--exitfirst", action="store_true", help="start no new run once an eval has failed")
+    run.add_argument(
+        "--infra-retries",
+        type=_count("--infra-retries", least=0),
+        metavar="N",
+        help="run a run that failed for infra (provider outage after its retries, sandbox that did not start, judge "
+        "unavailable) again up to N times before reporting it (default: config infra_retries, 2); infra runs are "
+        "left out of pass rates",
+    )
+    run.add_argument(
+        "--stop-after-infra",
+        type=_count("--stop-after-infra", least=1),
+        metavar="N",
+        help="stop the suite run after N runs in a row failed for infra (runs under way finish; exit 1)",
+    )
     run.add_argument(
         "--dry-run",
         action="store_true",

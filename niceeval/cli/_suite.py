@@ -202,12 +202,15 @@ def _suite_options(config: Config, args: argparse.Namespace, stored: StoredPlan 
             no_cache=args.no_cache,
             cache_only=args.cache_only,
             agent_for_run=stored.agent_for_run if stored else None,
+            classify_failure=config.classify_failure,
         ),
         done=stored.done if stored else frozenset(),
         prior=stored.prior if stored else (),
         shard=args.shard,
         budget=getattr(args, "budget", None),
         exitfirst=getattr(args, "exitfirst", False),
+        infra_retries=config.infra_retries if getattr(args, "infra_retries", None) is None else args.infra_retries,
+        stop_after_infra=getattr(args, "stop_after_infra", None) or config.stop_after_infra,
     )
 
 

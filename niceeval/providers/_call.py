@@ -67,9 +67,11 @@ async def call(
             if error.cause == "rate_limited":
                 limiter.rate_limited(epoch, None if asked is None else min(asked, policy.max_delay))
             if not retryable or attempt >= policy.max_retries:
-                if attempt:
-                    note = f"{error} (gave up after {attempt + 1} attempts)"
-                    error = ProviderError(error.cause, note, model=error.model, status=error.status)
+                if attempt or retryable:  # `transient`: an error retrying may fix, retries spent: an outage
+                    note = f"{error} (gave up after {attempt + 1} attempts)" if attempt else str(error)
+                    error = ProviderError(
+                        error.cause, note, model=error.model, status=error.status, transient=retryable
+                    )
                 raise error from exc
             delay = asked
             if delay is None:

@@ -15,11 +15,15 @@ ProviderCause = Literal["timeout", "provider_error", "rate_limited", "parse_erro
 class ProviderError(NiceevalError):
     """A provider call that failed for good (after retries)."""
 
-    def __init__(self, cause: ProviderCause, message: str, *, model: str = "", status: int | None = None) -> None:
+    def __init__(
+        self, cause: ProviderCause, message: str, *, model: str = "", status: int | None = None, transient: bool = False
+    ) -> None:
         super().__init__(message)
         self.cause: ProviderCause = cause
         self.model = model
         self.status = status
+        self.transient = transient
+        """Raised after retries of an error that retrying may fix (5xx, 429, timeout, connection): an outage."""
 
 
 def classify(exc: BaseException, model: str) -> tuple[ProviderError, bool]:

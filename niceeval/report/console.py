@@ -14,11 +14,12 @@ from rich.console import Console
 from rich.text import Text
 
 from niceeval._core.assertion import AssertionResult
+from niceeval._core.failure import FAILURE_CLASSES
 from niceeval._core.outcome import Outcome
 from niceeval._core.results import RunResult, Spend
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary, latency_text
 from niceeval._core.text import clean, clean_lines
-from niceeval._core.wording import judge_calls, plural, usd
+from niceeval._core.wording import judge_calls, not_counted, plural, usd
 from niceeval.attacks import AttackTally
 from niceeval.render import (
     VariantTable,
@@ -186,6 +187,7 @@ class ConsoleReporter:
         if turns := latency_text(tally.latencies):
             line.append(f"  turns {turns}", style="dim")
         self._print(line)
+        self._print_failures(runs)
         if status in ("failed", "scored"):
             self._print_misses(runs)
         elif status == "skipped" and runs[0].skip_reason:
@@ -197,6 +199,19 @@ class ConsoleReporter:
         for run in runs:
             if run.sandbox_path:
                 self._print(Text(f"   sandbox kept at {clean(run.sandbox_path)}", style="dim"))
+
+    def _print_failures(self, runs: list[RunResult]) -> None:
+        """Why the failed runs failed, by class (`agent`, `infra`, `eval`): infra runs are not in the pass rate."""
+        for failure in FAILURE_CLASSES:
+            hit = sorted((r for r in runs if r.failure == failure), key=lambda r: r.run_index)
+            if not hit:
+                continue
+            which = f"{runs_text([r.run_index for r in hit])}: " if len(runs) > 1 else ""
+            text = Text(f"   {which}failed for {failure}", style="yellow" if failure == "infra" else "red")
+            if failure == "infra":
+                tries = max(r.attempts for r in hit)
+                text.append(" (not counted in the pass rate" + (f"; tried {tries} times" if tries > 1 else "") + ")")
+            self._print(text)
 
     def _print_misses(self, runs: list[RunResult]) -> None:
         # With --runs N, a miss repeated across runs is printed once, naming the runs it hit.
@@ -294,9 +309,7 @@ class ConsoleReporter:
             line.append(f" · {plural(len(summary.problems), 'error')}", style="red")
         if summary.interrupted:
             line.append(" · interrupted", style="red")
-        if summary.stopped is not None:
-            not_started = plural(summary.not_started, "run")
-            line.append(f" · {clean(summary.stopped, 500)}: {not_started} not started", style="red")
+        self._stops(summary, line)
         line.stylize("green" if summary.exit_code == 0 else "red", 0, len(", ".join(parts)))
         for dim in (_suite_rate_text(summary), suite_points_text(summary.tallies), _saved_text(summary)):
             if dim:
@@ -311,6 +324,21 @@ class ConsoleReporter:
         ]
         if spend:
             self._print(Text(" · ".join(spend), style="dim"))
+
+    def _stops(self, summary: SuiteSummary, line: Text) -> None:
+        """Runs not counted (infra) and not started (the suite or an eval stopped) on the summary `line`.
+
+        An eval an `EvalFatalError` stopped gets a line of its own.
+        """
+        if summary.infra:
+            line.append(f" · {not_counted(summary.infra)}", style="yellow")
+        if summary.stopped is not None:
+            not_started = plural(summary.not_started, "run")
+            line.append(f" · {clean(summary.stopped, 500)}: {not_started} not started", style="red")
+        elif summary.halted:
+            line.append(f" · {plural(summary.not_started, 'run')} not started", style="red")
+        for eval_id, why in summary.halted.items():
+            self._print(Text(f" HALTED {clean(eval_id, 200)}: {clean(why, 500)}", style="red"))
 
 
 def _judge_notes(summary: SuiteSummary) -> list[str]:

@@ -86,6 +86,7 @@ class JsonReporter:
             "interrupted": summary.interrupted,
             "stopped": summary.stopped,
             "not_started": summary.not_started,
+            "halted": summary.halted,
             "missing_runs": summary.missing_runs,
             "exit_code": summary.exit_code,
             "summary": {
@@ -94,6 +95,7 @@ class JsonReporter:
                 "runs_high": summary.adaptive_most,
                 "runs_saved": summary.runs_saved,
                 **counts,
+                "not_counted": {"infra": summary.infra},
                 "inconclusive_assertions": summary.inconclusive,
                 "unstable_assertions": summary.unstable,
                 "agent_spend": summary.agent_spend.model_dump(),
@@ -121,6 +123,7 @@ class JsonReporter:
                 "tags": list(planned.tags),
                 "status": summary.status_of(tally) if tally.done else None,
                 "pass_rate": rate,
+                "not_counted": {"infra": tally.infra},
                 "pass_rate_interval": _interval(eval_rate(tally, strict=summary.strict)),
                 "pass_at_k": {str(k): round(v, 6) for k, v in tally.pass_at_k(strict=summary.strict).items()},
                 "pass_hat_k": {str(k): round(v, 6) for k, v in tally.pass_hat_k(strict=summary.strict).items()},

@@ -73,6 +73,8 @@ class JsonlReporter:
                 "interrupted": summary.interrupted,
                 "stopped": summary.stopped,
                 "not_started": summary.not_started,
+                "halted": summary.halted,
+                "not_counted": {"infra": summary.infra},
                 "agent_spend": summary.agent_spend.model_dump(),
                 "judge_spend": summary.judge_spend.model_dump(),
                 "problems": [{"location": p.location, "message": p.message} for p in summary.problems],

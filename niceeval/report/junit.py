@@ -54,8 +54,9 @@ def _describe_misses(result: RunResult) -> str:
 def _add_properties(case: ET.Element, result: RunResult, rate: Estimate | None) -> None:
     """`<properties>` of one run.
 
-    The eval's pass rate with its 95% interval (with --runs N), the run's model calls, tokens (input, output,
-    cache-read) and cost, agent and judge apart.
+    The eval's pass rate with its 95% interval (with --runs N), a failed run's class (`failure_class`: agent,
+    infra, eval) and `attempts` when retried, the run's model calls, tokens (input, output, cache-read) and cost,
+    agent and judge apart.
     """
     rows = []
     if result.points is not None and result.points_possible is not None:
@@ -66,6 +67,10 @@ def _add_properties(case: ET.Element, result: RunResult, rate: Estimate | None) 
             ("eval.pass_rate_low", f"{rate.low:.6f}"),
             ("eval.pass_rate_high", f"{rate.high:.6f}"),
         ]
+    if result.failure is not None:
+        rows.append(("failure_class", result.failure))
+    if result.attempts > 1:
+        rows.append(("attempts", str(result.attempts)))
     for side, spent in (("agent", result.agent_spend), ("judge", result.judge_spend)):
         if not (spent.calls or spent.cached):
             continue
@@ -171,6 +176,9 @@ class JUnitReporter:
         elif result.outcome == "skipped":
             self._counts["skipped"] += 1
             ET.SubElement(case, "skipped", message=_xml_text(result.skip_reason or ""))
+        elif missed and result.failure == "infra":
+            out = ET.SubElement(case, "system-out")
+            out.text = _xml_text("failed for infra, not counted in the pass rate:\n" + _describe_misses(result))
         elif missed:
             rate = f"{tally.passing(strict=self.strict)}/{tally.counted} runs passed"
             out = ET.SubElement(case, "system-out")

@@ -62,7 +62,9 @@ def _tallies(conn: Connection, suite_run_id: str) -> dict[str, EvalTally]:
     plan = select(suite_evals.c.eval_id, suite_evals.c.runs, suite_evals.c.cluster).where(
         suite_evals.c.suite_run_id == suite_run_id
     )
-    outcomes = select(eval_runs.c.eval_id, eval_runs.c.outcome).where(eval_runs.c.suite_run_id == suite_run_id)
+    outcomes = select(eval_runs.c.eval_id, eval_runs.c.outcome, eval_runs.c.failure_class).where(
+        eval_runs.c.suite_run_id == suite_run_id
+    )
     return tallies(conn.execute(plan), conn.execute(outcomes))
 
 

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from niceeval._core.events import Event
+from niceeval._core.failure import FailureClass
 from niceeval._core.outcome import Outcome
 from niceeval.store._suite_run import ShardStatus as ShardStatus
 from niceeval.store._suite_run import SuiteKind as SuiteKind
@@ -60,6 +61,8 @@ class SuiteRunInfo(BaseModel):
     """Shards writing this suite run (`--run-id`, with `--shard I/N`: N; without: 1); None without `--run-id`."""
     shards_done: int = 0
     """Shards that finished; the suite run is `finished` when all `shard_count` have."""
+    stopped: str | None = None
+    """Why it stopped starting runs early (`ExperimentFatalError`, `--stop-after-infra`, `--budget`, `-x`)."""
 
     @property
     def shards_pending(self) -> bool:
@@ -120,6 +123,10 @@ class EvalRunInfo(BaseModel):
     """A score eval's points earned in this run (`None`: a pass/fail eval, or stored before 0011_points)."""
     points_possible: float | None = None
     """A score eval's points a run can earn (`None`: a pass/fail eval, or stored before 0011_points)."""
+    failure: FailureClass | None = None
+    """Why a failed run failed: `agent`, `infra` (left out of pass rates) or `eval` (`None`: stored before 0011)."""
+    attempts: int = 1
+    """How many times the run was executed (more than 1: an infra failure was retried)."""
 
 
 class ShardInfo(BaseModel):

@@ -6,7 +6,7 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, RowMapping, func, select
+from sqlalchemy import Connection, RowMapping, func, or_, select
 
 from niceeval._core.outcome import Outcome
 from niceeval._core.results import RunResult
@@ -137,6 +137,8 @@ def _summary(row: RowMapping) -> EvalRunInfo:
         variant=row["variant"],
         points=row["points"],
         points_possible=row["points_possible"],
+        failure=row.get("failure_class"),
+        attempts=row.get("attempts") or 1,
     )
 
 
@@ -145,7 +147,10 @@ def pass_rates(conn: Connection, runs: Sequence[SuiteRunInfo]) -> dict[str, floa
     strict), each eval weighing the same (`niceeval.stats.clustered_rate`)."""
     query = (
         select(eval_runs.c.suite_run_id, eval_runs.c.eval_id, eval_runs.c.outcome, func.count())
-        .where(eval_runs.c.suite_run_id.in_(list({run.id for run in runs})))
+        .where(
+            eval_runs.c.suite_run_id.in_(list({run.id for run in runs})),
+            or_(eval_runs.c.failure_class.is_(None), eval_runs.c.failure_class != "infra"),  # not counted
+        )
         .group_by(eval_runs.c.suite_run_id, eval_runs.c.eval_id, eval_runs.c.outcome)
     )
     counts: dict[str, dict[str, dict[str, int]]] = {}

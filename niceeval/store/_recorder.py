@@ -362,6 +362,7 @@ class StoreSink:
             exit_code=summary.exit_code,
             duration_s=summary.duration_s,
             errors=tuple({"location": p.location, "message": p.message} for p in summary.problems),
+            stopped=summary.stopped,
         )
 
     def _record_end(self, summary: SuiteSummary) -> bool:

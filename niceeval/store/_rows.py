@@ -77,5 +77,7 @@ def from_rows(
         variant=row["variant"],
         points=row["points"],
         points_possible=row["points_possible"],
+        failure=row.get("failure_class"),
+        attempts=row.get("attempts") or 1,
         spans=[SpanRecord.model_validate(span["payload"]) for span in span_rows],
     )

@@ -85,6 +85,7 @@ suite_runs = Table(
     Column("shard_count", Integer),
     Column("shards_done", Integer, nullable=False, server_default="0"),
     Column("plan_digest", String(64)),
+    Column("stopped", Text),
     Index(None, "started_at"),
     Index(None, "status", "started_at"),
 )
@@ -132,6 +133,8 @@ eval_runs = Table(
     Column("file", Text, nullable=False),
     Column("line", Integer, nullable=False),
     Column("outcome", String(16), nullable=False),
+    Column("failure_class", String(8)),
+    Column("attempts", Integer),
     Column("finished_at", When, nullable=False),
     Column("duration_s", Float, nullable=False),
     Column("error", Json),

@@ -74,7 +74,7 @@ EVAL_RUNS = Columns(
     ("id", "suite_run_id", "eval_id", "run_index", "file", "line", "outcome", "finished_at", "duration_s", "error",
      "skip_reason", "sandbox_path", "workspace_diff", "agent_calls", "agent_tokens", "agent_cost", "judge_calls",
      "judge_tokens", "judge_cost", "judge_cached", "unpriced", "input_tokens", "output_tokens", "cache_read_tokens",
-     "case_id", "variant", "points", "points_possible"),
+     "case_id", "variant", "points", "points_possible", "failure_class", "attempts"),
     json=frozenset({"error", "unpriced", "variant"}),
     when=frozenset({"finished_at"}),
 )  # fmt: skip
@@ -289,7 +289,8 @@ def _eval_run(result: RunResult, finished: Any) -> tuple[Any, ...]:
         result.sandbox_path, result.workspace_diff, agent.calls, agent.tokens, agent.cost, judge.calls, judge.tokens,
         judge.cost, judge.cached, _json(unpriced).decode(), sum(e.input_tokens for e in usage),
         sum(e.output_tokens for e in usage), sum(e.cache_read_tokens for e in usage),
-        result.case_id, _json(result.variant).decode(), result.points, result.points_possible,
+        result.case_id, _json(result.variant).decode(), result.points, result.points_possible, result.failure,
+        result.attempts,
     )  # fmt: skip
 
 
@@ -325,9 +326,9 @@ def finish_suite(session: Session, suite_run_id: str, end: SuiteEnd) -> None:
     errors_mark = "?" + session.dialect.json_cast
     session.execute(
         f"UPDATE suite_runs SET status = ?, finished_at = ?, exit_code = ?, duration_s = coalesce(duration_s, 0.0) "
-        f"+ ?, errors = {errors_mark}, {assignments} WHERE id = ?",  # a resume adds its own time
+        f"+ ?, errors = {errors_mark}, stopped = ?, {assignments} WHERE id = ?",  # a resume adds its own time
         (end.status, session.dialect.stamp(datetime.now(UTC)), end.exit_code, end.duration_s, _dumps(list(end.errors)),
-         *(counted[name] for name in names), suite_run_id),
+         end.stopped, *(counted[name] for name in names), suite_run_id),
     )  # fmt: skip
 
 
@@ -338,7 +339,7 @@ def totals(session: Session, suite_run_id: str) -> dict[str, Any]:
         "SELECT eval_id, runs, cluster FROM suite_evals WHERE suite_run_id = ?", (suite_run_id,)
     ).fetchall()
     outcomes = session.execute(
-        "SELECT eval_id, outcome FROM eval_runs WHERE suite_run_id = ?", (suite_run_id,)
+        "SELECT eval_id, outcome, failure_class FROM eval_runs WHERE suite_run_id = ?", (suite_run_id,)
     ).fetchall()
     counts = dict.fromkeys(("passed", "scored", "failed", "skipped"), 0)
     if rule is not None:

@@ -53,6 +53,8 @@ class SuiteEnd:
     """How long this process ran it (a resume or a shard's retry adds its own time to what is stored)."""
     errors: tuple[Mapping[str, str], ...] = ()
     """The suite's problems (`{"location": ..., "message": ...}`): eval files that did not load, API misuse."""
+    stopped: str | None = None
+    """Why it stopped starting runs early (`ExperimentFatalError`, `--stop-after-infra`, `--budget`, `-x`)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,17 +10,18 @@ from niceeval._core.summary import EvalTally, PlannedEval
 
 
 def tallies(plan: Iterable[Any], outcomes: Iterable[Any]) -> dict[str, EvalTally]:
-    """Each eval's tally, from its plan rows `(eval_id, runs, cluster)` and its runs' `(eval_id, outcome)`."""
+    """Each eval's tally, from its plan rows `(eval_id, runs, cluster)` and its runs' `(eval_id, outcome,
+    failure_class)` (an `infra` failure is left out of the pass rate)."""
     planned = {row[0]: (row[1], row[2]) for row in plan}
     found: dict[str, EvalTally] = {}
-    for eval_id, outcome in outcomes:
+    for eval_id, outcome, failure in outcomes:
         tally = found.get(eval_id)
         if tally is None:
             runs, cluster = planned.get(eval_id, (1, None))
             tally = found[eval_id] = EvalTally(
                 eval=PlannedEval(id=eval_id, file="", line=0, runs=runs, cluster=cluster)
             )
-        tally.counts[outcome] += 1
+        tally.count_run(outcome, failure)
     return found
 
 

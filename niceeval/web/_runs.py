@@ -156,7 +156,7 @@ def runs_pass_rate(detail: SuiteRunDetail) -> Estimate:
     }
     for info in detail.eval_runs:
         if info.eval_id in tallies:
-            tallies[info.eval_id].counts[info.outcome] += 1
+            tallies[info.eval_id].count_run(info.outcome, info.failure)
     return suite_rate(tallies.values(), strict=detail.run.strict)
 
 
@@ -218,7 +218,7 @@ def eval_lines(detail: SuiteRunDetail, misses: dict[tuple[str, int], AssertionRe
             continue
         tally = EvalTally(eval=PlannedEval(id=planned.eval_id, file=planned.file, line=planned.line, runs=planned.runs))
         for info in done:
-            tally.counts[info.outcome] += 1
+            tally.count_run(info.outcome, info.failure)
             tally.total_duration_s += info.duration_s
             if info.outcome != "skipped":
                 tally.add_points(info.points, info.points_possible)

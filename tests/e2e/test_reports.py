@@ -78,6 +78,7 @@ def test_json_report_has_a_schema_version_and_counts_per_outcome(outcomes: Resul
         "scored": 1,
         "failed": 2,
         "skipped": 1,
+        "not_counted": {"infra": 0},
         "inconclusive_assertions": 0,
         "unstable_assertions": 0,
         "errors": 0,
