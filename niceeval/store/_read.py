@@ -230,13 +230,17 @@ def _load_carried(conn: Connection, rows: Sequence[RowMapping]) -> list[RunResul
     """Carried and accepted slots in full: the records of the runs they point to, as this suite run's slots."""
     found = []
     for row in rows:
-        source = conn.execute(
-            select(eval_runs).where(
-                eval_runs.c.suite_run_id == row["carried_from"],
-                eval_runs.c.eval_id == row["eval_id"],
-                eval_runs.c.run_index == row["carried_index"],
+        source = (
+            conn.execute(
+                select(eval_runs).where(
+                    eval_runs.c.suite_run_id == row["carried_from"],
+                    eval_runs.c.eval_id == row["eval_id"],
+                    eval_runs.c.run_index == row["carried_index"],
+                )
             )
-        ).mappings().first()
+            .mappings()
+            .first()
+        )
         if source is None:  # the suite run it came from was deleted (`niceeval gc`): its summary is what is left
             found.append(from_rows(row, (), {}, ()))
             continue

@@ -9,7 +9,6 @@ import pytest
 from niceeval._core.results import Spend
 from niceeval.store import Store, SuiteRunStart
 from niceeval.store._recorder import SuiteEnd
-
 from tests.store.test_store import full_result, planned, recording, result
 
 

@@ -38,7 +38,10 @@ def upgrade() -> None:
             ["suite_run_id"], ["suite_runs.id"], name="fk_acceptances_suite_run_id_suite_runs", ondelete="CASCADE"
         ),
         sa.UniqueConstraint(
-            "experiment", "identity", "suite_run_id", "run_index",
+            "experiment",
+            "identity",
+            "suite_run_id",
+            "run_index",
             name="uq_acceptances_experiment_identity_suite_run_id_run_index",
         ),  # fmt: skip
     )
