@@ -11,6 +11,8 @@ The read API (what `niceeval runs/show/diff` and the viewer use):
 - `Store.shards(ref)`: the shards of a suite run written with `--run-id` that have reported (`ShardInfo`).
 - `Store.abandoned(runs)`: which of them say `running` though no process writes them any more (killed, or their
   end could not be written): `niceeval runs` shows those as interrupted.
+- `Store.slots(experiment)`, `Store.acceptances(experiment)`: what an experiment's runs recorded, slot by slot,
+  and the runs it adopted (`niceeval accept`); `Store.runs(experiment=...)` lists its suite runs.
 - `Store.diff(base, head, DiffOptions(...))`: both runs judged by one rule, changes weighed against noise, new and
   gone evals, scores that moved (`RunDiff`).
 
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
     from niceeval.store._diff import DiffOptions
     from niceeval.store._errors import StoreError
     from niceeval.store._models import (
+        AcceptanceInfo,
         EvalRunInfo,
         OutcomeChange,
         PlannedEvalInfo,
@@ -55,6 +58,7 @@ if TYPE_CHECKING:
     from niceeval.store._url import DEFAULT_PATH
 
 _HOMES = {
+    "AcceptanceInfo": "niceeval.store._models",
     "DiffOptions": "niceeval.store._diff",
     "DEFAULT_PATH": "niceeval.store._url",
     "EvalRunInfo": "niceeval.store._models",
@@ -74,6 +78,7 @@ _HOMES = {
 }
 
 __all__ = [
+    "AcceptanceInfo",
     "DiffOptions",
     "DEFAULT_PATH",
     "EvalRunInfo",

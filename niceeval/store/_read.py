@@ -146,6 +146,8 @@ def _summary(row: RowMapping) -> EvalRunInfo:
         provenance=row["provenance"],
         carried_from=row["carried_from"],
         carried_index=row["carried_index"],
+        identity=row["identity"],
+        error_kind=error.get("kind") if error else None,
     )
 
 
