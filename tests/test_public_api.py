@@ -30,6 +30,9 @@ def test_top_level_exports() -> None:
             "UsageError",
             "define_config",
             "define_eval",
+            "EvalRef",
+            "Experiment",
+            "define_experiment",
         ]
     )
 

@@ -190,6 +190,13 @@ class Flags(Mapping[str, Any]):
             f"define_experiment(flags={{{name!r}: ...}}), or read it with t.flags.get({name!r}, default)."
         )
 
+    def get(self, name: str, default: Any = None) -> Any:
+        """The flag, or `default` when the experiment does not set it."""
+        return self._values.get(name, default)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._values
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._values)
 

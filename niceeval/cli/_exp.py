@@ -34,7 +34,15 @@ if TYPE_CHECKING:
 
 
 class _ExperimentForms(argparse._SubParsersAction):  # type: ignore[type-arg]
-    """`niceeval exp PATH ...` is `niceeval exp run PATH ...`: a first word that names no form is a path."""
+    """`niceeval exp PATH ...` is `niceeval exp run PATH ...`: a first word that names no form is a path.
+
+    It takes the rest of the command line as it is (argparse's `REMAINDER`, which checks no choice), so a path is
+    not refused as an unknown form before this action sees it.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.nargs = argparse.REMAINDER
 
     def __call__(
         self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option: Any = None
