@@ -90,6 +90,7 @@ def test_store_exports() -> None:
 
     assert sorted(niceeval.store.__all__) == sorted(
         [
+            "AcceptanceInfo",
             "DEFAULT_PATH",
             "DiffOptions",
             "EvalRunInfo",

@@ -184,7 +184,7 @@ class ExperimentRun:
     def identities(self, config: Config, entries: Sequence[EvalEntry], grader: str | None) -> dict[str, str]:
         """Each entry's slot identity: its source and case, the experiment's configuration, niceeval's major
         version (`config` already `configure`d)."""
-        from niceeval.store._meta import niceeval_version
+        from niceeval.store._recorder import niceeval_version
 
         setup = {
             **self.experiment.settings(),

@@ -25,11 +25,8 @@ from niceeval.cli._common import (
 from niceeval.cli._run import add_run_flags
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
-
     from niceeval._eval.config import Config
     from niceeval._eval.experiment import Experiment
-    from niceeval._run.discovery import EvalEntry
     from niceeval._run.experiments import ExperimentRun
 
 
@@ -120,7 +117,7 @@ def _exp(args: argparse.Namespace) -> int:
 def _run_experiment(args: argparse.Namespace, run: ExperimentRun, config: Config, count: int) -> int:
     """One experiment: its setup, its suite run, its teardown (also after an interruption or a failure)."""
     from niceeval._run.experiments import call_hook
-    from niceeval.cli._run import _run
+    from niceeval.cli._run import run_command
 
     exp = run.experiment
     one = argparse.Namespace(**vars(args))
@@ -139,7 +136,7 @@ def _run_experiment(args: argparse.Namespace, run: ExperimentRun, config: Config
     if hooks and exp.setup is not None and not _hook(exp, "setup", call_hook):
         return EXIT_USAGE
     try:
-        return _run(one)
+        return run_command(one)
     finally:
         if hooks and exp.teardown is not None:
             _hook(exp, "teardown", call_hook)
@@ -165,36 +162,6 @@ def _described(exp: Experiment) -> str:
     parts += [f"flags {dict(exp.flags)}"] if exp.flags else []
     parts += [f"labels {dict(exp.labels)}"] if exp.labels else []
     return f": {', '.join(parts)}" if parts else ""
-
-
-def experiment_plan(
-    config: Config, args: argparse.Namespace, entries: Sequence[EvalEntry], identities: Mapping[str, str]
-) -> int:
-    """`niceeval exp --dry-run`: each eval's attempts, those carried (and from which runs) and those to run."""
-    from niceeval._run.experiments import Carry
-    from niceeval._run.storing import StoreRequest, store_location
-
-    run: ExperimentRun = args.experiment
-    runs = args.runs or 1
-    carry = Carry()
-    location = store_location(
-        StoreRequest(flag=args.store, off=args.no_store, configured=config.store, root=config.root)
-    )
-    if location is not None and ("://" in location or Path(location).exists()):
-        from niceeval.store import Store
-
-        with Store.open(location, root=config.root) as store:
-            carry = run.carry(store, entries, runs, identities)
-    total = carried = 0
-    for entry in entries:
-        wanted = entry.spec.runs or runs
-        held = carry.count(entry.id)
-        sources = sorted({r.carried_from or "" for r in carry.results if r.eval_id == entry.id})
-        origin = f" (from {', '.join(sources)})" if held else ""
-        print(f"  {entry.id}: {held} carried{origin}, {wanted - held} to run")
-        total, carried = total + wanted, carried + held
-    print(f"experiment {run.id}: {plural(total, 'attempt')}: {carried} carried, {total - carried} to run")
-    return EXIT_OK
 
 
 def _list(args: argparse.Namespace) -> int:

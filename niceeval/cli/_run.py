@@ -50,7 +50,7 @@ def add_run_commands(commands: argparse._SubParsersAction[argparse.ArgumentParse
     run = commands.add_parser("run", help="run evals and report the results")
     run.add_argument("paths", nargs="*", help="eval files or folders, or file.py::name (default: config `evals`)")
     add_run_flags(run)
-    run.set_defaults(handler=_run)
+    run.set_defaults(handler=run_command)
     _add_list_and_rescore(commands, run)
 
 
@@ -134,7 +134,7 @@ def _add_list_and_rescore(
     add_report_flags(rescore)
     add_config_flag(rescore)
     add_store_flag(rescore)
-    rescore.set_defaults(handler=_run)
+    rescore.set_defaults(handler=run_command)
     own = vars(rescore.parse_args(["RUN"]))
     rescore.set_defaults(**{k: v for k, v in vars(run.parse_args([])).items() if k not in own})
 
@@ -234,14 +234,12 @@ def _otel_endpoint(args: argparse.Namespace) -> str | None:
     return otel_endpoint(flag)
 
 
-def _dry_run(
-    config: Config, args: argparse.Namespace, entries: list[EvalEntry], identities: Mapping[str, str]
-) -> int:
+def _dry_run(config: Config, args: argparse.Namespace, entries: list[EvalEntry], identities: Mapping[str, str]) -> int:
     from niceeval._run.dryrun import plan_lines
     from niceeval._run.execute import ExecOptions
 
     if getattr(args, "experiment", None) is not None:
-        from niceeval.cli._exp import experiment_plan
+        from niceeval.cli._exp_plan import experiment_plan
 
         return experiment_plan(config, args, entries, identities)
 
@@ -302,7 +300,8 @@ def _adaptive(args: argparse.Namespace) -> str | None:
     return None
 
 
-def _run(args: argparse.Namespace) -> int:
+def run_command(args: argparse.Namespace) -> int:
+    """`niceeval run` (and `rescore`, and each experiment of `niceeval exp`, `args.experiment`): the exit code."""
     from niceeval._run.gc_pacing import paused_collection
 
     with paused_collection():

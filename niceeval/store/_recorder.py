@@ -31,6 +31,7 @@ from niceeval.store._connection import WriteConnection
 from niceeval.store._driver import Kind
 from niceeval.store._errors import StoreError
 from niceeval.store._lease import Lease, LeaseHeld, held_message, take_lease
+from niceeval.store._meta import niceeval_version
 from niceeval.store._postgresql_batches import PostgresqlBatches
 from niceeval.store._sqlite_batches import SqliteBatches
 from niceeval.store._statements import RunRows
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
     from niceeval.store._models import AcceptanceInfo
     from niceeval.store._store import Store
 
-__all__ = ["Lease", "Recorder", "ShardJoin", "StoreSink", "SuiteEnd", "masked"]
+__all__ = ["Lease", "Recorder", "ShardJoin", "StoreSink", "SuiteEnd", "masked", "niceeval_version"]
 
 
 class Recorder:
