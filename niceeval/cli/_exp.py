@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from niceeval._core.wording import plural
 from niceeval.cli._common import (
+    EXIT_INTERRUPTED,
     EXIT_OK,
+    EXIT_TERMINATED,
     EXIT_USAGE,
     add_config_flag,
     add_store_flag,
@@ -107,10 +109,12 @@ def _exp(args: argparse.Namespace) -> int:
     config = project_config(args)
     experiments = load_experiments(config.root, args.paths)
     known = tuple((e.id, tuple(e.flags)) for e in experiments)
-    codes = [
-        _run_experiment(args, ExperimentRun(experiment=e, known=known, rerun=args.rerun), config, len(experiments))
-        for e in experiments
-    ]
+    codes = []
+    for experiment in experiments:
+        run = ExperimentRun(experiment=experiment, known=known, rerun=args.rerun)
+        codes.append(_run_experiment(args, run, config, len(experiments)))
+        if codes[-1] in (EXIT_INTERRUPTED, EXIT_TERMINATED):  # Ctrl-C stops them all, not just the one under way
+            break
     return max(codes, default=EXIT_OK)
 
 
