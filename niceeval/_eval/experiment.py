@@ -56,7 +56,8 @@ class Experiment:
     teardown: Callable[[], Any] | None = None
     """Called once after, even when the run was interrupted or failed."""
     early_exit: bool = False
-    """Stop an eval's attempts at its first pass (pass@k): its attempts then run one after another."""
+    """Stop an eval's attempts at its first pass (pass@k): its attempts then run one after another, and an eval
+    passes when one of them passed (`--min-pass-rate` wins)."""
     id: str = ""
     file: str = ""
     """`experiments/<id>.py`, set by the loader."""

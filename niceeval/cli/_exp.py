@@ -131,6 +131,8 @@ def _run_experiment(args: argparse.Namespace, run: ExperimentRun, config: Config
     one.concurrency = args.concurrency or exp.concurrency
     one.timeout = args.timeout or exp.timeout
     one.experiment = run
+    if exp.early_exit and args.min_pass_rate is None:  # pass@k: one pass in its attempts passes an eval
+        one.min_pass_rate = 1 / (one.runs or 1)
     if count > 1:  # one report file per experiment: `report.json` -> `report.<id>.json`
         for name in ("json", "junit", "html"):
             path: Path | None = getattr(args, name)
@@ -182,8 +184,8 @@ def _list(args: argparse.Namespace) -> int:
         with Store.open(location, root=config.root) as store:
             for exp in experiments:
                 runs = store.runs(experiment=exp.id, limit=1000)
-                latest = f", latest {runs[0].id}" if runs else ""
-                stored[exp.id] = f"{plural(len(runs), 'suite run')}{latest}"
+                if runs:
+                    stored[exp.id] = f"{plural(len(runs), 'suite run')}, latest {runs[0].id}"
     for exp in experiments:
         print(f"{exp.id}  {exp.file}{_described(exp)}  [{stored.get(exp.id, 'no suite run')}]")
     print(plural(len(experiments), "experiment"), file=sys.stderr)
