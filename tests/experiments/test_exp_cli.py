@@ -107,6 +107,7 @@ def test_more_attempts_later_run_only_the_missing_ones_and_carry_the_rest_by_ref
     assert again.code == 0, again.output
     assert len(server.requests) - first == 2 * 3  # 5 attempts after 2: 3 more per eval
     assert "4 attempts carried from earlier runs" in again.stderr
+    assert "carried: 4 attempts from suite run " in again.stdout
     with _store(project) as store:
         older, latest = store.runs(experiment="small")[1], store.runs(experiment="small")[0]
         slots = store.run(latest.id).eval_runs
