@@ -132,7 +132,7 @@ def _run_experiment(args: argparse.Namespace, run: ExperimentRun, config: Config
     one.timeout = args.timeout or exp.timeout
     one.experiment = run
     if exp.early_exit and args.min_pass_rate is None:  # pass@k: one pass in its attempts passes an eval
-        one.min_pass_rate = 1 / (one.runs or 1)
+        one.min_pass_rate = 1 / one.runs if isinstance(one.runs, int) else 0.0
     if count > 1:  # one report file per experiment: `report.json` -> `report.<id>.json`
         for name in ("json", "junit", "html"):
             path: Path | None = getattr(args, name)

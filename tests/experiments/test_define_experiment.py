@@ -157,3 +157,19 @@ def test_an_agents_identity_follows_its_prompt_and_its_code_not_its_object() -> 
 
     identity = agent_identity(echo, has_model=False)
     assert identity.startswith(f"{__name__}.{echo.__qualname__}:") and len(identity.rsplit(":", 1)[1]) == 32
+
+
+def test_the_experiments_settings_lie_over_the_config_and_change_the_slots_identity(tmp_path: Path) -> None:
+    from niceeval import define_config
+
+    config = define_config(agent=lambda m: m, judge={"model": "openai/judge-a", "timeout": 30}, timeout=60)
+    config = config.model_copy(update={"root": tmp_path})
+    plain = ExperimentRun(experiment=define_experiment())
+    judged = ExperimentRun(experiment=define_experiment(judge="openai/judge-b", timeout=5, concurrency=2))
+    laid = judged.configure(config)
+    assert (laid.judge.model, laid.judge.timeout, laid.timeout, laid.concurrency) == ("openai/judge-b", 30, 5, 2)
+    assert plain.configure(config) == config
+    entries = [_entry("x")]
+    assert plain.identities(config, entries, None) != judged.identities(laid, entries, None)
+    assert plain.identities(config, entries, None) == plain.identities(config, entries, None)
+    assert plain.identities(config, entries, None) != plain.identities(config, entries, "openai/grader")

@@ -192,3 +192,24 @@ def test_a_flag_no_experiment_sets_names_the_flag_the_eval_and_the_experiments_t
         "eval evals/geo.py::greeting reads t.flags['tnoe'], but experiment 'large' does not set it; experiments "
         "that set flags: large (tone)" in done.output
     )
+
+
+def test_the_experiments_budget_stops_new_attempts_and_the_command_line_budget_wins(
+    project: Project, server: LLMServer
+) -> None:
+    project.write(
+        "niceeval.config.py",
+        CONFIG.replace(
+            'config = define_config(agent=openai_agent("openai/base-model"))',
+            'config = define_config(agent=openai_agent("openai/base-model"), concurrency=1, pricing={"openai/small": '
+            '{"input_per_mtok": 100000.0, "output_per_mtok": 100000.0}})',
+        ),
+    )
+    project.write("experiments/small.py", SMALL.replace("runs=2", "runs=3, budget=0.5"))
+    stopped = _exp(project, server, "experiments/small.py")
+    assert stopped.code == 1, stopped.output
+    assert "budget $0.5 reached" in stopped.stdout
+    assert len(server.requests) < 6
+    first = len(server.requests)
+    assert _exp(project, server, "experiments/small.py", "--budget", "1000", "--rerun").code == 0
+    assert len(server.requests) - first == 6
