@@ -36,6 +36,7 @@ def add_store_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
     """`runs`, `show`, `diff`, `export`, `report`, `gc`."""
     runs = commands.add_parser("runs", help="list the suite runs in the results store, latest first")
     runs.add_argument("--limit", type=int, default=20, help="how many (default 20)")
+    runs.add_argument("--experiment", metavar="ID", help="only the suite runs of this experiment (`niceeval exp`)")
     add_config_flag(runs)
     add_store_flag(runs)
     runs.set_defaults(handler=_runs)
@@ -209,7 +210,7 @@ def _runs(args: argparse.Namespace) -> int:
     from niceeval.cli._views import runs_table
 
     with open_existing_store(args) as store:
-        found = store.runs(limit=args.limit)
+        found = store.runs(limit=args.limit, experiment=args.experiment)
         gone = store.abandoned(found)  # left `running` by a writer that is gone: killed, or its end not written
         found = [info.model_copy(update={"status": "interrupted"}) if info.id in gone else info for info in found]
         for line in runs_table(found, store.pass_rates(found)):

@@ -94,6 +94,9 @@ def test_two_experiments_differing_in_model_run_the_suite_each_as_its_own_suite_
         small = store.runs(experiment="small")[0]
         assert (small.runs_done, small.passed) == (4, 2)
         assert {s.provenance for s in store.run(small.id).eval_runs} == {"executed"}
+    listed = project.cli("runs", "--experiment", "large")
+    assert listed.code == 0 and len(listed.stdout.splitlines()) == 2
+    assert listed.stdout.splitlines()[1].endswith("finished, experiment large")
     report = json.loads((project.out / "report.small.json").read_text())  # one report per experiment
     assert {r["outcome"] for e in report["evals"] for r in e["runs"]} == {"passed"}
 

@@ -64,3 +64,20 @@ def test_a_carried_slot_reads_back_as_the_run_it_points_to_and_costs_this_run_no
     assert detail.run.runs_done == 2
     assert detail.run.agent_cost == pytest.approx(0.5)  # what this suite run paid: the carried slot was paid before
     assert store.eval_run("second", executed.eval_id, 0).provenance == "carried"
+
+
+def test_a_carried_slot_whose_run_was_deleted_keeps_its_summary(store: Store) -> None:
+    executed = full_result().model_copy(update={"identity": "abc", "run_index": 0})
+    _suite(store, "first", "gpt", [executed])
+    carried = executed.model_copy(update={"provenance": "carried", "carried_from": "first", "carried_index": 0})
+    _suite(store, "second", "gpt", [carried])
+    with recording(store) as recorder:
+        assert recorder.gc(keep=1) == (1, 1)
+    (loaded,) = store.results("second")
+    assert (loaded.provenance, loaded.carried_from, loaded.outcome, loaded.assertions) == (
+        "carried",
+        "first",
+        "failed",
+        [],
+    )
+    assert store.slots("gpt") == []  # nothing executed is left to carry
