@@ -65,17 +65,22 @@ def _load_file(root: Path, file: Path) -> Experiment:
     shown = relative(str(file))
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
-    spec = importlib.util.spec_from_file_location(f"niceeval_experiment_{file.stem}", file)
+    name = f"niceeval_experiment_{file.stem}"
+    spec = importlib.util.spec_from_file_location(name, file)
     if spec is None or spec.loader is None:
         raise ConfigError(f"cannot load {shown} as Python.")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses and pydantic models in the file look their module up there
     try:
         spec.loader.exec_module(module)
     except ConfigError:
+        sys.modules.pop(name, None)
         raise
     except SyntaxError as exc:
+        sys.modules.pop(name, None)
         raise ConfigError(f"{shown}:{exc.lineno}: syntax error: {exc.msg}") from None
     except Exception as exc:
+        sys.modules.pop(name, None)
         where = user_location(exc.__traceback__) or shown
         raise ConfigError(f"{where}: {shown} raised {type(exc).__name__}: {exc}. Fix the experiment file.") from None
     defined = list({id(v): v for v in vars(module).values() if isinstance(v, Experiment)}.values())
