@@ -33,7 +33,7 @@ async def capital(t):
 
 @define_eval
 async def greeting(t):
-    await t.send("hello " + t.flags.get("tone", "plain"))
+    await t.send(f"hello {t.flags.get('tone', 'plain')} ({t.experiment}, {t.model})")
     t.check(t.reply, includes("says"))
 """
 
@@ -89,6 +89,8 @@ def test_two_experiments_differing_in_model_run_the_suite_each_as_its_own_suite_
     done = _exp(project, server)
     assert done.code == 0, done.output
     assert _models(server) == {"small": 4, "large": 4}  # 2 evals x 2 attempts each, on the experiment's model
+    greetings = {r.last_user_text for r in server.requests if r.last_user_text.startswith("hello")}
+    assert greetings == {"hello plain (small, openai/small)", "hello plain (large, openai/large)"}
     with _store(project) as store:
         assert [r.experiment for r in store.runs()] == ["small", "large"]  # latest first: files run in name order
         small = store.runs(experiment="small")[0]
@@ -137,7 +139,7 @@ def test_rerun_runs_every_attempt_and_a_changed_setup_carries_nothing(project: P
     before = len(server.requests)
     assert _exp(project, server, "experiments/small.py").code == 0
     assert len(server.requests) - before == 4  # the flags are part of the setup: nothing carried
-    assert server.requests[-1].last_user_text in ("hello warm", "Capital of France?")
+    assert "hello warm (small, openai/small)" in {r.last_user_text for r in server.requests[before:]}
 
 
 def test_dry_run_shows_what_is_carried_and_what_will_run_and_calls_nothing(project: Project, server: LLMServer) -> None:
@@ -187,7 +189,7 @@ def test_two_experiment_files_with_one_id_are_refused_naming_both(project: Proje
 def test_a_flag_no_experiment_sets_names_the_flag_the_eval_and_the_experiments_that_set_flags(
     project: Project, server: LLMServer
 ) -> None:
-    project.write("evals/geo.py", EVALS.replace('t.flags.get("tone", "plain")', 't.flags["tnoe"]'))
+    project.write("evals/geo.py", EVALS.replace("t.flags.get('tone', 'plain')", "t.flags['tnoe']"))
     project.write("experiments/large.py", LARGE.replace("runs=2", "runs=1, flags={'tone': 'warm'}"))
     done = _exp(project, server, "--runs", "1")
     assert done.code == 2
@@ -216,3 +218,11 @@ def test_the_experiments_budget_stops_new_attempts_and_the_command_line_budget_w
     first = len(server.requests)
     assert _exp(project, server, "experiments/small.py", "--budget", "1000", "--rerun").code == 0
     assert len(server.requests) - first == 6
+
+
+def test_a_model_of_another_provider_than_the_agent_is_an_error_on_the_run(project: Project, server: LLMServer) -> None:
+    project.write("experiments/small.py", SMALL.replace("openai/small", "anthropic/claude-x"))
+    done = _exp(project, server, "experiments/small.py")
+    assert done.code == 2
+    assert "openai_agent needs a openai/... model, got 'anthropic/claude-x'; use anthropic_agent for it." in done.stdout
+    assert server.requests == []
