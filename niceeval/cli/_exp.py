@@ -131,8 +131,15 @@ def _run_experiment(args: argparse.Namespace, run: ExperimentRun, config: Config
     one.concurrency = args.concurrency or exp.concurrency
     one.timeout = args.timeout or exp.timeout
     one.experiment = run
+    if exp.early_exit and one.runs is not None and not isinstance(one.runs, int):
+        from niceeval._core.errors import ConfigError
+
+        raise ConfigError(
+            f"{exp.file}:{exp.line}: early_exit=True stops at the first pass, so it does not go with --runs "
+            f"{one.runs} (adaptive repeats); give --runs N."
+        )
     if exp.early_exit and args.min_pass_rate is None:  # pass@k: one pass in its attempts passes an eval
-        one.min_pass_rate = 1 / one.runs if isinstance(one.runs, int) else 0.0
+        one.min_pass_rate = 1 / (one.runs or 1)
     if count > 1:  # one report file per experiment: `report.json` -> `report.<id>.json`
         for name in ("json", "junit", "html"):
             path: Path | None = getattr(args, name)

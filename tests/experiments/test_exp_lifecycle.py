@@ -191,3 +191,14 @@ def test_accept_refuses_an_errored_attempt_and_an_unknown_one_and_records_nothin
     assert unknown.code == 2 and f"suite run {run} has no attempt 7 of eval 'evals/flaky.py::boom'" in unknown.stderr
     with _store(project) as store:
         assert store.acceptances("hooked") == []
+
+
+def test_early_exit_refuses_adaptive_repeats(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    refused = project.cli("exp", "--runs", "auto")
+    assert refused.code == 2
+    line = project.line_of("experiments/hooked.py", "experiment = define_experiment(")
+    assert f"experiments/hooked.py:{line}: early_exit=True stops at the first pass, so it does not go with --runs" in (
+        refused.stderr
+    )
+    assert not (project.root / "tries").exists()
