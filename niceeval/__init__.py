@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from niceeval._eval.config import Config, define_config
     from niceeval._eval.context import EvalContext, SyncEvalContext
     from niceeval._eval.conversation import Session, Turn
+    from niceeval._eval.experiment import EvalRef, Experiment, define_experiment
     from niceeval._eval.groups import EvalGroup, define_eval_group
     from niceeval._eval.observe import ToolCall
     from niceeval._eval.simulate import SimulatedConversation
@@ -51,6 +52,9 @@ _HOMES = {
     "ToolCall": "niceeval._eval.observe",
     "SimulatedConversation": "niceeval._eval.simulate",
     "EvalSpec": "niceeval._eval.spec",
+    "EvalRef": "niceeval._eval.experiment",
+    "Experiment": "niceeval._eval.experiment",
+    "define_experiment": "niceeval._eval.experiment",
     "define_eval": "niceeval._eval.spec",
     "run": "niceeval.cli",
     "run_async": "niceeval.cli",
@@ -87,6 +91,9 @@ __all__ = [
     "run_async",
     "SuiteResult",
     "define_eval_group",
+    "EvalRef",
+    "Experiment",
+    "define_experiment",
 ]
 
 __getattr__ = lazy_getattr(__name__, _HOMES)

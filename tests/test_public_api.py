@@ -39,6 +39,9 @@ def test_top_level_exports() -> None:
             "run_async",
             "SuiteResult",
             "define_eval_group",
+            "EvalRef",
+            "Experiment",
+            "define_experiment",
         ]
     )
 
@@ -96,6 +99,7 @@ def test_store_exports() -> None:
 
     assert sorted(niceeval.store.__all__) == sorted(
         [
+            "AcceptanceInfo",
             "DEFAULT_PATH",
             "DiffOptions",
             "EvalRunInfo",

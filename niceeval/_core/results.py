@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -13,6 +13,8 @@ from niceeval._core.events import Event
 from niceeval._core.failure import FailureClass
 from niceeval._core.outcome import Outcome
 from niceeval._core.spans import SpanRecord
+
+Provenance = Literal["executed", "carried", "accepted"]
 
 
 class Spend(BaseModel):
@@ -91,6 +93,14 @@ class RunResult(BaseModel):
     """Why a `failed` run failed: `agent`, `infra` (left out of pass rates) or `eval`; None when it did not fail."""
     attempts: int = 1
     """How many times this run was executed: more than 1 when an `infra` failure was retried."""
+    identity: str | None = None
+    """An experiment's slot: the digest this result stands for (eval source and case, the experiment's
+    configuration, niceeval's major version); None outside experiments."""
+    provenance: Provenance = "executed"
+    """`executed` in this suite run, or `carried` / `accepted` from run `carried_index` of suite run
+    `carried_from` (an experiment's slot recorded earlier under the same identity, or adopted by `niceeval accept`)."""
+    carried_from: str | None = None
+    carried_index: int | None = None
 
 
 FailureHook = Callable[[RunResult], FailureClass | None]

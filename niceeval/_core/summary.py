@@ -131,6 +131,8 @@ class EvalTally:
         self.latencies.extend(latencies(result.events))
         self.inconclusive += sum(1 for a in result.assertions if a.state == "inconclusive")
         self.unstable += sum(1 for a in result.assertions if a.unstable)
+        if result.provenance != "executed":  # an experiment's carried attempt: paid for by the run that made it
+            return
         if result.agent_spend.calls:
             spent = result.agent_spend if self._agent is None else _unpacked(self._agent) + result.agent_spend
             self._agent = _packed(spent)

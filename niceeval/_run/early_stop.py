@@ -29,6 +29,10 @@ class RunControl:
     exitfirst: bool = False
     stop_after_infra: int | None = None
     """`--stop-after-infra N`: no new run starts after N runs in a row failed for `infra` (after their retries)."""
+    early_exit: bool = False
+    """An experiment's `early_exit`: an eval's attempts stop at its first pass (they run one after another)."""
+    settled: set[str] = field(default_factory=set)
+    """With `early_exit`: the evals that passed once, whose remaining attempts are not needed."""
     spent: Spend | None = None
     stopped: str | None = None
     """Why no new run starts, once decided."""
@@ -49,6 +53,8 @@ class RunControl:
         while self.stopped is None and (item := next(queue, None)) is not None:
             entry, indices = item
             for position, index in enumerate(indices):
+                if entry.id in self.settled:
+                    break
                 if self.stopped is not None:
                     self.not_started += (len(indices) - position) * self._size(entry)
                     break
@@ -65,8 +71,16 @@ class RunControl:
         key = entry.eval_group_key
         return 1 if key is None else self.group_sizes.get(key, 1)
 
+    def settle(self, result: RunResult, tally: EvalTally) -> None:
+        """With `early_exit`: an eval's first pass settles it; its planned runs drop to those made, before any
+        reporter sees the run (reporters that wait for an eval's last run then print it)."""
+        if self.early_exit and result.outcome == "passed" and tally.eval.id not in self.settled:
+            self.settled.add(tally.eval.id)
+            tally.eval.runs = tally.done
+
     def after(self, result: RunResult, tally: EvalTally, summary: SuiteSummary) -> Problem | None:
         """Take the finished `result` (already added to its `tally`) into account; a problem to report, if any."""
+        self.settle(result, tally)
         if self.stopped is not None:
             return None
         self._fatal(result)

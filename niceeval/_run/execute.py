@@ -31,9 +31,10 @@ from niceeval._run.discovery import EvalEntry
 from niceeval._run.failures import caught, classified, sandbox_failed
 from niceeval._run.judging import JudgeSlot, SuiteJudges, spend_of
 from niceeval._run.stray_threads import watching
-from niceeval.agents._runtime import WORKSPACE, PerVariant
+from niceeval.agents._runtime import EXPERIMENT_MODEL, WORKSPACE, PerVariant
 
 if TYPE_CHECKING:
+    from niceeval._eval.experiment import ExperimentView
     from niceeval._run.sandboxing import SharedWorkspace
     from niceeval.sandbox import LocalSandbox
 
@@ -66,9 +67,13 @@ class ExecOptions:
     cache_only: bool = False
     """`--cache-only`: a judge verdict missing from the cache is inconclusive instead of a model call."""
     judges: SuiteJudges | None = None
+    """The suite's judge clients and cache (set by the suite; without it a run that judges opens its own)."""
     agent_for_run: Callable[[str, int], Any] | None = None
     """`rescore`: the agent of each `(eval_id, run_index)`, replacing the eval's and the config's."""
-    """The suite's judge clients and cache (set by the suite; without it a run that judges opens its own)."""
+    experiment: ExperimentView | None = None
+    """`niceeval exp`: the experiment the runs are part of (`t.experiment`, `t.model`, `t.flags`)."""
+    identities: Mapping[str, str] = field(default_factory=dict)
+    """`niceeval exp`: each eval's slot identity (recorded on its runs, so a later run can carry them)."""
     classify_failure: FailureHook | None = None
     """The config's `classify_failure` hook: may reclassify each failed run (`agent`, `infra`, `eval`)."""
 
@@ -225,6 +230,7 @@ async def _run_body(entry: EvalEntry, state: RunState, options: ExecOptions, set
                     pricing=options.pricing,
                     followup_model=settings.model,
                     users=slot,
+                    experiment=options.experiment,
                 )
                 if spec.is_async:
                     error = await _body(entry, EvalContext(inputs, state), None)
@@ -275,12 +281,14 @@ async def execute_run(
             sandbox = await open_workspace(folder, CommandLog(state.log), entry, run_index, settings)
         token, tracking = WORKSPACE.set(sandbox.path if sandbox else None), CURRENT_TRACKER.set(state.awaits)
         current = CURRENT_SANDBOX.set(sandbox)
+        model = EXPERIMENT_MODEL.set(options.experiment.model if options.experiment is not None else None)
         try:
             async with suite_judges(options) as judges, _aware_of_strays(entry.id):
                 error = await _run_body(
                     entry, state, options, _RunSetup(run_index=run_index, sandbox=sandbox, judges=judges)
                 )
         finally:
+            EXPERIMENT_MODEL.reset(model)
             WORKSPACE.reset(token)
             CURRENT_SANDBOX.reset(current)
             CURRENT_TRACKER.reset(tracking)
@@ -352,6 +360,7 @@ def _result(
         spans=[SpanRecord.of(span) for span in state.log.spans],
         points=points,
         points_possible=rule.possible if rule is not None else None,
+        identity=options.identities.get(entry.id),
     )
     return classified(result, options.classify_failure)
 

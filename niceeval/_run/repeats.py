@@ -61,10 +61,16 @@ def first_runs(entry: EvalEntry, adaptive: AdaptiveRuns | None) -> int | None:
 
 
 def work(
-    entries: Sequence[EvalEntry], runs: int, done: Container[tuple[str, int]], shard: Shard | None = None
+    entries: Sequence[EvalEntry],
+    runs: int,
+    done: Container[tuple[str, int]],
+    shard: Shard | None = None,
+    *,
+    in_order: bool = False,
 ) -> Iterator[WorkItem]:
-    """One item per run, or one per eval (its runs, in order) for `sequential_runs`, or one per eval group and run
-    index (an attempt of the group, given as its first member with work at that index: the worker runs them all).
+    """One item per run, or one per eval (its runs, in order) for `sequential_runs` or `in_order` (every eval), or
+    one per eval group and run index (an attempt of the group, given as its first member with work at that index:
+    the worker runs them all).
 
     The repeats of an eval sit next to each other, so with free workers they run at the same time. Runs in `done`
     (kept from a resumed suite run) and runs of other shards are left out.
@@ -77,7 +83,7 @@ def work(
             fresh = [index for index in todo if (key, index) not in attempts]
             attempts.update((key, index) for index in fresh)
             yield from ((entry, [index]) for index in fresh)
-        elif entry.spec.sequential_runs and todo:
+        elif (entry.spec.sequential_runs or in_order) and todo:
             yield entry, todo
         else:
             yield from ((entry, [index]) for index in todo)

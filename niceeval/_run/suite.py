@@ -63,6 +63,8 @@ class SuiteOptions:
     """`--infra-retries N`: times a run that failed for `infra` runs again before it is reported."""
     stop_after_infra: int | None = None
     """`--stop-after-infra N`: the suite stops after N runs in a row failed for `infra`."""
+    early_exit: bool = False
+    """An experiment's `early_exit`: an eval's attempts run one after another and stop at its first pass."""
 
 
 def select(entries: Sequence[EvalEntry], *, keyword: str | None = None, tags: Sequence[str] = ()) -> list[EvalEntry]:
@@ -203,7 +205,7 @@ async def run_suite(
     repeats.planned(plan, options.done)
     sinks = ReporterSet(reporters)
     sinks.start(plan, problems)
-    queue = RunQueue(work(entries, options.runs, options.done, options.shard))
+    queue = RunQueue(work(entries, options.runs, options.done, options.shard, in_order=options.early_exit))
     started = time.perf_counter()
     summary = SuiteSummary(
         tallies=list(tallies.values()),
@@ -218,7 +220,11 @@ async def run_suite(
 
     sizes = Counter(key for e in entries if (key := e.eval_group_key) is not None)
     control = RunControl(
-        budget=options.budget, exitfirst=options.exitfirst, group_sizes=sizes, stop_after_infra=options.stop_after_infra
+        budget=options.budget,
+        exitfirst=options.exitfirst,
+        group_sizes=sizes,
+        stop_after_infra=options.stop_after_infra,
+        early_exit=options.early_exit,
     )
 
     def record(finished: RunResult) -> None:
@@ -251,6 +257,7 @@ async def run_suite(
         if result.eval_id in tallies:
             tallies[result.eval_id].add(result)
             repeats.again(tallies[result.eval_id], queue)
+            control.settle(result, tallies[result.eval_id])  # a carried pass settles an early-exit eval
             sinks.run_finished(result)
     judges = SuiteJudges(options.exec.root, no_cache=options.exec.no_cache, cache_only=options.exec.cache_only)
     use_price_memo(options.exec.root)  # .niceeval/prices.json: the prices this project's models resolved to, kept

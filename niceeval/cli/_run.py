@@ -40,6 +40,13 @@ def add_run_commands(commands: argparse._SubParsersAction[argparse.ArgumentParse
     """`niceeval run`, `niceeval list`, `niceeval rescore`."""
     run = commands.add_parser("run", help="run evals and report the results")
     run.add_argument("paths", nargs="*", help="eval files or folders, or file.py::name (default: config `evals`)")
+    add_run_flags(run)
+    run.set_defaults(handler=run_command)
+    _add_list_and_rescore(commands, run)
+
+
+def add_run_flags(run: argparse.ArgumentParser) -> None:
+    """Every flag of `niceeval run` but its paths (`niceeval exp` takes them too)."""
     add_selection_flags(run)
     run.add_argument(
         "--runs",
@@ -97,8 +104,11 @@ def add_run_commands(commands: argparse._SubParsersAction[argparse.ArgumentParse
     _add_suite_gate_flags(run)
     add_github_flags(run)
     add_noise_flags(run)
-    run.set_defaults(handler=_run)
 
+
+def _add_list_and_rescore(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], run: argparse.ArgumentParser
+) -> None:
     listing = commands.add_parser("list", help="list the evals found, with ids and tags")
     listing.add_argument("paths", nargs="*", help="eval files or folders, or file.py::name (default: config `evals`)")
     add_config_flag(listing)
@@ -115,7 +125,7 @@ def add_run_commands(commands: argparse._SubParsersAction[argparse.ArgumentParse
     add_report_flags(rescore)
     add_config_flag(rescore)
     add_store_flag(rescore)
-    rescore.set_defaults(handler=_run)
+    rescore.set_defaults(handler=run_command)
     own = vars(rescore.parse_args(["RUN"]))
     rescore.set_defaults(**{k: v for k, v in vars(run.parse_args([])).items() if k not in own})
 
@@ -227,6 +237,12 @@ def _add_control_flags(run: argparse.ArgumentParser) -> None:
 def _dry_run(config: Config, args: argparse.Namespace, entries: list[EvalEntry]) -> int:
     from niceeval._run.dryrun import plan_lines
     from niceeval._run.execute import ExecOptions
+    from niceeval.cli._suite import slot_identities
+
+    if getattr(args, "experiment", None) is not None:
+        from niceeval.cli._exp_plan import experiment_plan
+
+        return experiment_plan(config, args, entries, slot_identities(config, args, entries))
 
     judging = ExecOptions(
         timeout=args.timeout or config.timeout,
@@ -251,7 +267,8 @@ def _runs(text: str) -> object:
         raise argparse.ArgumentTypeError(f"--runs {exc}") from None
 
 
-def _run(args: argparse.Namespace) -> int:
+def run_command(args: argparse.Namespace) -> int:
+    """`niceeval run` (and `rescore`, and each experiment of `niceeval exp`, `args.experiment`): the exit code."""
     from niceeval._run.gc_pacing import paused_collection
 
     with paused_collection():

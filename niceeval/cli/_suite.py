@@ -18,9 +18,12 @@ from niceeval._core.errors import UsageError
 from niceeval.cli._common import project_config
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from niceeval._core.summary import SuiteSummary
     from niceeval._eval.config import Config
     from niceeval._run.discovery import Discovery, EvalEntry, LoadError
+    from niceeval._run.experiments import ExperimentRun
     from niceeval._run.storing import StoredPlan
     from niceeval._run.suite import SuiteOptions
     from niceeval._run.suite_gates import GateCollector, SuiteGates
@@ -103,16 +106,26 @@ def selected_evals(args: argparse.Namespace) -> tuple[Config, Discovery, list[Ev
     if (problem := _adaptive(args)) is not None:
         raise RefusedRun(problem)
     config, discovery = load_evals(args)
+    experiment: ExperimentRun | None = getattr(args, "experiment", None)
+    if experiment is not None:
+        config = experiment.configure(config)
     if args.min_pass_at_k and args.min_pass_at_k[0] > (args.runs or 1):
         raise RefusedRun(f"--min-pass-at-k {args.min_pass_at_k[0]}:... needs --runs of at least that.")
     if args.min_pass_rate is None:
         args.min_pass_rate = 0.0 if args.min_pass_at_k else 1.0
     entries = select(discovery.evals, keyword=args.keyword, tags=args.tag)
+    entries = experiment.select(entries) if experiment is not None else entries
     if not entries and not discovery.errors:
         where = " ".join(args.paths or config.evals)
         filters = " after -k/--tag filtering" if discovery.evals else ""
         raise RefusedRun(f"no evals found in {where}{filters}. Write one with `niceeval init`.")
     return config, discovery, entries
+
+
+def slot_identities(config: Config, args: argparse.Namespace, entries: list[EvalEntry]) -> Mapping[str, str]:
+    """`niceeval exp`: each eval's slot identity under the experiment (`args.experiment`); empty for `run`."""
+    experiment: ExperimentRun | None = getattr(args, "experiment", None)
+    return experiment.identities(config, entries, args.grader) if experiment is not None else {}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -143,7 +156,8 @@ def prepare_suite(
     from niceeval.cli._github import github_reporters, resolve_baseline
     from niceeval.report import ConsoleReporter
 
-    stored, entries = _plan_runs(config, args, entries)
+    identities = slot_identities(config, args, entries)
+    stored, entries = _plan_runs(config, args, entries, identities)
     sink = stored.sink if stored else None
     jsonl = getattr(args, "jsonl", None)
     reporters: list[Reporter] = [
@@ -169,7 +183,7 @@ def prepare_suite(
     return PreparedSuite(
         entries=entries,
         errors=discovery.errors,
-        options=_suite_options(config, args, stored),
+        options=_suite_options(config, args, stored, identities),
         reporters=reporters,
         collector=collector,
         sink=sink,
@@ -177,9 +191,13 @@ def prepare_suite(
     )
 
 
-def _suite_options(config: Config, args: argparse.Namespace, stored: StoredPlan | None) -> SuiteOptions:
+def _suite_options(
+    config: Config, args: argparse.Namespace, stored: StoredPlan | None, identities: Mapping[str, str]
+) -> SuiteOptions:
     from niceeval._run.execute import ExecOptions
     from niceeval._run.suite import SuiteOptions
+
+    experiment: ExperimentRun | None = getattr(args, "experiment", None)
 
     return SuiteOptions(
         runs=stored.runs if stored and not args.adaptive else args.runs or 1,
@@ -203,6 +221,8 @@ def _suite_options(config: Config, args: argparse.Namespace, stored: StoredPlan 
             cache_only=args.cache_only,
             agent_for_run=stored.agent_for_run if stored else None,
             classify_failure=config.classify_failure,
+            experiment=experiment.view() if experiment is not None else None,
+            identities=identities,
         ),
         done=stored.done if stored else frozenset(),
         prior=stored.prior if stored else (),
@@ -211,6 +231,7 @@ def _suite_options(config: Config, args: argparse.Namespace, stored: StoredPlan 
         exitfirst=getattr(args, "exitfirst", False),
         infra_retries=config.infra_retries if getattr(args, "infra_retries", None) is None else args.infra_retries,
         stop_after_infra=getattr(args, "stop_after_infra", None) or config.stop_after_infra,
+        early_exit=experiment is not None and experiment.experiment.early_exit,
     )
 
 
@@ -291,12 +312,12 @@ class _BaselineGate:
 
 
 def _plan_runs(
-    config: Config, args: argparse.Namespace, entries: list[EvalEntry]
+    config: Config, args: argparse.Namespace, entries: list[EvalEntry], identities: Mapping[str, str]
 ) -> tuple[StoredPlan | None, list[EvalEntry]]:
     """How `run` is recorded (None: the store is off), and the evals it runs (with --shard, the shard's)."""
     from niceeval.cli._store import store_plan_for
 
-    stored = store_plan_for(config, args, entries)
+    stored = store_plan_for(config, args, entries, identities)
     if args.shard is not None:
         print(f"niceeval: {args.shard.describe(entries, args.runs or 1)}", file=sys.stderr)
     if stored is None:

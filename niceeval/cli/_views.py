@@ -69,6 +69,8 @@ def runs_table(runs: Sequence[SuiteRunInfo], rates: Mapping[str, float | None] |
             status += f", {info.kind} of {info.parent_id}"
         elif info.kind != "run":
             status += f", {info.kind}"  # `pytest`, `calibrate`: recorded by another command than `niceeval run`
+        if info.experiment is not None:
+            status += f", experiment {info.experiment}"
         lines.append(
             f"{info.id:<12}  {_when(info):<16}  {_commit(info):<9}  {counts:<22}  {rate:>5}  {_cost(info):>9}  "
             f"{took:>8}  {status}"

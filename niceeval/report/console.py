@@ -118,6 +118,8 @@ class ConsoleReporter:
             self._progress = LiveProgress(console, clock=clock, strict=strict, refresh_per_second=refresh_per_second)
         self._variants = VariantTable()
         self._attacks = AttackTally()
+        self._carried: dict[tuple[str, str], int] = {}
+        """An experiment's carried and accepted attempts, by (provenance, the suite run that made them)."""
 
     def _print(self, text: Text) -> None:
         # Without a terminal there are no styles to render: plain text is the same output at a fraction of the
@@ -158,6 +160,9 @@ class ConsoleReporter:
         tally.add(result)
         self._variants.add(result)
         self._attacks.add(result)
+        if result.provenance != "executed":
+            key = (result.provenance, result.carried_from or "?")
+            self._carried[key] = self._carried.get(key, 0) + 1
         runs = self._pending.setdefault(result.eval_id, [])
         runs.append(result)
         if self._progress is not None:
@@ -288,6 +293,10 @@ class ConsoleReporter:
         rates = self._attacks.rates()
         return rates.lines() if rates is not None else []
 
+    def _print_carried(self) -> None:
+        for (provenance, source), count in self._carried.items():
+            self._print(Text(f"{provenance}: {plural(count, 'attempt')} from suite run {source}, not run again", "dim"))
+
     def finish(self, summary: SuiteSummary) -> None:
         """Finish the report from the suite's summary."""
         if self._progress is not None:
@@ -311,6 +320,7 @@ class ConsoleReporter:
             line.append(" · interrupted", style="red")
         self._stops(summary, line)
         line.stylize("green" if summary.exit_code == 0 else "red", 0, len(", ".join(parts)))
+        self._print_carried()
         for dim in (_suite_rate_text(summary), suite_points_text(summary.tallies), _saved_text(summary)):
             if dim:
                 self._print(Text(dim, style="dim"))

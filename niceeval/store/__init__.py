@@ -11,6 +11,8 @@ The read API (what `niceeval runs/show/diff` and the viewer use):
 - `Store.shards(ref)`: the shards of a suite run written with `--run-id` that have reported (`ShardInfo`).
 - `Store.abandoned(runs)`: which of them say `running` though no process writes them any more (killed, or their
   end could not be written): `niceeval runs` shows those as interrupted.
+- `Store.slots(experiment)`, `Store.acceptances(experiment)`: what an experiment's runs recorded, slot by slot,
+  and the runs it adopted (`niceeval accept`); `Store.runs(experiment=...)` lists its suite runs.
 - `Store.diff(base, head, DiffOptions(...))`: both runs judged by one rule, changes weighed against noise, new and
   gone evals, scores that moved (`RunDiff`).
 - `Store.runs_df()`, `Store.evals_df(ref)`, `Store.assertions_df(ref)`: one row per suite run, eval run, assertion,
@@ -44,6 +46,7 @@ if TYPE_CHECKING:
     from niceeval.store._errors import StoreError
     from niceeval.store._inspect import InspectLog, read_inspect_log
     from niceeval.store._models import (
+        AcceptanceInfo,
         EvalRunInfo,
         OutcomeChange,
         PlannedEvalInfo,
@@ -61,6 +64,7 @@ if TYPE_CHECKING:
     from niceeval.store._url import DEFAULT_PATH
 
 _HOMES = {
+    "AcceptanceInfo": "niceeval.store._models",
     "DiffOptions": "niceeval.store._diff",
     "DEFAULT_PATH": "niceeval.store._url",
     "EvalRunInfo": "niceeval.store._models",
@@ -82,6 +86,7 @@ _HOMES = {
 }
 
 __all__ = [
+    "AcceptanceInfo",
     "DiffOptions",
     "DEFAULT_PATH",
     "EvalRunInfo",

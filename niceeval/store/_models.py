@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from niceeval._core.events import Event
 from niceeval._core.failure import FailureClass
 from niceeval._core.outcome import Outcome
+from niceeval._core.results import Provenance
 from niceeval.store._suite_run import ShardStatus as ShardStatus
 from niceeval.store._suite_run import SuiteKind as SuiteKind
 from niceeval.store._suite_run import SuiteRunStart as SuiteRunStart
@@ -63,6 +64,8 @@ class SuiteRunInfo(BaseModel):
     """Shards that finished; the suite run is `finished` when all `shard_count` have."""
     stopped: str | None = None
     """Why it stopped starting runs early (`ExperimentFatalError`, `--stop-after-infra`, `--budget`, `-x`)."""
+    experiment: str | None = None
+    """The experiment (`experiments/<id>.py`) this suite run ran; None for a plain run."""
 
     @property
     def shards_pending(self) -> bool:
@@ -127,6 +130,28 @@ class EvalRunInfo(BaseModel):
     """Why a failed run failed: `agent`, `infra` (left out of pass rates) or `eval` (`None`: stored before 0011)."""
     attempts: int = 1
     """How many times the run was executed (more than 1: an infra failure was retried)."""
+    provenance: Provenance = "executed"
+    """`executed` in this suite run, or `carried` / `accepted` from run `carried_index` of suite run
+    `carried_from`."""
+    carried_from: str | None = None
+    carried_index: int | None = None
+    identity: str | None = None
+    """An experiment's slot: the identity its result stands for (None outside experiments)."""
+    error_kind: str | None = None
+    """The kind of the error that ended the run (`exception`, `timeout`, `usage`), if any."""
+
+
+class AcceptanceInfo(BaseModel):
+    """`niceeval accept`: a recorded eval run an experiment adopted for a slot identity."""
+
+    model_config = ConfigDict(defer_build=True)
+
+    experiment: str
+    eval_id: str
+    identity: str
+    suite_run_id: str
+    run_index: int
+    accepted_at: datetime
 
 
 class ShardInfo(BaseModel):

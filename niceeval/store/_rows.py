@@ -79,5 +79,9 @@ def from_rows(
         points_possible=row["points_possible"],
         failure=row.get("failure_class"),
         attempts=row.get("attempts") or 1,
+        identity=row["identity"],
+        provenance=row["provenance"],
+        carried_from=row["carried_from"],
+        carried_index=row["carried_index"],
         spans=[SpanRecord.model_validate(span["payload"]) for span in span_rows],
     )

@@ -13,13 +13,14 @@ from sqlalchemy import Connection, Engine
 from niceeval._core.outcome import Outcome
 from niceeval._core.results import RunResult
 from niceeval._core.summary import PlannedEval
-from niceeval.store import _diff, _frames, _read, _shards
+from niceeval.store import _diff, _experiments, _frames, _read, _shards
 from niceeval.store._damage import damage_message, integrity_problems
 from niceeval.store._diff import DiffOptions
 from niceeval.store._driver import UnsupportedUrl, parse_url
 from niceeval.store._frames import FrameKind
 from niceeval.store._lease import writer_gone
 from niceeval.store._models import (
+    AcceptanceInfo,
     EvalRunInfo,
     RunDiff,
     ShardInfo,
@@ -89,11 +90,16 @@ class Store:
             yield conn
 
     def runs(
-        self, *, limit: int = 20, offset: int = 0, status: Sequence[SuiteStatus] | None = None
+        self,
+        *,
+        limit: int = 20,
+        offset: int = 0,
+        status: Sequence[SuiteStatus] | None = None,
+        experiment: str | None = None,
     ) -> list[SuiteRunInfo]:
-        """Suite runs, latest first (only those in `status`, when given)."""
+        """Suite runs, latest first (only those in `status`, and of `experiment`, when given)."""
         with self._reading() as conn:
-            return _read.list_runs(conn, limit=limit, offset=offset, status=status)
+            return _read.list_runs(conn, limit=limit, offset=offset, status=status, experiment=experiment)
 
     def resolve(self, ref: str) -> str:
         """The full id of the suite run `ref` names (an id, a unique prefix of 4+ characters, or `latest`)."""
@@ -186,6 +192,17 @@ class Store:
         with self._reading() as conn:
             rows = _frames.assertion_rows(conn, _read.resolve(conn, ref))
         return _frames.frame(_frames.ASSERTION_COLUMNS, rows, as_, "assertions_df")
+
+    def slots(self, experiment: str) -> list[EvalRunInfo]:
+        """Every eval run `experiment`'s suite runs executed (with its slot identity), the latest suite run's first:
+        what a new run of the experiment may carry."""
+        with self._reading() as conn:
+            return _experiments.slots(conn, experiment)
+
+    def acceptances(self, experiment: str) -> list[AcceptanceInfo]:
+        """The eval runs `experiment` adopted with `niceeval accept`, oldest first."""
+        with self._reading() as conn:
+            return _experiments.accepted(conn, experiment)
 
     def diff(self, base: str, head: str, options: DiffOptions | None = None) -> RunDiff:
         """What changed from suite run `base` to `head`, both judged by one verdict rule, weighed against noise.
