@@ -13,6 +13,8 @@ The read API (what `niceeval runs/show/diff` and the viewer use):
   end could not be written): `niceeval runs` shows those as interrupted.
 - `Store.diff(base, head, DiffOptions(...))`: both runs judged by one rule, changes weighed against noise, new and
   gone evals, scores that moved (`RunDiff`).
+- `Store.compare(refs, CompareOptions(...))`: several setups, each with its intervals, each pair on its shared
+  cases, and the Pareto front (`SetupComparison`; `niceeval exp compare` and the viewer's setups page).
 
 A suite run is named by its id (`ref` may also be a unique prefix of 4+ characters, or `latest`); inside it an
 eval run is keyed by `(eval_id, run_index)`. See docs/store.md.
@@ -35,6 +37,8 @@ from typing import TYPE_CHECKING
 from niceeval._core.lazy import lazy_getattr
 
 if TYPE_CHECKING:
+    from niceeval.store._compare import CompareOptions
+    from niceeval.store._compared import SetupComparison
     from niceeval.store._diff import DiffOptions
     from niceeval.store._errors import StoreError
     from niceeval.store._models import (
@@ -55,6 +59,8 @@ if TYPE_CHECKING:
     from niceeval.store._url import DEFAULT_PATH
 
 _HOMES = {
+    "CompareOptions": "niceeval.store._compare",
+    "SetupComparison": "niceeval.store._compared",
     "DiffOptions": "niceeval.store._diff",
     "DEFAULT_PATH": "niceeval.store._url",
     "EvalRunInfo": "niceeval.store._models",
@@ -74,6 +80,8 @@ _HOMES = {
 }
 
 __all__ = [
+    "CompareOptions",
+    "SetupComparison",
     "DiffOptions",
     "DEFAULT_PATH",
     "EvalRunInfo",

@@ -119,7 +119,7 @@ def _change(measure: str, unit: str, change: PairedChange) -> UsageChange:
             "difference": change.difference, "low": change.low, "high": change.high, "relative": change.relative,
             "relative_low": change.relative_low, "relative_high": change.relative_high, "note": change.note,
             "change": "noise", "evidence": _evidence(change, unit),
-            "base_text": _amount(change.before, unit, sign=False), "head_text": _amount(change.after, unit, sign=False),
+            "base_text": amount(change.before, unit, sign=False), "head_text": amount(change.after, unit, sign=False),
         }
     )  # fmt: skip
     return built.model_copy(update={"change": _dimension(built, measure).direction})
@@ -132,9 +132,9 @@ def _evidence(change: PairedChange, unit: str) -> str:
         if change.relative_low is not None and change.relative_high is not None:
             return f"{text} (95% CI {_percent(change.relative_low)} to {_percent(change.relative_high)})"
     else:
-        text = _amount(change.difference, unit)
+        text = amount(change.difference, unit)
         if change.low is not None and change.high is not None:
-            return f"{text} (95% CI {_amount(change.low, unit)} to {_amount(change.high, unit)})"
+            return f"{text} (95% CI {amount(change.low, unit)} to {amount(change.high, unit)})"
     return f"{text} ({change.note or 'no interval'})"
 
 
@@ -183,7 +183,7 @@ def _percent(value: float, *, signed: bool = True) -> str:
     return f"{value * 100:{'+' if signed else ''}.0f}%"
 
 
-def _amount(value: float | None, unit: str, *, sign: bool = True) -> str:
+def amount(value: float | None, unit: str, *, sign: bool = True) -> str:
     if value is None:
         return "n/a"
     shown = "+" if sign and value > 0 else "-" if value < 0 else ""
