@@ -91,6 +91,7 @@ def test_store_exports() -> None:
             "DEFAULT_PATH",
             "DiffOptions",
             "EvalRunInfo",
+            "Measured",
             "OutcomeChange",
             "PlannedEvalInfo",
             "RunDiff",

@@ -38,7 +38,7 @@ from niceeval._core.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from niceeval.store._compare import CompareOptions
-    from niceeval.store._compared import SetupComparison
+    from niceeval.store._compared import Measured, SetupComparison
     from niceeval.store._diff import DiffOptions
     from niceeval.store._errors import StoreError
     from niceeval.store._models import (
@@ -60,6 +60,7 @@ if TYPE_CHECKING:
 
 _HOMES = {
     "CompareOptions": "niceeval.store._compare",
+    "Measured": "niceeval.store._compared",
     "SetupComparison": "niceeval.store._compared",
     "DiffOptions": "niceeval.store._diff",
     "DEFAULT_PATH": "niceeval.store._url",
@@ -81,6 +82,7 @@ _HOMES = {
 
 __all__ = [
     "CompareOptions",
+    "Measured",
     "SetupComparison",
     "DiffOptions",
     "DEFAULT_PATH",
