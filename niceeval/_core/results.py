@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -11,6 +11,8 @@ from niceeval._core.errors import ErrorInfo
 from niceeval._core.events import Event
 from niceeval._core.outcome import Outcome
 from niceeval._core.spans import SpanRecord
+
+Provenance = Literal["executed", "carried", "accepted"]
 
 
 class Spend(BaseModel):
@@ -81,3 +83,11 @@ class RunResult(BaseModel):
     """What went wrong without changing the outcome, e.g. the run blocked the event loop for over a second."""
     spans: list[SpanRecord] = Field(default_factory=list)
     """The run's OpenTelemetry spans, in start order (traced agents and `traces=True` adapters)."""
+    identity: str | None = None
+    """An experiment's slot: the digest this result stands for (eval source and case, the experiment's
+    configuration, niceeval's major version); None outside experiments."""
+    provenance: Provenance = "executed"
+    """`executed` in this suite run, or `carried` / `accepted` from run `carried_index` of suite run
+    `carried_from` (an experiment's slot recorded earlier under the same identity, or adopted by `niceeval accept`)."""
+    carried_from: str | None = None
+    carried_index: int | None = None

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from niceeval._core.events import Event
 from niceeval._core.outcome import Outcome
+from niceeval._core.results import Provenance
 from niceeval.store._suite_run import ShardStatus as ShardStatus
 from niceeval.store._suite_run import SuiteKind as SuiteKind
 from niceeval.store._suite_run import SuiteRunStart as SuiteRunStart
@@ -60,6 +61,8 @@ class SuiteRunInfo(BaseModel):
     """Shards writing this suite run (`--run-id`, with `--shard I/N`: N; without: 1); None without `--run-id`."""
     shards_done: int = 0
     """Shards that finished; the suite run is `finished` when all `shard_count` have."""
+    experiment: str | None = None
+    """The experiment (`experiments/<id>.py`) this suite run ran; None for a plain run."""
 
     @property
     def shards_pending(self) -> bool:
@@ -116,6 +119,11 @@ class EvalRunInfo(BaseModel):
     """The dataset case the run used (`None`: no dataset, or stored before schema 0006)."""
     variant: dict[str, str] | None = None
     """The variant combination, as dimension -> value name (`None`: no variants, or stored before 0006)."""
+    provenance: Provenance = "executed"
+    """`executed` in this suite run, or `carried` / `accepted` from run `carried_index` of suite run
+    `carried_from`."""
+    carried_from: str | None = None
+    carried_index: int | None = None
 
 
 class ShardInfo(BaseModel):

@@ -44,12 +44,20 @@ def _info(row: RowMapping) -> SuiteRunInfo:
 
 
 def list_runs(
-    conn: Connection, *, limit: int = 20, offset: int = 0, status: Sequence[str] | None = None
+    conn: Connection,
+    *,
+    limit: int = 20,
+    offset: int = 0,
+    status: Sequence[str] | None = None,
+    experiment: str | None = None,
 ) -> list[SuiteRunInfo]:
-    """Suite runs, latest first. Totals of a run still `running` are counted from what it stored so far."""
+    """Suite runs, latest first (only `experiment`'s, when given). Totals of a run still `running` are counted from
+    what it stored so far."""
     query = select(suite_runs).order_by(suite_runs.c.started_at.desc(), suite_runs.c.id).limit(limit).offset(offset)
     if status is not None:
         query = query.where(suite_runs.c.status.in_(list(status)))
+    if experiment is not None:
+        query = query.where(suite_runs.c.experiment == experiment)
     found = []
     for row in conn.execute(query).mappings():
         info = _info(row)
@@ -135,6 +143,9 @@ def _summary(row: RowMapping) -> EvalRunInfo:
         tokens=row["agent_tokens"] + row["judge_tokens"],
         case_id=row["case_id"],
         variant=row["variant"],
+        provenance=row["provenance"],
+        carried_from=row["carried_from"],
+        carried_index=row["carried_index"],
     )
 
 
@@ -208,7 +219,44 @@ def results(
         query = query.where(eval_runs.c.run_index == run_index)
     rows = conn.execute(query).mappings().all()
     for start in range(0, len(rows), _CHUNK):
-        yield from _load(conn, rows[start : start + _CHUNK])
+        chunk = rows[start : start + _CHUNK]
+        loaded = _load(conn, [r for r in chunk if r["provenance"] == "executed"])
+        carried = _load_carried(conn, [r for r in chunk if r["provenance"] != "executed"])
+        by_slot = {(r.eval_id, r.run_index): r for r in [*loaded, *carried]}
+        yield from (by_slot[r["eval_id"], r["run_index"]] for r in chunk)
+
+
+def _load_carried(conn: Connection, rows: Sequence[RowMapping]) -> list[RunResult]:
+    """Carried and accepted slots in full: the records of the runs they point to, as this suite run's slots."""
+    found = []
+    for row in rows:
+        source = (
+            conn.execute(
+                select(eval_runs).where(
+                    eval_runs.c.suite_run_id == row["carried_from"],
+                    eval_runs.c.eval_id == row["eval_id"],
+                    eval_runs.c.run_index == row["carried_index"],
+                )
+            )
+            .mappings()
+            .first()
+        )
+        if source is None:  # the suite run it came from was deleted (`niceeval gc`): its summary is what is left
+            found.append(from_rows(row, (), {}, ()))
+            continue
+        record = next(iter(_load(conn, [source])))
+        found.append(
+            record.model_copy(
+                update={
+                    "run_index": row["run_index"],
+                    "identity": row["identity"],
+                    "provenance": row["provenance"],
+                    "carried_from": row["carried_from"],
+                    "carried_index": row["carried_index"],
+                }
+            )
+        )
+    return found
 
 
 def _load(conn: Connection, rows: Sequence[RowMapping]) -> Iterator[RunResult]:

@@ -75,5 +75,9 @@ def from_rows(
         judge_spend=_spend(row, "judge"),
         case_id=row["case_id"],
         variant=row["variant"],
+        identity=row["identity"],
+        provenance=row["provenance"],
+        carried_from=row["carried_from"],
+        carried_index=row["carried_index"],
         spans=[SpanRecord.model_validate(span["payload"]) for span in span_rows],
     )

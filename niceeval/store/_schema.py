@@ -85,14 +85,16 @@ suite_runs = Table(
     Column("shard_count", Integer),
     Column("shards_done", Integer, nullable=False, server_default="0"),
     Column("plan_digest", String(64)),
+    Column("experiment", Text),
     Index(None, "started_at"),
     Index(None, "status", "started_at"),
+    Index(None, "experiment", "started_at"),
 )
 """Statuses: `running` (being written, or killed), `finished`, `interrupted` (Ctrl-C). Kinds: `run`, `rerun`,
 `rescore` (`parent_id` names the suite run it came from), `calibrate`, `pytest` (a pytest session). A suite run
 named with `--run-id` (or written by pytest-xdist workers) is written by one or more shards (`shard_count`, each
 in `suite_shards`; `shards_done` of them finished); `plan_digest` is the digest of the plan every shard must
-share."""
+share. `experiment`: the id of the experiment (`experiments/<id>.py`) the suite run ran, None for a plain run."""
 
 suite_shards = Table(
     "suite_shards",
@@ -151,10 +153,37 @@ eval_runs = Table(
     Column("cache_read_tokens", BigInteger, nullable=False),
     Column("case_id", Text),
     Column("variant", Json),
+    Column("identity", String(64)),
+    Column("provenance", String(16), nullable=False, server_default="executed"),
+    Column("carried_from", String(32)),
+    Column("carried_index", Integer),
     UniqueConstraint("suite_run_id", "eval_id", "run_index"),
 )
 """No index leads with `eval_id`: its entries would land all over it at every commit of a suite run (a write
-each for most of its pages). An eval's history is found through its suite runs (`_read.suite_runs_with`)."""
+each for most of its pages). An eval's history is found through its suite runs (`_read.suite_runs_with`).
+
+An experiment's slot: `identity` is the digest the slot's result stands for (the eval's source and case, the
+experiment's configuration, niceeval's major version; None outside experiments). `provenance` says where its result
+comes from: `executed` here, or `carried` / `accepted` from eval run `carried_index` of suite run `carried_from`.
+A carried or accepted slot's row holds the summary of the run it points to (outcome, duration, spend) and no
+assertions, events or turns: its full record is read from the run it points to, never copied."""
+
+acceptances = Table(
+    "acceptances",
+    metadata,
+    Column("id", RowId, primary_key=True, autoincrement=True),
+    Column("experiment", Text, nullable=False),
+    Column("eval_id", Text, nullable=False),
+    Column("identity", String(64), nullable=False),
+    Column("suite_run_id", String(32), ForeignKey("suite_runs.id", ondelete="CASCADE"), nullable=False),
+    Column("run_index", Integer, nullable=False),
+    Column("accepted_at", When, nullable=False),
+    UniqueConstraint("experiment", "identity", "suite_run_id", "run_index"),
+    Index(None, "experiment", "identity"),
+)
+"""`niceeval accept`: eval run `run_index` of suite run `suite_run_id` adopted by `experiment` for the slot
+identity `identity` (its own run was recorded under an older one). The next run of the experiment carries it as
+`accepted`; the run it names is never changed."""
 
 assertions = Table(
     "assertions",

@@ -59,7 +59,7 @@ SUITE_START = Columns(
     "suite_runs",
     ("id", "started_at", "status", "kind", "parent_id", "command", "root", "git_commit", "git_branch", "git_dirty",
      "config_digest", "niceeval_version", "strict", "min_pass_rate", "evals", "runs_planned", "shard_count",
-     "plan_digest"),
+     "plan_digest", "experiment"),
     json=frozenset({"command"}),
     when=frozenset({"started_at"}),
 )  # fmt: skip
@@ -74,7 +74,7 @@ EVAL_RUNS = Columns(
     ("id", "suite_run_id", "eval_id", "run_index", "file", "line", "outcome", "finished_at", "duration_s", "error",
      "skip_reason", "sandbox_path", "workspace_diff", "agent_calls", "agent_tokens", "agent_cost", "judge_calls",
      "judge_tokens", "judge_cost", "judge_cached", "unpriced", "input_tokens", "output_tokens", "cache_read_tokens",
-     "case_id", "variant"),
+     "case_id", "variant", "identity", "provenance", "carried_from", "carried_index"),
     json=frozenset({"error", "unpriced", "variant"}),
     when=frozenset({"finished_at"}),
 )  # fmt: skip
@@ -153,7 +153,7 @@ def insert_suite(
         start.id, session.dialect.stamp(datetime.now(UTC)), "running", start.kind, start.parent_id,
         _dumps(start.command), start.root, start.git_commit, start.git_branch, start.git_dirty, start.config_digest,
         niceeval_version(), start.strict, start.min_pass_rate, len(plan), sum(p.runs for p in plan), shard_count,
-        plan_digest,
+        plan_digest, start.experiment,
     )  # fmt: skip
     session.execute(_insert(session, SUITE_START), row)
     add_plan(session, start.id, plan)
@@ -289,7 +289,8 @@ def _eval_run(result: RunResult, finished: Any) -> tuple[Any, ...]:
         result.sandbox_path, result.workspace_diff, agent.calls, agent.tokens, agent.cost, judge.calls, judge.tokens,
         judge.cost, judge.cached, _json(unpriced).decode(), sum(e.input_tokens for e in usage),
         sum(e.output_tokens for e in usage), sum(e.cache_read_tokens for e in usage),
-        result.case_id, _json(result.variant).decode(),
+        result.case_id, _json(result.variant).decode(), result.identity, result.provenance, result.carried_from,
+        result.carried_index,
     )  # fmt: skip
 
 
@@ -344,15 +345,16 @@ def totals(session: Session, suite_run_id: str) -> dict[str, Any]:
     if rule is not None:
         for verdict in count_verdicts(plan, outcomes, strict=bool(rule[0]), min_pass_rate=rule[1]).values():
             counts[verdict] += 1
-    spend = session.execute(
+    spend = session.execute(  # what this suite run paid: its carried and accepted slots were paid for before
         "SELECT count(*), coalesce(sum(agent_tokens), 0), coalesce(sum(judge_tokens), 0), sum(agent_cost), "
-        "sum(judge_cost), count(agent_cost), count(judge_cost) FROM eval_runs WHERE suite_run_id = ?",
+        "sum(judge_cost), count(agent_cost), count(judge_cost) FROM eval_runs WHERE suite_run_id = ? "
+        "AND provenance = 'executed'",
         (suite_run_id,),
     ).fetchone()
     runs, agent_tokens, judge_tokens, agent_cost, judge_cost, agent_priced, judge_priced = spend
     return {
         **counts,
-        "runs_done": int(runs),
+        "runs_done": len(outcomes),
         "agent_tokens": int(agent_tokens),  # PostgreSQL sums a bigint as numeric
         "judge_tokens": int(judge_tokens),
         # a run whose model has no price has a NULL cost: the sum is then unknown, never a silent undercount

@@ -89,11 +89,16 @@ class Store:
             yield conn
 
     def runs(
-        self, *, limit: int = 20, offset: int = 0, status: Sequence[SuiteStatus] | None = None
+        self,
+        *,
+        limit: int = 20,
+        offset: int = 0,
+        status: Sequence[SuiteStatus] | None = None,
+        experiment: str | None = None,
     ) -> list[SuiteRunInfo]:
-        """Suite runs, latest first (only those in `status`, when given)."""
+        """Suite runs, latest first (only those in `status`, and of `experiment`, when given)."""
         with self._reading() as conn:
-            return _read.list_runs(conn, limit=limit, offset=offset, status=status)
+            return _read.list_runs(conn, limit=limit, offset=offset, status=status, experiment=experiment)
 
     def resolve(self, ref: str) -> str:
         """The full id of the suite run `ref` names (an id, a unique prefix of 4+ characters, or `latest`)."""

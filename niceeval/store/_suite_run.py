@@ -39,6 +39,8 @@ class SuiteRunStart(BaseModel):
     """SHA-256 of the config file, when there is one."""
     strict: bool = False
     min_pass_rate: float = 1.0
+    experiment: str | None = None
+    """The experiment (`experiments/<id>.py`) the suite run runs; None for a plain run."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
