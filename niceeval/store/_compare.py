@@ -23,6 +23,7 @@ from niceeval.store._compared import Measured, SetupComparison, SetupPair, Setup
 from niceeval.store._costs import amount, case_usage
 from niceeval.store._diff import DiffOptions, case_scores, diff, stored_tallies
 from niceeval.store._models import RunDiff, SuiteChange
+from niceeval.store._read import resolve
 from niceeval.store._schema import suite_runs
 
 
@@ -42,6 +43,25 @@ class Setup:
 
     name: str
     suite_run_id: str
+
+
+def resolve_setup(conn: Connection, name: str) -> Setup:
+    """The suite run that measures `name`: an experiment's latest finished suite run when `name` is an experiment
+    id, else the suite run `name` names (an id, a unique prefix, or `latest`)."""
+    runs = conn.execute(
+        select(suite_runs.c.id, suite_runs.c.status)
+        .where(suite_runs.c.experiment == name)
+        .order_by(suite_runs.c.started_at.desc(), suite_runs.c.id)
+    ).all()
+    if not runs:
+        return Setup(name=name, suite_run_id=resolve(conn, name))
+    finished = next((run_id for run_id, status in runs if status == "finished"), None)
+    if finished is None:
+        raise ConfigError(
+            f"experiment {name} has no finished suite run yet (its latest, {runs[0].id}, is {runs[0].status}); "
+            f"run it to the end, or name one of its suite runs by id."
+        )
+    return Setup(name=name, suite_run_id=finished)
 
 
 def compare_setups(conn: Connection, setups: Sequence[Setup], options: CompareOptions) -> SetupComparison:
@@ -110,9 +130,9 @@ def _summary(conn: Connection, setup: Setup, *, strict: bool, graded: set[str]) 
         if name in graded
     }
     usage = estimate_usage(case_usage(conn, run_id, strict=strict), clusters=clusters)
-    started = conn.execute(select(suite_runs.c.started_at).where(suite_runs.c.id == run_id)).scalar_one()
+    row = conn.execute(select(suite_runs.c.started_at, suite_runs.c.experiment).where(suite_runs.c.id == run_id)).one()
     return SetupSummary(
-        name=setup.name, suite_run_id=run_id, started_at=started, cases=len(tallies),
+        name=setup.name, suite_run_id=run_id, experiment=row.experiment, started_at=row.started_at, cases=len(tallies),
         runs=sum(t.counted for t in tallies.values()), pass_rate=_measured(rate, "rate"), mean_scores=mean_scores,
         cost_per_run=_optional(usage.cost_per_run, "usd"), cost_per_pass=_optional(usage.cost_per_pass, "usd"),
         latency_p50=_optional(usage.latency_p50, "s"), latency_p95=_optional(usage.latency_p95, "s"),

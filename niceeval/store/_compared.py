@@ -32,6 +32,8 @@ class SetupSummary(BaseModel):
     name: str
     """As the comparison was asked for it: the experiment id, or the suite run reference."""
     suite_run_id: str
+    experiment: str | None = None
+    """The experiment its suite run ran; None for a plain run."""
     started_at: datetime
     cases: int
     """Evals (eval x case) with a counted run."""

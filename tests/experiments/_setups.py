@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from niceeval._core.assertion import AssertionResult
 from niceeval._core.events import MessageEvent
@@ -11,6 +12,7 @@ from niceeval._core.outcome import Outcome
 from niceeval._core.results import RunResult, Spend
 from niceeval._core.summary import PlannedEval
 from niceeval.store import Store, SuiteRunStart
+from niceeval.store._models import SuiteStatus
 from niceeval.store._recorder import Recorder, SuiteEnd
 
 
@@ -37,19 +39,22 @@ def result(eval_id: str, case: Case, run_index: int = 0) -> RunResult:
                      duration_s=0.1, events=events, agent_spend=spend, assertions=assertions)  # fmt: skip
 
 
-def record(store: Store, run_id: str, cases: dict[str, Sequence[Case]], *, strict: bool = False) -> None:
-    """Suite run `run_id`: each eval id with its runs, in order."""
+def record(
+    store: Store, run_id: str, cases: dict[str, Sequence[Case]], *, strict: bool = False,
+    experiment: str | None = None, status: SuiteStatus = "finished",
+) -> None:  # fmt: skip
+    """Suite run `run_id` (of `experiment`, when given): each eval id with its runs, in order."""
     plan = [PlannedEval(id=eval_id, file="evals/a.py", line=1, runs=len(runs)) for eval_id, runs in cases.items()]
     recorder = Recorder.of(store)
     try:
-        start = SuiteRunStart(id=run_id, command=["niceeval", "run"], strict=strict)
+        start = SuiteRunStart(id=run_id, command=["niceeval", "run"], strict=strict, experiment=experiment)
         recorder.begin(start, plan)
         recorder.add(run_id, [result(e, c, i) for e, runs in cases.items() for i, c in enumerate(runs)])
-        recorder.finish(run_id, SuiteEnd(status="finished", exit_code=0, duration_s=1.0))
+        recorder.finish(run_id, SuiteEnd(status=status, exit_code=0, duration_s=1.0))
     finally:
         recorder.close()
 
 
-def once(store: Store, run_id: str, cases: Sequence[Case]) -> None:
-    """Suite run `run_id`: evals `e0`, `e1`, ..., each run once as `cases[i]`."""
-    record(store, run_id, {f"e{i}": [case] for i, case in enumerate(cases)})
+def once(store: Store, run_id: str, cases: Sequence[Case], **how: Any) -> None:
+    """Suite run `run_id`: evals `e0`, `e1`, ..., each run once as `cases[i]` (`how`: as `record` takes it)."""
+    record(store, run_id, {f"e{i}": [case] for i, case in enumerate(cases)}, **how)

@@ -5,6 +5,7 @@ noise."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -20,20 +21,25 @@ def store(store_url: str) -> Iterator[Store]:
         yield opened
 
 
-def cheap_and_quick(store: Store, run_id: str = "a") -> None:
+def cheap_and_quick(store: Store, run_id: str = "a", **how: Any) -> None:
     """12 evals that all pass, about $0.001 a run, a turn of about 1s."""
-    once(store, run_id, [Case(cost=0.001 + i * 1e-5, turns=(1.0 + i / 100,), score=0.5 + i / 30) for i in range(12)])
+    once(
+        store,
+        run_id,
+        [Case(cost=0.001 + i * 1e-5, turns=(1.0 + i / 100,), score=0.5 + i / 30) for i in range(12)],
+        **how,
+    )
 
 
-def dear_and_slow(store: Store, run_id: str = "b") -> None:
+def dear_and_slow(store: Store, run_id: str = "b", **how: Any) -> None:
     """The same 12 evals all failing, at about twice the cost and twice the latency."""
     once(store, run_id, [Case(outcome="failed", cost=0.002 + i * 1e-5, turns=(2.0 + i / 100,), score=0.2 + i / 30)
-                         for i in range(12)])  # fmt: skip
+                         for i in range(12)], **how)  # fmt: skip
 
 
-def dearer_and_quicker(store: Store, run_id: str = "c") -> None:
+def dearer_and_quicker(store: Store, run_id: str = "c", **how: Any) -> None:
     """All 12 pass, three times the cost of `a`, half its latency."""
-    once(store, run_id, [Case(cost=0.003 + i * 1e-5, turns=(0.5 + i / 100,)) for i in range(12)])
+    once(store, run_id, [Case(cost=0.003 + i * 1e-5, turns=(0.5 + i / 100,)) for i in range(12)], **how)
 
 
 def cheaper_but_two_fail(store: Store, run_id: str = "d") -> None:
@@ -195,3 +201,24 @@ def test_bad_setups_are_refused_saying_what_to_do(store: Store) -> None:
         store.compare(["abcdef", "abcd"])
     with pytest.raises(RunNotFound):
         store.compare(["abcdef", "nothing"])
+
+
+def test_an_experiment_is_measured_by_its_latest_finished_suite_run(store: Store) -> None:
+    dear_and_slow(store, "mini-old", experiment="mini")
+    cheap_and_quick(store, "mini-new", experiment="mini")
+    dear_and_slow(store, "mini-cut", experiment="mini", status="interrupted")
+    dearer_and_quicker(store, "large-1", experiment="large")
+    comparison = store.compare(["mini", "large"])
+    assert [(s.name, s.suite_run_id, s.experiment) for s in comparison.setups] == [
+        ("mini", "mini-new", "mini"), ("large", "large-1", "large"),
+    ]  # fmt: skip
+    assert pair(comparison, "mini", "large")[0] == "a trade-off"
+    assert [s.name for s in store.compare(["mini", "mini-old"]).setups] == ["mini", "mini-old"]
+
+
+def test_an_experiment_with_no_finished_suite_run_is_refused(store: Store) -> None:
+    cheap_and_quick(store, "a")
+    cheap_and_quick(store, "cut", experiment="new", status="interrupted")
+    with pytest.raises(ConfigError, match="experiment new has no finished suite run yet \\(its latest, cut, is "
+                       "interrupted\\); run it to the end, or name one of its suite runs by id"):  # fmt: skip
+        store.compare(["a", "new"])
