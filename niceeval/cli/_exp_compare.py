@@ -102,8 +102,7 @@ def _setups_table(comparison: SetupComparison) -> Table:
         ("p50 latency", [s.latency_p50 for s in setups]),
         ("p95 latency", [s.latency_p95 for s in setups]),
     ]
-    names = sorted({name for setup in setups for name in setup.mean_scores})
-    rows += [(f"mean {_name(name)}", [s.mean_scores.get(name) for s in setups]) for name in names]
+    rows += [(f"mean {_name(name)}", [s.mean_scores.get(name) for s in setups]) for name in comparison.score_names]
     for label, measured in rows:
         table.add_row(Text(label), *(_cell(m) for m in measured))
     table.add_row("front", *(Text("yes" if s.on_front else "no") for s in setups))
@@ -116,10 +115,9 @@ def _cell(measured: Measured | None) -> Text:
 
     if measured is None:
         return Text("-")
-    value, _, interval = measured.shown.partition(" (")
-    cell = Text(value)
-    if interval:
-        cell.append("\n" + interval.removesuffix(")").removeprefix("95% CI "), style="dim")
+    cell = Text(measured.text)
+    if measured.spread:
+        cell.append("\n" + measured.spread.removeprefix("95% CI "), style="dim")
     return cell
 
 

@@ -6,8 +6,9 @@ rate is the suite's (the mean of its cases' rates, Wilson's interval at the effe
 assertion's mean score has a clustered t interval, and cost and latency a bootstrap interval over its cases
 (`niceeval.stats.estimate_usage`). A pair is `_diff.diff` of the two suite runs: McNemar or a paired t test on the
 pass rate, a paired t test per mean score, a paired bootstrap of cost and latency. Its quality (pass rate), cost
-(per eval run) and latency (p50) decide the dominance (`niceeval.stats.dominance`); a pass-rate test with too few
-shared cases to tell counts as within noise whatever its interval.
+(per eval run) and latency (p50) decide the dominance (`niceeval.stats.dominance`); a pass-rate change counts only
+when its paired test rejects "no change" at alpha as well (too few shared cases to tell is within noise, whatever
+the interval).
 """
 
 from __future__ import annotations
@@ -145,20 +146,18 @@ def _optional(estimate: Estimate | None, unit: str) -> Measured | None:
 
 
 def _measured(estimate: Estimate, unit: str) -> Measured:
-    return Measured(
-        value=estimate.value, low=estimate.low, high=estimate.high, note=estimate.note, shown=_shown(estimate, unit)
-    )
-
-
-def _shown(estimate: Estimate, unit: str) -> str:
-    """`80% (95% CI 49-94%)`, `0.75 (95% CI 0.60-0.90)`, `$0.0012 (95% CI $0.0010-$0.0014)`; the note when there
-    is no interval."""
+    """`estimate` with its words: `80%` and `95% CI 49%-94%` (or the note saying why there is no interval)."""
+    text = "n/a" if estimate.value is None else _unit(estimate.value, unit)
+    if estimate.low is not None and estimate.high is not None:
+        spread = f"95% CI {_unit(estimate.low, unit)}-{_unit(estimate.high, unit)}"
+    else:
+        spread = estimate.note or ""
     if estimate.value is None:
-        return estimate.note or "n/a"
-    value = _unit(estimate.value, unit)
-    if estimate.low is None or estimate.high is None:
-        return f"{value} ({estimate.note})" if estimate.note else value
-    return f"{value} (95% CI {_unit(estimate.low, unit)}-{_unit(estimate.high, unit)})"
+        text, spread = spread or text, ""
+    return Measured(
+        value=estimate.value, low=estimate.low, high=estimate.high, note=estimate.note, text=text, spread=spread,
+        shown=f"{text} ({spread})" if spread else text,
+    )  # fmt: skip
 
 
 def _unit(value: float, unit: str) -> str:
@@ -171,7 +170,7 @@ def _unit(value: float, unit: str) -> str:
 
 def _dimensions(found: RunDiff, first: SetupSummary, second: SetupSummary) -> list[Dimension]:
     """Quality, cost and latency of the change from `first` to `second`, for the dominance."""
-    dimensions = [] if found.suite is None else _quality(found.suite)
+    dimensions = [] if found.suite is None else _quality(found.suite, found.alpha)
     usage = {u.measure: u for u in found.usage}
     for change, name, sides in (
         (usage.get("cost per eval run"), "cost", (first.cost_per_run, second.cost_per_run)),
@@ -193,17 +192,20 @@ def _inline(evidence: str) -> str:
     return evidence.replace(" (95% CI ", ", 95% CI ", 1).removesuffix(")")
 
 
-def _quality(suite: SuiteChange) -> list[Dimension]:
-    """The pass rate's change; within noise when the test had too few shared cases to tell, whatever its
-    interval (three cases that all flipped have a zero-width interval and no evidence)."""
+def _quality(suite: SuiteChange, alpha: float) -> list[Dimension]:
+    """The pass rate's change, counted beyond noise only when its paired test rejects "no change" at `alpha`
+    too: an interval clear of zero beside McNemar's p of 0.06 is no evidence to claim on, nor are three shared
+    cases that all flipped (a zero-width interval, too few cases to tell)."""
     if suite.difference is None:
         return []
-    known = suite.p_value is not None
-    low, high = (suite.low, suite.high) if known else (None, None)
     shown = f"{suite.difference * 100:+.0f} pts"
-    if low is not None and high is not None:
-        shown += f", 95% CI {low * 100:+.0f} to {high * 100:+.0f} pts"
+    if suite.low is not None and suite.high is not None:
+        shown += f", 95% CI {suite.low * 100:+.0f} to {suite.high * 100:+.0f} pts"
+    if suite.p_value is not None:
+        shown += f", {suite.test} p={suite.p_value:.3g}"
     shown += f", {suite.note}" if suite.note else ""
+    tested = suite.p_value is not None and (suite.p_value < alpha or suite.difference == 0)
+    low, high = (suite.low, suite.high) if tested else (None, None)
     return [Dimension(name="pass rate", low=low, high=high, worse_when="down", shown=shown, estimate=suite.difference)]
 
 
@@ -220,7 +222,8 @@ def _uncompared(name: str, first: Measured | None, second: Measured | None) -> D
 
 def _pair(first: Setup, second: Setup, found: RunDiff, judged: Dominance) -> SetupPair:
     return SetupPair(
-        first=first.name, second=second.name, shared_cases=found.suite.cases if found.suite is not None else 0,
+        first=first.name, second=second.name, first_run=first.suite_run_id, second_run=second.suite_run_id,
+        shared_cases=found.suite.cases if found.suite is not None else 0,
         suite=found.suite, mean_scores=found.mean_scores, usage=found.usage, notes=found.usage_notes,
         verdict_line=found.verdict_line, relation=judged.relation, relation_line=judged.text,
     )  # fmt: skip
@@ -229,6 +232,7 @@ def _pair(first: Setup, second: Setup, found: RunDiff, judged: Dominance) -> Set
 def _unpaired(first: Setup, second: Setup, why: str) -> SetupPair:
     """A pair `diff` cannot compare: no case with a counted run on both sides."""
     return SetupPair(
-        first=first.name, second=second.name, shared_cases=0, notes=[why], relation="not separable",
+        first=first.name, second=second.name, first_run=first.suite_run_id, second_run=second.suite_run_id,
+        shared_cases=0, notes=[why], relation="not separable",
         relation_line="not separable: no shared case with a counted run",
     )  # fmt: skip

@@ -20,8 +20,12 @@ class Measured(BaseModel):
     low: float | None = None
     high: float | None = None
     note: str | None = None
+    text: str
+    """The value in words: `80%`, `$0.0012`, `1.20s` (the note when there is no value)."""
+    spread: str
+    """Its interval in words, `95% CI 49%-94%`, or the note saying why there is none (empty: no note)."""
     shown: str
-    """The measure in words: `80% (95% CI 49-94%)`, `$0.0012 (95% CI $0.0010-$0.0014)`, `1.20s`."""
+    """Both: `80% (95% CI 49%-94%)`."""
 
 
 class SetupSummary(BaseModel):
@@ -64,6 +68,9 @@ class SetupPair(BaseModel):
 
     first: str
     second: str
+    first_run: str
+    """The suite run measuring `first`."""
+    second_run: str
     shared_cases: int
     suite: SuiteChange | None = None
     """The pass rate over the shared cases on each side and its paired test (McNemar or a paired t test)."""
@@ -91,6 +98,11 @@ class SetupComparison(BaseModel):
     pairs: list[SetupPair]
     front: list[str]
     """The setups no other dominates on quality, cost and latency at once, in the order asked."""
+
+    @property
+    def score_names(self) -> list[str]:
+        """The graded assertions any setup has a mean score for, sorted."""
+        return sorted({name for setup in self.setups for name in setup.mean_scores})
 
     def describe(self) -> dict[str, Any]:
         """Plain data for JSON output."""

@@ -105,8 +105,8 @@ def test_a_setup_beaten_on_quality_cost_and_latency_at_once_leaves_the_front(sto
     assert [s.on_front for s in comparison.setups] == [True, False, True]
     assert pair(comparison, "a", "b") == (
         "first dominates",
-        "a dominates b: b worse on pass rate (-100 pts, 95% CI -100 to -100 pts), cost (+95%, 95% CI +93% to +97%), "
-        "p50 latency (+95%, 95% CI +92% to +98%)",
+        "a dominates b: b worse on pass rate (-100 pts, 95% CI -100 to -100 pts, mcnemar p=0.000488), cost (+95%, "
+        "95% CI +93% to +97%), p50 latency (+95%, 95% CI +92% to +98%)",
     )
     assert pair(comparison, "a", "c") == (
         "a trade-off",
@@ -124,7 +124,7 @@ def test_a_pair_with_a_measure_within_noise_is_not_separable(store: Store) -> No
     assert pair(comparison, "a", "d") == (
         "not separable",
         "not separable: d better on cost (-47%, 95% CI -48% to -46%); within noise: pass rate (-17 pts, 95% CI -41 "
-        "to +8 pts); unchanged: p50 latency",
+        "to +8 pts, mcnemar p=0.5); unchanged: p50 latency",
     )
 
 
@@ -141,6 +141,20 @@ def test_ahead_on_every_point_estimate_is_no_claim_without_the_intervals(store: 
     assert "within noise: pass rate (+8 pts" in line
 
 
+def test_a_pass_rate_interval_clear_of_zero_is_no_claim_while_its_test_does_not_reject(store: Store) -> None:
+    once(store, "old", [Case(outcome="failed" if i < 8 else "passed", cost=0.002, turns=(2.0 + i / 100,))
+                        for i in range(12)])  # fmt: skip
+    once(store, "new", [Case(outcome="failed" if i < 3 else "passed", cost=0.001, turns=(1.0 + i / 100,))
+                        for i in range(12)])  # fmt: skip
+    comparison = store.compare(["old", "new"])
+    (found,) = comparison.pairs
+    assert found.suite is not None and found.suite.low is not None and found.suite.low > 0  # the interval clears 0
+    assert found.suite.p_value == pytest.approx(0.0625)  # 5 flips, all one way: McNemar cannot reject
+    assert found.relation == "not separable"
+    assert "within noise: pass rate (+42 pts, 95% CI +9 to +74 pts, mcnemar p=0.0625)" in found.relation_line
+    assert comparison.front == ["old", "new"]
+
+
 def test_three_shared_cases_are_too_few_to_claim_a_dominance(store: Store) -> None:
     once(store, "old", [Case(outcome="failed", cost=0.002, turns=(2.0 + i / 10,)) for i in range(3)])
     once(store, "new", [Case(cost=0.001, turns=(1.0 + i / 10,)) for i in range(3)])
@@ -148,7 +162,11 @@ def test_three_shared_cases_are_too_few_to_claim_a_dominance(store: Store) -> No
     (found,) = comparison.pairs
     assert found.suite is not None and found.suite.note == "3 shared cases: not enough to tell"
     assert found.relation == "not separable"
-    assert "within noise: pass rate (+100 pts, 3 shared cases: not enough to tell)" in found.relation_line
+    assert found.relation_line == (
+        "not separable: new better on cost (-50%, 95% CI -50% to -50%), p50 latency (-48%, 95% CI -50% to -45%); "
+        "within noise: pass rate (+100 pts, 95% CI +100 to +100 pts, 3 shared cases: not enough to tell) (new is "
+        "ahead on every measure by its point estimate, not beyond noise)"
+    )
     assert comparison.front == ["old", "new"]
 
 
