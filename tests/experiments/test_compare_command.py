@@ -9,13 +9,12 @@ import json
 from pathlib import Path
 
 import pytest
+from _setups import Case, once
 from rich.console import Console
 
 from niceeval._core.errors import ConfigError
 from niceeval.cli._exp_compare import add_exp_compare, print_comparison
 from niceeval.store import Store
-
-from ._setups import Case, once
 
 
 @pytest.fixture

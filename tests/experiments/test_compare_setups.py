@@ -8,11 +8,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from _setups import Case, once, record
 
 from niceeval._core.errors import ConfigError
 from niceeval.store import CompareOptions, RunNotFound, SetupComparison, Store
-
-from ._setups import Case, once, record
 
 
 @pytest.fixture
