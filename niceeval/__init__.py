@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from niceeval._eval.config import Config, define_config
     from niceeval._eval.context import EvalContext, SyncEvalContext
     from niceeval._eval.conversation import Session, Turn
+    from niceeval._eval.experiment import EvalRef, Experiment, define_experiment
     from niceeval._eval.observe import ToolCall
     from niceeval._eval.spec import EvalSpec, define_eval
 
@@ -43,6 +44,9 @@ _HOMES = {
     "Session": "niceeval._eval.conversation",
     "ToolCall": "niceeval._eval.observe",
     "EvalSpec": "niceeval._eval.spec",
+    "EvalRef": "niceeval._eval.experiment",
+    "Experiment": "niceeval._eval.experiment",
+    "define_experiment": "niceeval._eval.experiment",
     "define_eval": "niceeval._eval.spec",
 }
 
@@ -65,6 +69,9 @@ __all__ = [
     "UsageError",
     "define_config",
     "define_eval",
+    "EvalRef",
+    "Experiment",
+    "define_experiment",
 ]
 
 __getattr__ = lazy_getattr(__name__, _HOMES)

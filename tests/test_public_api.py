@@ -30,6 +30,9 @@ def test_top_level_exports() -> None:
             "UsageError",
             "define_config",
             "define_eval",
+            "EvalRef",
+            "Experiment",
+            "define_experiment",
         ]
     )
 
@@ -87,6 +90,7 @@ def test_store_exports() -> None:
 
     assert sorted(niceeval.store.__all__) == sorted(
         [
+            "AcceptanceInfo",
             "CompareOptions",
             "DEFAULT_PATH",
             "DiffOptions",

@@ -40,6 +40,7 @@ from niceeval._eval.checks import StopEval as StopEval
 from niceeval._eval.compare import Comparison, Comparisons, Method
 from niceeval._eval.conversation import ConversationSetup, Message, Session, Turn, attachments_of
 from niceeval._eval.efficiency import Usage
+from niceeval._eval.experiment import Flags
 from niceeval._eval.inputs import RunInputs as RunInputs  # re-exported: the runner's door to the context
 from niceeval._eval.inputs import RunState as RunState
 from niceeval._eval.observe import Observations, Scoped, ToolCall
@@ -128,6 +129,25 @@ class ContextBase:
         if self._inputs.variant is None:
             raise UsageError("t.variant exists only in evals with variants: @define_eval(variants={'prompt': [...]}).")
         return self._inputs.variant
+
+    @property
+    def experiment(self) -> str | None:
+        """The id of the experiment this run is part of (`experiments/<id>.py`); None outside `niceeval exp`."""
+        return self._inputs.experiment.id if self._inputs.experiment is not None else None
+
+    @property
+    def model(self) -> str | None:
+        """The experiment's `model=` (`provider/name`); None outside an experiment or when it sets none."""
+        return self._inputs.experiment.model if self._inputs.experiment is not None else None
+
+    @property
+    def flags(self) -> Flags:
+        """The experiment's `flags=`: `t.flags["prompt"]`; a flag it does not set is an error naming the
+        experiments that set flags (`t.flags.get("prompt", "long")` reads one with a default)."""
+        exp = self._inputs.experiment
+        if exp is None:
+            return Flags({}, eval_id=self._inputs.eval_id, experiment=None)
+        return Flags(exp.flags, eval_id=self._inputs.eval_id, experiment=exp.id, known=exp.known)
 
     @property
     def sandbox(self) -> Sandbox:

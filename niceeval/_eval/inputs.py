@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from anyio.from_thread import BlockingPortal
 
     from niceeval._eval.cases import Case
+    from niceeval._eval.experiment import ExperimentView
     from niceeval._eval.run_judge import JudgeOpener
     from niceeval._eval.variants import Variant
     from niceeval.sandbox import Sandbox
@@ -54,6 +55,8 @@ class RunInputs:
     """The model that detects clarification questions (`t.send(followups=N)`)."""
     portal: BlockingPortal | None = None
     """A plain `def` eval's way back into the event loop from its thread (required by `SyncEvalContext`)."""
+    experiment: ExperimentView | None = None
+    """The experiment the run is part of (`niceeval exp`): `t.experiment`, `t.model`, `t.flags`."""
 
 
 @dataclass(kw_only=True)

@@ -7,7 +7,7 @@ and the summary says why the suite stopped.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from niceeval._core.results import RunResult, Spend
 from niceeval._core.summary import EvalTally, Problem, SuiteSummary
@@ -25,6 +25,10 @@ class RunControl:
 
     budget: float | None = None
     exitfirst: bool = False
+    early_exit: bool = False
+    """An experiment's `early_exit`: an eval's attempts stop at its first pass (they run one after another)."""
+    settled: set[str] = field(default_factory=set)
+    """With `early_exit`: the evals that passed once, whose remaining attempts are not needed."""
     spent: Spend | None = None
     stopped: str | None = None
     """Why no new run starts, once decided."""
@@ -36,6 +40,8 @@ class RunControl:
         while self.stopped is None and (item := next(queue, None)) is not None:
             entry, indices = item
             for position, index in enumerate(indices):
+                if entry.id in self.settled:
+                    break
                 if self.stopped is not None:
                     self.not_started += len(indices) - position
                     break
@@ -45,8 +51,16 @@ class RunControl:
         """Count the runs no worker took (the queue is drained)."""
         self.not_started += sum(len(indices) for _, indices in queue)
 
+    def settle(self, result: RunResult, tally: EvalTally) -> None:
+        """With `early_exit`: an eval's first pass settles it; its planned runs drop to those made, before any
+        reporter sees the run (reporters that wait for an eval's last run then print it)."""
+        if self.early_exit and result.outcome == "passed" and tally.eval.id not in self.settled:
+            self.settled.add(tally.eval.id)
+            tally.eval.runs = tally.done
+
     def after(self, result: RunResult, tally: EvalTally, summary: SuiteSummary) -> Problem | None:
         """Take the finished `result` (already added to its `tally`) into account; a problem to report, if any."""
+        self.settle(result, tally)
         if self.stopped is not None:
             return None
         if self.budget is not None:

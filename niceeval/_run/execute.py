@@ -29,9 +29,10 @@ from niceeval._eval.spec import EvalSpec
 from niceeval._run.discovery import EvalEntry
 from niceeval._run.judging import JudgeSlot, SuiteJudges, spend_of
 from niceeval._run.stray_threads import watching
-from niceeval.agents._runtime import WORKSPACE, PerVariant
+from niceeval.agents._runtime import EXPERIMENT_MODEL, WORKSPACE, PerVariant
 
 if TYPE_CHECKING:
+    from niceeval._eval.experiment import ExperimentView
     from niceeval.sandbox import LocalSandbox
 
 _CLOSE_TIMEOUT_S = 10.0
@@ -65,6 +66,10 @@ class ExecOptions:
     judges: SuiteJudges | None = None
     agent_for_run: Callable[[str, int], Any] | None = None
     """`rescore`: the agent of each `(eval_id, run_index)`, replacing the eval's and the config's."""
+    experiment: ExperimentView | None = None
+    """`niceeval exp`: the experiment the runs are part of (`t.experiment`, `t.model`, `t.flags`)."""
+    identities: Mapping[str, str] = field(default_factory=dict)
+    """`niceeval exp`: each eval's slot identity (recorded on its runs, so a later run can carry them)."""
     """The suite's judge clients and cache (set by the suite; without it a run that judges opens its own)."""
 
 
@@ -216,6 +221,7 @@ async def _run_body(entry: EvalEntry, state: RunState, options: ExecOptions, set
                     judge=slot,
                     pricing=options.pricing,
                     followup_model=settings.model,
+                    experiment=options.experiment,
                 )
                 if spec.is_async:
                     error = await _body(entry, EvalContext(inputs, state), None)
@@ -261,12 +267,14 @@ async def execute_run(entry: EvalEntry, run_index: int, options: ExecOptions) ->
             sandbox = await open_workspace(folder, state.log, entry, run_index, settings)
         token, tracking = WORKSPACE.set(sandbox.path if sandbox else None), CURRENT_TRACKER.set(state.awaits)
         current = CURRENT_SANDBOX.set(sandbox)
+        model = EXPERIMENT_MODEL.set(options.experiment.model if options.experiment is not None else None)
         try:
             async with suite_judges(options) as judges, _aware_of_strays(entry.id):
                 error = await _run_body(
                     entry, state, options, _RunSetup(run_index=run_index, sandbox=sandbox, judges=judges)
                 )
         finally:
+            EXPERIMENT_MODEL.reset(model)
             WORKSPACE.reset(token)
             CURRENT_SANDBOX.reset(current)
             CURRENT_TRACKER.reset(tracking)
@@ -326,6 +334,7 @@ def _result(
         group=entry.group,
         warnings=state.warnings,
         spans=[SpanRecord.of(span) for span in state.log.spans],
+        identity=options.identities.get(entry.id),
     )
 
 

@@ -61,9 +61,14 @@ def first_runs(entry: EvalEntry, adaptive: AdaptiveRuns | None) -> int | None:
 
 
 def work(
-    entries: Sequence[EvalEntry], runs: int, done: Container[tuple[str, int]], shard: Shard | None = None
+    entries: Sequence[EvalEntry],
+    runs: int,
+    done: Container[tuple[str, int]],
+    shard: Shard | None = None,
+    *,
+    in_order: bool = False,
 ) -> Iterator[WorkItem]:
-    """One item per run, or one per eval (its runs, in order) for `sequential_runs`.
+    """One item per run, or one per eval (its runs, in order) for `sequential_runs` or `in_order` (every eval).
 
     The repeats of an eval sit next to each other, so with free workers they run at the same time. Runs in `done`
     (kept from a resumed suite run) and runs of other shards are left out.
@@ -71,7 +76,7 @@ def work(
     for entry in entries:
         indexes = range(runs_of(entry, runs)) if shard is None else shard.run_indexes(entry, runs)
         todo = [index for index in indexes if (entry.id, index) not in done]
-        if entry.spec.sequential_runs and todo:
+        if (entry.spec.sequential_runs or in_order) and todo:
             yield entry, todo
         else:
             yield from ((entry, [index]) for index in todo)

@@ -13,7 +13,7 @@ import os
 import subprocess
 import sys
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from niceeval._core.results import RunResult
     from niceeval._core.summary import PlannedEval
     from niceeval._run.discovery import EvalEntry
+    from niceeval._run.experiments import ExperimentRun
     from niceeval._run.shard import Shard
     from niceeval.store import SuiteRunInfo, SuiteRunStart
     from niceeval.store._recorder import Lease, Recorder, StoreSink
@@ -153,6 +154,25 @@ class StoredPlan:
 def plan_new(recorder: Recorder, start: SuiteRunStart, entries: list[EvalEntry], runs: int | None) -> StoredPlan:
     """A new suite run of `entries`."""
     return StoredPlan(entries=entries, runs=runs or 1, sink=recorder.sink(start))
+
+
+def plan_experiment(
+    recorder: Recorder,
+    start: SuiteRunStart,
+    entries: list[EvalEntry],
+    runs: int | None,
+    experiment: ExperimentRun,
+    identities: Mapping[str, str],
+) -> StoredPlan:
+    """A new suite run of one experiment (`start.experiment`): the slots its earlier runs recorded under the same
+    identity are carried (recorded by reference, replayed to the reporters), the others run."""
+    carry = experiment.carry(recorder.store, entries, runs or 1, identities)
+    carried = len(carry.results)
+    notes = (f"experiment {experiment.id}: {plural(carried, 'attempt')} carried from earlier runs (--rerun runs "
+             "them again)",) if carried else ()  # fmt: skip
+    return StoredPlan(
+        entries=entries, runs=runs or 1, sink=recorder.sink(start), done=carry.done, prior=carry.results, notes=notes
+    )
 
 
 def plan_digest(plan: Iterable[PlannedEval], *, strict: bool, min_pass_rate: float) -> str:

@@ -54,6 +54,8 @@ class SuiteOptions:
     """`--budget USD`: no new run starts once agent + judge spend reaches it."""
     exitfirst: bool = False
     """`-x/--exitfirst`: no new run starts once an eval has failed."""
+    early_exit: bool = False
+    """An experiment's `early_exit`: an eval's attempts run one after another and stop at its first pass."""
 
 
 def select(entries: Sequence[EvalEntry], *, keyword: str | None = None, tags: Sequence[str] = ()) -> list[EvalEntry]:
@@ -147,7 +149,7 @@ async def run_suite(
     repeats.planned(plan, options.done)
     sinks = ReporterSet(reporters)
     sinks.start(plan, problems)
-    queue = RunQueue(work(entries, options.runs, options.done, options.shard))
+    queue = RunQueue(work(entries, options.runs, options.done, options.shard, in_order=options.early_exit))
     started = time.perf_counter()
     summary = SuiteSummary(
         tallies=list(tallies.values()),
@@ -160,7 +162,7 @@ async def run_suite(
         adaptive_most=options.adaptive.most if options.adaptive else None,
     )
 
-    control = RunControl(budget=options.budget, exitfirst=options.exitfirst)
+    control = RunControl(budget=options.budget, exitfirst=options.exitfirst, early_exit=options.early_exit)
 
     def record(finished: RunResult) -> None:
         result = redactor.run(finished)
@@ -189,6 +191,7 @@ async def run_suite(
         if result.eval_id in tallies:
             tallies[result.eval_id].add(result)
             repeats.again(tallies[result.eval_id], queue)
+            control.settle(result, tallies[result.eval_id])  # a carried pass settles an early-exit eval
             sinks.run_finished(result)
     judges = SuiteJudges(options.exec.root, no_cache=options.exec.no_cache, cache_only=options.exec.cache_only)
     use_price_memo(options.exec.root)  # .niceeval/prices.json: the prices this project's models resolved to, kept

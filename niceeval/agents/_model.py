@@ -9,7 +9,7 @@ store after each turn; a turn that raises leaves the stored conversation as it w
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from niceeval._core.errors import UsageError
@@ -17,7 +17,7 @@ from niceeval._core.events import ErrorEvent, EventLog, MessageEvent, UsageEvent
 from niceeval.agents._attachments import Attachment
 from niceeval.agents._checkpoints import CheckpointStore, SQLiteCheckpoints
 from niceeval.agents._function import structure
-from niceeval.agents._protocol import AgentReply
+from niceeval.agents._protocol import EXPERIMENT_MODEL, AgentReply
 from niceeval.agents._schema import output_schema
 from niceeval.agents._tools import Tool, ToolRequest, ToolResult, ToolValidator, run_tool
 from niceeval.providers import ModelRef, Provider, RetryPolicy, call, parse_model, sdk_ready
@@ -178,8 +178,12 @@ class ModelAgent:
     async def open(self, session_id: str, log: EventLog) -> ModelSession:
         """Open (or revive, from the checkpoint store) the conversation `session_id`."""
         messages = await self.checkpoints.load(session_id) or []
-        await sdk_ready(self.options.model.provider)  # the SDK loads off the loop: other evals keep running
-        return ModelSession(session_id, log, self.options, self._connect(self.options), self.checkpoints, messages)
+        options = self.options
+        chosen = EXPERIMENT_MODEL.get()
+        if chosen is not None and chosen != str(options.model):  # the experiment's model: one agent, many setups
+            options = replace(options, model=model_ref(options.model.provider, chosen))
+        await sdk_ready(options.model.provider)  # the SDK loads off the loop: other evals keep running
+        return ModelSession(session_id, log, options, self._connect(options), self.checkpoints, messages)
 
 
 class ModelSession:

@@ -46,6 +46,10 @@ class Agent(Protocol):
         ...
 
 
+EXPERIMENT_MODEL: ContextVar[str | None] = ContextVar("niceeval_experiment_model", default=None)
+"""The running experiment's `model=` (set by the runner around each run of `niceeval exp`): a model agent opened
+in it calls that model instead of its own."""
+
 WORKSPACE: ContextVar[Path | None] = ContextVar("niceeval_workspace", default=None)
 
 

@@ -4,6 +4,8 @@ test needs beyond the public names of `niceeval.agents`.
 - `load_attachments`: the files of `t.send(text, files=[...])`, read and checked at that line.
 - `WORKSPACE`: the sandbox folder of the running eval, set by the runner around each run (`current_workspace()`
   reads it).
+- `EXPERIMENT_MODEL`: the running experiment's model, set by the runner around each run of `niceeval exp`; model
+  agents call it instead of their own.
 - `PerVariant`: what `per_variant(factory)` returns; the runner builds the agent of each variant from it.
 - `ReplayAgent`, `RecordedTurn`: `niceeval rescore`'s agent, replaying recorded turns (loaded on first use:
   only a rescore needs them).
@@ -18,13 +20,13 @@ from typing import TYPE_CHECKING
 
 from niceeval._core.lazy import lazy_getattr
 from niceeval.agents._attachments import load_attachments
-from niceeval.agents._protocol import WORKSPACE
+from niceeval.agents._protocol import EXPERIMENT_MODEL, WORKSPACE
 from niceeval.agents._variant import PerVariant
 
 if TYPE_CHECKING:
     from niceeval.agents._replay import RecordedTurn, ReplayAgent
 
-__all__ = ["WORKSPACE", "PerVariant", "RecordedTurn", "ReplayAgent", "load_attachments"]
+__all__ = ["EXPERIMENT_MODEL", "WORKSPACE", "PerVariant", "RecordedTurn", "ReplayAgent", "load_attachments"]
 
 __getattr__ = lazy_getattr(
     __name__, {"RecordedTurn": "niceeval.agents._replay", "ReplayAgent": "niceeval.agents._replay"}

@@ -12,6 +12,7 @@ from typing import Any
 from niceeval.cli._calibrate import add_calibrate_command
 from niceeval.cli._cases import add_case_commands
 from niceeval.cli._common import EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_USAGE
+from niceeval.cli._exp import add_exp_commands
 from niceeval.cli._import import add_import_command
 from niceeval.cli._judge import add_judge_commands
 from niceeval.cli._power import add_power_command
@@ -32,6 +33,7 @@ GROUPS: dict[AddCommands, tuple[str, ...]] = {
     add_import_command: ("import",),
     add_project_commands: ("init", "cache", "view", "testing"),
     add_sandbox_commands: ("sandbox",),
+    add_exp_commands: ("exp", "accept"),
 }
 """Each command group and the commands it adds (a test checks the names against the full parser)."""
 

@@ -33,8 +33,11 @@ from niceeval.cli._common import (
 from niceeval.cli._github import add_github_flags
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from niceeval._eval.config import Config
     from niceeval._run.discovery import Discovery, EvalEntry
+    from niceeval._run.experiments import ExperimentRun
     from niceeval._run.storing import StoredPlan
     from niceeval._run.suite_gates import SuiteGates
     from niceeval.report import Reporter
@@ -46,6 +49,13 @@ def add_run_commands(commands: argparse._SubParsersAction[argparse.ArgumentParse
     """`niceeval run`, `niceeval list`, `niceeval rescore`."""
     run = commands.add_parser("run", help="run evals and report the results")
     run.add_argument("paths", nargs="*", help="eval files or folders, or file.py::name (default: config `evals`)")
+    add_run_flags(run)
+    run.set_defaults(handler=run_command)
+    _add_list_and_rescore(commands, run)
+
+
+def add_run_flags(run: argparse.ArgumentParser) -> None:
+    """Every flag of `niceeval run` but its paths (`niceeval exp` takes them too)."""
     add_selection_flags(run)
     run.add_argument(
         "--runs",
@@ -103,8 +113,11 @@ def add_run_commands(commands: argparse._SubParsersAction[argparse.ArgumentParse
     _add_suite_gate_flags(run)
     add_github_flags(run)
     add_noise_flags(run)
-    run.set_defaults(handler=_run)
 
+
+def _add_list_and_rescore(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], run: argparse.ArgumentParser
+) -> None:
     listing = commands.add_parser("list", help="list the evals found, with ids and tags")
     listing.add_argument("paths", nargs="*", help="eval files or folders, or file.py::name (default: config `evals`)")
     add_config_flag(listing)
@@ -121,7 +134,7 @@ def add_run_commands(commands: argparse._SubParsersAction[argparse.ArgumentParse
     add_report_flags(rescore)
     add_config_flag(rescore)
     add_store_flag(rescore)
-    rescore.set_defaults(handler=_run)
+    rescore.set_defaults(handler=run_command)
     own = vars(rescore.parse_args(["RUN"]))
     rescore.set_defaults(**{k: v for k, v in vars(run.parse_args([])).items() if k not in own})
 
@@ -221,9 +234,14 @@ def _otel_endpoint(args: argparse.Namespace) -> str | None:
     return otel_endpoint(flag)
 
 
-def _dry_run(config: Config, args: argparse.Namespace, entries: list[EvalEntry]) -> int:
+def _dry_run(config: Config, args: argparse.Namespace, entries: list[EvalEntry], identities: Mapping[str, str]) -> int:
     from niceeval._run.dryrun import plan_lines
     from niceeval._run.execute import ExecOptions
+
+    if getattr(args, "experiment", None) is not None:
+        from niceeval.cli._exp_plan import experiment_plan
+
+        return experiment_plan(config, args, entries, identities)
 
     judging = ExecOptions(
         timeout=args.timeout or config.timeout,
@@ -282,7 +300,8 @@ def _adaptive(args: argparse.Namespace) -> str | None:
     return None
 
 
-def _run(args: argparse.Namespace) -> int:
+def run_command(args: argparse.Namespace) -> int:
+    """`niceeval run` (and `rescore`, and each experiment of `niceeval exp`, `args.experiment`): the exit code."""
     from niceeval._run.gc_pacing import paused_collection
 
     with paused_collection():
@@ -305,20 +324,25 @@ def _run_suite(args: argparse.Namespace) -> int:
         print(f"niceeval: {problem}", file=sys.stderr)
         return EXIT_USAGE
     config, discovery = _load(args)
+    experiment: ExperimentRun | None = getattr(args, "experiment", None)
+    if experiment is not None:
+        config = experiment.configure(config)
     if args.min_pass_at_k and args.min_pass_at_k[0] > (args.runs or 1):
         print(f"niceeval: --min-pass-at-k {args.min_pass_at_k[0]}:... needs --runs of at least that.", file=sys.stderr)
         return EXIT_USAGE
     if args.min_pass_rate is None:
         args.min_pass_rate = 0.0 if args.min_pass_at_k else 1.0
     entries = select(discovery.evals, keyword=args.keyword, tags=args.tag)
+    entries = experiment.select(entries) if experiment is not None else entries
     if not entries and not discovery.errors:
         where = " ".join(args.paths or config.evals)
         filters = " after -k/--tag filtering" if discovery.evals else ""
         print(f"niceeval: no evals found in {where}{filters}. Write one with `niceeval init`.", file=sys.stderr)
         return EXIT_USAGE
+    identities = experiment.identities(config, entries, args.grader) if experiment is not None else {}
     if getattr(args, "dry_run", False):
-        return _dry_run(config, args, entries)
-    stored, entries = _plan_runs(config, args, entries)
+        return _dry_run(config, args, entries, identities)
+    stored, entries = _plan_runs(config, args, entries, identities)
     sink = stored.sink if stored else None
     jsonl = getattr(args, "jsonl", None)
     reporters: list[Reporter] = [
@@ -361,12 +385,15 @@ def _run_suite(args: argparse.Namespace) -> int:
             no_cache=args.no_cache,
             cache_only=args.cache_only,
             agent_for_run=stored.agent_for_run if stored else None,
+            experiment=experiment.view() if experiment is not None else None,
+            identities=identities,
         ),
         done=stored.done if stored else frozenset(),
         prior=stored.prior if stored else (),
         shard=args.shard,
         budget=getattr(args, "budget", None),
         exitfirst=getattr(args, "exitfirst", False),
+        early_exit=experiment is not None and experiment.experiment.early_exit,
     )
     with paced_collection(process_ends=getattr(args, "process_ends", False)):
         summary = anyio.run(run_suite, entries, discovery.errors, options, reporters)
@@ -440,12 +467,12 @@ class _BaselineGate:
 
 
 def _plan_runs(
-    config: Config, args: argparse.Namespace, entries: list[EvalEntry]
+    config: Config, args: argparse.Namespace, entries: list[EvalEntry], identities: Mapping[str, str]
 ) -> tuple[StoredPlan | None, list[EvalEntry]]:
     """How `run` is recorded (None: the store is off), and the evals it runs (with --shard, the shard's)."""
     from niceeval.cli._store import store_plan_for
 
-    stored = store_plan_for(config, args, entries)
+    stored = store_plan_for(config, args, entries, identities)
     if args.shard is not None:
         print(f"niceeval: {args.shard.describe(entries, args.runs or 1)}", file=sys.stderr)
     if stored is None:

@@ -22,11 +22,12 @@ from niceeval.cli._common import (
 from niceeval.cli._github import add_github_flags
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from pathlib import Path
 
     from niceeval._eval.config import Config
     from niceeval._run.discovery import EvalEntry
-    from niceeval._run.storing import StoredPlan
+    from niceeval._run.storing import StoredPlan, StoreRequest
     from niceeval.store import DiffOptions, Store, SuiteRunInfo
     from niceeval.store._recorder import StoreSink
 
@@ -96,8 +97,11 @@ def add_store_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
     gc.set_defaults(handler=_gc)
 
 
-def store_plan_for(config: Config, args: argparse.Namespace, entries: list[EvalEntry]) -> StoredPlan | None:
-    """How this `niceeval run` is recorded (None with the store off); a store that cannot open exits 2."""
+def store_plan_for(
+    config: Config, args: argparse.Namespace, entries: list[EvalEntry], identities: Mapping[str, str] | None = None
+) -> StoredPlan | None:
+    """How this `niceeval run` (or one experiment of `niceeval exp`, `args.experiment`, whose slots have
+    `identities`) is recorded (None with the store off); a store that cannot open exits 2."""
     from niceeval._core.errors import ConfigError
     from niceeval._run.storing import (
         StoreRequest,
@@ -115,6 +119,9 @@ def store_plan_for(config: Config, args: argparse.Namespace, entries: list[EvalE
     if args.no_store and (again or run_id):
         raise ConfigError("--resume, --rerun-failed and --run-id use the results store; drop --no-store.")
     request = StoreRequest(flag=args.store, off=args.no_store, configured=config.store, root=config.root)
+    experiment = getattr(args, "experiment", None)
+    if experiment is not None:
+        return _experiment_plan(config, args, entries, request, identities or {})
     reads = again or run_id is not None or getattr(args, "rescore", None) is not None
     if not reads:  # a new suite run only writes: the recorder, without SQLAlchemy, when the store is ready
         recorder = open_recorder(request)
@@ -150,6 +157,25 @@ def store_plan_for(config: Config, args: argparse.Namespace, entries: list[EvalE
     except Exception:
         recorder.close()
         raise
+
+
+def _experiment_plan(
+    config: Config,
+    args: argparse.Namespace,
+    entries: list[EvalEntry],
+    request: StoreRequest,
+    identities: Mapping[str, str],
+) -> StoredPlan | None:
+    """One experiment of `niceeval exp`: a new suite run tagged with it, carrying what earlier runs recorded."""
+    from niceeval._run.storing import open_recorder, plan_experiment, suite_start
+
+    recorder = open_recorder(request)
+    if recorder is None:
+        return None
+    start = suite_start(
+        config.root, _config_file(config, args), strict=args.strict, min_pass_rate=args.min_pass_rate
+    ).model_copy(update={"experiment": args.experiment.id})
+    return plan_experiment(recorder, start, entries, args.runs, args.experiment, identities)
 
 
 def _config_file(config: Config, args: argparse.Namespace) -> Path:

@@ -11,6 +11,8 @@ The read API (what `niceeval runs/show/diff` and the viewer use):
 - `Store.shards(ref)`: the shards of a suite run written with `--run-id` that have reported (`ShardInfo`).
 - `Store.abandoned(runs)`: which of them say `running` though no process writes them any more (killed, or their
   end could not be written): `niceeval runs` shows those as interrupted.
+- `Store.slots(experiment)`, `Store.acceptances(experiment)`: what an experiment's runs recorded, slot by slot,
+  and the runs it adopted (`niceeval accept`); `Store.runs(experiment=...)` lists its suite runs.
 - `Store.diff(base, head, DiffOptions(...))`: both runs judged by one rule, changes weighed against noise, new and
   gone evals, scores that moved (`RunDiff`).
 - `Store.compare(refs, CompareOptions(...))`: several setups, each with its intervals, each pair on its shared
@@ -42,6 +44,7 @@ if TYPE_CHECKING:
     from niceeval.store._diff import DiffOptions
     from niceeval.store._errors import StoreError
     from niceeval.store._models import (
+        AcceptanceInfo,
         EvalRunInfo,
         OutcomeChange,
         PlannedEvalInfo,
@@ -59,6 +62,7 @@ if TYPE_CHECKING:
     from niceeval.store._url import DEFAULT_PATH
 
 _HOMES = {
+    "AcceptanceInfo": "niceeval.store._models",
     "CompareOptions": "niceeval.store._compare",
     "Measured": "niceeval.store._compared",
     "SetupComparison": "niceeval.store._compared",
@@ -81,6 +85,7 @@ _HOMES = {
 }
 
 __all__ = [
+    "AcceptanceInfo",
     "CompareOptions",
     "Measured",
     "SetupComparison",

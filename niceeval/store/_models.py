@@ -124,6 +124,23 @@ class EvalRunInfo(BaseModel):
     `carried_from`."""
     carried_from: str | None = None
     carried_index: int | None = None
+    identity: str | None = None
+    """An experiment's slot: the identity its result stands for (None outside experiments)."""
+    error_kind: str | None = None
+    """The kind of the error that ended the run (`exception`, `timeout`, `usage`), if any."""
+
+
+class AcceptanceInfo(BaseModel):
+    """`niceeval accept`: a recorded eval run an experiment adopted for a slot identity."""
+
+    model_config = ConfigDict(defer_build=True)
+
+    experiment: str
+    eval_id: str
+    identity: str
+    suite_run_id: str
+    run_index: int
+    accepted_at: datetime
 
 
 class ShardInfo(BaseModel):

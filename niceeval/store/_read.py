@@ -97,7 +97,7 @@ def get_run(conn: Connection, suite_run_id: str) -> SuiteRunDetail:
         info = info.model_copy(update=totals(session_of(conn), suite_run_id))
     plan = planned(conn, suite_run_id)
     order = {p.id: i for i, p in enumerate(plan)}
-    summaries = [_summary(r) for r in conn.execute(_run_rows(suite_run_id)).mappings()]
+    summaries = [summary_of(r) for r in conn.execute(_run_rows(suite_run_id)).mappings()]
     summaries.sort(key=lambda s: (order.get(s.eval_id, len(order)), s.run_index))
     evals = [
         PlannedEvalInfo(eval_id=p.id, file=p.file, line=p.line, tags=list(p.tags), runs=p.runs, cluster=p.cluster)
@@ -128,7 +128,8 @@ def _run_rows(suite_run_id: str) -> Any:
     return select(eval_runs).where(eval_runs.c.suite_run_id == suite_run_id)
 
 
-def _summary(row: RowMapping) -> EvalRunInfo:
+def summary_of(row: RowMapping) -> EvalRunInfo:
+    """An `eval_runs` row as its summary line."""
     error = row["error"]
     return EvalRunInfo(
         suite_run_id=row["suite_run_id"],
@@ -146,6 +147,8 @@ def _summary(row: RowMapping) -> EvalRunInfo:
         provenance=row["provenance"],
         carried_from=row["carried_from"],
         carried_index=row["carried_index"],
+        identity=row["identity"],
+        error_kind=error.get("kind") if error else None,
     )
 
 
@@ -178,7 +181,7 @@ def history(conn: Connection, eval_id: str, *, limit: int = 50) -> list[EvalRunI
         return []
     query = select(eval_runs).where(eval_runs.c.suite_run_id.in_(list(order)), eval_runs.c.eval_id == eval_id)
     rows = sorted(conn.execute(query).mappings(), key=lambda r: (order[r["suite_run_id"]], r["run_index"]))
-    return [_summary(r) for r in rows[:limit]]
+    return [summary_of(r) for r in rows[:limit]]
 
 
 def suite_runs_with(conn: Connection, eval_id: str, limit: int) -> list[tuple[str, datetime]]:

@@ -31,6 +31,7 @@ from niceeval.store._connection import WriteConnection
 from niceeval.store._driver import Kind
 from niceeval.store._errors import StoreError
 from niceeval.store._lease import Lease, LeaseHeld, held_message, take_lease
+from niceeval.store._meta import niceeval_version
 from niceeval.store._postgresql_batches import PostgresqlBatches
 from niceeval.store._sqlite_batches import SqliteBatches
 from niceeval.store._statements import RunRows
@@ -38,9 +39,10 @@ from niceeval.store._suite_run import ShardJoin, SuiteEnd, SuiteRunStart, SuiteS
 from niceeval.store._url import StoreUrlError, masked, resolve_url
 
 if TYPE_CHECKING:
+    from niceeval.store._models import AcceptanceInfo
     from niceeval.store._store import Store
 
-__all__ = ["Lease", "Recorder", "ShardJoin", "StoreSink", "SuiteEnd", "masked"]
+__all__ = ["Lease", "Recorder", "ShardJoin", "StoreSink", "SuiteEnd", "masked", "niceeval_version"]
 
 
 class Recorder:
@@ -185,6 +187,27 @@ class Recorder:
 
         with write_transaction(self.store.engine) as conn:
             _shards.finish_shard(conn, suite_run_id, shard, end)
+
+    def accept(self, acceptance: AcceptanceInfo) -> bool:
+        """Record that an experiment adopts a recorded eval run for a slot identity (the run is not touched);
+        False when it had already."""
+        from niceeval.store import _experiments
+        from niceeval.store._open import write_transaction
+
+        with write_transaction(self.store.engine) as conn:
+            return _experiments.accept(conn, acceptance)
+
+    def rename_experiment(self, old: str, new: str) -> int:
+        """Move experiment `old`'s history (suite runs, acceptances) to `new`; how many suite runs moved.
+
+        Raises:
+            RunNotFound: `old` has no history, or `new` has some already.
+        """
+        from niceeval.store import _experiments
+        from niceeval.store._open import write_transaction
+
+        with write_transaction(self.store.engine) as conn:
+            return _experiments.rename(conn, old, new)
 
     def gc(self, *, keep: int) -> tuple[int, int]:
         """Delete every suite run but the `keep` latest; a suite run still `running` is kept.

@@ -209,6 +209,9 @@ class RunRows:
 def run_rows(result: RunResult, dialect: Dialect, finished: datetime | None = None) -> RunRows:
     """The rows that store `result` (scrubbed first unless a redactor found it clean), stamped as finished at
     `finished` (now by default)."""
+    if result.provenance != "executed":  # a reference to the run that holds its record: only its summary row
+        row = _eval_run(result, dialect.stamp(finished or datetime.now(UTC)))
+        return RunRows(result.eval_id, result.run_index, row, [], [], [], [], [])
     if not is_clean(result):
         result = scrub_run(result, storable=True)
     stamp = dialect.stamp

@@ -12,7 +12,7 @@ from sqlalchemy import Connection, Engine
 from niceeval._core.outcome import Outcome
 from niceeval._core.results import RunResult
 from niceeval._core.summary import PlannedEval
-from niceeval.store import _compare, _diff, _read, _shards
+from niceeval.store import _compare, _diff, _experiments, _read, _shards
 from niceeval.store._compare import CompareOptions
 from niceeval.store._compared import SetupComparison
 from niceeval.store._damage import damage_message, integrity_problems
@@ -20,6 +20,7 @@ from niceeval.store._diff import DiffOptions
 from niceeval.store._driver import UnsupportedUrl, parse_url
 from niceeval.store._lease import writer_gone
 from niceeval.store._models import (
+    AcceptanceInfo,
     EvalRunInfo,
     RunDiff,
     ShardInfo,
@@ -161,6 +162,17 @@ class Store:
         """The eval's runs across suite runs: the latest suite run first, each suite run's runs in order."""
         with self._reading() as conn:
             return _read.history(conn, eval_id, limit=limit)
+
+    def slots(self, experiment: str) -> list[EvalRunInfo]:
+        """Every eval run `experiment`'s suite runs executed (with its slot identity), the latest suite run's first:
+        what a new run of the experiment may carry."""
+        with self._reading() as conn:
+            return _experiments.slots(conn, experiment)
+
+    def acceptances(self, experiment: str) -> list[AcceptanceInfo]:
+        """The eval runs `experiment` adopted with `niceeval accept`, oldest first."""
+        with self._reading() as conn:
+            return _experiments.accepted(conn, experiment)
 
     def diff(self, base: str, head: str, options: DiffOptions | None = None) -> RunDiff:
         """What changed from suite run `base` to `head`, both judged by one verdict rule, weighed against noise.

@@ -89,3 +89,12 @@ def test_a_bad_alpha_is_refused_by_the_parser(capsys: pytest.CaptureFixture[str]
     with pytest.raises(SystemExit):
         command("a", "b", "--alpha", "2")
     assert "--alpha must be between 0 and 1" in capsys.readouterr().err
+
+
+def test_niceeval_exp_compare_is_the_command(store_path: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from niceeval.cli import main
+
+    assert main(["exp", "compare", "quick", "slow", "--json", "--store", store_path]) == 0
+    assert json.loads(capsys.readouterr().out)["front"] == ["quick"]
+    assert main(["exp", "compare", "quick", "--store", store_path]) == 2
+    assert "niceeval: error: a comparison needs at least two setups" in capsys.readouterr().err
