@@ -18,6 +18,7 @@ from sqlalchemy import Connection, select
 
 from niceeval.stats import CaseUsage, Dimension, PairedChange, UsageComparison
 from niceeval.store._models import UsageChange
+from niceeval.store._records import slot_records
 from niceeval.store._schema import eval_runs, events
 
 
@@ -59,10 +60,11 @@ def case_usage(conn: Connection, suite_run_id: str, *, strict: bool) -> dict[str
         total.runs += 1
         total.passed += outcome in passing
         total.cost = None if total.cost is None or cost is None else total.cost + cost
+    slots = slot_records(suite_run_id)  # a carried attempt's turns are on the row it carries
     turns = (
-        select(eval_runs.c.eval_id, events.c.payload["latency"].as_float())
-        .join(events, events.c.eval_run_id == eval_runs.c.id)
-        .where(eval_runs.c.suite_run_id == suite_run_id, eval_runs.c.outcome != "skipped", events.c.type == "message")
+        select(slots.c.eval_id, events.c.payload["latency"].as_float())
+        .join(events, events.c.eval_run_id == slots.c.record_id)
+        .where(slots.c.outcome != "skipped", events.c.type == "message")
     )
     latencies: dict[str, list[float]] = {}
     for eval_id, latency in conn.execute(turns):

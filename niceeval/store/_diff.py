@@ -30,6 +30,7 @@ from niceeval.store._models import (
     ScoreChange,
     SuiteChange,
 )
+from niceeval.store._records import slot_records
 from niceeval.store._schema import assertions, eval_runs, judge_calls, suite_evals, suite_runs
 from niceeval.store._verdicts import tallies
 
@@ -69,11 +70,12 @@ def stored_tallies(conn: Connection, suite_run_id: str) -> dict[str, EvalTally]:
 def _scores(conn: Connection, suite_run_id: str) -> dict[tuple[str, str], float]:
     # An assertion with `.key("id")` is matched by its key (shown as `[id]`), so renaming its label keeps history.
     identity = func.coalesce(literal("[") + assertions.c.key + literal("]"), assertions.c.name)
+    slots = slot_records(suite_run_id)  # a carried attempt's assertions are on the row it carries
     query = (
-        select(eval_runs.c.eval_id, identity, func.avg(assertions.c.score))
-        .join(assertions, assertions.c.eval_run_id == eval_runs.c.id)
-        .where(eval_runs.c.suite_run_id == suite_run_id, assertions.c.score.is_not(None))
-        .group_by(eval_runs.c.eval_id, identity)
+        select(slots.c.eval_id, identity, func.avg(assertions.c.score))
+        .join(assertions, assertions.c.eval_run_id == slots.c.record_id)
+        .where(assertions.c.score.is_not(None))
+        .group_by(slots.c.eval_id, identity)
     )
     return {(eval_id, name): float(score) for eval_id, name, score in conn.execute(query)}
 
@@ -82,10 +84,11 @@ def case_scores(conn: Connection, suite_run_id: str) -> tuple[CaseScores, set[st
     """Per assertion (its `[key]`, else its kind: `similarity('Paris')` and `similarity('Rome')` are one), per
     eval: the mean of its scores over the eval's runs (inconclusive verdicts have no score and are left out); and
     which assertions are graded: soft, or scoring between 0 and 1 at least once."""
+    slots = slot_records(suite_run_id)
     query = (
-        select(eval_runs.c.eval_id, assertions.c.key, assertions.c.name, assertions.c.severity, assertions.c.score)
-        .join(assertions, assertions.c.eval_run_id == eval_runs.c.id)
-        .where(eval_runs.c.suite_run_id == suite_run_id, assertions.c.score.is_not(None))
+        select(slots.c.eval_id, assertions.c.key, assertions.c.name, assertions.c.severity, assertions.c.score)
+        .join(assertions, assertions.c.eval_run_id == slots.c.record_id)
+        .where(assertions.c.score.is_not(None))
     )
     sums: dict[str, dict[str, list[float]]] = {}
     graded: set[str] = set()

@@ -8,10 +8,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from _setups import Case, once, record
+from _setups import Case, once, record, result
 
 from niceeval._core.errors import ConfigError
-from niceeval.store import CompareOptions, RunNotFound, SetupComparison, Store
+from niceeval._core.summary import PlannedEval
+from niceeval.store import CompareOptions, RunNotFound, SetupComparison, Store, SuiteRunStart
+from niceeval.store._recorder import Recorder, SuiteEnd
 
 
 @pytest.fixture
@@ -239,3 +241,27 @@ def test_an_experiment_with_no_finished_suite_run_is_refused(store: Store) -> No
     with pytest.raises(ConfigError, match="experiment new has no finished suite run yet \\(its latest, cut, is "
                        "interrupted\\); run it to the end, or name one of its suite runs by id"):  # fmt: skip
         store.compare(["a", "new"])
+
+
+def test_a_suite_run_that_carried_its_attempts_is_measured_on_the_runs_it_carries(store: Store) -> None:
+    cheap_and_quick(store, "executed", experiment="mini")
+    carried = [
+        result(f"e{i}", Case(cost=0.001 + i * 1e-5, turns=())).model_copy(
+            update={"provenance": "carried", "carried_from": "executed", "carried_index": 0, "events": []}
+        )
+        for i in range(12)
+    ]  # a carried slot's row is a summary: no events, no assertions
+    plan = [PlannedEval(id=r.eval_id, file="evals/a.py", line=1) for r in carried]
+    recorder = Recorder.of(store)
+    try:
+        recorder.begin(SuiteRunStart(id="carrying", command=["niceeval", "exp"], experiment="mini"), plan)
+        recorder.add("carrying", carried)
+        recorder.finish("carrying", SuiteEnd(status="finished", exit_code=0, duration_s=1.0))
+    finally:
+        recorder.close()
+    dear_and_slow(store)
+    mini, _ = store.compare(["mini", "b"]).setups
+    assert mini.suite_run_id == "carrying"
+    assert mini.latency_p50 is not None and mini.latency_p50.value == pytest.approx(1.055)
+    assert mini.mean_scores["similarity"].value == pytest.approx(0.683333, abs=1e-6)
+    assert mini.notes == []
