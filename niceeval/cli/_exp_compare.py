@@ -29,7 +29,8 @@ def add_exp_compare(commands: argparse._SubParsersAction[argparse.ArgumentParser
     )
     compare.add_argument(
         "setups", nargs="+", metavar="SETUP",
-        help="a suite run id (a unique prefix, or `latest`); two or more",
+        help="an experiment id (its latest finished suite run), or a suite run id (a unique prefix, or `latest`); "
+        "two or more",
     )  # fmt: skip
     compare.add_argument("--json", action="store_true", help="print the comparison as JSON")
     compare.add_argument(
