@@ -80,6 +80,9 @@ def print_comparison(comparison: SetupComparison, console: Console) -> None:
         if pair.suite is not None:
             console.print(Text(f"  pass rate {_rate(pair.suite.base_rate)} -> {_rate(pair.suite.head_rate)}: "
                                f"{pair.suite.evidence}"))  # fmt: skip
+        if pair.verdict_line:
+            console.print(Text(f"  {_name(pair.second)} against {_name(pair.first)}, every measure: "
+                               f"{_line(pair.verdict_line)}"))  # fmt: skip
     front = ", ".join(_name(name) for name in comparison.front)
     console.print(Text(f"front (no other setup beats these on pass rate, cost and p50 latency at once): {front}"))
 
