@@ -49,7 +49,8 @@ def dominance(first: str, second: str, dimensions: Sequence[Dimension]) -> Domin
     parts = [f"{second} better on {_listed(better)}"] if better else []
     parts += [f"{second} worse on {_listed(worse)}"] if worse else []
     parts += [f"within noise: {', '.join(f'{d.name} ({d.shown})' for d in noise)}"] if noise else []
-    return Dominance(relation="not separable", text="not separable: " + "; ".join(parts) + same + leaning)
+    parts += [f"unchanged: {', '.join(unchanged)}"] if unchanged else []
+    return Dominance(relation="not separable", text="not separable: " + "; ".join(parts) + leaning)
 
 
 def pareto_front(names: Sequence[str], dominated: Iterable[str]) -> list[str]:

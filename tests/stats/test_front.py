@@ -47,6 +47,11 @@ def test_point_estimates_all_one_way_are_said_but_not_claimed() -> None:
     assert backwards.text.endswith("(a is ahead on every measure by its point estimate, not beyond noise)")
 
 
+def test_setups_the_same_on_every_measure_are_not_separable() -> None:
+    judged = dominance("a", "b", [measure("pass rate", 0.0, 0.0, worse_when="down"), measure("cost", 0.0, 0.0)])
+    assert (judged.relation, judged.text) == ("not separable", "not separable: unchanged: pass rate, cost")
+
+
 def test_nothing_to_weigh_is_not_separable() -> None:
     assert dominance("a", "b", []).text == "not separable: no measure to weigh"
 
