@@ -24,6 +24,7 @@ from niceeval.cli._common import (
     open_existing_store,
     project_config,
 )
+from niceeval.cli._exp_compare import add_exp_compare
 from niceeval.cli._run import add_run_flags
 
 if TYPE_CHECKING:
@@ -75,6 +76,7 @@ def add_exp_commands(commands: argparse._SubParsersAction[argparse.ArgumentParse
     add_config_flag(rename)
     add_store_flag(rename)
     rename.set_defaults(handler=_rename)
+    add_exp_compare(forms)
 
     accept = commands.add_parser(
         "accept",

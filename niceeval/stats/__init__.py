@@ -1,10 +1,11 @@
 """Statistics on plain numbers: intervals, tests of change, power, what a change costs, how far raters agree.
 
-What a change costs is a paired bootstrap of cost and latency with a one-line verdict; agreement is Cohen's kappa
-and a Wilson interval. Pure functions on counts and lists, returning small frozen records that say when there is
-not enough data instead of printing a fake-precise number. `wilson`, `clustered_rate`, `clustered_mean`, `power`
-and `agreement` need only the standard library (the console shows them after every run); the tests of change
-import scipy when called, the bootstrap numpy.
+What a change costs is a paired bootstrap of cost and latency with a one-line verdict; of several setups, the
+Pareto front on quality, cost and latency (a dominance claimed only where the intervals support it); agreement
+is Cohen's kappa and a Wilson interval. Pure functions on counts and lists, returning small frozen records that
+say when there is not enough data instead of printing a fake-precise number. `wilson`, `clustered_rate`,
+`clustered_mean`, `power` and `agreement` need only the standard library (the console shows them after every
+run); the tests of change import scipy when called, the bootstrap numpy.
 
 Names load on first use: a run imports the intervals it shows, never the tests of change it does not make.
 
@@ -21,12 +22,13 @@ if TYPE_CHECKING:
     from ._adaptive import AdaptiveRuns, parse_runs
     from ._agreement import Agreement, agreement, cohen_kappa
     from ._bootstrap import PairedChange, PairedResampler
+    from ._front import Dominance, dominance, pareto_front
     from ._gate import EvalChange, RunComparison, ScoreTest, compare_runs
     from ._intervals import clustered_mean, clustered_mean_of_sums, clustered_rate, t_quantile, wilson
     from ._power import power
     from ._results import Comparison, Estimate, Power
     from ._significance import benjamini_hochberg, compare_rates, mcnemar, min_pairs, paired_bootstrap, paired_t
-    from ._usage import CaseUsage, UsageComparison, compare_usage
+    from ._usage import CaseUsage, UsageComparison, UsageEstimate, compare_usage, estimate_usage
     from ._verdict import Dimension, Verdict, verdict
 
 _HOMES = {
@@ -38,6 +40,11 @@ _HOMES = {
     "PairedChange": "niceeval.stats._bootstrap",
     "PairedResampler": "niceeval.stats._bootstrap",
     "CaseUsage": "niceeval.stats._usage",
+    "UsageEstimate": "niceeval.stats._usage",
+    "estimate_usage": "niceeval.stats._usage",
+    "Dominance": "niceeval.stats._front",
+    "dominance": "niceeval.stats._front",
+    "pareto_front": "niceeval.stats._front",
     "UsageComparison": "niceeval.stats._usage",
     "compare_usage": "niceeval.stats._usage",
     "Dimension": "niceeval.stats._verdict",
@@ -70,6 +77,7 @@ __all__ = [
     "CaseUsage",
     "Comparison",
     "Dimension",
+    "Dominance",
     "Estimate",
     "EvalChange",
     "PairedChange",
@@ -78,6 +86,7 @@ __all__ = [
     "RunComparison",
     "ScoreTest",
     "UsageComparison",
+    "UsageEstimate",
     "Verdict",
     "agreement",
     "benjamini_hochberg",
@@ -88,11 +97,14 @@ __all__ = [
     "compare_rates",
     "compare_runs",
     "compare_usage",
+    "dominance",
+    "estimate_usage",
     "mcnemar",
     "min_pairs",
     "paired_bootstrap",
     "paired_t",
     "parse_runs",
+    "pareto_front",
     "power",
     "t_quantile",
     "verdict",

@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from ._results import Estimate
+
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
@@ -115,6 +117,41 @@ class PairedResampler:
         points_b, resampled_b = self._quantiles(before, qs)
         points_a, resampled_a = self._quantiles(after, qs)
         return [self._change(points_b[i], points_a[i], resampled_b[:, i], resampled_a[:, i]) for i in range(len(qs))]
+
+    def ratio_of(self, side: tuple[Sequence[float], Sequence[float]]) -> Estimate:
+        """One side's ratio of sums (`(numerators, denominators)`, one of each per cluster) with the expanded
+        percentile interval of its resamples: what one setup's cost per run is, on its own."""
+        import numpy as np
+
+        top, bottom = (self._column(v) for v in side)
+        if bottom.sum() == 0:
+            return Estimate(value=None, clusters=self.clusters, confidence=self.confidence, note="nothing to divide by")
+        point, under = float(top.sum() / bottom.sum()), self._sum(bottom)
+        if np.any(under == 0):
+            return self._estimate(point, None, "some resamples have nothing to divide by: no interval")
+        return self._estimate(point, self._sum(top) / under)
+
+    def quantiles_of(self, groups: Sequence[Sequence[float]], qs: Sequence[float]) -> list[Estimate]:
+        """One side's `q` quantiles of the values pooled over the clusters (as `quantiles`), each with the
+        expanded percentile interval of its resamples. Every cluster needs a value."""
+        if any(not 0 <= q <= 1 for q in qs):
+            raise ValueError(f"a quantile is between 0 and 1, got {list(qs)}")
+        if any(not values for values in groups):
+            raise ValueError("every cluster needs at least one value")
+        points, resampled = self._quantiles(groups, qs)
+        return [self._estimate(points[i], resampled[:, i]) for i in range(len(qs))]
+
+    def _estimate(self, value: float, resampled: NDArray[np.float64] | None, note: str | None = None) -> Estimate:
+        import numpy as np
+
+        if self.clusters == 1:
+            resampled, note = None, note or "1 case: no spread to measure"
+        found = Estimate(value=value, n=self.clusters, clusters=self.clusters, confidence=self.confidence, note=note)
+        if resampled is None:
+            return found
+        tail = _expanded_tail(self.confidence, self.clusters)
+        low, high = np.quantile(resampled, [tail, 1 - tail])
+        return replace(found, low=float(low), high=float(high))
 
     def _column(self, values: Sequence[float]) -> NDArray[np.float64]:
         import numpy as np

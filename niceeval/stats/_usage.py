@@ -1,6 +1,9 @@
 """What a change costs: the agent's cost per run and per passed run, and p50/p95 turn latency, on each side of a
 comparison, with paired bootstrap intervals over the shared cases.
 
+`estimate_usage` gives the same measures for one side alone, each with its bootstrap interval over the cases
+(what `niceeval exp compare` shows per setup).
+
 Input is per case on each side: its runs, passed runs, the agent's summed cost and every turn's latency. Cases
 sharing a cluster are pooled first (the cluster is the unit resampled). Cost per run is a ratio of sums (total
 cost over total runs), so a case run more often weighs more only as far as it cost more. Latency quantiles pool
@@ -13,6 +16,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ._bootstrap import RESAMPLES, PairedChange, PairedResampler
+from ._results import Estimate
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,6 +45,22 @@ class UsageComparison:
     latency_p95: PairedChange | None
     unpriced: int = 0
     """Shared clusters that called a model with no price on either side (then cost is not compared)."""
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class UsageEstimate:
+    """One side's cost and latency over its cases, each with its bootstrap interval; a measure is None when it
+    cannot be estimated (`notes` say why)."""
+
+    cases: int
+    clusters: int
+    cost_per_run: Estimate | None
+    cost_per_pass: Estimate | None
+    latency_p50: Estimate | None
+    latency_p95: Estimate | None
+    unpriced: int = 0
+    """Clusters that called a model with no price (then cost is not estimated)."""
     notes: tuple[str, ...] = ()
 
 
@@ -124,3 +144,46 @@ def _costs(
         return per_run, None
     per_pass = resampler.ratio((old_costs, [p.passed for p in before]), (new_costs, [p.passed for p in after]))
     return per_run, per_pass
+
+
+def estimate_usage(
+    usage: Mapping[str, CaseUsage],
+    *,
+    clusters: Mapping[str, Hashable] | None = None,
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+) -> UsageEstimate:
+    """One side's cost per run and per passed run, p50 and p95 turn latency, over its cases with a counted run,
+    resampling `clusters` (default: each case its own)."""
+    counted = sorted(c for c, u in usage.items() if u.runs > 0)
+    pooled = _pool(counted, usage, clusters)
+    cases = list(pooled.values())
+    if not cases:
+        return UsageEstimate(cases=0, clusters=0, cost_per_run=None, cost_per_pass=None, latency_p50=None,
+                             latency_p95=None, notes=("no counted run",))  # fmt: skip
+    notes: list[str] = []
+    resampler = PairedResampler(len(cases), resamples=resamples, seed=seed)
+    unpriced = sum(1 for case in cases if case.cost is None)
+    cost_per_run = cost_per_pass = None
+    if unpriced:
+        notes.append(f"cost not estimated: {unpriced} case(s) called a model with no price (set pricing=)")
+    else:
+        costs = [case.cost or 0.0 for case in cases]
+        cost_per_run = resampler.ratio_of((costs, [case.runs for case in cases]))
+        if any(case.passed for case in cases):
+            cost_per_pass = resampler.ratio_of((costs, [case.passed for case in cases]))
+        else:
+            notes.append("cost per passed run not estimated: no run passed")
+    timed = [case.latencies for case in cases if case.latencies]
+    latency_p50 = latency_p95 = None
+    if timed:
+        turns = PairedResampler(len(timed), resamples=resamples, seed=seed)
+        latency_p50, latency_p95 = turns.quantiles_of(timed, (0.5, 0.95))
+        if len(timed) < len(cases):
+            notes.append(f"latency over the {len(timed)} of {len(cases)} cases with a measured turn")
+    else:
+        notes.append("no turn latency measured")
+    return UsageEstimate(
+        cases=len(counted), clusters=len(cases), cost_per_run=cost_per_run, cost_per_pass=cost_per_pass,
+        latency_p50=latency_p50, latency_p95=latency_p95, unpriced=unpriced, notes=tuple(notes),
+    )  # fmt: skip

@@ -28,6 +28,8 @@ class Dimension:
     """`down` for a pass rate or a score, `up` for cost and latency."""
     shown: str
     """The change in words for the verdict line: `+100%, 95% CI +90% to +110%`."""
+    estimate: float | None = None
+    """The change itself (after minus before), when known: which side a measure within noise leans to."""
 
     @property
     def direction(self) -> Direction:

@@ -17,6 +17,8 @@ The read API (what `niceeval runs/show/diff` and the viewer use):
   gone evals, scores that moved (`RunDiff`).
 - `Store.runs_df()`, `Store.evals_df(ref)`, `Store.assertions_df(ref)`: one row per suite run, eval run, assertion,
   as a pandas DataFrame (or polars, `as_="polars"`): the `analysis` extra, imported only when called.
+- `Store.compare(refs, CompareOptions(...))`: several setups, each with its intervals, each pair on its shared
+  cases, and the Pareto front (`SetupComparison`; `niceeval exp compare` and the viewer's setups page).
 
 `read_inspect_log(path)` reads an Inspect log as eval runs (`InspectLog`): what `niceeval store import` stores as
 a suite run of kind `import`, to diff against niceeval's runs of the same samples.
@@ -42,6 +44,8 @@ from typing import TYPE_CHECKING
 from niceeval._core.lazy import lazy_getattr
 
 if TYPE_CHECKING:
+    from niceeval.store._compare import CompareOptions
+    from niceeval.store._compared import Measured, SetupComparison
     from niceeval.store._diff import DiffOptions
     from niceeval.store._errors import StoreError
     from niceeval.store._inspect import InspectLog, read_inspect_log
@@ -65,6 +69,9 @@ if TYPE_CHECKING:
 
 _HOMES = {
     "AcceptanceInfo": "niceeval.store._models",
+    "CompareOptions": "niceeval.store._compare",
+    "Measured": "niceeval.store._compared",
+    "SetupComparison": "niceeval.store._compared",
     "DiffOptions": "niceeval.store._diff",
     "DEFAULT_PATH": "niceeval.store._url",
     "EvalRunInfo": "niceeval.store._models",
@@ -87,6 +94,9 @@ _HOMES = {
 
 __all__ = [
     "AcceptanceInfo",
+    "CompareOptions",
+    "Measured",
+    "SetupComparison",
     "DiffOptions",
     "DEFAULT_PATH",
     "EvalRunInfo",

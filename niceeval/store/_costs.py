@@ -18,6 +18,7 @@ from sqlalchemy import Connection, select
 
 from niceeval.stats import CaseUsage, Dimension, PairedChange, UsageComparison
 from niceeval.store._models import UsageChange
+from niceeval.store._records import slot_records
 from niceeval.store._schema import eval_runs, events
 
 
@@ -59,10 +60,11 @@ def case_usage(conn: Connection, suite_run_id: str, *, strict: bool) -> dict[str
         total.runs += 1
         total.passed += outcome in passing
         total.cost = None if total.cost is None or cost is None else total.cost + cost
+    slots = slot_records(suite_run_id)  # a carried attempt's turns are on the row it carries
     turns = (
-        select(eval_runs.c.eval_id, events.c.payload["latency"].as_float())
-        .join(events, events.c.eval_run_id == eval_runs.c.id)
-        .where(eval_runs.c.suite_run_id == suite_run_id, eval_runs.c.outcome != "skipped", events.c.type == "message")
+        select(slots.c.eval_id, events.c.payload["latency"].as_float())
+        .join(events, events.c.eval_run_id == slots.c.record_id)
+        .where(slots.c.outcome != "skipped", events.c.type == "message")
     )
     latencies: dict[str, list[float]] = {}
     for eval_id, latency in conn.execute(turns):
@@ -119,7 +121,7 @@ def _change(measure: str, unit: str, change: PairedChange) -> UsageChange:
             "difference": change.difference, "low": change.low, "high": change.high, "relative": change.relative,
             "relative_low": change.relative_low, "relative_high": change.relative_high, "note": change.note,
             "change": "noise", "evidence": _evidence(change, unit),
-            "base_text": _amount(change.before, unit, sign=False), "head_text": _amount(change.after, unit, sign=False),
+            "base_text": amount(change.before, unit, sign=False), "head_text": amount(change.after, unit, sign=False),
         }
     )  # fmt: skip
     return built.model_copy(update={"change": _dimension(built, measure).direction})
@@ -132,9 +134,9 @@ def _evidence(change: PairedChange, unit: str) -> str:
         if change.relative_low is not None and change.relative_high is not None:
             return f"{text} (95% CI {_percent(change.relative_low)} to {_percent(change.relative_high)})"
     else:
-        text = _amount(change.difference, unit)
+        text = amount(change.difference, unit)
         if change.low is not None and change.high is not None:
-            return f"{text} (95% CI {_amount(change.low, unit)} to {_amount(change.high, unit)})"
+            return f"{text} (95% CI {amount(change.low, unit)} to {amount(change.high, unit)})"
     return f"{text} ({change.note or 'no interval'})"
 
 
@@ -183,7 +185,7 @@ def _percent(value: float, *, signed: bool = True) -> str:
     return f"{value * 100:{'+' if signed else ''}.0f}%"
 
 
-def _amount(value: float | None, unit: str, *, sign: bool = True) -> str:
+def amount(value: float | None, unit: str, *, sign: bool = True) -> str:
     if value is None:
         return "n/a"
     shown = "+" if sign and value > 0 else "-" if value < 0 else ""

@@ -30,6 +30,7 @@ from niceeval.store._models import (
     ScoreChange,
     SuiteChange,
 )
+from niceeval.store._records import slot_records
 from niceeval.store._schema import assertions, eval_runs, judge_calls, suite_evals, suite_runs
 from niceeval.store._verdicts import tallies
 
@@ -58,7 +59,7 @@ class DiffOptions:
     """Fail when p50 or p95 turn latency rose by more than this fraction even at its interval's low end."""
 
 
-def _tallies(conn: Connection, suite_run_id: str) -> dict[str, EvalTally]:
+def stored_tallies(conn: Connection, suite_run_id: str) -> dict[str, EvalTally]:
     plan = select(suite_evals.c.eval_id, suite_evals.c.runs, suite_evals.c.cluster).where(
         suite_evals.c.suite_run_id == suite_run_id
     )
@@ -71,23 +72,25 @@ def _tallies(conn: Connection, suite_run_id: str) -> dict[str, EvalTally]:
 def _scores(conn: Connection, suite_run_id: str) -> dict[tuple[str, str], float]:
     # An assertion with `.key("id")` is matched by its key (shown as `[id]`), so renaming its label keeps history.
     identity = func.coalesce(literal("[") + assertions.c.key + literal("]"), assertions.c.name)
+    slots = slot_records(suite_run_id)  # a carried attempt's assertions are on the row it carries
     query = (
-        select(eval_runs.c.eval_id, identity, func.avg(assertions.c.score))
-        .join(assertions, assertions.c.eval_run_id == eval_runs.c.id)
-        .where(eval_runs.c.suite_run_id == suite_run_id, assertions.c.score.is_not(None))
-        .group_by(eval_runs.c.eval_id, identity)
+        select(slots.c.eval_id, identity, func.avg(assertions.c.score))
+        .join(assertions, assertions.c.eval_run_id == slots.c.record_id)
+        .where(assertions.c.score.is_not(None))
+        .group_by(slots.c.eval_id, identity)
     )
     return {(eval_id, name): float(score) for eval_id, name, score in conn.execute(query)}
 
 
-def _case_scores(conn: Connection, suite_run_id: str) -> tuple[CaseScores, set[str]]:
+def case_scores(conn: Connection, suite_run_id: str) -> tuple[CaseScores, set[str]]:
     """Per assertion (its `[key]`, else its kind: `similarity('Paris')` and `similarity('Rome')` are one), per
     eval: the mean of its scores over the eval's runs (inconclusive verdicts have no score and are left out); and
     which assertions are graded: soft, or scoring between 0 and 1 at least once."""
+    slots = slot_records(suite_run_id)
     query = (
-        select(eval_runs.c.eval_id, assertions.c.key, assertions.c.name, assertions.c.severity, assertions.c.score)
-        .join(assertions, assertions.c.eval_run_id == eval_runs.c.id)
-        .where(eval_runs.c.suite_run_id == suite_run_id, assertions.c.score.is_not(None))
+        select(slots.c.eval_id, assertions.c.key, assertions.c.name, assertions.c.severity, assertions.c.score)
+        .join(assertions, assertions.c.eval_run_id == slots.c.record_id)
+        .where(assertions.c.score.is_not(None))
     )
     sums: dict[str, dict[str, list[float]]] = {}
     graded: set[str] = set()
@@ -105,7 +108,7 @@ def _graded_scores(conn: Connection, base: str, head: str) -> tuple[CaseScores, 
     """Both sides' case scores of the graded assertions. An assertion that is only ever a gate scoring 0 or 1
     (`includes`) on both sides is left out: its score is its eval's pass or fail, which the tests of pass rates
     weigh already."""
-    (before, graded_before), (after, graded_after) = _case_scores(conn, base), _case_scores(conn, head)
+    (before, graded_before), (after, graded_after) = case_scores(conn, base), case_scores(conn, head)
     graded = graded_before | graded_after
     return {k: v for k, v in before.items() if k in graded}, {k: v for k, v in after.items() if k in graded}
 
@@ -120,7 +123,7 @@ def diff(conn: Connection, base: str, head: str, options: DiffOptions) -> RunDif
     row = conn.execute(select(suite_runs.c.strict, suite_runs.c.min_pass_rate).where(suite_runs.c.id == head)).one()
     strict = row.strict if options.strict is None else options.strict
     min_pass_rate = row.min_pass_rate if options.min_pass_rate is None else options.min_pass_rate
-    before, after = _tallies(conn, base), _tallies(conn, head)
+    before, after = stored_tallies(conn, base), stored_tallies(conn, head)
     clusters = _clusters(before, after)
     try:
         gate = compare_runs(

@@ -13,7 +13,9 @@ from sqlalchemy import Connection, Engine
 from niceeval._core.outcome import Outcome
 from niceeval._core.results import RunResult
 from niceeval._core.summary import PlannedEval
-from niceeval.store import _diff, _experiments, _frames, _read, _shards
+from niceeval.store import _compare, _diff, _experiments, _frames, _read, _shards
+from niceeval.store._compare import CompareOptions
+from niceeval.store._compared import SetupComparison
 from niceeval.store._damage import damage_message, integrity_problems
 from niceeval.store._diff import DiffOptions
 from niceeval.store._driver import UnsupportedUrl, parse_url
@@ -212,3 +214,16 @@ class Store:
         options = options or DiffOptions()
         with self._reading() as conn:
             return _diff.diff(conn, _read.resolve(conn, base), _read.resolve(conn, head), options)
+
+    def compare(self, refs: Sequence[str], options: CompareOptions | None = None) -> SetupComparison:
+        """Several setups side by side, each measured on its own with its intervals, each pair on the cases both
+        ran, and the Pareto front on quality, cost and latency. A setup is an experiment id (its latest finished
+        suite run) or a suite run (an id, a unique prefix, or `latest`).
+
+        Fewer than two setups, one suite run named twice, or an experiment with no finished suite run raise
+        ConfigError.
+        """
+        options = options or CompareOptions()
+        with self._reading() as conn:
+            setups = [_compare.resolve_setup(conn, ref) for ref in refs]
+            return _compare.compare_setups(conn, setups, options)

@@ -27,6 +27,7 @@ from niceeval.web._history import history_page
 from niceeval.web._pages import render
 from niceeval.web._runs import run_page, runs_page
 from niceeval.web._security import Access, Guard
+from niceeval.web._setups import setups_page
 
 STATIC = ("niceeval.web", "niceeval.render")
 """Packages whose `static/` folder the viewer serves under `/static`: its scripts, and the stylesheet and icon it
@@ -55,6 +56,7 @@ def create_app(settings: ViewerSettings) -> Starlette:
             Route("/runs/{run_id}/eval", eval_run_page, name="eval_run"),
             Route("/compare", compare_page, name="compare"),
             Route("/compare/eval", compare_eval_page, name="compare_eval"),
+            Route("/setups", setups_page, name="setups"),
             Route("/evals/history", history_page, name="history"),
             Route("/cases", cases_page, name="cases"),
             Route("/cases/new", new_case_form, name="new_case"),

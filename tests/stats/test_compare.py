@@ -67,9 +67,16 @@ def test_mcnemar_matches_statsmodels_exact() -> None:
     rng = np.random.default_rng(9)
     for _ in range(100):
         before, after = _paired(rng, int(rng.integers(6, 80)))
-        table = [[sum(b and a for b, a in zip(before, after, strict=True)), sum(b and not a for b, a in
-                  zip(before, after, strict=True))], [sum(a and not b for b, a in zip(before, after, strict=True)),
-                  sum(not a and not b for b, a in zip(before, after, strict=True))]]
+        table = [
+            [
+                sum(b and a for b, a in zip(before, after, strict=True)),
+                sum(b and not a for b, a in zip(before, after, strict=True)),
+            ],
+            [
+                sum(a and not b for b, a in zip(before, after, strict=True)),
+                sum(not a and not b for b, a in zip(before, after, strict=True)),
+            ],
+        ]
         expected = statsmodels_mcnemar(table, exact=True).pvalue
         ours = mcnemar(before, after)
         assert ours.p_value == pytest.approx(expected)
@@ -129,8 +136,10 @@ def test_paired_bootstrap_sign_flip_p_value_is_exact_for_few_cases() -> None:
     after = [0.7, 0.85, 0.5, 0.9, 0.4, 0.8, 0.7, 0.6]
     differences = [a - b for b, a in zip(before, after, strict=True)]
     observed = abs(sum(differences))
-    flipped = [abs(sum(s * d for s, d in zip(signs, differences, strict=True)))
-               for signs in itertools.product((1, -1), repeat=len(differences))]
+    flipped = [
+        abs(sum(s * d for s, d in zip(signs, differences, strict=True)))
+        for signs in itertools.product((1, -1), repeat=len(differences))
+    ]
     exact = sum(1 for total in flipped if total >= observed - 1e-12) / len(flipped)
     result = paired_bootstrap(before, after)
     assert result.p_value == pytest.approx(exact)
@@ -170,8 +179,10 @@ def test_many_null_evals_rarely_fail_after_false_discovery_control() -> None:
     runs = 10
     failing_suites = 0
     for _ in range(20):
-        results = [compare_rates((int(rng.binomial(runs, 0.8)), runs), (int(rng.binomial(runs, 0.8)), runs))
-                   for _ in range(100)]
+        results = [
+            compare_rates((int(rng.binomial(runs, 0.8)), runs), (int(rng.binomial(runs, 0.8)), runs))
+            for _ in range(100)
+        ]
         adjusted = benjamini_hochberg([r.p_value for r in results])
         failing_suites += any(q is not None and q < 0.05 for q in adjusted)
     assert failing_suites <= 2  # at most ~5% of suites, as false discovery control promises

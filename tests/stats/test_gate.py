@@ -16,26 +16,21 @@ def _run(rng: np.random.Generator, rates: np.ndarray, runs: int) -> dict[str, tu
 def test_same_agent_twice_fails_the_gate_at_most_five_percent_of_the_time() -> None:
     rng = np.random.default_rng(1800)
     rates = np.full(50, 0.8)
-    failures = sum(
-        compare_runs(_run(rng, rates, 3), _run(rng, rates, 3)).regressed for _ in range(200)
-    )
+    failures = sum(compare_runs(_run(rng, rates, 3), _run(rng, rates, 3)).regressed for _ in range(200))
     assert failures <= 10  # <= 5% of 200
 
 
 def test_same_agent_with_single_runs_fails_at_most_five_percent_of_the_time() -> None:
     rng = np.random.default_rng(1801)
     rates = rng.uniform(0.5, 1.0, size=50)  # cases differ in difficulty; one run each: McNemar
-    failures = sum(
-        compare_runs(_run(rng, rates, 1), _run(rng, rates, 1)).regressed for _ in range(200)
-    )
+    failures = sum(compare_runs(_run(rng, rates, 1), _run(rng, rates, 1)).regressed for _ in range(200))
     assert failures <= 10
 
 
 def test_a_true_drop_from_0_9_to_0_6_is_caught_at_least_80_percent_of_the_time() -> None:
     rng = np.random.default_rng(1802)
     caught = sum(
-        compare_runs(_run(rng, np.full(50, 0.9), 3), _run(rng, np.full(50, 0.6), 3)).regressed
-        for _ in range(200)
+        compare_runs(_run(rng, np.full(50, 0.9), 3), _run(rng, np.full(50, 0.6), 3)).regressed for _ in range(200)
     )
     assert caught >= 160
 
