@@ -4,8 +4,8 @@
 with a scrubbed environment and a timeout, diffs the workspace against the fixture, and scores it
 by running the hidden tests with `run_fixture_tests`. It does not isolate; `BwrapSandbox` (bubblewrap
 namespaces) and `DockerSandbox` (one container per eval run, declared with `docker_sandbox(...)`, with
-`service(...)` containers beside it) run the same workspace's commands isolated: the system read-only, no network
-but allowed loopback endpoints. See `docs/sandbox.md`.
+`service(...)` containers beside it, or by a Compose file with `compose_sandbox(...)`) run the same workspace's
+commands isolated: the system read-only, no network but allowed loopback endpoints. See `docs/sandbox.md`.
 
 Design: docs/design/sandbox.md
 """
@@ -15,7 +15,15 @@ from niceeval.sandbox._commands import DEFAULT_MAX_OUTPUT_BYTES, CommandOptions,
 from niceeval.sandbox._diff import Diff, FileChange, Rename
 from niceeval.sandbox._docker import DockerRun, DockerSandbox, prepare_docker_run
 from niceeval.sandbox._docker_cli import DockerSandboxError, docker_problem
-from niceeval.sandbox._docker_env import ContainerLimits, DockerEnvironment, Service, docker_sandbox, service
+from niceeval.sandbox._docker_env import (
+    ComposeEnvironment,
+    ContainerLimits,
+    DockerEnvironment,
+    Service,
+    compose_sandbox,
+    docker_sandbox,
+    service,
+)
 from niceeval.sandbox._docker_kept import (
     FoundSandbox,
     Pruned,
@@ -42,6 +50,7 @@ __all__ = [
     "BwrapSandbox",
     "CommandOptions",
     "CommandResult",
+    "ComposeEnvironment",
     "ContainerLimits",
     "Diff",
     "DockerEnvironment",
@@ -65,6 +74,7 @@ __all__ = [
     "SkippedPath",
     "bwrap_problem",
     "close_reused",
+    "compose_sandbox",
     "current_sandbox",
     "docker_problem",
     "docker_sandbox",

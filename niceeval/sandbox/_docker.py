@@ -23,7 +23,8 @@ import anyio
 
 from niceeval.sandbox._bwrap import EndpointForwarder, SandboxUnavailableError, loopback_endpoint
 from niceeval.sandbox._docker_cli import LABEL, DockerSandboxError, docker, docker_argv, docker_problem, run_labels
-from niceeval.sandbox._docker_env import DockerEnvironment
+from niceeval.sandbox._docker_compose import compose_environment
+from niceeval.sandbox._docker_env import ComposeEnvironment, DockerEnvironment
 from niceeval.sandbox._docker_images import ResolvedImage, find_declared, resolve_image
 from niceeval.sandbox._docker_kept import sweep_left
 from niceeval.sandbox._docker_pod import SHIM_INSIDE, PodSpec, mount_points, start_pod
@@ -167,6 +168,7 @@ class DockerSandbox(LocalSandbox):
             limits=run.environment.limits,
             mounts=mount_points(root, MOUNTED),
             read_only=run.read_only,
+            env=run.environment.env,
             labels={**run.labels, f"{LABEL}.workspace": str(self.path), f"{LABEL}.fixture": str(self.fixture)},
         )
         forwarder = EndpointForwarder(root / "net")
@@ -228,22 +230,25 @@ class DockerSandbox(LocalSandbox):
 
 
 async def prepare_docker_run(
-    environment: DockerEnvironment, *, bases: tuple[Path, ...], eval_id: str, attempt: int
+    environment: DockerEnvironment | ComposeEnvironment, *, bases: tuple[Path, ...], eval_id: str, attempt: int
 ) -> DockerRun:
     """Resolve the image of `environment` (found, pulled or built) and label the run's containers.
 
     Args:
-        environment: The declaration.
+        environment: The declaration (a Compose file's is read here, its services' images built).
         bases: Folders relative paths of the declaration are looked up in (the eval's folder, the project root).
         eval_id: The eval, for the containers' labels.
         attempt: The attempt (`--runs` index), for the labels.
 
     Raises:
         SandboxUnavailableError: No Docker daemon answers.
-        DockerSandboxError: The image cannot be found, pulled or built.
+        DockerSandboxError: The image cannot be found, pulled or built, or the Compose file asks for what niceeval
+            cannot do.
     """
     _check_docker()
     await sweep_left()
+    if isinstance(environment, ComposeEnvironment):
+        environment = await compose_environment(environment, bases)
     image = await resolve_image(environment, bases)
     read_only = tuple(find_declared(path, bases, "read_only") for path in environment.read_only)
     return DockerRun(environment=environment, image=image, labels=run_labels(eval_id, attempt), read_only=read_only)

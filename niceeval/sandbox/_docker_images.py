@@ -55,6 +55,15 @@ async def resolve_image(environment: DockerEnvironment, bases: Sequence[Path]) -
             f"docker_sandbox(context={environment.context!r}) is not a folder ({context}); give the folder the "
             "Dockerfile's COPY lines read from."
         )
+    return await build_image(dockerfile, context)
+
+
+async def build_image(dockerfile: Path, context: Path) -> ResolvedImage:
+    """The image of `dockerfile` with its build `context`, built unless an image of this content exists.
+
+    Raises:
+        DockerSandboxError: The build failed (its output is in the message).
+    """
     digest = await anyio.to_thread.run_sync(_content_hash, dockerfile, context)
     tag = f"{BUILD_REPOSITORY}:{digest}"
     async with _builds.setdefault(tag, anyio.Lock()):

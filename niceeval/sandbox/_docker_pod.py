@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
@@ -39,6 +39,8 @@ class PodSpec:
     read_only: tuple[Path, ...]
     """Host folders bind-mounted read-only at the same paths (a coding agent's CLI)."""
     labels: Mapping[str, str]
+    env: Mapping[str, str] = field(default_factory=dict)
+    """The workspace container's environment variables."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -59,7 +61,8 @@ class Pod:
 
 
 async def start_pod(spec: PodSpec) -> Pod:
-    """Start the workspace container, then the services, and wait until each is ready.
+    """Start the workspace container, then the services (each after the ones it depends on are ready), and wait
+    until each is ready.
 
     Raises:
         DockerSandboxError: A container did not start, the image has no python3, or a service never became ready
@@ -70,9 +73,10 @@ async def start_pod(spec: PodSpec) -> Pod:
     try:
         await _check_python(workspace, spec.image)
         try:
+            ready = {declared.name: anyio.Event() for declared in spec.services}
             async with anyio.create_task_group() as group:
                 for declared in spec.services:
-                    group.start_soon(_start_service, declared, spec, workspace, services)
+                    group.start_soon(_start_in_order, declared, spec, workspace, services, ready)
         except ExceptionGroup as failures:
             raise _one_error(failures) from None
     except BaseException:
@@ -99,6 +103,7 @@ def _workspace_flags(spec: PodSpec) -> list[str]:
         flags += ["--volume", f"{path}:{path}"]
     for path in spec.read_only:
         flags += ["--volume", f"{path}:{path}:ro"]
+    flags += [flag for name, value in spec.env.items() for flag in ("--env", f"{name}={value}")]
     return [*flags, "--volume", f"{_SHIM}:{SHIM_INSIDE}:ro"]
 
 
@@ -110,6 +115,15 @@ async def _check_python(container: str, image: str) -> None:
             f"image {image!r} has no python3 ({error}); niceeval runs a small standard-library helper beside each "
             "command in the container. Install it in the image (Debian: RUN apt-get install -y python3-minimal)."
         ) from None
+
+
+async def _start_in_order(
+    declared: Service, spec: PodSpec, workspace: str, started: dict[str, str], ready: Mapping[str, anyio.Event]
+) -> None:
+    for needed in declared.depends_on:
+        await ready[needed].wait()
+    await _start_service(declared, spec, workspace, started)
+    ready[declared.name].set()
 
 
 async def _start_service(declared: Service, spec: PodSpec, workspace: str, started: dict[str, str]) -> None:
