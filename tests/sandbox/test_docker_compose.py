@@ -162,7 +162,8 @@ def test_variable_interpolation_is_refused(tmp_path: Path) -> None:
 def test_a_missing_workspace_service_a_bad_duration_and_a_cycle(tmp_path: Path) -> None:
     missing = error_of(tmp_path, "services:\n  web: {image: a}\n")
     assert "line 1: no service 'app' (it has ['web'])" in missing and "workspace_service=" in missing
-    duration = error_of(tmp_path, "services:\n  app: {image: a}\n  db:\n    image: b\n    healthcheck: {interval: 2x}\n")
+    bad = "services:\n  app: {image: a}\n  db:\n    image: b\n    healthcheck: {interval: 2x}\n"
+    duration = error_of(tmp_path, bad)
     assert "line 5: service 'db': healthcheck.interval" in duration and "'10s', '1m30s'" in duration
     cycle = error_of(
         tmp_path, "services:\n  app: {image: a}\n  a: {image: b, depends_on: [b]}\n  b: {image: c, depends_on: [a]}\n"
