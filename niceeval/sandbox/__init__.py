@@ -37,12 +37,14 @@ from niceeval.sandbox._docker_kept import (
 )
 from niceeval.sandbox._docker_reuse import close_reused
 from niceeval.sandbox._fixture_tests import FixtureTestResult, run_fixture_tests
+from niceeval.sandbox._history import Author, Snapshot, Stretch, stretches_diff
 from niceeval.sandbox._launch import LaunchOptions, ProcessLaunch
 from niceeval.sandbox._protocol import PytestRun, Sandbox, current_sandbox
 from niceeval.sandbox._tree import LARGE_FILE_BYTES, SkippedPath
 from niceeval.sandbox._workspace import DEFAULT_HIDDEN, DEFAULT_IGNORE, LocalSandbox, SandboxPathError
 
 __all__ = [
+    "Author",
     "DEFAULT_HIDDEN",
     "DEFAULT_IGNORE",
     "DEFAULT_MAX_OUTPUT_BYTES",
@@ -72,6 +74,8 @@ __all__ = [
     "SandboxUnavailableError",
     "Service",
     "SkippedPath",
+    "Snapshot",
+    "Stretch",
     "bwrap_problem",
     "close_reused",
     "compose_sandbox",
@@ -88,4 +92,5 @@ __all__ = [
     "sandbox_logs",
     "service",
     "stop_sandbox",
+    "stretches_diff",
 ]

@@ -13,6 +13,7 @@ directory per `run_pytest`, so hidden tests never appear in the workspace or its
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import shlex
@@ -20,7 +21,7 @@ import shutil
 import stat
 import sys
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from types import TracebackType
@@ -41,6 +42,7 @@ from niceeval.sandbox._commands import (
     scrubbed_env,
 )
 from niceeval.sandbox._diff import Diff, compute_diff
+from niceeval.sandbox._history import AUTHORS, Author, Authorship, Snapshot, Stretch, shared, stretches_diff
 from niceeval.sandbox._launch import LaunchOptions, ProcessLaunch
 from niceeval.sandbox._protocol import PytestRun, Sandbox
 from niceeval.sandbox._tree import FileState, SkippedPath, copy_fixture, fingerprint_tree
@@ -85,6 +87,7 @@ class LocalSandbox:
         self._fixture = fixture
         self._skipped = tuple(skipped)
         self._baseline = baseline
+        self._authorship = Authorship(baseline)
         self._settings = settings
         self._commands: list[CommandResult] = []
         self._closed = False
@@ -231,11 +234,42 @@ class LocalSandbox:
         """Run `script` with `sh -c` in the workspace; options as for `run_command`."""
         return await self._run(("sh", "-c", script), script, command_options(options, "run_shell"))
 
-    async def diff(self) -> Diff:
-        """What changed in the workspace since the baseline."""
+    async def diff(self, *, author: Author | None = None) -> Diff:
+        """What changed in the workspace since the baseline; with `author`, only that author's changes.
+
+        Args:
+            author: `"eval"`: what the eval's own writes (inside `eval_writes()`, as every `t.sandbox` call that
+                writes or runs a command) changed; `"agent"`: what changed outside them. Per path, the file as
+                that author first found it and as it last left it.
+
+        Raises:
+            ValueError: `author` is neither.
+        """
         self._check_open()
-        compute = functools.partial(compute_diff, self._baseline, self._workspace, ignore=self._settings.ignore)
-        return await anyio.to_thread.run_sync(compute)
+        if author is None:
+            compute = functools.partial(compute_diff, self._baseline, self._workspace, ignore=self._settings.ignore)
+            return await anyio.to_thread.run_sync(compute)
+        if author not in AUTHORS:
+            raise ValueError(f"diff(author=...) is one of {AUTHORS} (or None for every change), got {author!r}")
+        stretches = self._authorship.stretches(author, await self.snapshot())
+        return await anyio.to_thread.run_sync(stretches_diff, stretches)
+
+    async def snapshot(self) -> Snapshot:
+        """The workspace now, fingerprinted with its text (to diff a stretch of the run against later)."""
+        self._check_open()
+        states = functools.partial(fingerprint_tree, self._workspace, ignore=self._settings.ignore, keep_text=True)
+        return shared(await anyio.to_thread.run_sync(states), self._authorship.latest)
+
+    @contextlib.asynccontextmanager
+    async def eval_writes(self) -> AsyncIterator[None]:
+        """Mark what happens inside as the eval's own writes, not the agent's (`diff(author=...)`)."""
+        before = await self.snapshot()
+        try:
+            yield
+        finally:
+            with anyio.CancelScope(shield=True):
+                after = await self.snapshot()
+            self._authorship.eval_wrote(Stretch(before=before, after=after))
 
     async def launch(self, argv: Sequence[str], options: LaunchOptions) -> ProcessLaunch:
         """How to start a long-running process in the workspace: its argv, scrubbed environment and cwd.

@@ -7,9 +7,11 @@ import niceeval.sandbox
 
 def test_public_names_are_pinned() -> None:
     assert sorted(niceeval.sandbox.__all__) == [
+        "Author",
         "BwrapSandbox",
         "CommandOptions",
         "CommandResult",
+        "ComposeEnvironment",
         "ContainerLimits",
         "DEFAULT_HIDDEN",
         "DEFAULT_IGNORE",
@@ -35,8 +37,11 @@ def test_public_names_are_pinned() -> None:
         "SandboxUnavailableError",
         "Service",
         "SkippedPath",
+        "Snapshot",
+        "Stretch",
         "bwrap_problem",
         "close_reused",
+        "compose_sandbox",
         "current_sandbox",
         "docker_problem",
         "docker_sandbox",
@@ -50,6 +55,7 @@ def test_public_names_are_pinned() -> None:
         "sandbox_logs",
         "service",
         "stop_sandbox",
+        "stretches_diff",
     ]
 
 
