@@ -6,6 +6,9 @@ sandboxes alike."""
 from __future__ import annotations
 
 import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -215,3 +218,21 @@ def test_stretches_compose_first_found_and_last_left(tmp_path: Path) -> None:
             assert stretches_diff([Stretch(before=start, after=middle)]).modified == ["a.txt"]
 
     anyio.run(main)
+
+
+def test_the_guides_who_changed_what_example_passes(tmp_path: Path) -> None:
+    text = (Path(__file__).resolve().parents[2] / "docs" / "sandbox.md").read_text(encoding="utf-8")
+    start = text.index("## Who changed what")
+    section = text[start : text.index("\n## ", start + 1)]
+    for block in re.finditer(r"```python\n# file: (?P<path>\S+)\n(?P<body>.*?)```", section, re.S):
+        target = tmp_path / block["path"]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(block["body"], encoding="utf-8")
+    (tmp_path / "niceeval.config.py").write_text(
+        "from niceeval import define_config\n\nconfig = define_config(store=False)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "niceeval", "run"], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "only_the_agents_changes" in done.stdout and "1 passed" in done.stdout, done.stdout
