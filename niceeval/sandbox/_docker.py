@@ -28,7 +28,7 @@ from niceeval.sandbox._docker_env import ComposeEnvironment, DockerEnvironment
 from niceeval.sandbox._docker_images import ResolvedImage, find_declared, resolve_image
 from niceeval.sandbox._docker_kept import sweep_left
 from niceeval.sandbox._docker_pod import SHIM_INSIDE, PodSpec, mount_points, start_pod
-from niceeval.sandbox._docker_reuse import REUSED, Box, reset_box
+from niceeval.sandbox._docker_reuse import CONTAINER_TMP, REUSED, Box, container_tmp_mount_points, reset_box
 from niceeval.sandbox._launch import LaunchOptions
 from niceeval.sandbox._workspace import LocalSandbox
 
@@ -163,6 +163,7 @@ class DockerSandbox(LocalSandbox):
         self._docker_run = run
         os.mkfifo(root / "lifeline")
         spec = PodSpec(
+            tmp=container_tmp(root),
             image=run.image.ref,
             services=run.environment.services,
             limits=run.environment.limits,
@@ -252,6 +253,18 @@ async def prepare_docker_run(
     image = await resolve_image(environment, bases)
     read_only = tuple(find_declared(path, bases, "read_only") for path in environment.read_only)
     return DockerRun(environment=environment, image=image, labels=run_labels(eval_id, attempt), read_only=read_only)
+
+
+def container_tmp(root: Path) -> Path:
+    """The host folder to mount as the container's `/tmp`, with the mount points of the sandbox folder made in it
+    first (by the user: the daemon would make them as root, and the user could not remove them)."""
+    tmp = root / CONTAINER_TMP
+    tmp.mkdir()
+    mount_points = container_tmp_mount_points(root)
+    if mount_points is not None:
+        for name in MOUNTED:
+            (mount_points / name).mkdir(parents=True)
+    return tmp
 
 
 def _check_docker() -> None:

@@ -1,7 +1,8 @@
 """A Docker sandbox's containers: the workspace's, and its services sharing its network namespace (a pod).
 
 The workspace container idles (`sleep infinity` under Docker's init) while commands are `docker exec`ed into it.
-It has no network (`--network none`: loopback only), a read-only system with a fresh `/tmp`, no capabilities,
+It has no network (`--network none`: loopback only), a read-only system with a fresh `/tmp` (a host folder of the
+sandbox's, so a reused container's is emptied without a command inside), no capabilities,
 and runs as the current user, so files it writes in the bind-mounted workspace are the user's. Each service
 runs with `--network container:<workspace>`: all of them and the workspace share one loopback, and no bridge
 network is ever created. Services are started after the workspace container (whose namespace they join) and
@@ -38,6 +39,8 @@ class PodSpec:
     """Host folders bind-mounted read-write at the same paths (the workspace, its HOME and TMPDIR, ...)."""
     read_only: tuple[Path, ...]
     """Host folders bind-mounted read-only at the same paths (a coding agent's CLI)."""
+    tmp: Path
+    """The host folder mounted as the container's `/tmp` (emptied on the host when a reused container is reset)."""
     labels: Mapping[str, str]
     env: Mapping[str, str] = field(default_factory=dict)
     """The workspace container's environment variables."""
@@ -96,7 +99,7 @@ def _one_error(failures: ExceptionGroup[Exception]) -> Exception:
 def _workspace_flags(spec: PodSpec) -> list[str]:
     limits = spec.limits
     flags = [*label_flags({**spec.labels, "niceeval.role": "workspace"}), "--init", "--network", "none"]
-    flags += ["--read-only", "--tmpfs", "/tmp", "--cap-drop", "ALL", "--security-opt", "no-new-privileges"]
+    flags += ["--read-only", "--volume", f"{spec.tmp}:/tmp", "--cap-drop", "ALL", "--security-opt", "no-new-privileges"]
     flags += ["--user", f"{os.getuid()}:{os.getgid()}", "--entrypoint", "sleep"]
     flags += ["--cpus", f"{limits.cpus:g}", "--memory", limits.memory, "--pids-limit", str(limits.pids)]
     for path in spec.mounts:

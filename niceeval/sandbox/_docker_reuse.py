@@ -3,9 +3,11 @@
 `docker_sandbox(reuse=True)` keeps one box per eval (and image, and declaration) across its attempts: the next
 attempt waits for the previous one to close, then gets the same containers and services, with the sandbox folder
 reset to the fixture (the checkpoint: fixture setup's output, copied again) and HOME, TMPDIR and the container's
-`/tmp` emptied. Bind mounts hold on to a folder's inode, so a reset empties the mounted folders in place instead
-of replacing them; in the container's `/tmp` it keeps the folder holding their mount points, when the sandbox
-folder is itself under `/tmp`. The boxes are removed when the suite ends (`close_reused`), or at exit.
+`/tmp` emptied. The container's file system is read-only but for those bind-mounted host folders, so the reset is
+done on the host, without a command in the container. Bind mounts hold on to a folder's inode, so a reset empties
+the mounted folders in place instead of replacing them; in the container's `/tmp` it keeps the folder holding their
+mount points, when the sandbox folder is itself under `/tmp`. The boxes are removed when the suite ends
+(`close_reused`), or at exit.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from niceeval.sandbox._docker_pod import Pod
 
 KEPT_PREFIX = "niceeval-kept-"
 """How a kept workspace container is renamed (its labels cannot change): no later run takes it for one a crash left."""
+CONTAINER_TMP = "container-tmp"
+"""The host folder mounted as the container's `/tmp`."""
 KEPT_ACROSS_RESETS = ("net", "lifeline")
 """Entries of the sandbox folder a reset leaves: the endpoints' sockets and the commands' lifeline FIFO."""
 
@@ -59,29 +63,29 @@ class Box:
 async def reset_box(box: Box) -> None:
     """Make the box as the previous attempt found it: the sandbox folder and the container's `/tmp` emptied."""
     await anyio.to_thread.run_sync(_reset_root, box.root)
-    keep = box.root.parts[2] if box.root.is_relative_to("/tmp") else ""
-    await docker("exec", box.pod.workspace, "python3", "-I", "-S", "-c", _EMPTY_TMP, keep, timeout=60)
-
-
-_EMPTY_TMP = (
-    "import os,shutil,sys\n"
-    "for name in os.listdir('/tmp'):\n"
-    "    path = os.path.join('/tmp', name)\n"
-    "    if name != sys.argv[1]:\n"
-    "        shutil.rmtree(path) if os.path.isdir(path) and not os.path.islink(path) else os.unlink(path)\n"
-)
 
 
 def _reset_root(root: Path) -> None:
-    """Empty the sandbox folder for the next attempt, keeping the mounted folders themselves (and `net`)."""
+    """Empty the sandbox folder for the next attempt, keeping the mounted folders themselves (and `net`), and in
+    the container's `/tmp` the mount points of the others."""
+    mount_points = container_tmp_mount_points(root)
     for entry in root.iterdir():
         if entry.name in KEPT_ACROSS_RESETS:
             continue
         if entry.is_dir() and not entry.is_symlink():
             for inner in entry.iterdir():
-                _remove(inner)
+                if entry.name != CONTAINER_TMP or inner != mount_points:
+                    _remove(inner)
         else:
             entry.unlink()
+
+
+def container_tmp_mount_points(root: Path) -> Path | None:
+    """The folder of the container's `/tmp` (on the host) holding the sandbox folder's mount points, when the sandbox
+    folder is itself under `/tmp`: `<root>/container-tmp/niceeval-sandbox-...`."""
+    if not root.is_relative_to("/tmp") or len(root.parts) < 3:
+        return None
+    return root / CONTAINER_TMP / root.parts[2]
 
 
 def _remove(path: Path) -> None:
