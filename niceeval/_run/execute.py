@@ -258,7 +258,9 @@ async def execute_run(entry: EvalEntry, run_index: int, options: ExecOptions) ->
             folder = fixture_dir(spec, options.root, location)
             cache = options.root / ".niceeval" / "fixtures"
             settings = WorkspaceSettings(default=options.sandbox, cache=cache, root=options.root)
+            opening = time.perf_counter()
             sandbox = await open_workspace(folder, state.log, entry, run_index, settings)
+            state.sandbox = sandbox.record(open_s=time.perf_counter() - opening)
         token, tracking = WORKSPACE.set(sandbox.path if sandbox else None), CURRENT_TRACKER.set(state.awaits)
         current = CURRENT_SANDBOX.set(sandbox)
         try:
@@ -326,6 +328,7 @@ def _result(
         group=entry.group,
         warnings=state.warnings,
         spans=[SpanRecord.of(span) for span in state.log.spans],
+        sandbox=state.sandbox,
     )
 
 

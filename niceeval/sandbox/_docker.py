@@ -17,10 +17,11 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 import anyio
 
+from niceeval._core.results import SandboxRecord
 from niceeval.sandbox._bwrap import EndpointForwarder, SandboxUnavailableError, loopback_endpoint
 from niceeval.sandbox._docker_cli import LABEL, DockerSandboxError, docker, docker_argv, docker_problem, run_labels
 from niceeval.sandbox._docker_compose import compose_environment
@@ -64,6 +65,7 @@ class DockerSandbox(LocalSandbox):
         DockerSandboxError: From `create`, when a container or service does not start.
     """
 
+    kind: ClassVar[str] = "docker"
     _box: Box | None = None
     _docker_run: DockerRun | None = None
     _allowed: tuple[str, ...] = ()
@@ -129,6 +131,21 @@ class DockerSandbox(LocalSandbox):
     def attempts(self) -> tuple[int, ...]:
         """The attempts that used this sandbox's containers so far, this one included (several with `reuse=True`)."""
         return tuple(self._started.attempts)
+
+    def record(self, *, open_s: float) -> SandboxRecord:
+        """What a run's result says about its sandbox: also its container, the attempts that shared it, its image."""
+        assert self._docker_run is not None
+        image = self._docker_run.image
+        return SandboxRecord(
+            kind=self.kind,
+            open_s=round(open_s, 3),
+            container=self.container[:12],
+            attempts=list(self.attempts),
+            image=image.ref,
+            image_size_bytes=image.size_bytes,
+            image_build_s=image.build_seconds,
+            image_built_now=image.built_now,
+        )
 
     async def close(self, *, keep: bool = False) -> Path | None:
         """Remove the containers (with `keep=True` leave them running, labelled), then close as `LocalSandbox`.

@@ -25,12 +25,13 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from types import TracebackType
-from typing import TYPE_CHECKING, Unpack
+from typing import TYPE_CHECKING, ClassVar, Unpack
 from xml.sax.saxutils import escape as xml_escape
 
 import anyio
 
 from niceeval._core.errors import NiceevalError
+from niceeval._core.results import SandboxRecord
 from niceeval.sandbox._commands import (
     DEFAULT_MAX_OUTPUT_BYTES,
     DEFAULT_TIMEOUT,
@@ -72,6 +73,9 @@ class LocalSandbox:
     Create it with `await LocalSandbox.create(fixture)`; close it with `await sandbox.close()` or use
     it as `async with sandbox:`. It implements the `Sandbox` protocol.
     """
+
+    kind: ClassVar[str] = "local"
+    """The sandbox kind, as `sandbox=` names it."""
 
     def __init__(
         self,
@@ -253,6 +257,10 @@ class LocalSandbox:
             raise ValueError(f"diff(author=...) is one of {AUTHORS} (or None for every change), got {author!r}")
         stretches = self._authorship.stretches(author, await self.snapshot())
         return await anyio.to_thread.run_sync(stretches_diff, stretches)
+
+    def record(self, *, open_s: float) -> SandboxRecord:
+        """What a run's result says about its sandbox (`RunResult.sandbox`)."""
+        return SandboxRecord(kind=self.kind, open_s=round(open_s, 3))
 
     async def snapshot(self) -> Snapshot:
         """The workspace now, fingerprinted with its text (to diff a stretch of the run against later)."""
