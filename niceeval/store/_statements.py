@@ -74,8 +74,8 @@ EVAL_RUNS = Columns(
     ("id", "suite_run_id", "eval_id", "run_index", "file", "line", "outcome", "finished_at", "duration_s", "error",
      "skip_reason", "sandbox_path", "workspace_diff", "agent_calls", "agent_tokens", "agent_cost", "judge_calls",
      "judge_tokens", "judge_cost", "judge_cached", "unpriced", "input_tokens", "output_tokens", "cache_read_tokens",
-     "case_id", "variant"),
-    json=frozenset({"error", "unpriced", "variant"}),
+     "case_id", "variant", "sandbox"),
+    json=frozenset({"error", "unpriced", "variant", "sandbox"}),
     when=frozenset({"finished_at"}),
 )  # fmt: skip
 _ASSERTION_FIELDS = ("name", "severity", "score", "threshold", "state", "reason", "expected", "actual", "location",
@@ -290,6 +290,7 @@ def _eval_run(result: RunResult, finished: Any) -> tuple[Any, ...]:
         judge.cost, judge.cached, _json(unpriced).decode(), sum(e.input_tokens for e in usage),
         sum(e.output_tokens for e in usage), sum(e.cache_read_tokens for e in usage),
         result.case_id, _json(result.variant).decode(),
+        _model_json(result.sandbox).decode() if result.sandbox else "null",
     )  # fmt: skip
 
 
