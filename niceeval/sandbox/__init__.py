@@ -24,6 +24,7 @@ from niceeval.sandbox._docker_env import (
     docker_sandbox,
     service,
 )
+from niceeval.sandbox._docker_images import ResolvedImage, find_built_images
 from niceeval.sandbox._docker_kept import (
     FoundSandbox,
     Pruned,
@@ -69,6 +70,7 @@ __all__ = [
     "Pruned",
     "PytestRun",
     "Rename",
+    "ResolvedImage",
     "Sandbox",
     "SandboxPathError",
     "SandboxUnavailableError",
@@ -83,6 +85,7 @@ __all__ = [
     "docker_problem",
     "docker_sandbox",
     "enter_argv",
+    "find_built_images",
     "find_sandbox",
     "find_sandboxes",
     "kept_diff",

@@ -81,7 +81,9 @@ class DockerSandbox(LocalSandbox):
         if run is None:
             raise DockerSandboxError("a DockerSandbox is created with run=DockerRun(...): its image and labels")
         if not run.environment.reuse:
-            return await cls._fresh(fixture, run, options)
+            sandbox = await cls._fresh(fixture, run, options)
+            sandbox._started.attempts.append(int(run.labels[f"{LABEL}.attempt"]))
+            return sandbox
         box = await REUSED.take(run.reuse_key)
         try:
             if box is None:

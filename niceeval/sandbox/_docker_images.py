@@ -103,6 +103,15 @@ async def _tag_with_build_time(image_id: str, tag: str, seconds: float) -> None:
         )
 
 
+async def find_built_images() -> list[ResolvedImage]:
+    """The images niceeval built from Dockerfiles on this daemon (`niceeval-build:<hash>`), with their size and the
+    seconds their build took."""
+    out = await docker("images", "--format", "{{.Repository}}:{{.Tag}}", "--filter", f"label={LABEL}=1", timeout=30)
+    refs = [ref for ref in out.split() if ref.startswith(f"{BUILD_REPOSITORY}:")]
+    found = [await _inspect(ref) for ref in refs]
+    return [image for image in found if image is not None]
+
+
 def find_declared(path: str, bases: Sequence[Path], key: str) -> Path:
     """A path of the declaration, looked up in `bases` in order.
 
