@@ -53,26 +53,12 @@ def _changed(before: Snapshot, after: Snapshot) -> list[str]:
     ]
 
 
-def shared(states: Mapping[str, FileState], earlier: Snapshot) -> dict[str, FileState]:
-    """`states`, with every unchanged file's state taken from `earlier`: snapshots share the text they have in
-    common instead of holding a copy each."""
-    return {
-        path: kept if (kept := earlier.get(path)) is not None and kept.same_as(state) and kept.text else state
-        for path, state in states.items()
-    }
-
-
 class Authorship:
     """The eval's writes through `t.sandbox` in one workspace, as stretches; the agent's are the gaps between."""
 
     def __init__(self, baseline: Snapshot) -> None:
         self._baseline = baseline
         self._eval: list[Stretch] = []
-
-    @property
-    def latest(self) -> Snapshot:
-        """The newest snapshot taken (the baseline before any)."""
-        return self._eval[-1].after if self._eval else self._baseline
 
     def eval_wrote(self, stretch: Stretch) -> None:
         """Record one of the eval's writes (a `t.sandbox` call), from the snapshots taken around it."""

@@ -43,10 +43,10 @@ from niceeval.sandbox._commands import (
     scrubbed_env,
 )
 from niceeval.sandbox._diff import Diff, compute_diff
-from niceeval.sandbox._history import AUTHORS, Author, Authorship, Snapshot, Stretch, shared, stretches_diff
+from niceeval.sandbox._history import AUTHORS, Author, Authorship, Snapshot, Stretch, stretches_diff
 from niceeval.sandbox._launch import LaunchOptions, ProcessLaunch
 from niceeval.sandbox._protocol import PytestRun, Sandbox
-from niceeval.sandbox._tree import FileState, SkippedPath, copy_fixture, fingerprint_tree
+from niceeval.sandbox._tree import FileState, SkippedPath, StatCache, copy_fixture, fingerprint_tree
 
 DEFAULT_HIDDEN = ("EVAL.py",)
 """Fixture files the agent must not see: the hidden tests that score its work."""
@@ -85,6 +85,7 @@ class LocalSandbox:
         skipped: Sequence[SkippedPath],
         baseline: Mapping[str, FileState],
         settings: _Settings,
+        stat_cache: StatCache | None = None,
     ) -> None:
         self._root = root
         self._workspace = root / "workspace"
@@ -92,6 +93,8 @@ class LocalSandbox:
         self._skipped = tuple(skipped)
         self._baseline = baseline
         self._authorship = Authorship(baseline)
+        self._stat_cache = stat_cache or StatCache()
+        """The last walk's file states: a snapshot reads again only the files whose `lstat` changed."""
         self._settings = settings
         self._commands: list[CommandResult] = []
         self._closed = False
@@ -150,12 +153,13 @@ class LocalSandbox:
             for name in ("workspace", "home", "tmp"):
                 (root / name).mkdir(exist_ok=not fresh)
             skipped = copy_fixture(fixture, root / "workspace", hidden=hidden)
-            baseline = fingerprint_tree(root / "workspace", ignore=settings.ignore, keep_text=True)
+            cache = StatCache()
+            baseline = fingerprint_tree(root / "workspace", ignore=settings.ignore, keep_text=True, cache=cache)
         except BaseException:
             if fresh:
                 _remove_tree(root)
             raise
-        return cls(root=root, fixture=fixture, skipped=skipped, baseline=baseline, settings=settings)
+        return cls(root=root, fixture=fixture, skipped=skipped, baseline=baseline, settings=settings, stat_cache=cache)
 
     @property
     def path(self) -> Path:
@@ -265,8 +269,10 @@ class LocalSandbox:
     async def snapshot(self) -> Snapshot:
         """The workspace now, fingerprinted with its text (to diff a stretch of the run against later)."""
         self._check_open()
-        states = functools.partial(fingerprint_tree, self._workspace, ignore=self._settings.ignore, keep_text=True)
-        return shared(await anyio.to_thread.run_sync(states), self._authorship.latest)
+        states = functools.partial(
+            fingerprint_tree, self._workspace, ignore=self._settings.ignore, keep_text=True, cache=self._stat_cache
+        )
+        return await anyio.to_thread.run_sync(states)
 
     @contextlib.asynccontextmanager
     async def eval_writes(self) -> AsyncIterator[None]:

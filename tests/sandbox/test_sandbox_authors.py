@@ -203,16 +203,19 @@ def test_not_in_diff_refuses_an_unknown_side(project: Path) -> None:
 
 def test_stretches_compose_first_found_and_last_left(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("one\n")
+    (tmp_path / "c.txt").write_text("untouched\n")
 
     async def main() -> None:
         async with await LocalSandbox.create(tmp_path) as sandbox:
+            await anyio.sleep(0.2)  # the copies settle: later snapshots trust their lstat
             start = await sandbox.snapshot()
             await sandbox.write_text("a.txt", "two\n")
             middle = await sandbox.snapshot()
             await sandbox.write_text("a.txt", "one\n")
             await sandbox.write_text("b.txt", "new\n")
             end = await sandbox.snapshot()
-            assert middle["a.txt"].text == "two\n" and end["a.txt"] is start["a.txt"]  # unchanged: shared
+            assert middle["a.txt"].text == "two\n" and end["a.txt"].text == "one\n"
+            assert end["c.txt"] is middle["c.txt"] is start["c.txt"]  # not read again: one state, one text
             both = stretches_diff([Stretch(before=start, after=middle), Stretch(before=middle, after=end)])
             assert both.changed_paths == ["b.txt"]  # a.txt came back to what the first stretch found
             assert stretches_diff([Stretch(before=start, after=middle)]).modified == ["a.txt"]
@@ -236,3 +239,35 @@ def test_the_guides_who_changed_what_example_passes(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "only_the_agents_changes" in done.stdout and "1 passed" in done.stdout, done.stdout
+
+
+def test_a_snapshot_sees_a_same_size_rewrite_made_at_once(tmp_path: Path) -> None:
+    """The file system's clock may not move between two quick writes: a file changed just before a snapshot is
+    read again by the next one, whatever its lstat says."""
+    (tmp_path / "a.txt").write_text("one\n")
+
+    async def main() -> None:
+        async with await LocalSandbox.create(tmp_path) as sandbox:
+            for text in ("two\n", "six\n", "ten\n"):
+                await sandbox.write_text("a.txt", text)
+                assert (await sandbox.snapshot())["a.txt"].text == text
+
+    anyio.run(main)
+
+
+def test_a_rewrite_with_the_old_times_restored_is_still_seen(tmp_path: Path) -> None:
+    """`touch -r` can set a file's modification time back, never its change time: the rewrite is seen."""
+    (tmp_path / "a.txt").write_text("one\n")
+
+    async def main() -> None:
+        async with await LocalSandbox.create(tmp_path) as sandbox:
+            await anyio.sleep(0.2)
+            path = sandbox.path / "a.txt"
+            before = path.stat()
+            assert (await sandbox.snapshot())["a.txt"].text == "one\n"
+            await anyio.sleep(0.2)
+            path.write_text("two\n")
+            os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+            assert (await sandbox.snapshot())["a.txt"].text == "two\n"
+
+    anyio.run(main)
