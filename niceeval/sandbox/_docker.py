@@ -23,6 +23,7 @@ import anyio
 
 from niceeval._core.results import SandboxRecord
 from niceeval.sandbox._bwrap import EndpointForwarder, SandboxUnavailableError, loopback_endpoint
+from niceeval.sandbox._docker_checkpoint import take_checkpoint
 from niceeval.sandbox._docker_cli import LABEL, DockerSandboxError, docker, docker_argv, docker_problem, run_labels
 from niceeval.sandbox._docker_compose import compose_environment
 from niceeval.sandbox._docker_env import ComposeEnvironment, DockerEnvironment
@@ -31,7 +32,7 @@ from niceeval.sandbox._docker_kept import sweep_left
 from niceeval.sandbox._docker_pod import SHIM_INSIDE, PodSpec, mount_points, start_pod
 from niceeval.sandbox._docker_reuse import CONTAINER_TMP, REUSED, Box, container_tmp_mount_points, reset_box
 from niceeval.sandbox._launch import LaunchOptions
-from niceeval.sandbox._workspace import LocalSandbox
+from niceeval.sandbox._workspace import LocalSandbox, Prepared
 
 MOUNTED = ("workspace", "home", "tmp", "net", "agent-state")
 """The folders of the sandbox's temp directory its container sees (not `scoring-*`: the hidden tests)."""
@@ -90,7 +91,9 @@ class DockerSandbox(LocalSandbox):
                 sandbox = await cls._fresh(fixture, run, options)
             else:
                 await reset_box(box)
-                sandbox = cast(DockerSandbox, await super().create(fixture, root=box.root, **options))
+                assert box.checkpoint is not None
+                restored = await super().create(fixture, root=box.root, prepared=box.checkpoint.prepared, **options)
+                sandbox = cast(DockerSandbox, restored)
                 sandbox._docker_run, sandbox._box = run, box
         except BaseException:
             REUSED.give_back(run.reuse_key, None if box is None else box)
@@ -191,13 +194,17 @@ class DockerSandbox(LocalSandbox):
             env=run.environment.env,
             labels={**run.labels, f"{LABEL}.workspace": str(self.path), f"{LABEL}.fixture": str(self.fixture)},
         )
+        checkpoint = None
+        if run.environment.reuse:
+            prepared = Prepared(baseline=self._baseline, skipped=self.skipped)
+            checkpoint = await anyio.to_thread.run_sync(take_checkpoint, self.path, root, prepared)
         forwarder = EndpointForwarder(root / "net")
         try:
             pod = await start_pod(spec)
         except BaseException:
             forwarder.close()
             raise
-        self._box = Box(root=root, pod=pod, forwarder=forwarder)
+        self._box = Box(root=root, pod=pod, forwarder=forwarder, checkpoint=checkpoint)
 
     async def _wrap(
         self, argv: tuple[str, ...], env: Mapping[str, str], cwd: Path, options: LaunchOptions

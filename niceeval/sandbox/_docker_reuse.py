@@ -25,6 +25,7 @@ from typing import Any
 import anyio
 
 from niceeval.sandbox._bwrap import EndpointForwarder
+from niceeval.sandbox._docker_checkpoint import CHECKPOINT, Checkpoint, restore
 from niceeval.sandbox._docker_cli import docker, docker_argv
 from niceeval.sandbox._docker_pod import Pod
 
@@ -32,8 +33,9 @@ KEPT_PREFIX = "niceeval-kept-"
 """How a kept workspace container is renamed (its labels cannot change): no later run takes it for one a crash left."""
 CONTAINER_TMP = "container-tmp"
 """The host folder mounted as the container's `/tmp`."""
-KEPT_ACROSS_RESETS = ("net", "lifeline")
-"""Entries of the sandbox folder a reset leaves: the endpoints' sockets and the commands' lifeline FIFO."""
+KEPT_ACROSS_RESETS = ("net", "lifeline", "workspace", CHECKPOINT)
+"""Entries of the sandbox folder a reset does not empty: the endpoints' sockets, the commands' lifeline FIFO, and the
+workspace, restored from the checkpoint instead."""
 
 
 @dataclass(kw_only=True)
@@ -43,6 +45,8 @@ class Box:
     root: Path
     pod: Pod
     forwarder: EndpointForwarder
+    checkpoint: Checkpoint | None = None
+    """With `reuse=True`: the workspace as the first attempt found it, which the next ones start from."""
     relays: dict[str, anyio.Lock] = field(default_factory=dict)
     attempts: list[int] = field(default_factory=list)
     """The attempts that used it, in order."""
@@ -61,8 +65,11 @@ class Box:
 
 
 async def reset_box(box: Box) -> None:
-    """Make the box as the previous attempt found it: the sandbox folder and the container's `/tmp` emptied."""
+    """Make the box as the previous attempt found it: the workspace restored from the checkpoint, HOME, TMPDIR and
+    the container's `/tmp` emptied."""
+    assert box.checkpoint is not None, "a box kept for reuse has its checkpoint"
     await anyio.to_thread.run_sync(_reset_root, box.root)
+    await anyio.to_thread.run_sync(restore, box.checkpoint, box.root / "workspace")
 
 
 def _reset_root(root: Path) -> None:

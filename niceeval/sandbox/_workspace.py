@@ -67,6 +67,16 @@ class _Settings:
     on_command: Callable[[CommandResult], None] | None
 
 
+@dataclass(frozen=True, kw_only=True)
+class Prepared:
+    """A workspace already in place in a sandbox folder (a reused container's, restored from its checkpoint)."""
+
+    baseline: Mapping[str, FileState]
+    """Its fingerprint: the workspace holds exactly the files it was taken of."""
+    skipped: tuple[SkippedPath, ...]
+    """What the copy of the fixture left out."""
+
+
 class LocalSandbox:
     """A fixture folder copied into a fresh temp workspace, with a baseline to diff against.
 
@@ -112,6 +122,7 @@ class LocalSandbox:
         on_command: Callable[[CommandResult], None] | None = None,
         temp_dir: Path | None = None,
         root: Path | None = None,
+        prepared: Prepared | None = None,
     ) -> LocalSandbox:
         """Copy `fixture` into a new temp workspace and record the baseline.
 
@@ -129,6 +140,8 @@ class LocalSandbox:
             temp_dir: Where to create the sandbox; the system temp directory by default.
             root: An existing sandbox folder to use instead of a new one, its `workspace`, `home` and `tmp` empty
                 (a container reused across attempts keeps mounting the same folders).
+            prepared: With `root`: its workspace is already the fixture as copied (restored from a checkpoint); it
+                is neither copied nor fingerprinted again.
 
         Raises:
             NotADirectoryError: `fixture` is not a directory.
@@ -139,6 +152,9 @@ class LocalSandbox:
         settings = _Settings(
             ignore=tuple(ignore), env=dict(env or {}), max_output_bytes=max_output_bytes, on_command=on_command
         )
+        if prepared is not None and root is not None:
+            skipped, baseline = prepared.skipped, prepared.baseline
+            return cls(root=root, fixture=fixture, skipped=skipped, baseline=baseline, settings=settings)
         prepare = functools.partial(cls._prepare, fixture, tuple(hidden), settings, temp_dir, root)
         return await anyio.to_thread.run_sync(prepare)
 
