@@ -7,9 +7,9 @@ Run by hand, with a Docker daemon and the base image (`bash scripts/docker.sh st
   capped-output reader) against a bare `docker exec CONTAINER true` in the same container;
 - per eval command: a command as `t.sandbox` runs it (inside `eval_writes()`: the workspace snapshotted before
   and after, so the agent's diff can leave it out) against `sandbox.run_command("true")` alone;
-- per attempt: opening the sandbox of an eval's next attempt with `reuse=True` (the box taken over, the folder
-  reset to the checkpoint, the container's /tmp emptied on the host) against opening a fresh one (a new container
-  started).
+- per attempt: opening the sandbox of an eval's next attempt with `reuse=True` (the box taken over, the workspace
+  restored from the checkpoint: the 10 files the previous attempt changed and the one it added, HOME, TMPDIR and
+  the container's /tmp emptied on the host) against opening a fresh one (a new container started).
 """
 
 from __future__ import annotations
@@ -63,6 +63,9 @@ async def _per_attempt(fixture: Path, image: str, attempts: int) -> tuple[float,
             sandbox = await DockerSandbox.create(fixture, run=run)
             if attempt:  # the first reused attempt starts the container, as a fresh one does
                 times.append(time.perf_counter() - start)
+            for index in range(10):  # what an attempt leaves for the next reset to undo
+                await sandbox.write_text(f"pkg{index}/module{index}.py", "changed\n")
+            await sandbox.write_text("added.py", "new\n")
             await sandbox.close()
         await close_reused()
     return statistics.median(fresh), statistics.median(reused)
