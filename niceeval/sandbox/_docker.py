@@ -14,7 +14,7 @@ Scoring (`run_pytest`) runs outside, as niceeval's own code with niceeval's Pyth
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, cast
@@ -30,7 +30,7 @@ from niceeval.sandbox._docker_env import ComposeEnvironment, DockerEnvironment
 from niceeval.sandbox._docker_images import ResolvedImage, find_declared, resolve_image
 from niceeval.sandbox._docker_kept import sweep_left
 from niceeval.sandbox._docker_pod import SHIM_INSIDE, PodSpec, mount_points, start_pod
-from niceeval.sandbox._docker_reuse import CONTAINER_TMP, REUSED, Box, container_tmp_mount_points, reset_box
+from niceeval.sandbox._docker_reuse import CONTAINER_TMP, REUSED, Box, mount_points_in_tmp, reset_box
 from niceeval.sandbox._launch import LaunchOptions
 from niceeval.sandbox._workspace import LocalSandbox, Prepared
 
@@ -184,12 +184,14 @@ class DockerSandbox(LocalSandbox):
         root = self.path.parent
         self._docker_run = run
         os.mkfifo(root / "lifeline")
+        mounts = mount_points(root, MOUNTED)
+        kept_in_tmp = container_tmp(root, (*mounts, *run.read_only))
         spec = PodSpec(
-            tmp=container_tmp(root),
+            tmp=root / CONTAINER_TMP,
             image=run.image.ref,
             services=run.environment.services,
             limits=run.environment.limits,
-            mounts=mount_points(root, MOUNTED),
+            mounts=mounts,
             read_only=run.read_only,
             env=run.environment.env,
             labels={**run.labels, f"{LABEL}.workspace": str(self.path), f"{LABEL}.fixture": str(self.fixture)},
@@ -204,7 +206,7 @@ class DockerSandbox(LocalSandbox):
         except BaseException:
             forwarder.close()
             raise
-        self._box = Box(root=root, pod=pod, forwarder=forwarder, checkpoint=checkpoint)
+        self._box = Box(root=root, pod=pod, forwarder=forwarder, checkpoint=checkpoint, kept_in_tmp=kept_in_tmp)
 
     async def _wrap(
         self, argv: tuple[str, ...], env: Mapping[str, str], cwd: Path, options: LaunchOptions
@@ -281,16 +283,19 @@ async def prepare_docker_run(
     return DockerRun(environment=environment, image=image, labels=run_labels(eval_id, attempt), read_only=read_only)
 
 
-def container_tmp(root: Path) -> Path:
-    """The host folder to mount as the container's `/tmp`, with the mount points of the sandbox folder made in it
-    first (by the user: the daemon would make them as root, and the user could not remove them)."""
+def container_tmp(root: Path, mounted: Sequence[Path]) -> frozenset[Path]:
+    """Make the host folder mounted as the container's `/tmp`, with the mount points of the container's other mounts
+    under `/tmp` made in it first (by the user: the daemon would make them as root, and the user could not remove
+    them); the entries of that folder holding them."""
     tmp = root / CONTAINER_TMP
     tmp.mkdir()
-    mount_points = container_tmp_mount_points(root)
-    if mount_points is not None:
-        for name in MOUNTED:
-            (mount_points / name).mkdir(parents=True)
-    return tmp
+    for source, point in mount_points_in_tmp(root, mounted).items():
+        if source.is_dir():
+            point.mkdir(parents=True, exist_ok=True)
+        else:
+            point.parent.mkdir(parents=True, exist_ok=True)
+            point.touch()
+    return frozenset(tmp / point.relative_to(tmp).parts[0] for point in mount_points_in_tmp(root, mounted).values())
 
 
 def _check_docker() -> None:

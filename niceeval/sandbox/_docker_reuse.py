@@ -17,7 +17,7 @@ import os
 import shutil
 import stat
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,6 +45,8 @@ class Box:
     root: Path
     pod: Pod
     forwarder: EndpointForwarder
+    kept_in_tmp: frozenset[Path] = frozenset()
+    """The entries of the container's `/tmp` (on the host) holding mount points: a reset leaves them."""
     checkpoint: Checkpoint | None = None
     """With `reuse=True`: the workspace as the first attempt found it, which the next ones start from."""
     relays: dict[str, anyio.Lock] = field(default_factory=dict)
@@ -68,31 +70,30 @@ async def reset_box(box: Box) -> None:
     """Make the box as the previous attempt found it: the workspace restored from the checkpoint, HOME, TMPDIR and
     the container's `/tmp` emptied."""
     assert box.checkpoint is not None, "a box kept for reuse has its checkpoint"
-    await anyio.to_thread.run_sync(_reset_root, box.root)
+    await anyio.to_thread.run_sync(_reset_root, box.root, box.kept_in_tmp)
     await anyio.to_thread.run_sync(restore, box.checkpoint, box.root / "workspace")
 
 
-def _reset_root(root: Path) -> None:
+def _reset_root(root: Path, kept_in_tmp: frozenset[Path]) -> None:
     """Empty the sandbox folder for the next attempt, keeping the mounted folders themselves (and `net`), and in
-    the container's `/tmp` the mount points of the others."""
-    mount_points = container_tmp_mount_points(root)
+    the container's `/tmp` the folders holding mount points."""
     for entry in root.iterdir():
         if entry.name in KEPT_ACROSS_RESETS:
             continue
         if entry.is_dir() and not entry.is_symlink():
             for inner in entry.iterdir():
-                if entry.name != CONTAINER_TMP or inner != mount_points:
+                if inner not in kept_in_tmp:
                     _remove(inner)
         else:
             entry.unlink()
 
 
-def container_tmp_mount_points(root: Path) -> Path | None:
-    """The folder of the container's `/tmp` (on the host) holding the sandbox folder's mount points, when the sandbox
-    folder is itself under `/tmp`: `<root>/container-tmp/niceeval-sandbox-...`."""
-    if not root.is_relative_to("/tmp") or len(root.parts) < 3:
-        return None
-    return root / CONTAINER_TMP / root.parts[2]
+def mount_points_in_tmp(root: Path, mounted: Sequence[Path]) -> dict[Path, Path]:
+    """For each of the container's mounts under `/tmp`, where its mount point lies in the host folder mounted as
+    the container's `/tmp` (`<root>/container-tmp/...`)."""
+    tmp = Path("/tmp")
+    under = [path for path in mounted if path.is_relative_to(tmp) and path != tmp]
+    return {path: root / CONTAINER_TMP / path.relative_to(tmp) for path in under}
 
 
 def _remove(path: Path) -> None:

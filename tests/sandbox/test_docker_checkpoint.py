@@ -85,3 +85,47 @@ def test_the_checkpoint_lives_outside_the_workspace(tmp_path: Path, workspace: P
     checkpoint = take_checkpoint(workspace, tmp_path, Prepared(baseline={}, skipped=()))
     assert checkpoint.folder == tmp_path / "checkpoint" and not checkpoint.folder.is_relative_to(workspace)
     assert (checkpoint.folder / "app.py").read_text() == "VALUE = 1\n"
+
+
+def test_reused_attempts_keep_seeing_read_only_folders_under_tmp(tmp_path: Path) -> None:
+    """Mount points under `/tmp` live in the container's `/tmp`, a host folder a reset empties: it leaves them."""
+    import anyio
+    from docker_helpers import BASE_IMAGE, needs_docker
+
+    from niceeval import EvalContext, define_eval
+    from niceeval._core.results import RunResult
+    from niceeval._run.discovery import EvalEntry
+    from niceeval._run.execute import ExecOptions
+    from niceeval._run.suite import SuiteOptions, run_suite
+    from niceeval.expect import equals
+    from niceeval.sandbox import docker_sandbox
+
+    needs_docker()
+    (tmp_path / "fixtures" / "app").mkdir(parents=True)
+    (tmp_path / "fixtures" / "app" / "app.py").write_text("VALUE = 1\n")
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "tool.txt").write_text("a tool\n")
+    environment = docker_sandbox(image=BASE_IMAGE, reuse=True, read_only=[tools])
+
+    @define_eval(fixture="fixtures/app", sandbox=environment)
+    async def sees_tools(t: EvalContext) -> None:
+        seen = await t.sandbox.run_shell(f"cat {tools}/tool.txt; touch /tmp/left-behind")
+        t.check(seen.stdout, equals("a tool\n"))
+
+    finished: list[RunResult] = []
+
+    class Collect:
+        def start(self, plan: object, problems: object) -> None:
+            pass
+
+        def run_finished(self, result: RunResult) -> None:
+            finished.append(result)
+
+        def finish(self, summary: object) -> None:
+            pass
+
+    options = SuiteOptions(runs=3, concurrency=1, exec=ExecOptions(timeout=120, root=tmp_path))
+    anyio.run(run_suite, [EvalEntry(id="x.py::sees_tools", spec=sees_tools)], [], options, [Collect()])
+    assert [run.outcome for run in finished] == ["passed"] * 3, [run.error for run in finished]
+    assert len({run.sandbox.container for run in finished if run.sandbox}) == 1
