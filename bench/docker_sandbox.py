@@ -5,8 +5,11 @@ Run by hand, with a Docker daemon and the base image (`bash scripts/docker.sh st
 
 - per command: `sandbox.run_command("true")` (the lifeline FIFO, `docker exec -i`, the helper inside, the
   capped-output reader) against a bare `docker exec CONTAINER true` in the same container;
-- per attempt: opening the sandbox of an eval's next attempt with `reuse=True` (the box taken over, the folder
-  reset to the fixture, the container's /tmp emptied) against opening a fresh one (a new container started).
+- per eval command: a command as `t.sandbox` runs it (inside `eval_writes()`: the workspace snapshotted before
+  and after, so the agent's diff can leave it out) against `sandbox.run_command("true")` alone;
+- per attempt: opening the sandbox of an eval's next attempt with `reuse=True` (the box taken over, the workspace
+  restored from the checkpoint: the 10 files the previous attempt changed and the one it added, HOME, TMPDIR and
+  the container's /tmp emptied on the host) against opening a fresh one (a new container started).
 """
 
 from __future__ import annotations
@@ -31,11 +34,11 @@ def _fixture(root: Path, files: int) -> Path:
     return folder
 
 
-async def _per_command(fixture: Path, image: str, commands: int) -> tuple[float, float]:
+async def _per_command(fixture: Path, image: str, commands: int) -> tuple[float, float, float]:
     run = await prepare_docker_run(docker_sandbox(image=image), bases=(fixture,), eval_id="bench::cmd", attempt=0)
     async with await DockerSandbox.create(fixture, run=run) as sandbox:
         await sandbox.run_command("true")
-        sandboxed, bare = [], []
+        sandboxed, bare, authored = [], [], []
         for _ in range(commands):
             start = time.perf_counter()
             await sandbox.run_command("true")
@@ -43,7 +46,11 @@ async def _per_command(fixture: Path, image: str, commands: int) -> tuple[float,
             start = time.perf_counter()
             await anyio.run_process(["docker", "exec", sandbox.container, "true"])
             bare.append(time.perf_counter() - start)
-    return statistics.median(sandboxed), statistics.median(bare)
+            start = time.perf_counter()
+            async with sandbox.eval_writes():
+                await sandbox.run_command("true")
+            authored.append(time.perf_counter() - start)
+    return statistics.median(sandboxed), statistics.median(bare), statistics.median(authored)
 
 
 async def _per_attempt(fixture: Path, image: str, attempts: int) -> tuple[float, float]:
@@ -56,6 +63,9 @@ async def _per_attempt(fixture: Path, image: str, attempts: int) -> tuple[float,
             sandbox = await DockerSandbox.create(fixture, run=run)
             if attempt:  # the first reused attempt starts the container, as a fresh one does
                 times.append(time.perf_counter() - start)
+            for index in range(10):  # what an attempt leaves for the next reset to undo
+                await sandbox.write_text(f"pkg{index}/module{index}.py", "changed\n")
+            await sandbox.write_text("added.py", "new\n")
             await sandbox.close()
         await close_reused()
     return statistics.median(fresh), statistics.median(reused)
@@ -64,10 +74,14 @@ async def _per_attempt(fixture: Path, image: str, attempts: int) -> tuple[float,
 async def _main(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as folder:
         fixture = _fixture(Path(folder), args.files)
-        sandboxed, bare = await _per_command(fixture, args.image, args.commands)
+        sandboxed, bare, authored = await _per_command(fixture, args.image, args.commands)
         print(
             f"per command: run_command {sandboxed * 1000:.0f} ms, bare docker exec {bare * 1000:.0f} ms, "
             f"ratio {sandboxed / bare:.2f} (median of {args.commands})"
+        )
+        print(
+            f"per eval command ({args.files} files): inside eval_writes() {authored * 1000:.0f} ms, alone "
+            f"{sandboxed * 1000:.0f} ms, ratio {authored / sandboxed:.2f} (median of {args.commands})"
         )
         fresh, reused = await _per_attempt(fixture, args.image, args.attempts)
         print(

@@ -41,3 +41,16 @@ def cli(name: str) -> str:
     """The pinned CLI installed by this repository's scripts/coding-clis.sh, else the one on PATH."""
     local = _REPO_TOOLS / name
     return str(local) if local.exists() else shutil.which(name) or name
+
+
+def node_modules() -> Path:
+    """The npm folder holding the CLIs, which a container mounts read-only (the image has neither node nor them)."""
+    return next(parent for parent in Path(cli("claude")).resolve().parents if parent.name == "node_modules")
+
+
+def native_codex() -> str:
+    """Codex's own binary, which its npm package ships beside the `codex` Node.js launcher: a static build that
+    runs in an image without Node.js."""
+    return str(
+        node_modules() / "@openai" / "codex-linux-x64" / "vendor" / "x86_64-unknown-linux-musl" / "bin" / "codex"
+    )

@@ -49,6 +49,26 @@ class Spend(BaseModel):
         )
 
 
+class SandboxRecord(BaseModel):
+    """The sandbox a sandbox eval's run worked in: its kind, and for Docker its container and image."""
+
+    kind: str
+    """`local`, `bwrap` or `docker`."""
+    open_s: float | None = None
+    """Seconds to open it: copy the fixture (after its setup, when that ran now) and start the containers, or reset
+    a container kept for reuse."""
+    container: str | None = None
+    """The workspace container's id (12 characters)."""
+    attempts: list[int] = Field(default_factory=list)
+    """The runs (`run_index`) that used the container so far, this one included: several with `reuse=True`."""
+    image: str | None = None
+    image_size_bytes: int | None = None
+    image_build_s: float | None = None
+    """Seconds the image's build took, for an image niceeval built from a Dockerfile (whenever it was built)."""
+    image_built_now: bool = False
+    """This run's process built the image (else it was on the daemon already)."""
+
+
 class RunResult(BaseModel):
     """One run of one eval: its outcome and everything needed to explain it."""
 
@@ -101,6 +121,8 @@ class RunResult(BaseModel):
     `carried_from` (an experiment's slot recorded earlier under the same identity, or adopted by `niceeval accept`)."""
     carried_from: str | None = None
     carried_index: int | None = None
+    sandbox: SandboxRecord | None = None
+    """A sandbox eval's sandbox: its kind, and which container and image it ran in."""
 
 
 FailureHook = Callable[[RunResult], FailureClass | None]

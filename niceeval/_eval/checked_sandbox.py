@@ -1,20 +1,26 @@
-"""`t.sandbox` as the eval sees it: the run's sandbox, with every coroutine it returns checked for an `await`."""
+"""`t.sandbox` as the eval sees it: the run's sandbox, with every coroutine it returns checked for an `await`, and
+every write or command of the eval's kept apart from the agent's (`t.sandbox.diff(author="agent")`)."""
 
 from __future__ import annotations
 
-from collections.abc import Coroutine, Sequence
+import functools
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path, PurePath
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
 from niceeval._core.awaits import tracked
 from niceeval._core.errors import NiceevalError, UsageError
 
 if TYPE_CHECKING:
-    from niceeval.sandbox import CommandOptions, CommandResult, Diff, PytestRun, Sandbox
+    from niceeval.sandbox import Author, CommandOptions, CommandResult, Diff, PytestRun, Sandbox, Snapshot
+
+T = TypeVar("T")
 
 
 class CheckedSandbox:
-    """Delegates to the run's `Sandbox`; a call left without `await` fails the run naming its line."""
+    """Delegates to the run's `Sandbox`; a call left without `await` fails the run naming its line, and what a write
+    or command changes is the eval's (`diff(author="eval")`), not the agent's."""
 
     __slots__ = ("_inner",)
 
@@ -37,7 +43,7 @@ class CheckedSandbox:
 
     def write_text(self, rel: str | PurePath, text: str) -> Coroutine[Any, Any, None]:
         """Write a workspace file as UTF-8, creating missing parent directories."""
-        return tracked(self._inner.write_text(rel, text), "t.sandbox.write_text(...)")
+        return tracked(self._by_eval(lambda: self._inner.write_text(rel, text)), "t.sandbox.write_text(...)")
 
     def exists(self, rel: str | PurePath) -> Coroutine[Any, Any, bool]:
         """True if the path exists in the workspace."""
@@ -49,7 +55,8 @@ class CheckedSandbox:
 
     def write_bytes(self, rel: str | PurePath, data: bytes) -> Coroutine[Any, Any, None]:
         """Write a workspace file's bytes, creating missing parent directories."""
-        return tracked(self._bytes_api("write_bytes")(rel, data), "t.sandbox.write_bytes(...)")
+        write = self._bytes_api("write_bytes")
+        return tracked(self._by_eval(lambda: write(rel, data)), "t.sandbox.write_bytes(...)")
 
     def _bytes_api(self, name: str) -> Any:
         method = getattr(self._inner, name, None)
@@ -63,20 +70,33 @@ class CheckedSandbox:
         """Run a program (no shell) in the workspace (`cwd`, `timeout`, `env`, `record`: `CommandOptions`). With
         `check=True`, a command that exits non-zero (or times out) raises `CommandFailed` with its output, ending
         the eval there."""
-        coro = self._inner.run_command(cmd, args, **options)
-        return tracked(_checked(coro) if check else coro, "t.sandbox.run_command(...)")
+        run = functools.partial(self._inner.run_command, cmd, args, **options)
+        return tracked(self._by_eval(lambda: _checked(run()) if check else run()), "t.sandbox.run_command(...)")
 
     def run_shell(
         self, script: str, *, check: bool = False, **options: Unpack[CommandOptions]
     ) -> Coroutine[Any, Any, CommandResult]:
         """Run a `sh -c` script in the workspace (`check=True`: a failure raises `CommandFailed`)."""
-        coro = self._inner.run_shell(script, **options)
-        return tracked(_checked(coro) if check else coro, "t.sandbox.run_shell(...)")
+        run = functools.partial(self._inner.run_shell, script, **options)
+        return tracked(self._by_eval(lambda: _checked(run()) if check else run()), "t.sandbox.run_shell(...)")
+
+    async def _by_eval(self, work: Callable[[], Awaitable[T]]) -> T:
+        async with self._inner.eval_writes():
+            return await work()
 
     @property
     def diff(self) -> DiffCall:
-        """What changed in the workspace since the baseline: `await t.sandbox.diff()`."""
+        """What changed in the workspace since the baseline: `await t.sandbox.diff()`; only the agent's changes,
+        without the eval's own writes through `t.sandbox`: `await t.sandbox.diff(author="agent")`."""
         return DiffCall(self._inner)
+
+    def snapshot(self) -> Coroutine[Any, Any, Snapshot]:
+        """The workspace now, with its text (what a turn's diff starts and ends with)."""
+        return tracked(self._inner.snapshot(), "t.sandbox.snapshot()")
+
+    def eval_writes(self) -> AbstractAsyncContextManager[None]:
+        """Mark what happens inside as the eval's own writes (every write and command of `t.sandbox` is)."""
+        return self._inner.eval_writes()
 
     def run_pytest(
         self, test_file: Path, *, timeout: float, pytest_args: Sequence[str] = ()
@@ -122,8 +142,13 @@ class DiffCall:
     def __init__(self, inner: Sandbox) -> None:
         self._inner = inner
 
-    def __call__(self) -> Coroutine[Any, Any, Diff]:
-        return tracked(self._inner.diff(), "t.sandbox.diff()")
+    def __call__(self, *, author: Author | None = None) -> Coroutine[Any, Any, Diff]:
+        if author is not None and author not in ("agent", "eval"):
+            raise UsageError(
+                f"t.sandbox.diff(author={author!r}): the author is 'agent' (every change but the eval's own writes "
+                "through t.sandbox) or 'eval' (only those); leave it out for every change."
+            )
+        return tracked(self._inner.diff(author=author), "t.sandbox.diff()")
 
     def __getattr__(self, name: str) -> Any:
         raise UsageError(

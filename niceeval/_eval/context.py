@@ -52,7 +52,7 @@ from niceeval._eval.sessions import Latest, Sessions
 from niceeval._eval.simulate import SimulatedConversation, simulate, simulation_request
 from niceeval._eval.spanmatch import NameSpec, SpanAssertions
 from niceeval._eval.variants import Variant
-from niceeval._eval.workspace import ContentSpec
+from niceeval._eval.workspace import ContentSpec, DiffSide
 from niceeval.agents import Attachment
 from niceeval.expect import EventPattern, ToolPattern
 
@@ -92,6 +92,7 @@ class ContextBase:
             scope=scope,
             pricing=inputs.pricing,
             followup_model=inputs.followup_model,
+            sandbox=inputs.sandbox,
         )
         comparisons = Comparisons(comparisons=state.comparisons, reply=latest.reply, asked=latest.asked)
         self._inputs = inputs
@@ -330,12 +331,14 @@ class ContextBase:
         """Sandbox evals: the fixture's file at `path` was deleted."""
         return self._observed.file_deleted(path)
 
-    def not_in_diff(self, pattern: str | re.Pattern[str]) -> Scoped:
+    def not_in_diff(self, pattern: str | re.Pattern[str], *, side: DiffSide = "both") -> Scoped:
         """Sandbox evals: the workspace diff has no match of the regular expression `pattern` (e.g. no secrets).
 
         A string is a regular expression, as in `re.search`; pass `re.escape(text)` to search for text literally.
+        `side="added"` searches only the lines the diff adds (a secret the agent removed does not count),
+        `"removed"` only those it removes.
         """
-        return self._observed.not_in_diff(pattern)
+        return self._observed.not_in_diff(pattern, side=side)
 
     def no_failed_shell_commands(self) -> Scoped:
         """No shell command exited non-zero."""

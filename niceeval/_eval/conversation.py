@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from niceeval._core.assertion import Matcher
 from niceeval._core.errors import UsageError, caller_location
@@ -26,10 +26,16 @@ from niceeval._eval.efficiency import Usage, usage_of
 from niceeval._eval.observe import EventSelector, ToolCall, tool_calls_of
 from niceeval._eval.scoped import waiting_for_input
 from niceeval._eval.scopes import ScopeAssertions, ScopeHost
+from niceeval._eval.turn_changes import diff_of, measured
 from niceeval.agents import Agent, AgentSession, Attachment, FunctionAgent, TurnStatus
 from niceeval.agents._runtime import load_attachments
 from niceeval.expect import equals, matches
 from niceeval.providers import prices_loaded, prices_ready
+
+if TYPE_CHECKING:
+    from collections.abc import Coroutine
+
+    from niceeval.sandbox import Diff, Sandbox, Stretch
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -58,11 +64,18 @@ class Turn(ScopeAssertions):
     asked: str | None = None
     """The message sent for this turn (None for a list of chat messages or a `respond` value that was not text)."""
     _host: ScopeHost | None = field(default=None, repr=False, compare=False)
+    _changes: tuple[Stretch, ...] | None = field(default=None, repr=False, compare=False)
+    """The workspace before and after each exchange of the turn; None outside sandbox evals."""
 
     @property
     def tool_calls(self) -> list[ToolCall]:
         """This turn's tool calls, in order, typed: name, input, output, status, duration."""
         return tool_calls_of(self.events)
+
+    def diff(self) -> Coroutine[Any, Any, Diff]:
+        """Sandbox evals: what this turn changed in the workspace (`await turn.diff()`), from just before it was
+        sent to its reply; the eval's own writes before or after it are not in it."""
+        return diff_of(self._changes, f"turn {self.number}: turn.diff()")
 
     @property
     def latency(self) -> float | None:
@@ -185,6 +198,8 @@ class ConversationSetup:
     """What the conversation's turns and sessions record their assertions with."""
     pricing: Mapping[str, Price] = field(default_factory=dict)
     followup_model: str | None = None
+    sandbox: Sandbox | None = None
+    """A sandbox eval's workspace: each turn snapshots it before and after (`turn.diff()`)."""
 
 
 @dataclass(kw_only=True, slots=True)
@@ -217,6 +232,8 @@ class Conversation:
         """How many turns the eval has sent in this session (follow-up answers are part of their turn)."""
         self.spans: list[tuple[int, int]] = []
         """The stretches of the run's event log this session's turns emitted: `(start, end)` indices."""
+        self.changes: list[Stretch] | None = None if setup.sandbox is None else []
+        """The workspace before and after each exchange of this session (sandbox evals only)."""
         self._log = setup.log
         self._pricing = setup.pricing
         self._id: str | None = None
@@ -276,10 +293,12 @@ class Conversation:
         start = len(self._log.events)
         began = time.perf_counter()
         try:
-            reply = await session.send(text, output=output, **extra)
+            reply, changed = await measured(self.setup.sandbox, partial(session.send, text, output=output, **extra))
         except Exception as exc:  # the run fails with this exception; the stream shows where it happened
             self._log.emit(ErrorEvent(message=f"{type(exc).__name__}: {exc}", error_type=type(exc).__name__))
             raise
+        if self.changes is not None and changed is not None:
+            self.changes.append(changed)
         _stamp_latency(self._log.events[start:], time.perf_counter() - began)
         self.spans.append((start, len(self._log.events)))
         events = tuple(self._log.events[start:])
@@ -300,6 +319,7 @@ class Conversation:
             session_number=self.number,
             asked=text,
             _host=self.setup.scope,
+            _changes=None if changed is None else (changed,),
         )
 
     async def send_with_followups(
@@ -321,6 +341,7 @@ class Conversation:
         self.exchange.asked = text
         self.turns += 1
         start = len(self._log.events)
+        exchanges = len(self.changes or ())
         turn = await self.send(message, output, files, deps)
         followup_model = self.setup.followup_model
         if followups and followup_model is None:
@@ -347,7 +368,8 @@ class Conversation:
             turn = await self.send(answer, output, deps=deps)
         if followups:
             events = tuple(self._log.events[start:])
-            turn = replace(turn, events=events, usage=usage_of(events, self._pricing), asked=text)
+            changes = None if self.changes is None else tuple(self.changes[exchanges:])
+            turn = replace(turn, events=events, usage=usage_of(events, self._pricing), asked=text, _changes=changes)
         return turn
 
     async def respond(self, value: object) -> Turn:
@@ -423,6 +445,11 @@ class Session(ScopeAssertions):
     def tool_calls(self) -> list[ToolCall]:
         """This session's tool calls so far, in order, typed: name, input, output, status, duration."""
         return tool_calls_of(self.events)
+
+    def diff(self) -> Coroutine[Any, Any, Diff]:
+        """Sandbox evals: what this session's turns changed in the workspace so far (`await session.diff()`); per
+        path, the file as its first turn found it and as its last turn left it, the eval's own writes left out."""
+        return diff_of(self._conversation.changes, f"session {self.number}: session.diff()")
 
     def _scope_host(self) -> ScopeHost | None:
         return self._conversation.setup.scope

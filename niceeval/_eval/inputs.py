@@ -15,6 +15,7 @@ from niceeval._core.assertion import AssertionResult
 from niceeval._core.awaits import AwaitTracker
 from niceeval._core.errors import ErrorInfo
 from niceeval._core.events import EventLog
+from niceeval._core.results import SandboxRecord
 from niceeval._core.settings import Price
 from niceeval._eval.checks import Check
 from niceeval._eval.compare import Comparison
@@ -78,6 +79,8 @@ class RunState:
     """An author bug found inside a background check (it cannot raise into the eval function)."""
     workspace_diff: str | None = None
     """A sandbox eval's workspace diff as text, kept for the record."""
+    sandbox: SandboxRecord | None = None
+    """A sandbox eval's sandbox (kind, container, image), kept for the record."""
     warnings: list[str] = field(default_factory=list)
     """Problems that did not change the outcome but deserve attention (the loop watchdog's, for one)."""
     awaits: AwaitTracker = field(default_factory=AwaitTracker)

@@ -272,12 +272,13 @@ class Observations(EventAssertions):
         """Sandbox evals: the fixture's file at `path` was deleted."""
         return self._register_on_diff(workspace.file_deleted(path))
 
-    def not_in_diff(self, pattern: str | re.Pattern[str]) -> Scoped:
+    def not_in_diff(self, pattern: str | re.Pattern[str], *, side: workspace.DiffSide = "both") -> Scoped:
         """Sandbox evals: the workspace diff has no match of the regular expression `pattern` (e.g. no secrets).
 
         A string is a regular expression, as in `re.search`; pass `re.escape(text)` to search for text literally.
+        `side="added"` searches only the lines the diff adds, `"removed"` only those it removes.
         """
-        return self._register_on_diff(workspace.not_in_diff(pattern))
+        return self._register_on_diff(workspace.not_in_diff(pattern, side=side))
 
     def no_failed_shell_commands(self) -> Scoped:
         """No shell command exited non-zero."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from niceeval._core.assertion import Matcher, ScoreLike, Verdict
 from niceeval._core.errors import UsageError
@@ -130,22 +130,51 @@ def regex(pattern: str | re.Pattern[str], what: str) -> re.Pattern[str]:
         ) from None
 
 
-def not_in_diff(pattern: str | re.Pattern[str]) -> Matcher:
+DiffSide = Literal["added", "removed", "both"]
+_SIDES: tuple[DiffSide, ...] = ("added", "removed", "both")
+
+
+def not_in_diff(pattern: str | re.Pattern[str], *, side: DiffSide = "both") -> Matcher:
     """The unified diff has no match of the regular expression `pattern` (e.g. no secrets written).
 
     A string is a regular expression, as in `re.search`: `not_in_diff(r"sk-[A-Za-z0-9]{8,}")`. To look for a
-    text literally, pass `re.escape(text)`.
+    text literally, pass `re.escape(text)`. `side="added"` searches only the lines the diff adds (`+`), so a secret
+    the agent removed does not count; `side="removed"` only the lines it removes (`-`); `"both"`, the default, the
+    whole text, headers and summaries included.
     """
     regex_ = regex(pattern, "not_in_diff()")
+    if side not in _SIDES:
+        raise UsageError(f"not_in_diff(side={side!r}): the side is one of {', '.join(_SIDES)}.")
 
     def score(diff: Diff) -> ScoreLike:
-        found = regex_.search(diff.text)
-        if found is None:
-            return True
-        line = diff.text[: found.start()].count("\n") + 1
-        return Verdict(False, f"found at line {line} of the diff", actual=short(found.group()))
+        for first_line, text in _searched(diff.text, side):
+            found = regex_.search(text)
+            if found is not None:
+                line = first_line + text[: found.start()].count("\n")
+                return Verdict(False, f"found at line {line} of the diff", actual=short(found.group()))
+        return True
 
-    return Matcher(name=f"not_in_diff(/{regex_.pattern}/)", score_fn=score, expected="no match in the diff")
+    name = f"not_in_diff(/{regex_.pattern}/" + ("" if side == "both" else f", side={side!r}") + ")"
+    where = "in the diff" if side == "both" else f"in the diff's {side} lines"
+    return Matcher(name=name, score_fn=score, expected=f"no match {where}")
+
+
+def _searched(text: str, side: DiffSide) -> list[tuple[int, str]]:
+    """`(first line number, text)` pieces of the diff to search: the whole text, or each line its hunks add or
+    remove (without the `+`/`-`)."""
+    if side == "both":
+        return [(1, text)]
+    mark = "+" if side == "added" else "-"
+    picked: list[tuple[int, str]] = []
+    in_hunk = False
+    for number, line in enumerate(text.split("\n"), start=1):
+        if line.startswith("diff --git "):
+            in_hunk = False
+        elif line.startswith("@@"):
+            in_hunk = True
+        elif in_hunk and line.startswith(mark):
+            picked.append((number, line[1:]))
+    return picked
 
 
 def no_failed_shell_commands() -> Matcher:

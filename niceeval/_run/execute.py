@@ -278,7 +278,9 @@ async def execute_run(
             folder = fixture_dir(spec, options.root, location)
             cache = options.root / ".niceeval" / "fixtures"
             settings = WorkspaceSettings(default=options.sandbox, cache=cache, root=options.root)
+            opening = time.perf_counter()
             sandbox = await open_workspace(folder, CommandLog(state.log), entry, run_index, settings)
+            state.sandbox = sandbox.record(open_s=time.perf_counter() - opening)
         token, tracking = WORKSPACE.set(sandbox.path if sandbox else None), CURRENT_TRACKER.set(state.awaits)
         current = CURRENT_SANDBOX.set(sandbox)
         model = EXPERIMENT_MODEL.set(options.experiment.model if options.experiment is not None else None)
@@ -361,6 +363,7 @@ def _result(
         points=points,
         points_possible=rule.possible if rule is not None else None,
         identity=options.identities.get(entry.id),
+        sandbox=state.sandbox,
     )
     return classified(result, options.classify_failure)
 

@@ -101,7 +101,14 @@ async def _opener(
     choice: SandboxKind | SandboxDeclaration, entry: EvalEntry, attempt: int, root: Path
 ) -> tuple[str, Callable[..., Awaitable[LocalSandbox]]]:
     """What opens the sandbox, and the kind as the fixture cache keys it (a Docker sandbox by its image)."""
-    from niceeval.sandbox import BwrapSandbox, DockerEnvironment, DockerSandbox, docker_sandbox, prepare_docker_run
+    from niceeval.sandbox import (
+        BwrapSandbox,
+        ComposeEnvironment,
+        DockerEnvironment,
+        DockerSandbox,
+        docker_sandbox,
+        prepare_docker_run,
+    )
 
     if choice == "local":
         return "local", LocalSandbox.create
@@ -109,7 +116,7 @@ async def _opener(
         return "bwrap", BwrapSandbox.create
     if choice == "docker":
         choice = docker_sandbox()
-    if not isinstance(choice, DockerEnvironment):
+    if not isinstance(choice, DockerEnvironment | ComposeEnvironment):
         raise UsageError(f"sandbox={choice!r:.80} is not a sandbox kind (local, bwrap, docker) or declaration.")
     bases = (entry.spec.file.parent, root)
     run = await prepare_docker_run(choice, bases=bases, eval_id=entry.id, attempt=attempt)

@@ -19,7 +19,9 @@ def add_sandbox_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
     """`sandbox list | enter | diff | logs | stop | prune`."""
     sandbox = commands.add_parser("sandbox", help="list, open, diff, stop and prune the Docker sandboxes niceeval left")
     actions = sandbox.add_subparsers(dest="sandbox_command", metavar="COMMAND", required=True)
-    listing = actions.add_parser("list", help="every sandbox container: running, kept (--keep-sandbox) or left")
+    listing = actions.add_parser(
+        "list", help="every sandbox container (running, kept by --keep-sandbox, or left) and every built image"
+    )
     listing.set_defaults(handler=_list)
     enter = actions.add_parser("enter", help="a shell in the sandbox's workspace (or run COMMAND there)")
     enter.add_argument("id", metavar="ID", help="container id (a unique prefix is enough)")
@@ -41,18 +43,24 @@ def add_sandbox_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
 def _list(args: argparse.Namespace) -> int:
     import anyio
 
-    from niceeval.sandbox import find_sandboxes
+    from niceeval.sandbox import find_built_images, find_sandboxes
 
     found = anyio.run(find_sandboxes)
     if not found:
         print("no sandbox containers")
-        return EXIT_OK
-    print(f"{'ID':<12}  {'STATE':<7}  {'SUITE RUN':<12}  {'ATTEMPT':>7}  {'SERVICES':>8}  EVAL / WORKSPACE")
+    else:
+        print(f"{'ID':<12}  {'STATE':<7}  {'SUITE RUN':<12}  {'ATTEMPT':>7}  {'SERVICES':>8}  EVAL / WORKSPACE")
     for sandbox in found:
         print(
             f"{sandbox.short_id:<12}  {sandbox.state:<7}  {sandbox.suite_run:<12}  {sandbox.attempt:>7}  "
             f"{len(sandbox.services):>8}  {sandbox.eval_id}\n{'':>54}{sandbox.workspace or '-'}"
         )
+    images = anyio.run(find_built_images)
+    if images:
+        print(f"\n{'BUILT IMAGE':<32}  {'SIZE':>8}  BUILD TIME")
+    for image in images:
+        took = "-" if image.build_seconds is None else f"{image.build_seconds:g} s"
+        print(f"{image.ref:<32}  {image.size_bytes / 1e6:>5.0f} MB  {took}")
     return EXIT_OK
 
 

@@ -31,7 +31,7 @@ from niceeval.render import (
     suite_power,
     suite_rate,
 )
-from niceeval.report._grouping import group_misses, runs_text
+from niceeval.report._grouping import container_lines, group_misses, runs_text
 from niceeval.report._variants import variant_lines
 
 if TYPE_CHECKING:
@@ -201,6 +201,8 @@ class ConsoleReporter:
         self._print_unstable(runs)
         for warning in dict.fromkeys(w for run in runs for w in run.warnings):
             self._print(Text(f"   warning: {clean(warning, 1000)}", style="yellow"))
+        for container in container_lines(runs):
+            self._print(Text(f"   sandbox: {clean(container)}", style="dim"))
         for run in runs:
             if run.sandbox_path:
                 self._print(Text(f"   sandbox kept at {clean(run.sandbox_path)}", style="dim"))

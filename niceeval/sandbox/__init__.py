@@ -4,8 +4,8 @@
 with a scrubbed environment and a timeout, diffs the workspace against the fixture, and scores it
 by running the hidden tests with `run_fixture_tests`. It does not isolate; `BwrapSandbox` (bubblewrap
 namespaces) and `DockerSandbox` (one container per eval run, declared with `docker_sandbox(...)`, with
-`service(...)` containers beside it) run the same workspace's commands isolated: the system read-only, no network
-but allowed loopback endpoints. See `docs/sandbox.md`.
+`service(...)` containers beside it, or by a Compose file with `compose_sandbox(...)`) run the same workspace's
+commands isolated: the system read-only, no network but allowed loopback endpoints. See `docs/sandbox.md`.
 
 Design: docs/design/sandbox.md
 """
@@ -15,7 +15,16 @@ from niceeval.sandbox._commands import DEFAULT_MAX_OUTPUT_BYTES, CommandOptions,
 from niceeval.sandbox._diff import Diff, FileChange, Rename
 from niceeval.sandbox._docker import DockerRun, DockerSandbox, prepare_docker_run
 from niceeval.sandbox._docker_cli import DockerSandboxError, docker_problem
-from niceeval.sandbox._docker_env import ContainerLimits, DockerEnvironment, Service, docker_sandbox, service
+from niceeval.sandbox._docker_env import (
+    ComposeEnvironment,
+    ContainerLimits,
+    DockerEnvironment,
+    Service,
+    compose_sandbox,
+    docker_sandbox,
+    service,
+)
+from niceeval.sandbox._docker_images import ResolvedImage, find_built_images
 from niceeval.sandbox._docker_kept import (
     FoundSandbox,
     Pruned,
@@ -29,12 +38,14 @@ from niceeval.sandbox._docker_kept import (
 )
 from niceeval.sandbox._docker_reuse import close_reused
 from niceeval.sandbox._fixture_tests import FixtureTestResult, run_fixture_tests
+from niceeval.sandbox._history import Author, Snapshot, Stretch, stretches_diff
 from niceeval.sandbox._launch import LaunchOptions, ProcessLaunch
 from niceeval.sandbox._protocol import PytestRun, Sandbox, current_sandbox
 from niceeval.sandbox._tree import LARGE_FILE_BYTES, SkippedPath
 from niceeval.sandbox._workspace import DEFAULT_HIDDEN, DEFAULT_IGNORE, LocalSandbox, SandboxPathError
 
 __all__ = [
+    "Author",
     "DEFAULT_HIDDEN",
     "DEFAULT_IGNORE",
     "DEFAULT_MAX_OUTPUT_BYTES",
@@ -42,6 +53,7 @@ __all__ = [
     "BwrapSandbox",
     "CommandOptions",
     "CommandResult",
+    "ComposeEnvironment",
     "ContainerLimits",
     "Diff",
     "DockerEnvironment",
@@ -58,17 +70,22 @@ __all__ = [
     "Pruned",
     "PytestRun",
     "Rename",
+    "ResolvedImage",
     "Sandbox",
     "SandboxPathError",
     "SandboxUnavailableError",
     "Service",
     "SkippedPath",
+    "Snapshot",
+    "Stretch",
     "bwrap_problem",
     "close_reused",
+    "compose_sandbox",
     "current_sandbox",
     "docker_problem",
     "docker_sandbox",
     "enter_argv",
+    "find_built_images",
     "find_sandbox",
     "find_sandboxes",
     "kept_diff",
@@ -78,4 +95,5 @@ __all__ = [
     "sandbox_logs",
     "service",
     "stop_sandbox",
+    "stretches_diff",
 ]

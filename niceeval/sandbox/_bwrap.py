@@ -21,7 +21,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from niceeval._core.errors import NiceevalError
 from niceeval.sandbox._launch import LaunchOptions
@@ -137,6 +137,8 @@ class BwrapSandbox(LocalSandbox):
     Raises:
         SandboxUnavailableError: From `create`, when bwrap is missing or cannot create namespaces here.
     """
+
+    kind: ClassVar[str] = "bwrap"
 
     _allowed: tuple[str, ...] = ()
     _limits: ProcessLimits = ProcessLimits()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 import posixpath
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Literal
@@ -115,19 +115,28 @@ def _normalise(path: str | PurePath) -> str:
 def compute_diff(baseline: Mapping[str, FileState], workspace: Path, *, ignore: Sequence[str]) -> Diff:
     """Fingerprint `workspace` now and compare it with `baseline` (blocking; run it in a thread)."""
     current = fingerprint_tree(workspace, ignore=ignore, keep_text=False)
+    return diff_states(baseline, current, lambda path: _read_text(workspace / path))
+
+
+def diff_states(
+    before: Mapping[str, FileState], after: Mapping[str, FileState], read: Callable[[str], str | None]
+) -> Diff:
+    """Compare two fingerprints of a tree; `read(path)` gives the text of a changed text file on the `after` side.
+
+    `before` must hold the text of its text files (fingerprinted with `keep_text=True`) for them to render as a
+    unified diff; the others are summarised.
+    """
     changed = [
-        path
-        for path in sorted(baseline.keys() | current.keys())
-        if not _unchanged(baseline.get(path), current.get(path))
+        path for path in sorted(before.keys() | after.keys()) if not _unchanged(before.get(path), after.get(path))
     ]
-    renames = _detect_renames(changed, baseline, current)
+    renames = _detect_renames(changed, before, after)
     rename_by_new_path = {rename.new_path: rename for rename in renames}
     renamed_old_paths = {rename.old_path for rename in renames}
     changes: list[FileChange] = []
     sections: list[str] = []
     for path in changed:
-        old, new = baseline.get(path), current.get(path)
-        change = _describe_change(path, old, new, workspace)
+        old, new = before.get(path), after.get(path)
+        change = _describe_change(path, old, new, read)
         changes.append(change)
         if path in rename_by_new_path:
             sections.append(_render_rename(rename_by_new_path[path]))
@@ -159,7 +168,9 @@ def _detect_renames(
     return tuple(renames)
 
 
-def _describe_change(path: str, old: FileState | None, new: FileState | None, workspace: Path) -> FileChange:
+def _describe_change(
+    path: str, old: FileState | None, new: FileState | None, read: Callable[[str], str | None]
+) -> FileChange:
     status: ChangeStatus = "added" if old is None else "deleted" if new is None else "modified"
     states = [state for state in (old, new) if state is not None]
     kind: ChangeKind = "text"
@@ -171,7 +182,7 @@ def _describe_change(path: str, old: FileState | None, new: FileState | None, wo
         kind = "large"
     content = None
     if kind == "text" and new is not None:
-        content = _read_text(workspace / path)
+        content = read(path)
         if content is None:  # changed again since it was fingerprinted; show it as it is now
             kind = "binary"
     return FileChange(

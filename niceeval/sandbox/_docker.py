@@ -14,22 +14,25 @@ Scoring (`run_pytest`) runs outside, as niceeval's own code with niceeval's Pyth
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 import anyio
 
+from niceeval._core.results import SandboxRecord
 from niceeval.sandbox._bwrap import EndpointForwarder, SandboxUnavailableError, loopback_endpoint
+from niceeval.sandbox._docker_checkpoint import take_checkpoint
 from niceeval.sandbox._docker_cli import LABEL, DockerSandboxError, docker, docker_argv, docker_problem, run_labels
-from niceeval.sandbox._docker_env import DockerEnvironment
+from niceeval.sandbox._docker_compose import compose_environment
+from niceeval.sandbox._docker_env import ComposeEnvironment, DockerEnvironment
 from niceeval.sandbox._docker_images import ResolvedImage, find_declared, resolve_image
 from niceeval.sandbox._docker_kept import sweep_left
 from niceeval.sandbox._docker_pod import SHIM_INSIDE, PodSpec, mount_points, start_pod
-from niceeval.sandbox._docker_reuse import REUSED, Box, reset_box
+from niceeval.sandbox._docker_reuse import CONTAINER_TMP, REUSED, Box, mount_points_in_tmp, reset_box
 from niceeval.sandbox._launch import LaunchOptions
-from niceeval.sandbox._workspace import LocalSandbox
+from niceeval.sandbox._workspace import LocalSandbox, Prepared
 
 MOUNTED = ("workspace", "home", "tmp", "net", "agent-state")
 """The folders of the sandbox's temp directory its container sees (not `scoring-*`: the hidden tests)."""
@@ -63,6 +66,7 @@ class DockerSandbox(LocalSandbox):
         DockerSandboxError: From `create`, when a container or service does not start.
     """
 
+    kind: ClassVar[str] = "docker"
     _box: Box | None = None
     _docker_run: DockerRun | None = None
     _allowed: tuple[str, ...] = ()
@@ -78,14 +82,18 @@ class DockerSandbox(LocalSandbox):
         if run is None:
             raise DockerSandboxError("a DockerSandbox is created with run=DockerRun(...): its image and labels")
         if not run.environment.reuse:
-            return await cls._fresh(fixture, run, options)
+            sandbox = await cls._fresh(fixture, run, options)
+            sandbox._started.attempts.append(int(run.labels[f"{LABEL}.attempt"]))
+            return sandbox
         box = await REUSED.take(run.reuse_key)
         try:
             if box is None:
                 sandbox = await cls._fresh(fixture, run, options)
             else:
                 await reset_box(box)
-                sandbox = cast(DockerSandbox, await super().create(fixture, root=box.root, **options))
+                assert box.checkpoint is not None
+                restored = await super().create(fixture, root=box.root, prepared=box.checkpoint.prepared, **options)
+                sandbox = cast(DockerSandbox, restored)
                 sandbox._docker_run, sandbox._box = run, box
         except BaseException:
             REUSED.give_back(run.reuse_key, None if box is None else box)
@@ -129,6 +137,21 @@ class DockerSandbox(LocalSandbox):
         """The attempts that used this sandbox's containers so far, this one included (several with `reuse=True`)."""
         return tuple(self._started.attempts)
 
+    def record(self, *, open_s: float) -> SandboxRecord:
+        """What a run's result says about its sandbox: also its container, the attempts that shared it, its image."""
+        assert self._docker_run is not None
+        image = self._docker_run.image
+        return SandboxRecord(
+            kind=self.kind,
+            open_s=round(open_s, 3),
+            container=self.container[:12],
+            attempts=list(self.attempts),
+            image=image.ref,
+            image_size_bytes=image.size_bytes,
+            image_build_s=image.build_seconds,
+            image_built_now=image.built_now,
+        )
+
     async def close(self, *, keep: bool = False) -> Path | None:
         """Remove the containers (with `keep=True` leave them running, labelled), then close as `LocalSandbox`.
 
@@ -161,21 +184,29 @@ class DockerSandbox(LocalSandbox):
         root = self.path.parent
         self._docker_run = run
         os.mkfifo(root / "lifeline")
+        mounts = mount_points(root, MOUNTED)
+        kept_in_tmp = container_tmp(root, (*mounts, *run.read_only))
         spec = PodSpec(
+            tmp=root / CONTAINER_TMP,
             image=run.image.ref,
             services=run.environment.services,
             limits=run.environment.limits,
-            mounts=mount_points(root, MOUNTED),
+            mounts=mounts,
             read_only=run.read_only,
+            env=run.environment.env,
             labels={**run.labels, f"{LABEL}.workspace": str(self.path), f"{LABEL}.fixture": str(self.fixture)},
         )
+        checkpoint = None
+        if run.environment.reuse:
+            prepared = Prepared(baseline=self._baseline, skipped=self.skipped)
+            checkpoint = await anyio.to_thread.run_sync(take_checkpoint, self.path, root, prepared)
         forwarder = EndpointForwarder(root / "net")
         try:
             pod = await start_pod(spec)
         except BaseException:
             forwarder.close()
             raise
-        self._box = Box(root=root, pod=pod, forwarder=forwarder)
+        self._box = Box(root=root, pod=pod, forwarder=forwarder, checkpoint=checkpoint, kept_in_tmp=kept_in_tmp)
 
     async def _wrap(
         self, argv: tuple[str, ...], env: Mapping[str, str], cwd: Path, options: LaunchOptions
@@ -228,25 +259,43 @@ class DockerSandbox(LocalSandbox):
 
 
 async def prepare_docker_run(
-    environment: DockerEnvironment, *, bases: tuple[Path, ...], eval_id: str, attempt: int
+    environment: DockerEnvironment | ComposeEnvironment, *, bases: tuple[Path, ...], eval_id: str, attempt: int
 ) -> DockerRun:
     """Resolve the image of `environment` (found, pulled or built) and label the run's containers.
 
     Args:
-        environment: The declaration.
+        environment: The declaration (a Compose file's is read here, its services' images built).
         bases: Folders relative paths of the declaration are looked up in (the eval's folder, the project root).
         eval_id: The eval, for the containers' labels.
         attempt: The attempt (`--runs` index), for the labels.
 
     Raises:
         SandboxUnavailableError: No Docker daemon answers.
-        DockerSandboxError: The image cannot be found, pulled or built.
+        DockerSandboxError: The image cannot be found, pulled or built, or the Compose file asks for what niceeval
+            cannot do.
     """
     _check_docker()
     await sweep_left()
+    if isinstance(environment, ComposeEnvironment):
+        environment = await compose_environment(environment, bases)
     image = await resolve_image(environment, bases)
     read_only = tuple(find_declared(path, bases, "read_only") for path in environment.read_only)
     return DockerRun(environment=environment, image=image, labels=run_labels(eval_id, attempt), read_only=read_only)
+
+
+def container_tmp(root: Path, mounted: Sequence[Path]) -> frozenset[Path]:
+    """Make the host folder mounted as the container's `/tmp`, with the mount points of the container's other mounts
+    under `/tmp` made in it first (by the user: the daemon would make them as root, and the user could not remove
+    them); the entries of that folder holding them."""
+    tmp = root / CONTAINER_TMP
+    tmp.mkdir()
+    for source, point in mount_points_in_tmp(root, mounted).items():
+        if source.is_dir():
+            point.mkdir(parents=True, exist_ok=True)
+        else:
+            point.parent.mkdir(parents=True, exist_ok=True)
+            point.touch()
+    return frozenset(tmp / point.relative_to(tmp).parts[0] for point in mount_points_in_tmp(root, mounted).values())
 
 
 def _check_docker() -> None:

@@ -50,6 +50,8 @@ class Service:
     is ready."""
     ready_timeout: float = 60.0
     """Seconds to wait for `ready` before the run is errored, with the service's log."""
+    depends_on: tuple[str, ...] = ()
+    """Services started (and ready) before this one."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,11 +66,29 @@ class DockerEnvironment(SandboxDeclaration):
     reuse: bool = False
     limits: ContainerLimits = ContainerLimits()
     read_only: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    """The workspace container's own environment variables (every command in it sees them)."""
 
     def describe(self) -> str:
         """The environment in a few words, for messages and reports."""
         source = f"image {self.image}" if self.image is not None else f"Dockerfile {self.dockerfile}"
         return source + "".join(f", service {s.name}" for s in self.services)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ComposeEnvironment(SandboxDeclaration):
+    """A Docker sandbox as a Compose file declares it (`compose_sandbox(...)`); read when a run opens it."""
+
+    kind: ClassVar[Literal["docker"]] = "docker"
+    path: str
+    workspace_service: str
+    reuse: bool = False
+    limits: ContainerLimits = ContainerLimits()
+    read_only: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        """The environment in a few words, for messages and reports."""
+        return f"Compose file {self.path}, workspace service {self.workspace_service}"
 
 
 def docker_sandbox(
@@ -80,6 +100,7 @@ def docker_sandbox(
     reuse: bool = False,
     limits: ContainerLimits | None = None,
     read_only: Sequence[str | PurePath] = (),
+    env: Mapping[str, str] | None = None,
 ) -> DockerEnvironment:
     """A Docker container as the sandbox of an eval: `@define_eval(fixture=..., sandbox=docker_sandbox(...))`.
 
@@ -98,10 +119,11 @@ def docker_sandbox(
         limits: CPUs, memory, processes and file size per container.
         read_only: Host folders mounted read-only at the same paths, e.g. a coding agent's CLI installation
             (`node_modules`) when the image does not provide it. Relative ones are looked up as `dockerfile`.
+        env: Environment variables of the workspace container, seen by every command run in it (`DATABASE_URL`).
 
     Raises:
-        UsageError: Both `image` and `dockerfile`, `context` without `dockerfile`, or two services
-            with one name.
+        UsageError: Both `image` and `dockerfile`, `context` without `dockerfile`, two services with one name, or a
+            service depending on one that is not declared (or on itself, through others).
     """
     if image is not None and dockerfile is not None:
         raise UsageError(
@@ -115,6 +137,9 @@ def docker_sandbox(
     names = [s.name for s in services]
     if len(set(names)) != len(names):
         raise UsageError(f"docker_sandbox(services=...) names each service once, got {names}.")
+    problem = dependency_problem({s.name: s.depends_on for s in services})
+    if problem is not None:
+        raise UsageError(f"docker_sandbox(services=...): {problem}.")
     return DockerEnvironment(
         image=image,
         dockerfile=None if dockerfile is None else str(dockerfile),
@@ -123,7 +148,24 @@ def docker_sandbox(
         reuse=reuse,
         limits=limits or ContainerLimits(),
         read_only=tuple(str(path) for path in read_only),
+        env=dict(env or {}),
     )
+
+
+def dependency_problem(depends_on: Mapping[str, Sequence[str]]) -> str | None:
+    """Why services with these dependencies cannot start in order (an unknown name, a cycle), or None."""
+    for name, needed in depends_on.items():
+        unknown = [other for other in needed if other not in depends_on]
+        if unknown:
+            return f"service {name!r} depends on {unknown[0]!r}, which is not declared; declare it or drop it"
+    done: set[str] = set()
+    while len(done) < len(depends_on):
+        startable = [name for name, needed in depends_on.items() if name not in done and set(needed) <= done]
+        if not startable:
+            waiting = sorted(set(depends_on) - done)
+            return f"services {waiting} cannot start: their depends_on form a cycle; break it"
+        done.update(startable)
+    return None
 
 
 def service(
@@ -134,6 +176,7 @@ def service(
     env: Mapping[str, str] | None = None,
     ready: str | None = None,
     ready_timeout: float = 60.0,
+    depends_on: Sequence[str] = (),
 ) -> Service:
     """A service container beside the workspace's, for `docker_sandbox(services=[...])`.
 
@@ -147,6 +190,7 @@ def service(
         env: Its environment variables.
         ready: A shell command run in its container until it exits 0, e.g. `"pg_isready -h 127.0.0.1"`.
         ready_timeout: Seconds to wait for `ready`.
+        depends_on: Names of services of the same sandbox started, and ready, before this one.
 
     Raises:
         UsageError: A name Docker labels cannot hold, `command` given as one string, or a timeout that is not
@@ -158,6 +202,54 @@ def service(
         raise UsageError(f"service({name!r}, command=...) is a list of arguments, e.g. {command.split()!r}.")
     if ready_timeout <= 0:
         raise UsageError(f"service({name!r}, ready_timeout=...) is a number of seconds above 0, got {ready_timeout}.")
+    if isinstance(depends_on, str):
+        raise UsageError(f"service({name!r}, depends_on=...) is a list of service names, e.g. [{depends_on!r}].")
     return Service(
-        name=name, image=image, command=tuple(command), env=dict(env or {}), ready=ready, ready_timeout=ready_timeout
+        name=name,
+        image=image,
+        command=tuple(command),
+        env=dict(env or {}),
+        ready=ready,
+        ready_timeout=ready_timeout,
+        depends_on=tuple(depends_on),
+    )
+
+
+def compose_sandbox(
+    path: str | PurePath,
+    *,
+    workspace_service: str,
+    reuse: bool = False,
+    limits: ContainerLimits | None = None,
+    read_only: Sequence[str | PurePath] = (),
+) -> ComposeEnvironment:
+    """A Docker sandbox declared by a Compose file: `@define_eval(fixture=..., sandbox=compose_sandbox(...))`.
+
+    The file is read when a run opens the sandbox, as `docker_sandbox(...)` would declare it: `workspace_service`'s
+    `image` or `build` is the image the workspace container runs (its `environment` that container's variables; its
+    `command` is replaced, as the container idles while commands are `docker exec`ed into it), and every other
+    service runs beside it with its `image` or `build`, `command`, `environment`, `healthcheck` (the `ready` check)
+    and `depends_on` (the start order). Network settings (`ports`, `networks`, ...) are replaced by the pod: services
+    listen on the one loopback the workspace shares. Any other key errors the eval, naming the file, line, service,
+    key and what to do instead.
+
+    Args:
+        path: The Compose file, relative to the eval file's folder or the project root (`build:` paths are relative
+            to the file's own folder).
+        workspace_service: The service the agent works in.
+        reuse: As `docker_sandbox(reuse=...)`.
+        limits: As `docker_sandbox(limits=...)`, for every container.
+        read_only: As `docker_sandbox(read_only=...)`.
+
+    Raises:
+        UsageError: An empty `workspace_service`.
+    """
+    if not workspace_service:
+        raise UsageError("compose_sandbox(..., workspace_service='app') names the service the agent works in.")
+    return ComposeEnvironment(
+        path=str(path),
+        workspace_service=workspace_service,
+        reuse=reuse,
+        limits=limits or ContainerLimits(),
+        read_only=tuple(str(item) for item in read_only),
     )

@@ -8,9 +8,10 @@ edited one gets a new image. Builds of one content in one process wait for each 
 from __future__ import annotations
 
 import hashlib
+import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import anyio
@@ -19,6 +20,8 @@ from niceeval.sandbox._docker_cli import LABEL, DockerCommandError, DockerSandbo
 from niceeval.sandbox._docker_env import DockerEnvironment
 
 BUILD_REPOSITORY = "niceeval-build"
+BUILD_SECONDS_LABEL = "niceeval.build_seconds"
+"""On an image niceeval built: the seconds its build took."""
 BUILD_TIMEOUT_S = 1800.0
 _SKIPPED = (".git", "__pycache__", ".venv", "node_modules", ".niceeval")
 _builds: dict[str, anyio.Lock] = {}
@@ -32,7 +35,9 @@ class ResolvedImage:
     id: str
     size_bytes: int
     build_seconds: float | None = None
-    """Seconds this process spent building it; None when it was there already."""
+    """Seconds its build took (a Dockerfile's image, when niceeval built it); None for a named image."""
+    built_now: bool = False
+    """This process built it (else it was on the daemon already)."""
 
 
 async def resolve_image(environment: DockerEnvironment, bases: Sequence[Path]) -> ResolvedImage:
@@ -55,6 +60,15 @@ async def resolve_image(environment: DockerEnvironment, bases: Sequence[Path]) -
             f"docker_sandbox(context={environment.context!r}) is not a folder ({context}); give the folder the "
             "Dockerfile's COPY lines read from."
         )
+    return await build_image(dockerfile, context)
+
+
+async def build_image(dockerfile: Path, context: Path) -> ResolvedImage:
+    """The image of `dockerfile` with its build `context`, built unless an image of this content exists.
+
+    Raises:
+        DockerSandboxError: The build failed (its output is in the message).
+    """
     digest = await anyio.to_thread.run_sync(_content_hash, dockerfile, context)
     tag = f"{BUILD_REPOSITORY}:{digest}"
     async with _builds.setdefault(tag, anyio.Lock()):
@@ -63,8 +77,8 @@ async def resolve_image(environment: DockerEnvironment, bases: Sequence[Path]) -
             return found
         started = time.perf_counter()
         try:
-            await docker(
-                "build", "--quiet", "--force-rm", "--file", str(dockerfile), "--tag", tag,
+            built = await docker(
+                "build", "--quiet", "--force-rm", "--file", str(dockerfile),
                 "--label", f"{LABEL}=1", "--label", f"{LABEL}.content={digest}", str(context),
                 timeout=BUILD_TIMEOUT_S,
             )  # fmt: skip
@@ -73,11 +87,29 @@ async def resolve_image(environment: DockerEnvironment, bases: Sequence[Path]) -
                 f"building {dockerfile} failed:\n{error}\nFix the Dockerfile (try `docker build -f {dockerfile} "
                 f"{context}` to see every step)."
             ) from None
-        built = await _inspect(tag)
-        assert built is not None, tag
-        return ResolvedImage(
-            ref=tag, id=built.id, size_bytes=built.size_bytes, build_seconds=time.perf_counter() - started
+        await _tag_with_build_time(built.strip().splitlines()[-1], tag, time.perf_counter() - started)
+        found = await _inspect(tag)
+        assert found is not None, tag
+        return replace(found, built_now=True)
+
+
+async def _tag_with_build_time(image_id: str, tag: str, seconds: float) -> None:
+    """Tag the built image, with how long its build took as a label (`niceeval sandbox list` shows it): labels are
+    set when an image is made, so one more image is made from it, of a `FROM` line alone."""
+    with tempfile.TemporaryDirectory(prefix="niceeval-label-") as folder:
+        (Path(folder) / "Dockerfile").write_text(f"FROM {image_id}\n", encoding="utf-8")
+        await docker(
+            "build", "--quiet", "--tag", tag, "--label", f"{BUILD_SECONDS_LABEL}={seconds:.1f}", folder, timeout=120
         )
+
+
+async def find_built_images() -> list[ResolvedImage]:
+    """The images niceeval built from Dockerfiles on this daemon (`niceeval-build:<hash>`), with their size and the
+    seconds their build took."""
+    out = await docker("images", "--format", "{{.Repository}}:{{.Tag}}", "--filter", f"label={LABEL}=1", timeout=30)
+    refs = [ref for ref in out.split() if ref.startswith(f"{BUILD_REPOSITORY}:")]
+    found = [await _inspect(ref) for ref in refs]
+    return [image for image in found if image is not None]
 
 
 def find_declared(path: str, bases: Sequence[Path], key: str) -> Path:
@@ -108,12 +140,20 @@ def _content_hash(dockerfile: Path, context: Path) -> str:
 
 
 async def _inspect(ref: str) -> ResolvedImage | None:
+    template = f'{{{{.Id}}}} {{{{.Size}}}} {{{{index .Config.Labels "{BUILD_SECONDS_LABEL}"}}}}'
     try:
-        out = await docker("image", "inspect", "--format", "{{.Id}} {{.Size}}", ref, timeout=30)
+        out = await docker("image", "inspect", "--format", template, ref, timeout=30)
     except DockerCommandError:
         return None
-    image_id, _, size = out.strip().partition(" ")
-    return ResolvedImage(ref=ref, id=image_id, size_bytes=int(size or 0))
+    image_id, size, seconds = (out.strip().split(" ") + ["", ""])[:3]
+    return ResolvedImage(ref=ref, id=image_id, size_bytes=int(size or 0), build_seconds=_seconds(seconds))
+
+
+def _seconds(label: str) -> float | None:
+    try:
+        return float(label)
+    except ValueError:
+        return None
 
 
 async def _named(image: str) -> ResolvedImage:

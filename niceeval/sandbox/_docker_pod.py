@@ -1,7 +1,8 @@
 """A Docker sandbox's containers: the workspace's, and its services sharing its network namespace (a pod).
 
 The workspace container idles (`sleep infinity` under Docker's init) while commands are `docker exec`ed into it.
-It has no network (`--network none`: loopback only), a read-only system with a fresh `/tmp`, no capabilities,
+It has no network (`--network none`: loopback only), a read-only system with a fresh `/tmp` (a host folder of the
+sandbox's, so a reused container's is emptied without a command inside), no capabilities,
 and runs as the current user, so files it writes in the bind-mounted workspace are the user's. Each service
 runs with `--network container:<workspace>`: all of them and the workspace share one loopback, and no bridge
 network is ever created. Services are started after the workspace container (whose namespace they join) and
@@ -13,7 +14,7 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
@@ -38,7 +39,11 @@ class PodSpec:
     """Host folders bind-mounted read-write at the same paths (the workspace, its HOME and TMPDIR, ...)."""
     read_only: tuple[Path, ...]
     """Host folders bind-mounted read-only at the same paths (a coding agent's CLI)."""
+    tmp: Path
+    """The host folder mounted as the container's `/tmp` (emptied on the host when a reused container is reset)."""
     labels: Mapping[str, str]
+    env: Mapping[str, str] = field(default_factory=dict)
+    """The workspace container's environment variables."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -59,7 +64,8 @@ class Pod:
 
 
 async def start_pod(spec: PodSpec) -> Pod:
-    """Start the workspace container, then the services, and wait until each is ready.
+    """Start the workspace container, then the services (each after the ones it depends on are ready), and wait
+    until each is ready.
 
     Raises:
         DockerSandboxError: A container did not start, the image has no python3, or a service never became ready
@@ -70,9 +76,10 @@ async def start_pod(spec: PodSpec) -> Pod:
     try:
         await _check_python(workspace, spec.image)
         try:
+            ready = {declared.name: anyio.Event() for declared in spec.services}
             async with anyio.create_task_group() as group:
                 for declared in spec.services:
-                    group.start_soon(_start_service, declared, spec, workspace, services)
+                    group.start_soon(_start_in_order, declared, spec, workspace, services, ready)
         except ExceptionGroup as failures:
             raise _one_error(failures) from None
     except BaseException:
@@ -92,13 +99,14 @@ def _one_error(failures: ExceptionGroup[Exception]) -> Exception:
 def _workspace_flags(spec: PodSpec) -> list[str]:
     limits = spec.limits
     flags = [*label_flags({**spec.labels, "niceeval.role": "workspace"}), "--init", "--network", "none"]
-    flags += ["--read-only", "--tmpfs", "/tmp", "--cap-drop", "ALL", "--security-opt", "no-new-privileges"]
+    flags += ["--read-only", "--volume", f"{spec.tmp}:/tmp", "--cap-drop", "ALL", "--security-opt", "no-new-privileges"]
     flags += ["--user", f"{os.getuid()}:{os.getgid()}", "--entrypoint", "sleep"]
     flags += ["--cpus", f"{limits.cpus:g}", "--memory", limits.memory, "--pids-limit", str(limits.pids)]
     for path in spec.mounts:
         flags += ["--volume", f"{path}:{path}"]
     for path in spec.read_only:
         flags += ["--volume", f"{path}:{path}:ro"]
+    flags += [flag for name, value in spec.env.items() for flag in ("--env", f"{name}={value}")]
     return [*flags, "--volume", f"{_SHIM}:{SHIM_INSIDE}:ro"]
 
 
@@ -110,6 +118,15 @@ async def _check_python(container: str, image: str) -> None:
             f"image {image!r} has no python3 ({error}); niceeval runs a small standard-library helper beside each "
             "command in the container. Install it in the image (Debian: RUN apt-get install -y python3-minimal)."
         ) from None
+
+
+async def _start_in_order(
+    declared: Service, spec: PodSpec, workspace: str, started: dict[str, str], ready: Mapping[str, anyio.Event]
+) -> None:
+    for needed in declared.depends_on:
+        await ready[needed].wait()
+    await _start_service(declared, spec, workspace, started)
+    ready[declared.name].set()
 
 
 async def _start_service(declared: Service, spec: PodSpec, workspace: str, started: dict[str, str]) -> None:

@@ -3,9 +3,11 @@
 `docker_sandbox(reuse=True)` keeps one box per eval (and image, and declaration) across its attempts: the next
 attempt waits for the previous one to close, then gets the same containers and services, with the sandbox folder
 reset to the fixture (the checkpoint: fixture setup's output, copied again) and HOME, TMPDIR and the container's
-`/tmp` emptied. Bind mounts hold on to a folder's inode, so a reset empties the mounted folders in place instead
-of replacing them; in the container's `/tmp` it keeps the folder holding their mount points, when the sandbox
-folder is itself under `/tmp`. The boxes are removed when the suite ends (`close_reused`), or at exit.
+`/tmp` emptied. The container's file system is read-only but for those bind-mounted host folders, so the reset is
+done on the host, without a command in the container. Bind mounts hold on to a folder's inode, so a reset empties
+the mounted folders in place instead of replacing them; in the container's `/tmp` it keeps the folder holding their
+mount points, when the sandbox folder is itself under `/tmp`. The boxes are removed when the suite ends
+(`close_reused`), or at exit.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import os
 import shutil
 import stat
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,13 +25,17 @@ from typing import Any
 import anyio
 
 from niceeval.sandbox._bwrap import EndpointForwarder
+from niceeval.sandbox._docker_checkpoint import CHECKPOINT, Checkpoint, restore
 from niceeval.sandbox._docker_cli import docker, docker_argv
 from niceeval.sandbox._docker_pod import Pod
 
 KEPT_PREFIX = "niceeval-kept-"
 """How a kept workspace container is renamed (its labels cannot change): no later run takes it for one a crash left."""
-KEPT_ACROSS_RESETS = ("net", "lifeline")
-"""Entries of the sandbox folder a reset leaves: the endpoints' sockets and the commands' lifeline FIFO."""
+CONTAINER_TMP = "container-tmp"
+"""The host folder mounted as the container's `/tmp`."""
+KEPT_ACROSS_RESETS = ("net", "lifeline", "workspace", CHECKPOINT)
+"""Entries of the sandbox folder a reset does not empty: the endpoints' sockets, the commands' lifeline FIFO, and the
+workspace, restored from the checkpoint instead."""
 
 
 @dataclass(kw_only=True)
@@ -39,6 +45,10 @@ class Box:
     root: Path
     pod: Pod
     forwarder: EndpointForwarder
+    kept_in_tmp: frozenset[Path] = frozenset()
+    """The entries of the container's `/tmp` (on the host) holding mount points: a reset leaves them."""
+    checkpoint: Checkpoint | None = None
+    """With `reuse=True`: the workspace as the first attempt found it, which the next ones start from."""
     relays: dict[str, anyio.Lock] = field(default_factory=dict)
     attempts: list[int] = field(default_factory=list)
     """The attempts that used it, in order."""
@@ -57,31 +67,33 @@ class Box:
 
 
 async def reset_box(box: Box) -> None:
-    """Make the box as the previous attempt found it: the sandbox folder and the container's `/tmp` emptied."""
-    await anyio.to_thread.run_sync(_reset_root, box.root)
-    keep = box.root.parts[2] if box.root.is_relative_to("/tmp") else ""
-    await docker("exec", box.pod.workspace, "python3", "-I", "-S", "-c", _EMPTY_TMP, keep, timeout=60)
+    """Make the box as the previous attempt found it: the workspace restored from the checkpoint, HOME, TMPDIR and
+    the container's `/tmp` emptied."""
+    assert box.checkpoint is not None, "a box kept for reuse has its checkpoint"
+    await anyio.to_thread.run_sync(_reset_root, box.root, box.kept_in_tmp)
+    await anyio.to_thread.run_sync(restore, box.checkpoint, box.root / "workspace")
 
 
-_EMPTY_TMP = (
-    "import os,shutil,sys\n"
-    "for name in os.listdir('/tmp'):\n"
-    "    path = os.path.join('/tmp', name)\n"
-    "    if name != sys.argv[1]:\n"
-    "        shutil.rmtree(path) if os.path.isdir(path) and not os.path.islink(path) else os.unlink(path)\n"
-)
-
-
-def _reset_root(root: Path) -> None:
-    """Empty the sandbox folder for the next attempt, keeping the mounted folders themselves (and `net`)."""
+def _reset_root(root: Path, kept_in_tmp: frozenset[Path]) -> None:
+    """Empty the sandbox folder for the next attempt, keeping the mounted folders themselves (and `net`), and in
+    the container's `/tmp` the folders holding mount points."""
     for entry in root.iterdir():
         if entry.name in KEPT_ACROSS_RESETS:
             continue
         if entry.is_dir() and not entry.is_symlink():
             for inner in entry.iterdir():
-                _remove(inner)
+                if inner not in kept_in_tmp:
+                    _remove(inner)
         else:
             entry.unlink()
+
+
+def mount_points_in_tmp(root: Path, mounted: Sequence[Path]) -> dict[Path, Path]:
+    """For each of the container's mounts under `/tmp`, where its mount point lies in the host folder mounted as
+    the container's `/tmp` (`<root>/container-tmp/...`)."""
+    tmp = Path("/tmp")
+    under = [path for path in mounted if path.is_relative_to(tmp) and path != tmp]
+    return {path: root / CONTAINER_TMP / path.relative_to(tmp) for path in under}
 
 
 def _remove(path: Path) -> None:

@@ -7,6 +7,7 @@ provider implements the same methods against a container; nothing above this sea
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Protocol, Unpack
@@ -14,6 +15,7 @@ from typing import Protocol, Unpack
 from niceeval._core.sandbox_kinds import CURRENT_SANDBOX
 from niceeval.sandbox._commands import CommandOptions, CommandResult
 from niceeval.sandbox._diff import Diff
+from niceeval.sandbox._history import Author, Snapshot
 from niceeval.sandbox._launch import LaunchOptions, ProcessLaunch
 
 
@@ -64,8 +66,16 @@ class Sandbox(Protocol):
         """Run a `sh -c` script in the workspace; see `LocalSandbox.run_shell`."""
         ...
 
-    async def diff(self) -> Diff:
-        """What changed in the workspace since the baseline."""
+    async def diff(self, *, author: Author | None = None) -> Diff:
+        """What changed in the workspace since the baseline; with `author` (`"agent"`, `"eval"`), only theirs."""
+        ...
+
+    async def snapshot(self) -> Snapshot:
+        """The workspace now, with its text, to diff a stretch of the run against later (`stretches_diff`)."""
+        ...
+
+    def eval_writes(self) -> AbstractAsyncContextManager[None]:
+        """Mark what happens inside as the eval's own writes (`t.sandbox` does), apart from the agent's."""
         ...
 
     async def launch(self, argv: Sequence[str], options: LaunchOptions) -> ProcessLaunch:

@@ -10,8 +10,9 @@ import hashlib
 import os
 import posixpath
 import shutil
+import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Literal
@@ -118,15 +119,48 @@ def _copy_symlink(root: Path, rel: str, target: Path) -> SkipReason | None:
     return None
 
 
-def fingerprint_tree(root: Path, *, ignore: Sequence[str], keep_text: bool) -> dict[str, FileState]:
+StatKey = tuple[int, int, int, int]
+"""What a file's `lstat` says of its content: inode, size, modification and change times (ns)."""
+_SETTLE_NS = 100_000_000
+"""A file changed this close before a walk began may change again within the file system's clock tick without its
+times moving: it is hashed again next time rather than trusted."""
+
+
+@dataclass(kw_only=True)
+class StatCache:
+    """File states from the last walk of one tree, reused by the next walk for files whose `lstat` is unchanged.
+
+    A change to a file's content moves its change time (`ctime`, which no user can set back), so an unchanged
+    inode, size, mtime and ctime means unchanged content, once the file had settled before the walk that read it.
+    """
+
+    entries: dict[str, tuple[StatKey, int, FileState]] = field(default_factory=dict)
+    """Path -> (its lstat key, the walk's settle line in ns, its state)."""
+
+    def known(self, rel: str, key: StatKey, keep_text: bool) -> FileState | None:
+        found = self.entries.get(rel)
+        if found is None or found[0] != key or key[3] >= found[1]:
+            return None
+        state = found[2]
+        text_missing = keep_text and state.text is None and not state.binary and state.size <= LARGE_FILE_BYTES
+        return None if text_missing else state
+
+
+def fingerprint_tree(
+    root: Path, *, ignore: Sequence[str], keep_text: bool, cache: StatCache | None = None
+) -> dict[str, FileState]:
     """Fingerprint every file and symlink under `root`, skipping paths that match `ignore`.
 
     Args:
         root: The directory to walk.
         ignore: Patterns (see `path_matches`) of paths that are not tracked.
         keep_text: Keep the text of small text files, until about `BASELINE_TEXT_BUDGET` bytes are kept.
+        cache: The states of the last walk of this tree: files whose `lstat` did not change are not read again
+            (the cache is updated to this walk).
     """
     states: dict[str, FileState] = {}
+    settle_line = time.time_ns() - _SETTLE_NS
+    seen: dict[str, tuple[StatKey, int, FileState]] = {}
     budget = BASELINE_TEXT_BUDGET if keep_text else 0
     for rel, entry, excluded in _walk(root, ignore):
         if excluded:
@@ -142,10 +176,16 @@ def fingerprint_tree(root: Path, *, ignore: Sequence[str], keep_text: bool) -> d
                 link_target=destination,
             )
         elif entry.is_file(follow_symlinks=False):
-            state = fingerprint_file(Path(entry.path), keep_text=budget > 0)
+            info = entry.stat(follow_symlinks=False)
+            key = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+            known = None if cache is None else cache.known(rel, key, keep_text=budget > 0)
+            state = known or fingerprint_file(Path(entry.path), keep_text=budget > 0)
             if state.text is not None:
                 budget -= state.size
             states[rel] = state
+            seen[rel] = (key, settle_line, state)
+    if cache is not None:
+        cache.entries = seen
     return states
 
 

@@ -13,6 +13,7 @@ directory per `run_pytest`, so hidden tests never appear in the workspace or its
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import shlex
@@ -20,16 +21,17 @@ import shutil
 import stat
 import sys
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from types import TracebackType
-from typing import TYPE_CHECKING, Unpack
+from typing import TYPE_CHECKING, ClassVar, Unpack
 from xml.sax.saxutils import escape as xml_escape
 
 import anyio
 
 from niceeval._core.errors import NiceevalError
+from niceeval._core.results import SandboxRecord
 from niceeval.sandbox._commands import (
     DEFAULT_MAX_OUTPUT_BYTES,
     DEFAULT_TIMEOUT,
@@ -41,9 +43,10 @@ from niceeval.sandbox._commands import (
     scrubbed_env,
 )
 from niceeval.sandbox._diff import Diff, compute_diff
+from niceeval.sandbox._history import AUTHORS, Author, Authorship, Snapshot, Stretch, stretches_diff
 from niceeval.sandbox._launch import LaunchOptions, ProcessLaunch
 from niceeval.sandbox._protocol import PytestRun, Sandbox
-from niceeval.sandbox._tree import FileState, SkippedPath, copy_fixture, fingerprint_tree
+from niceeval.sandbox._tree import FileState, SkippedPath, StatCache, copy_fixture, fingerprint_tree
 
 DEFAULT_HIDDEN = ("EVAL.py",)
 """Fixture files the agent must not see: the hidden tests that score its work."""
@@ -64,12 +67,25 @@ class _Settings:
     on_command: Callable[[CommandResult], None] | None
 
 
+@dataclass(frozen=True, kw_only=True)
+class Prepared:
+    """A workspace already in place in a sandbox folder (a reused container's, restored from its checkpoint)."""
+
+    baseline: Mapping[str, FileState]
+    """Its fingerprint: the workspace holds exactly the files it was taken of."""
+    skipped: tuple[SkippedPath, ...]
+    """What the copy of the fixture left out."""
+
+
 class LocalSandbox:
     """A fixture folder copied into a fresh temp workspace, with a baseline to diff against.
 
     Create it with `await LocalSandbox.create(fixture)`; close it with `await sandbox.close()` or use
     it as `async with sandbox:`. It implements the `Sandbox` protocol.
     """
+
+    kind: ClassVar[str] = "local"
+    """The sandbox kind, as `sandbox=` names it."""
 
     def __init__(
         self,
@@ -79,12 +95,16 @@ class LocalSandbox:
         skipped: Sequence[SkippedPath],
         baseline: Mapping[str, FileState],
         settings: _Settings,
+        stat_cache: StatCache | None = None,
     ) -> None:
         self._root = root
         self._workspace = root / "workspace"
         self._fixture = fixture
         self._skipped = tuple(skipped)
         self._baseline = baseline
+        self._authorship = Authorship(baseline)
+        self._stat_cache = stat_cache or StatCache()
+        """The last walk's file states: a snapshot reads again only the files whose `lstat` changed."""
         self._settings = settings
         self._commands: list[CommandResult] = []
         self._closed = False
@@ -102,6 +122,7 @@ class LocalSandbox:
         on_command: Callable[[CommandResult], None] | None = None,
         temp_dir: Path | None = None,
         root: Path | None = None,
+        prepared: Prepared | None = None,
     ) -> LocalSandbox:
         """Copy `fixture` into a new temp workspace and record the baseline.
 
@@ -119,6 +140,8 @@ class LocalSandbox:
             temp_dir: Where to create the sandbox; the system temp directory by default.
             root: An existing sandbox folder to use instead of a new one, its `workspace`, `home` and `tmp` empty
                 (a container reused across attempts keeps mounting the same folders).
+            prepared: With `root`: its workspace is already the fixture as copied (restored from a checkpoint); it
+                is neither copied nor fingerprinted again.
 
         Raises:
             NotADirectoryError: `fixture` is not a directory.
@@ -129,6 +152,9 @@ class LocalSandbox:
         settings = _Settings(
             ignore=tuple(ignore), env=dict(env or {}), max_output_bytes=max_output_bytes, on_command=on_command
         )
+        if prepared is not None and root is not None:
+            skipped, baseline = prepared.skipped, prepared.baseline
+            return cls(root=root, fixture=fixture, skipped=skipped, baseline=baseline, settings=settings)
         prepare = functools.partial(cls._prepare, fixture, tuple(hidden), settings, temp_dir, root)
         return await anyio.to_thread.run_sync(prepare)
 
@@ -143,12 +169,13 @@ class LocalSandbox:
             for name in ("workspace", "home", "tmp"):
                 (root / name).mkdir(exist_ok=not fresh)
             skipped = copy_fixture(fixture, root / "workspace", hidden=hidden)
-            baseline = fingerprint_tree(root / "workspace", ignore=settings.ignore, keep_text=True)
+            cache = StatCache()
+            baseline = fingerprint_tree(root / "workspace", ignore=settings.ignore, keep_text=True, cache=cache)
         except BaseException:
             if fresh:
                 _remove_tree(root)
             raise
-        return cls(root=root, fixture=fixture, skipped=skipped, baseline=baseline, settings=settings)
+        return cls(root=root, fixture=fixture, skipped=skipped, baseline=baseline, settings=settings, stat_cache=cache)
 
     @property
     def path(self) -> Path:
@@ -231,11 +258,48 @@ class LocalSandbox:
         """Run `script` with `sh -c` in the workspace; options as for `run_command`."""
         return await self._run(("sh", "-c", script), script, command_options(options, "run_shell"))
 
-    async def diff(self) -> Diff:
-        """What changed in the workspace since the baseline."""
+    async def diff(self, *, author: Author | None = None) -> Diff:
+        """What changed in the workspace since the baseline; with `author`, only that author's changes.
+
+        Args:
+            author: `"eval"`: what the eval's own writes (inside `eval_writes()`, as every `t.sandbox` call that
+                writes or runs a command) changed; `"agent"`: what changed outside them. Per path, the file as
+                that author first found it and as it last left it.
+
+        Raises:
+            ValueError: `author` is neither.
+        """
         self._check_open()
-        compute = functools.partial(compute_diff, self._baseline, self._workspace, ignore=self._settings.ignore)
-        return await anyio.to_thread.run_sync(compute)
+        if author is None:
+            compute = functools.partial(compute_diff, self._baseline, self._workspace, ignore=self._settings.ignore)
+            return await anyio.to_thread.run_sync(compute)
+        if author not in AUTHORS:
+            raise ValueError(f"diff(author=...) is one of {AUTHORS} (or None for every change), got {author!r}")
+        stretches = self._authorship.stretches(author, await self.snapshot())
+        return await anyio.to_thread.run_sync(stretches_diff, stretches)
+
+    def record(self, *, open_s: float) -> SandboxRecord:
+        """What a run's result says about its sandbox (`RunResult.sandbox`)."""
+        return SandboxRecord(kind=self.kind, open_s=round(open_s, 3))
+
+    async def snapshot(self) -> Snapshot:
+        """The workspace now, fingerprinted with its text (to diff a stretch of the run against later)."""
+        self._check_open()
+        states = functools.partial(
+            fingerprint_tree, self._workspace, ignore=self._settings.ignore, keep_text=True, cache=self._stat_cache
+        )
+        return await anyio.to_thread.run_sync(states)
+
+    @contextlib.asynccontextmanager
+    async def eval_writes(self) -> AsyncIterator[None]:
+        """Mark what happens inside as the eval's own writes, not the agent's (`diff(author=...)`)."""
+        before = await self.snapshot()
+        try:
+            yield
+        finally:
+            with anyio.CancelScope(shield=True):
+                after = await self.snapshot()
+            self._authorship.eval_wrote(Stretch(before=before, after=after))
 
     async def launch(self, argv: Sequence[str], options: LaunchOptions) -> ProcessLaunch:
         """How to start a long-running process in the workspace: its argv, scrubbed environment and cwd.

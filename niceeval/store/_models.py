@@ -123,11 +123,11 @@ class EvalRunInfo(BaseModel):
     variant: dict[str, str] | None = None
     """The variant combination, as dimension -> value name (`None`: no variants, or stored before 0006)."""
     points: float | None = None
-    """A score eval's points earned in this run (`None`: a pass/fail eval, or stored before 0011_points)."""
+    """A score eval's points earned in this run (`None`: a pass/fail eval, or stored before 0012)."""
     points_possible: float | None = None
-    """A score eval's points a run can earn (`None`: a pass/fail eval, or stored before 0011_points)."""
+    """A score eval's points a run can earn (`None`: a pass/fail eval, or stored before 0012)."""
     failure: FailureClass | None = None
-    """Why a failed run failed: `agent`, `infra` (left out of pass rates) or `eval` (`None`: stored before 0011)."""
+    """Why a failed run failed: `agent`, `infra` (left out of pass rates) or `eval` (`None`: stored before 0012)."""
     attempts: int = 1
     """How many times the run was executed (more than 1: an infra failure was retried)."""
     provenance: Provenance = "executed"

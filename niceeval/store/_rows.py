@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from niceeval._core.assertion import AssertionResult, JudgeCall
 from niceeval._core.errors import ErrorInfo
 from niceeval._core.events import EVENTS, Event
-from niceeval._core.results import RunResult, Spend
+from niceeval._core.results import RunResult, SandboxRecord, Spend
 from niceeval._core.spans import SpanRecord
 
 if TYPE_CHECKING:
@@ -84,4 +84,5 @@ def from_rows(
         carried_from=row["carried_from"],
         carried_index=row["carried_index"],
         spans=[SpanRecord.model_validate(span["payload"]) for span in span_rows],
+        sandbox=SandboxRecord.model_validate(row["sandbox"]) if row["sandbox"] else None,
     )

@@ -252,7 +252,7 @@ def test_the_example_compares_skills_on_and_off_for_both_clis(tmp_path: Path) ->
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))}
     report = tmp_path / "report.json"
     done = subprocess.run(
-        [sys.executable, "-m", "niceeval.cli", "run", "--no-store", "--json", str(report)],
+        [sys.executable, "-m", "niceeval.cli", "run", "--no-store", "--json", str(report), "evals/greeter.py"],
         cwd=EXAMPLE,
         env=env,
         capture_output=True,

@@ -1,6 +1,7 @@
-"""docs/sandbox.md's "Bring your Dockerfile" walkthrough is real: its files are written out and `niceeval run` passes.
+"""docs/sandbox.md's "Bring your Dockerfile" and "Bring your Compose file" walkthroughs are real: their files are
+written out and `niceeval run` passes.
 
-No registry is reachable from CI, so its `python:3.12-slim` is replaced by the base image built from Debian's
+No registry is reachable from CI, so their `python:3.12-slim` is replaced by the base image built from Debian's
 packages (which has python3, as the walkthrough says an image needs)."""
 
 from __future__ import annotations
@@ -19,11 +20,21 @@ FILE_BLOCK = re.compile(r"```\w+\n# file: (?P<path>\S+)\n(?P<body>.*?)```", re.S
 
 @pytest.mark.slow
 def test_the_dockerfile_walkthrough_runs_and_passes(tmp_path: Path) -> None:
+    run_walkthrough(tmp_path, "## Bring your Dockerfile", {"env/Dockerfile", "evals/test_greeter.py"}, "greets_by_name")
+
+
+@pytest.mark.slow
+def test_the_compose_walkthrough_runs_and_passes(tmp_path: Path) -> None:
+    run_walkthrough(tmp_path, "## Bring your Compose file", {"evals/compose.yaml"}, "reaches_the_api")
+
+
+def run_walkthrough(tmp_path: Path, heading: str, files: set[str], eval_name: str) -> None:
     needs_docker()
     text = DOC.read_text(encoding="utf-8")
-    section = text[text.index("## Bring your Dockerfile") : text.index("## Fixture setup")]
+    start = text.index(heading)
+    section = text[start : text.index("\n## ", start + 1)]
     blocks = list(FILE_BLOCK.finditer(section))
-    assert {block["path"] for block in blocks} >= {"env/Dockerfile", "evals/test_greeter.py"}
+    assert {block["path"] for block in blocks} >= files
     for block in blocks:
         target = tmp_path / block["path"]
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -35,4 +46,4 @@ def test_the_dockerfile_walkthrough_runs_and_passes(tmp_path: Path) -> None:
         [sys.executable, "-m", "niceeval", "run"], cwd=tmp_path, capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "greets_by_name" in done.stdout and "1 passed" in done.stdout, done.stdout
+    assert eval_name in done.stdout and "1 passed" in done.stdout, done.stdout

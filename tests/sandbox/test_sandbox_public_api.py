@@ -7,9 +7,11 @@ import niceeval.sandbox
 
 def test_public_names_are_pinned() -> None:
     assert sorted(niceeval.sandbox.__all__) == [
+        "Author",
         "BwrapSandbox",
         "CommandOptions",
         "CommandResult",
+        "ComposeEnvironment",
         "ContainerLimits",
         "DEFAULT_HIDDEN",
         "DEFAULT_IGNORE",
@@ -30,17 +32,22 @@ def test_public_names_are_pinned() -> None:
         "Pruned",
         "PytestRun",
         "Rename",
+        "ResolvedImage",
         "Sandbox",
         "SandboxPathError",
         "SandboxUnavailableError",
         "Service",
         "SkippedPath",
+        "Snapshot",
+        "Stretch",
         "bwrap_problem",
         "close_reused",
+        "compose_sandbox",
         "current_sandbox",
         "docker_problem",
         "docker_sandbox",
         "enter_argv",
+        "find_built_images",
         "find_sandbox",
         "find_sandboxes",
         "kept_diff",
@@ -50,6 +57,7 @@ def test_public_names_are_pinned() -> None:
         "sandbox_logs",
         "service",
         "stop_sandbox",
+        "stretches_diff",
     ]
 
 

@@ -384,3 +384,15 @@ def test_compare_of_runs_sharing_no_eval_says_so_and_keeps_the_pickers(store: St
     picked = browser.get(f"/compare?base={head}&head={head}")  # a pair the user picked: refused, with the reason
     assert picked.status_code == 400
     assert "both name" in picked.text
+
+
+def test_an_eval_run_names_its_docker_container_and_the_runs_that_shared_it(store: Store, browser: TestClient) -> None:
+    from niceeval._core.results import SandboxRecord
+
+    box = SandboxRecord(kind="docker", open_s=0.3, container="1a2b3c4d5e6f", attempts=[0, 1, 2],
+                        image="niceeval-build:9f", image_size_bytes=253_000_000, image_build_s=4.1)  # fmt: skip
+    run = record(store, [result("evals/a.py::x").model_copy(update={"sandbox": box, "run_index": 2})])
+    page = browser.get(f"/runs/{run}/eval?id=evals/a.py::x&run=2").text.split("<h2>Sandbox</h2>")[1]
+    assert "Docker container <code>1a2b3c4d5e6f</code>, shared by runs 0, 1, 2" in page
+    assert "image <code>niceeval-build:9f</code>, 253 MB, built in 4.1 s; opened in 0.3 s" in page
+    assert store.eval_run(run, "evals/a.py::x", 2).sandbox == box

@@ -2,7 +2,7 @@
 the points each assertion is worth (`assertions.points`), for reports rebuilt from the store and the comparison of
 mean scores.
 
-Revision ID: 0011_points
+Revision ID: 0011
 Revises: 0010
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0011_points"
+revision = "0011"
 down_revision = "0010"
 branch_labels = None
 depends_on = None

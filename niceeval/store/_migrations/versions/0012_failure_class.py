@@ -4,8 +4,8 @@ run stopped early: `suite_runs.stopped`.
 `failure_class` is `agent`, `infra` or `eval` on a failed run (NULL otherwise, and on runs stored before it):
 infra runs are left out of pass rates. `attempts` is more than 1 when an infra failure was retried.
 
-Revision ID: 0011_failclass
-Revises: 0011_points
+Revision ID: 0012
+Revises: 0011
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0011_failclass"
-down_revision = "0011_points"
+revision = "0012"
+down_revision = "0011"
 branch_labels = None
 depends_on = None
 

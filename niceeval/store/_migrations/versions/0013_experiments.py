@@ -1,8 +1,8 @@
 """Experiments: the experiment a suite run ran (`suite_runs.experiment`), each eval run's slot identity and where
 it came from (`eval_runs.identity`, `provenance`, `carried_from`, `carried_index`), and `acceptances`.
 
-Revision ID: 0011_exp
-Revises: 0011_failclass
+Revision ID: 0013
+Revises: 0012
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0011_exp"
-down_revision = "0011_failclass"
+revision = "0013"
+down_revision = "0012"
 branch_labels = None
 depends_on = None
 
