@@ -17,6 +17,7 @@ from niceeval.cli._common import (
     add_config_flag,
     add_judge_flags,
     add_noise_flags,
+    add_reading_flags,
     add_report_flags,
     add_selection_flags,
     add_store_flag,
@@ -77,6 +78,7 @@ def add_run_commands(commands: argparse._SubParsersAction[argparse.ArgumentParse
     run.add_argument("--fail-on-inconclusive", action="store_true", help="inconclusive assertions count as misses")
     add_report_flags(run)
     add_config_flag(run)
+    add_reading_flags(run)
     run.add_argument(
         "--keep-sandbox",
         nargs="?",
