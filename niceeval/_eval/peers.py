@@ -208,7 +208,7 @@ def inspect_row(row: Mapping[str, Any], notes: list[str]) -> dict[str, Any]:
                 "Inspect: chat input: the user messages are sent in turn; system and assistant messages are "
                 "not (the agent under test has its own)",
             )
-    target = _stripped(row.get("target"))
+    target = row.get("target")  # as includes() reads it: whitespace and all (" No" is not found in "cannot")
     choices = row.get("choices")
     if isinstance(choices, str) and choices.strip():  # a CSV cell: the choices separated by commas
         choices = [part.strip() for part in choices.split(",") if part.strip()]
@@ -239,13 +239,6 @@ def inspect_row(row: Mapping[str, Any], notes: list[str]) -> dict[str, Any]:
             "Python and not read (add `assert:` entries, or write an eval module, for another)",
         )
     return out
-
-
-def _stripped(target: Any) -> Any:
-    """A target as Inspect's scorers compare it: without surrounding whitespace."""
-    if isinstance(target, list):
-        return [str(t).strip() for t in target]
-    return target.strip() if isinstance(target, str) else target
 
 
 def _add(notes: list[str], text: str) -> None:
