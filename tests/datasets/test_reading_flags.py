@@ -193,3 +193,33 @@ def test_import_maps_fields_too(tmp_path: Path) -> None:
     code, outcomes, _ = run("evals/qa.py")
     assert code == 1
     assert outcomes == {"evals/qa.py::qa[0]": "passed", "evals/qa.py::qa[1]": "failed"}
+
+
+ORGANS = """\
+from niceeval import define_config
+
+
+def agent(message):
+    return "The skin." if "largest organ" in message else "No idea."
+
+
+config = define_config(agent=agent)
+"""
+
+
+def test_the_fields_example_in_the_migration_guide_runs_as_documented(tmp_path: Path) -> None:
+    import re
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "migrating.md").read_text(encoding="utf-8")
+    section = page.split("## Inspect", 1)[1].split("\n## ", 1)[0]
+    (block,) = re.finditer(r"```text\n# file: (?P<path>\S+)\n(?P<body>.*?)```", section, re.S)
+    write(tmp_path, block["path"], block["body"])
+    write(tmp_path, "niceeval.config.py", ORGANS)
+    (command,) = [line for line in section.splitlines() if line.startswith("niceeval run biology")]
+    code, outcomes, problems = run(*command.split()[2:])
+    assert code == 2
+    assert outcomes == {"biology.jsonl::dataset[q3]": "passed", "biology.jsonl::dataset[q2]": "failed"}
+    assert [p["location"] for p in problems] == ["biology.jsonl:3"]
+    assert "no field 'topic', which --fields input=ask,target=gold,id=key,metadata=topic names as the metadata" in str(
+        problems[0]["message"]
+    )
