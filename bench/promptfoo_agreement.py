@@ -7,8 +7,9 @@ Run by hand (pytest does not collect it):
         --config SCRATCH/from-docs/promptfooconfig.yaml
 
 `DIR` holds promptfoo configs: every `promptfooconfig*.yaml` under it, each with the files it names beside it (for
-instance promptfoo's own `examples/`, from a checkout: the harness reads them where they are and copies nothing); each `--config` adds one more config from anywhere
-(one assembled from promptfoo's documentation, say).
+instance promptfoo's own `examples/`, from a checkout: the harness reads them where they are and copies nothing);
+each `--config` adds one more config from anywhere (one assembled from promptfoo's documentation, say).
+
 One `niceeval.testing` server answers both tools: a chat request gets its last user message back (so both tools
 see the same reply to the same prompt), a grading request a passing verdict, an embeddings request the server's
 deterministic vectors. promptfoo runs with `--no-cache --no-write` and telemetry off; niceeval runs in process.

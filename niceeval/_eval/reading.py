@@ -7,6 +7,7 @@ fields (`question` / `answer`, or any names) runs as the task would read it, ins
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,6 +77,15 @@ def map_fields(row: Mapping[str, Any], reading: Reading) -> dict[str, Any]:
         else:
             mapped[role] = row[name]
     if metadata:
-        given = row.get("metadata")
-        mapped["metadata"] = {**(given if isinstance(given, Mapping) else {}), **metadata}
+        mapped["metadata"] = {**_metadata(row.get("metadata")), **metadata}
     return mapped
+
+
+def _metadata(given: Any) -> Mapping[str, Any]:
+    """A row's own `metadata`, an object or (as Inspect writes it) a JSON string of one; else nothing."""
+    if isinstance(given, str) and given.strip().startswith("{"):
+        try:
+            given = json.loads(given)
+        except json.JSONDecodeError:
+            return {}
+    return given if isinstance(given, Mapping) else {}

@@ -223,3 +223,21 @@ def test_the_fields_example_in_the_migration_guide_runs_as_documented(tmp_path: 
     assert "no field 'topic', which --fields input=ask,target=gold,id=key,metadata=topic names as the metadata" in str(
         problems[0]["message"]
     )
+
+
+def test_fields_metadata_joins_the_rows_own_metadata(tmp_path: Path) -> None:
+    from niceeval._eval.cases import Loading, iter_cases
+    from niceeval._eval.reading import Reading
+
+    write(
+        tmp_path,
+        "qa.jsonl",
+        '{"q": "a?", "level": "easy", "metadata": "{\\"source\\": \\"web\\"}"}\n'
+        '{"q": "b?", "level": "hard", "metadata": {"source": "book"}}\n',
+    )
+    reading = Reading(fields=(("input", "q"), ("metadata", "level")))
+    cases = iter_cases("qa.jsonl", eval_file=tmp_path / "qa.jsonl", root=tmp_path, loading=Loading(), reading=reading)
+    assert [(c.data["input"], c.metadata) for c in cases] == [
+        ("a?", {"source": "web", "level": "easy"}),
+        ("b?", {"source": "book", "level": "hard"}),
+    ]
