@@ -107,7 +107,10 @@ def _pydantic_entry(spec: object, case: Mapping[str, Any], peer: PeerFile) -> di
         f"evaluator {name or short(spec)!r} has no equivalent (custom evaluators are Python; "
         "write them as checks in an eval module): not run"
     )
-    return None
+    if not name:
+        return None
+    why = f"{name} is an evaluator class of your code (Python, which niceeval never imports)"
+    return {"type": "not_run", "value": {"type": name, "why": why}}  # the case shows it, never passes it silently
 
 
 def _llm_judge(kw: dict[str, Any], peer: PeerFile) -> dict[str, Any]:

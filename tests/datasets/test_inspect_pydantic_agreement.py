@@ -107,3 +107,26 @@ def test_rows_with_nothing_to_send_are_one_problem_for_the_file(tmp_path: Path) 
         "sent to the agent; name the field that holds the question `input` (and the answer `target`), or write an "
         "eval module that sends what it needs and calls t.check_case() (bare.jsonl::dataset: the other cases ran)"
     ]
+
+
+def test_a_case_whose_only_evaluator_is_custom_is_inconclusive_not_a_silent_pass(tmp_path: Path) -> None:
+    # pydantic-ai's own docs (dataset serialization) give a case checked only by `CustomThreshold`.
+    write(
+        tmp_path,
+        "lengths.yaml",
+        """\
+        cases:
+          - name: test_length
+            inputs: example
+            expected_output: long result
+            evaluators:
+              - CustomThreshold: {min_length: 5, max_length: 20}
+        """,
+    )
+    kept, plan = run_targets(tmp_path, ["lengths.yaml"])
+    (result,) = kept.results
+    assert [(a.name, a.state, a.cause) for a in result.assertions] == [
+        ("CustomThreshold (not run)", "inconclusive", "not_run")
+    ]
+    assert "CustomThreshold is an evaluator class of your code" in str(result.assertions[0].reason)
+    assert any("evaluator 'CustomThreshold' has no equivalent" in note for note in plan.notes)
