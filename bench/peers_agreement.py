@@ -131,7 +131,8 @@ def run_pydantic_evals(python: str, path: Path, base_url: str, env: dict[str, st
         [python, "-c", PYDANTIC_EVALS, base_url, str(path)], env=env, capture_output=True, text=True, timeout=600
     )
     if done.returncode != 0:
-        rows.problem = f"pydantic-evals: {(done.stderr.strip().splitlines() or [''])[-1][:200]}"
+        said = [line.strip(" |") for line in done.stderr.splitlines() if "Error:" in line]
+        rows.problem = f"pydantic-evals: {(said or [done.stderr.strip()[-200:]])[-1][:200]}"
         return rows
     rows.verdicts = json.loads(done.stdout.strip().splitlines()[-1])
     return rows
