@@ -241,3 +241,17 @@ def test_fields_metadata_joins_the_rows_own_metadata(tmp_path: Path) -> None:
         ("a?", {"source": "web", "level": "easy"}),
         ("b?", {"source": "book", "level": "hard"}),
     ]
+
+
+def test_the_python_api_takes_fields_and_data_as_the_command_does(tmp_path: Path) -> None:
+    import niceeval
+    from niceeval._core.errors import UsageError
+
+    write(tmp_path, "qa.jsonl", QA)
+    result = niceeval.run("qa.jsonl", fields="input=question,target=answer", store=False)
+    assert sorted((r.eval_id, r.outcome) for r in result.runs) == [
+        ("qa.jsonl::dataset[0]", "passed"),
+        ("qa.jsonl::dataset[1]", "failed"),
+    ]
+    with pytest.raises(UsageError, match="--fields reads a dataset file named on the command line"):
+        niceeval.run(fields="input=question", store=False)
