@@ -103,6 +103,7 @@ def add_run_commands(commands: argparse._SubParsersAction[argparse.ArgumentParse
     listing = commands.add_parser("list", help="list the evals found, with ids and tags")
     listing.add_argument("paths", nargs="*", help="eval files or folders, or file.py::name (default: config `evals`)")
     add_config_flag(listing)
+    add_reading_flags(listing)
     listing.set_defaults(handler=_list)
 
     rescore = commands.add_parser(

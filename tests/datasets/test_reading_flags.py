@@ -255,3 +255,11 @@ def test_the_python_api_takes_fields_and_data_as_the_command_does(tmp_path: Path
     ]
     with pytest.raises(UsageError, match="--fields reads a dataset file named on the command line"):
         niceeval.run(fields="input=question", store=False)
+
+
+def test_list_reads_a_dataset_file_as_run_does(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write(tmp_path, "odd.csv", "ask,gold,key\nCapital of France?,paris,fr\n")
+    assert main(["list", "odd.csv", "--fields", "input=ask,target=gold,id=key"]) == 0
+    assert capsys.readouterr().out == "odd.csv::dataset[fr]\n"
+    assert main(["list", "odd.csv", "--data", "odd.csv"]) == 2
+    assert "holds its rows itself" in capsys.readouterr().err
