@@ -249,7 +249,7 @@ def _peer_rows(
             f"{reading.fields_flag} maps the fields of sample rows (JSONL, CSV, a JSON or YAML list); this file is a "
             f"{_PEER_NAMES[str(kind)]}, whose fields are its own: run it without --fields",
         )
-    if kind == "cases" and reading.data is not None:
+    if kind == "cases":
         _rows_only(shown, reading, "a pydantic-evals dataset")
     if kind == "testing_criteria":
         peer, errors = load_openai_eval(data, path, reading.data)

@@ -263,3 +263,13 @@ def test_list_reads_a_dataset_file_as_run_does(tmp_path: Path, capsys: pytest.Ca
     assert capsys.readouterr().out == "odd.csv::dataset[fr]\n"
     assert main(["list", "odd.csv", "--data", "odd.csv"]) == 2
     assert "holds its rows itself" in capsys.readouterr().err
+
+
+def test_data_with_a_pydantic_evals_dataset_is_refused_for_that_file(tmp_path: Path) -> None:
+    write(tmp_path, "capitals.yaml", "cases:\n  - name: fr\n    inputs: France?\n")
+    write(tmp_path, "more.yaml", "cases: []\n")
+    code, outcomes, problems = run("capitals.yaml", "--data", "more.yaml")
+    assert (code, outcomes) == (2, {})
+    assert "this file is a pydantic-evals dataset, which holds its rows itself: run it without --data" in str(
+        problems[0]["message"]
+    )
