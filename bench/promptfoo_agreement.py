@@ -3,10 +3,13 @@
 Run by hand (pytest does not collect it):
 
     npm install promptfoo   # into a scratch dir; the harness takes its bin
-    python bench/promptfoo_agreement.py --examples DIR --promptfoo SCRATCH/node_modules/.bin/promptfoo
+    python bench/promptfoo_agreement.py --examples DIR --promptfoo SCRATCH/node_modules/.bin/promptfoo \\
+        --config SCRATCH/from-docs/promptfooconfig.yaml
 
 `DIR` holds promptfoo configs: every `promptfooconfig*.yaml` under it, each with the files it names beside it (for
-instance promptfoo's own `examples/`, from a checkout: the harness reads them where they are and copies nothing).
+instance promptfoo's own `examples/`, from a checkout: the harness reads them where they are and copies nothing);
+each `--config` adds one more config from anywhere (one assembled from promptfoo's documentation, say).
+
 One `niceeval.testing` server answers both tools: a chat request gets its last user message back (so both tools
 see the same reply to the same prompt), a grading request a passing verdict, an embeddings request the server's
 deterministic vectors. promptfoo runs with `--no-cache --no-write` and telemetry off; niceeval runs in process.
@@ -177,10 +180,14 @@ def compare(config: Path, promptfoo: Rows, niceeval: Rows) -> tuple[int, int, in
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--examples", type=Path, required=True, help="a folder of promptfoo configs")
+    parser.add_argument("--examples", type=Path, help="a folder of promptfoo configs")
+    parser.add_argument("--config", type=Path, action="append", default=[], help="one more config (repeatable)")
     parser.add_argument("--promptfoo", required=True, help="the promptfoo executable (node_modules/.bin/promptfoo)")
     args = parser.parse_args(argv)
-    configs = sorted(args.examples.rglob("promptfooconfig*.yaml"))
+    found = sorted(args.examples.rglob("promptfooconfig*.yaml")) if args.examples is not None else []
+    configs = [path.resolve() for path in [*found, *args.config]]
+    if not configs:
+        parser.error("name the configs: --examples DIR and/or --config PATH")
     totals = [0, 0, 0]
     with LLMServer(answer) as server, tempfile.TemporaryDirectory() as project:
         root = Path(project)  # niceeval's project: no config, so promptfoo's judge defaults apply
@@ -202,7 +209,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             ours = run_niceeval(config.resolve(), root)
             rows, both, agreed, differences = compare(config, theirs, ours)
             totals = [totals[0] + rows, totals[1] + both, totals[2] + agreed]
-            print(f"{config.relative_to(args.examples)}: {agreed}/{rows} rows agree ({both} with both verdicts)")
+            shown = config.parent.name + "/" + config.name
+            passed = sum(v == "pass" for v in theirs.verdicts.values())
+            print(f"{shown}: {agreed}/{rows} rows agree ({both} with both verdicts; promptfoo passed {passed})")
             for problem in (theirs.problem, ours.problem):
                 if problem:
                     print(f"  note: {problem}")

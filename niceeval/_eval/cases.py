@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from niceeval._core.errors import UsageError, relative
 from niceeval._eval.peers import field_spec, inspect_row, is_inspect_sample
+from niceeval._eval.reading import MissingField, Reading, map_fields
 
 FORMATS = (".jsonl", ".json", ".csv", ".yaml", ".yml")
 
@@ -74,7 +75,19 @@ class Loading:
     notes: list[str] = field(default_factory=list)
 
 
-def _jsonl_rows(path: Path, shown: str) -> Iterator[_Row]:
+def _rows_only(shown: str, reading: Reading, what: str) -> None:
+    """Refuse `--data` for a file that holds its rows itself."""
+    if reading.data is not None:
+        raise CaseError(
+            shown,
+            None,
+            f"--data names the items of an OpenAI Evals definition or the tests of a promptfoo config; this file is "
+            f"{what}, which holds its rows itself: run it without --data",
+        )
+
+
+def _jsonl_rows(path: Path, shown: str, reading: Reading) -> Iterator[_Row]:
+    _rows_only(shown, reading, "a JSONL dataset")
     index = 0
     with path.open(encoding="utf-8") as lines:
         for number, text in enumerate(lines, start=1):
@@ -89,7 +102,7 @@ def _jsonl_rows(path: Path, shown: str) -> Iterator[_Row]:
             index += 1
 
 
-def _json_rows(path: Path, shown: str, data_file: Path | None = None) -> Iterator[_Row]:
+def _json_rows(path: Path, shown: str, reading: Reading) -> Iterator[_Row]:
     text = path.read_text(encoding="utf-8")
     decoder = json.JSONDecoder()
     position = _skip_space(text, 0)
@@ -99,7 +112,7 @@ def _json_rows(path: Path, shown: str, data_file: Path | None = None) -> Iterato
         except json.JSONDecodeError as exc:
             raise CaseError(shown, exc.lineno, f"not valid JSON ({exc.msg}, column {exc.colno})") from None
         if peer_key(data):
-            yield from _peer_rows(path, shown, data, [], data_file)
+            yield from _peer_rows(path, shown, data, [], reading)
             return
     if not text.startswith("[", position):
         raise CaseError(
@@ -108,6 +121,7 @@ def _json_rows(path: Path, shown: str, data_file: Path | None = None) -> Iterato
             "a JSON dataset is a list of objects: [{...}, {...}], a promptfoo config, a pydantic-evals dataset or an "
             "OpenAI Evals definition",
         )
+    _rows_only(shown, reading, "a JSON list of rows")
     position = _skip_space(text, position + 1)
     index = 0
     while not text.startswith("]", position):
@@ -134,7 +148,8 @@ def _line_of(text: str, position: int) -> int:
     return text.count("\n", 0, position) + 1
 
 
-def _csv_rows(path: Path, shown: str) -> Iterator[_Row]:
+def _csv_rows(path: Path, shown: str, reading: Reading) -> Iterator[_Row]:
+    _rows_only(shown, reading, "a CSV dataset")
     with path.open(encoding="utf-8", newline="") as handle:
         reader = csv.DictReader(handle)
         _ = reader.fieldnames  # reads the header, so line_num counts from there
@@ -167,7 +182,7 @@ def _csv_record(record: dict[str, str | None]) -> dict[str, Any]:
     return row
 
 
-def _yaml_rows(path: Path, shown: str) -> Iterator[_Row]:
+def _yaml_rows(path: Path, shown: str, reading: Reading) -> Iterator[_Row]:
     import yaml
 
     text = path.read_text(encoding="utf-8")
@@ -184,7 +199,7 @@ def _yaml_rows(path: Path, shown: str) -> Iterator[_Row]:
             from niceeval._eval.promptfoo_files import load_yaml
 
             data = load_yaml(text)
-        yield from _peer_rows(path, shown, data, _item_lines(node, peer_key(data)))
+        yield from _peer_rows(path, shown, data, _item_lines(node, peer_key(data)), reading)
         return
     if not isinstance(data, list) or not isinstance(node, yaml.SequenceNode):
         raise CaseError(
@@ -193,6 +208,7 @@ def _yaml_rows(path: Path, shown: str) -> Iterator[_Row]:
             "a YAML dataset is a list of rows (each starting with `- `), a promptfoo config (`tests:`) or a "
             "pydantic-evals dataset (`cases:`)",
         )
+    _rows_only(shown, reading, "a YAML list of rows")
     for index, (value, item) in enumerate(zip(data, node.value, strict=True)):
         yield _Row(index=index, line=item.start_mark.line + 1, value=value)
 
@@ -219,15 +235,27 @@ def _item_lines(node: Any, key: str | None) -> list[int | None]:
 
 
 def _peer_rows(
-    path: Path, shown: str, data: Mapping[str, Any], lines: list[int | None], data_file: Path | None = None
+    path: Path, shown: str, data: Mapping[str, Any], lines: list[int | None], reading: Reading
 ) -> Iterator[_Row]:
     from niceeval._eval.openai_evals import load_openai_eval
     from niceeval._eval.peers import load_pydantic_evals
     from niceeval._eval.promptfoo import load_promptfoo
 
-    if peer_key(data) == "testing_criteria":
-        peer, errors = load_openai_eval(data, path, data_file)
-    elif peer_key(data) == "tests":
+    kind = peer_key(data)
+    if reading.fields:
+        raise CaseError(
+            shown,
+            None,
+            f"{reading.fields_flag} maps the fields of sample rows (JSONL, CSV, a JSON or YAML list); this file is a "
+            f"{_PEER_NAMES[str(kind)]}, whose fields are its own: run it without --fields",
+        )
+    if kind == "cases":
+        _rows_only(shown, reading, "a pydantic-evals dataset")
+    if kind == "testing_criteria":
+        peer, errors = load_openai_eval(data, path, reading.data)
+    elif kind == "tests":
+        if reading.data is not None:  # promptfoo's `--tests FILE`: the file's tests instead of the config's
+            data, lines = {**data, "tests": f"file://{reading.data.resolve()}"}, []
         peer, errors = load_promptfoo(data, lines, path.parent)
     else:
         peer, errors = load_pydantic_evals(data, lines), []
@@ -239,6 +267,11 @@ def _peer_rows(
         yield _Row(index=row.index, line=row.line, value=row.value, error=row.error)
 
 
+_PEER_NAMES = {
+    "testing_criteria": "OpenAI Evals definition",
+    "tests": "promptfoo config",
+    "cases": "pydantic-evals dataset",
+}
 _READERS = {".jsonl": _jsonl_rows, ".json": _json_rows, ".csv": _csv_rows, ".yaml": _yaml_rows, ".yml": _yaml_rows}
 
 
@@ -299,14 +332,14 @@ def iter_cases(
     root: Path,
     model: type[BaseModel] | None = None,
     loading: Loading | None = None,
-    data_file: Path | None = None,
+    reading: Reading | None = None,
 ) -> Iterator[Case]:
     """The cases of a dataset, one at a time (a JSONL file is read row by row). A promptfoo config, a
     pydantic-evals dataset and Inspect samples load as they are (`niceeval._eval.peers`).
 
     Args:
         loading: Where a peer's unusable rows and notes go (the other rows still load); without it they raise.
-        data_file: An OpenAI Evals definition's items (`--data`), instead of those inline or beside it.
+        reading: How the command line says to read a dataset file (`--data`, `--fields`).
 
     Raises:
         CaseError: A missing or unknown file, or a bad row (naming the file and line).
@@ -319,7 +352,7 @@ def iter_cases(
             raise CaseError(shown, None, f"unknown dataset format; use one of {', '.join(FORMATS)}")
         if not path.is_file():
             raise CaseError(shown, None, "dataset file not found (paths are relative to the eval file or the root)")
-        rows: Iterator[_Row] = reader(path, shown) if data_file is None else _json_rows(path, shown, data_file)
+        rows: Iterator[_Row] = reader(path, shown, reading or Reading())
     else:
         shown = f"{relative(str(eval_file))}: define_eval(cases=[...])"
         rows = (_Row(index=i, line=None, value=v) for i, v in enumerate(source))
@@ -331,6 +364,8 @@ def iter_cases(
         if row.note is not None:
             notes.append(row.note)
             continue
+        if reading is not None and reading.fields:
+            row = _mapped(row, reading)
         if row.error is not None:
             _peer_problem(shown, row, loading)
             continue
@@ -348,6 +383,16 @@ def iter_cases(
         _peer_problem(shown, _Row(index=-1, line=None, value=None, error=_no_input(no_input)), loading)
     if loading is not None:
         loading.notes.extend(f"{shown}: {note}" for note in notes if f"{shown}: {note}" not in loading.notes)
+
+
+def _mapped(row: _Row, reading: Reading) -> _Row:
+    """The row with the fields `--fields` names under their roles, or its error naming the field it lacks."""
+    if not isinstance(row.value, Mapping):
+        return row
+    try:
+        return _Row(index=row.index, line=row.line, value=map_fields(row.value, reading))
+    except MissingField as exc:
+        return _Row(index=row.index, line=row.line, value=None, error=str(exc))
 
 
 def _converted(row: _Row, run_as_is: bool, notes: list[str]) -> _Row | None:

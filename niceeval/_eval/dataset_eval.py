@@ -11,6 +11,7 @@ from niceeval._core.errors import UsageError
 from niceeval._eval.cases import FORMATS
 from niceeval._eval.context import EvalContext, inputs_of
 from niceeval._eval.promptfoo import render
+from niceeval._eval.reading import Reading
 from niceeval._eval.spec import EvalSpec
 from niceeval._eval.variants import parse_variants
 
@@ -128,10 +129,10 @@ def model_agent(peer: Any) -> Any:
     return openai_agent(peer.model, system=peer.system, options=options)
 
 
-def promptfoo_setup(path: Path) -> tuple[dict[str, Any] | None, Any]:
+def promptfoo_setup(path: Path, data_file: Path | None = None) -> tuple[dict[str, Any] | None, Any]:
     """A promptfoo config's variant dimensions (several prompts, several providers) and its agent; an OpenAI Evals
-    definition's model."""
-    peer = _peer_file(path)
+    definition's model (its items from `data_file` when given)."""
+    peer = _peer_file(path, data_file)
     if peer is None:
         return None, None
     if peer.model is not None:
@@ -150,9 +151,10 @@ def promptfoo_setup(path: Path) -> tuple[dict[str, Any] | None, Any]:
     return dimensions or None, None
 
 
-def dataset_eval(path: Path) -> EvalSpec:
-    """The eval that runs the dataset at `path` with the config's agent (or a promptfoo config's providers)."""
-    dimensions, agent = promptfoo_setup(path)
+def dataset_eval(path: Path, reading: Reading | None = None) -> EvalSpec:
+    """The eval that runs the dataset at `path` with the config's agent (or a promptfoo config's providers), read
+    as `reading` (`--data`, `--fields`) says."""
+    dimensions, agent = promptfoo_setup(path, reading.data if reading is not None else None)
     return EvalSpec(
         fn=_run_case,
         name=NAME,
@@ -163,4 +165,5 @@ def dataset_eval(path: Path) -> EvalSpec:
         is_async=True,
         cases=str(path.resolve()),
         variants=parse_variants(dimensions, f"{path.name}: prompts and providers"),
+        reading=reading,
     )

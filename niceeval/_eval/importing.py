@@ -17,6 +17,7 @@ from niceeval._core.errors import relative
 from niceeval._eval.cases import Loading, iter_cases
 from niceeval._eval.dataset_eval import model_setup, promptfoo_providers, promptfoo_setup
 from niceeval._eval.peers import model_ref
+from niceeval._eval.reading import Reading
 
 
 @dataclass(kw_only=True)
@@ -100,16 +101,17 @@ def _model_code(path: Path, data_file: Path | None) -> tuple[list[str], str | No
     return [f"from niceeval.agents import {names}"], f"openai_agent({model.model!r}{system}{options})"
 
 
-def import_suite(path: Path, root: Path, data_file: Path | None = None) -> Imported:
-    """The eval module for the suite at `path` (an OpenAI Evals definition's items from `data_file` when given)."""
+def import_suite(path: Path, root: Path, reading: Reading | None = None) -> Imported:
+    """The eval module for the suite at `path`, read as `reading` (`--data`, `--fields`) says."""
     loading = Loading()
     rows: list[dict[str, Any]] = []
-    found = iter_cases(str(path.resolve()), eval_file=path.resolve(), root=root, loading=loading, data_file=data_file)
+    found = iter_cases(str(path.resolve()), eval_file=path.resolve(), root=root, loading=loading, reading=reading)
+    data_file = reading.data if reading is not None else None
     for case in found:
         row = dict(case.data)
         row.setdefault("id", case.id)
         rows.append(row)
-    dimensions, _ = promptfoo_setup(path)
+    dimensions, _ = promptfoo_setup(path, data_file)
     prompts = dict((dimensions or {}).get("prompt") or {})
     imports, agent, provider_dimension = _agent_code(promptfoo_providers(path))
     model_imports, model_agent = _model_code(path, data_file)

@@ -107,7 +107,10 @@ def _pydantic_entry(spec: object, case: Mapping[str, Any], peer: PeerFile) -> di
         f"evaluator {name or short(spec)!r} has no equivalent (custom evaluators are Python; "
         "write them as checks in an eval module): not run"
     )
-    return None
+    if not name:
+        return None
+    why = f"{name} is an evaluator class of your code (Python, which niceeval never imports)"
+    return {"type": "not_run", "value": {"type": name, "why": why}}  # the case shows it, never passes it silently
 
 
 def _llm_judge(kw: dict[str, Any], peer: PeerFile) -> dict[str, Any]:
@@ -208,7 +211,7 @@ def inspect_row(row: Mapping[str, Any], notes: list[str]) -> dict[str, Any]:
                 "Inspect: chat input: the user messages are sent in turn; system and assistant messages are "
                 "not (the agent under test has its own)",
             )
-    target = _stripped(row.get("target"))
+    target = row.get("target")  # as includes() reads it: whitespace and all (" No" is not found in "cannot")
     choices = row.get("choices")
     if isinstance(choices, str) and choices.strip():  # a CSV cell: the choices separated by commas
         choices = [part.strip() for part in choices.split(",") if part.strip()]
@@ -239,13 +242,6 @@ def inspect_row(row: Mapping[str, Any], notes: list[str]) -> dict[str, Any]:
             "Python and not read (add `assert:` entries, or write an eval module, for another)",
         )
     return out
-
-
-def _stripped(target: Any) -> Any:
-    """A target as Inspect's scorers compare it: without surrounding whitespace."""
-    if isinstance(target, list):
-        return [str(t).strip() for t in target]
-    return target.strip() if isinstance(target, str) else target
 
 
 def _add(notes: list[str], text: str) -> None:

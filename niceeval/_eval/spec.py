@@ -23,6 +23,7 @@ from niceeval._eval.config import parse_judge, sandbox_problem
 from niceeval._eval.variants import Variant, parse_variants
 
 if TYPE_CHECKING:
+    from niceeval._eval.reading import Reading
     from niceeval.agents._runtime import PerVariant
 
 EvalFunction = Callable[[Any], Any]
@@ -198,6 +199,8 @@ class EvalSpec(EvalOptions):
     file: Path
     line: int
     is_async: bool = False
+    reading: Reading | None = None
+    """How the dataset file named on the command line is read (`--data`, `--fields`); None for an eval module."""
 
     def __call__(self, t: Any) -> Any:
         return self.fn(t)

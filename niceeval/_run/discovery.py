@@ -16,6 +16,7 @@ from niceeval._eval.spec import EvalSpec, collecting_definition_errors
 
 if TYPE_CHECKING:
     from niceeval._eval.cases import Case
+    from niceeval._eval.reading import Reading
     from niceeval._eval.variants import Variant
 
 _LEADING_LOCATION = re.compile(r"^(\S+\.py):(\d+): ")
@@ -184,8 +185,9 @@ def _load_error(file: Path, exc: BaseException) -> LoadError:
     return LoadError(file=relative(str(file)), line=line, message=f"{type(exc).__name__}: {exc}{hint}")
 
 
-def discover(root: Path, targets: Sequence[str]) -> Discovery:
-    """Import every eval module under `targets` (paths, files, or `file.py::name`) and collect their evals."""
+def discover(root: Path, targets: Sequence[str], reading: Reading | None = None) -> Discovery:
+    """Import every eval module under `targets` (paths, files, or `file.py::name`) and collect their evals; a
+    dataset file among them is read as `reading` (`--data`, `--fields`) says."""
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
     result = Discovery()
@@ -196,7 +198,7 @@ def discover(root: Path, targets: Sequence[str]) -> Discovery:
             if resolved in seen and target.name is None:
                 continue
             seen.add(resolved)
-            if (dataset := _dataset_eval(resolved)) is not None:
+            if (dataset := _dataset_eval(resolved, reading)) is not None:
                 _collect(result, root, resolved, [dataset], target.name)
                 continue
             try:
@@ -210,14 +212,14 @@ def discover(root: Path, targets: Sequence[str]) -> Discovery:
     return result
 
 
-def _dataset_eval(file: Path) -> EvalSpec | None:
+def _dataset_eval(file: Path, reading: Reading | None) -> EvalSpec | None:
     """The eval of a dataset file named on the command line (`niceeval run data/cases.yaml`), or None. Datasets
     and their readers are loaded only then: a run of eval modules alone does not import them."""
     if file.suffix == ".py":
         return None
     from niceeval._eval.dataset_eval import dataset_eval, is_dataset
 
-    return dataset_eval(file) if is_dataset(file) else None
+    return dataset_eval(file, reading) if is_dataset(file) else None
 
 
 def _collect(

@@ -121,7 +121,14 @@ def _cases(entry: EvalEntry, source: str | Path | Sequence[Any], root: Path, pla
     loading = Loading()
     try:
         return list(
-            iter_cases(source, eval_file=entry.spec.file, root=root, model=entry.spec.case_model, loading=loading)
+            iter_cases(
+                source,
+                eval_file=entry.spec.file,
+                root=root,
+                model=entry.spec.case_model,
+                loading=loading,
+                reading=entry.spec.reading,
+            )
         )
     except CaseError as exc:
         plan.errors.append(

@@ -13,6 +13,7 @@ from niceeval.cli._common import add_config_flag, add_store_flag, open_existing_
 
 if TYPE_CHECKING:
     from niceeval._eval.config import Config
+    from niceeval._eval.reading import Reading
     from niceeval._run.discovery import Discovery
 
 DEFAULT_EXPORT = Path("evals") / "ui_cases.py"
@@ -30,8 +31,9 @@ def add_case_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
     export.set_defaults(handler=_export)
 
 
-def discover_with_cases(config: Config, args: argparse.Namespace) -> Discovery:
-    """The code evals under the command line's paths, then the store's cases it asks for (ids `ui::NAME`)."""
+def discover_with_cases(config: Config, args: argparse.Namespace, reading: Reading | None = None) -> Discovery:
+    """The code evals under the command line's paths (a dataset file read as `reading` says), then the store's
+    cases it asks for (ids `ui::NAME`)."""
     from niceeval._run.discovery import Discovery, discover
     from niceeval._run.storing import StoreRequest, store_location
     from niceeval._run.ui_cases import add_ui_cases, split_targets
@@ -43,7 +45,7 @@ def discover_with_cases(config: Config, args: argparse.Namespace) -> Discovery:
     paths = targets.paths
     if cases.evals and not args.paths:  # a project may hold only viewer-written cases, no evals/ folder yet
         paths = [p for p in paths if (config.root / p.partition("::")[0]).exists()]
-    found = discover(config.root, paths)
+    found = discover(config.root, paths, reading)
     found.evals += cases.evals
     found.errors += cases.errors
     return found

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from niceeval._eval.config import Config
+    from niceeval._eval.reading import Reading
     from niceeval._run.shard import Shard
     from niceeval.store import DiffOptions, Store
 
@@ -244,3 +245,62 @@ def open_existing_store(args: argparse.Namespace) -> Store:
     if "://" not in location and not Path(location).exists():
         raise ConfigError(f"no results store at {location} yet: `niceeval run` creates it (or pass --store URL).")
     return Store.open(location, root=config.root)
+
+
+def _fields(text: str) -> tuple[tuple[str, str], ...]:
+    """`--fields input=question,target=answer`."""
+    from niceeval._eval.reading import parse_fields
+
+    try:
+        return parse_fields(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"--fields {exc}") from None
+
+
+def add_reading_flags(parser: argparse.ArgumentParser) -> None:
+    """`--data FILE` and `--fields ROLE=FIELD,...`: how a dataset file named on the command line is read."""
+    parser.add_argument(
+        "--data",
+        type=Path,
+        metavar="FILE",
+        help='the rows a definition runs over: an OpenAI Evals definition\'s items (JSONL of {"item": ...}; default: '
+        "inline, or NAME.jsonl beside it), or a promptfoo config's tests (as promptfoo's --tests)",
+    )
+    parser.add_argument(
+        "--fields",
+        type=_fields,
+        metavar="ROLE=FIELD,...",
+        help="which fields of sample rows are the input, target, id, choices and metadata, as an Inspect task's "
+        "FieldSpec says (e.g. input=question,target=answer); default: `input` and `target`, else inferred",
+    )
+
+
+def reading_of(args: argparse.Namespace, paths: list[str], root: Path) -> Reading | None:
+    """The `Reading` that `--data` / `--fields` ask for (None when neither is given).
+
+    Raises:
+        ValueError: the flags cannot apply to `paths` (not dataset files; `--data` with other than one); the
+            message names the flag and the fix.
+    """
+    data: Path | None = getattr(args, "data", None)
+    fields: tuple[tuple[str, str], ...] = getattr(args, "fields", None) or ()
+    if data is None and not fields:
+        return None
+    from niceeval._eval.dataset_eval import is_dataset
+    from niceeval._eval.reading import Reading
+
+    flag = "--data" if data is not None else "--fields"
+    named = [text.partition("::")[0] for text in paths]
+    others = [text for text in named if not any(is_dataset(base / text) for base in (Path.cwd(), root))]
+    if not named or others:
+        what = f"{', '.join(others)} is not one" if others else "no file is named"
+        raise ValueError(
+            f"{flag} reads a dataset file named on the command line (e.g. `niceeval run capitals.json --data "
+            f"items.jsonl`, `niceeval run qa.jsonl --fields input=question,target=answer`); {what}: run eval modules "
+            f"and folders without {flag}"
+        )
+    if data is not None and len(named) != 1:
+        raise ValueError(f"--data names the rows of one definition; name one file with it (got {len(named)})")
+    if data is not None and not data.is_file():
+        raise ValueError(f"--data {data} is not a file; pass the items' (or tests') file")
+    return Reading(data=data.resolve() if data is not None else None, fields=fields)

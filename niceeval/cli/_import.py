@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from niceeval.cli._common import EXIT_USAGE, add_config_flag, project_config
+from niceeval.cli._common import EXIT_USAGE, add_config_flag, add_reading_flags, project_config, reading_of
 
 
 def add_import_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -19,12 +19,7 @@ def add_import_command(commands: argparse._SubParsersAction[argparse.ArgumentPar
     command.add_argument("file", type=Path, metavar="FILE", help="the suite file (YAML, JSON, JSONL or CSV)")
     command.add_argument("--to", type=Path, metavar="PATH", help="the module to write (default evals/<FILE stem>.py)")
     command.add_argument("--force", action="store_true", help="overwrite PATH when it exists")
-    command.add_argument(
-        "--data",
-        type=Path,
-        metavar="ITEMS",
-        help='an OpenAI Evals definition\'s items: JSONL of {"item": ...} (default: inline, or NAME.jsonl beside it)',
-    )
+    add_reading_flags(command)
     add_config_flag(command)
     command.set_defaults(handler=_import)
 
@@ -41,10 +36,12 @@ def _import(args: argparse.Namespace) -> int:
     if target.exists() and not args.force:
         print(f"niceeval: error: {target} exists; pass --force to overwrite it, or --to PATH.", file=sys.stderr)
         return EXIT_USAGE
-    if args.data is not None and not args.data.is_file():
-        print(f"niceeval: error: --data {args.data} is not a file; pass the items' JSONL.", file=sys.stderr)
+    try:
+        reading = reading_of(args, [str(source)], config.root)
+    except ValueError as exc:
+        print(f"niceeval: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    imported = import_suite(source, config.root, args.data)
+    imported = import_suite(source, config.root, reading)
     for note in imported.notes:
         print(f"niceeval: not mapped: {note}", file=sys.stderr)
     for problem in imported.problems:

@@ -18,6 +18,7 @@ from niceeval.cli._common import (
     add_config_flag,
     add_judge_flags,
     add_noise_flags,
+    add_reading_flags,
     add_report_flags,
     add_selection_flags,
     add_store_flag,
@@ -85,6 +86,7 @@ def add_run_flags(run: argparse.ArgumentParser) -> None:
     run.add_argument("--fail-on-inconclusive", action="store_true", help="inconclusive assertions count as misses")
     add_report_flags(run)
     add_config_flag(run)
+    add_reading_flags(run)
     run.add_argument(
         "--keep-sandbox",
         nargs="?",
@@ -112,6 +114,7 @@ def _add_list_and_rescore(
     listing = commands.add_parser("list", help="list the evals found, with ids and tags")
     listing.add_argument("paths", nargs="*", help="eval files or folders, or file.py::name (default: config `evals`)")
     add_config_flag(listing)
+    add_reading_flags(listing)
     listing.set_defaults(handler=_list)
 
     rescore = commands.add_parser(

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from niceeval._core.errors import UsageError
-from niceeval.cli._common import project_config
+from niceeval.cli._common import project_config, reading_of
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -62,7 +62,11 @@ def load_evals(args: argparse.Namespace) -> tuple[Config, Discovery]:
     from niceeval.cli._cases import discover_with_cases
 
     config = project_config(args)
-    discovery = discover_with_cases(config, args)
+    try:
+        reading = reading_of(args, list(getattr(args, "paths", None) or []), config.root)
+    except ValueError as exc:
+        raise RefusedRun(str(exc)) from None
+    discovery = discover_with_cases(config, args, reading)
     plan = expand(discovery.evals, root=config.root, suite_variants=config.variants)
     discovery.evals = plan.evals
     discovery.errors.extend(plan.errors)

@@ -28,11 +28,18 @@ def test_a_csv_choices_cell_is_the_choices_separated_by_commas(tmp_path: Path) -
     assert "mc.csv: Inspect: a `choices` cell is read as choices separated by commas" in plan.notes
 
 
-def test_a_target_is_compared_without_its_surrounding_whitespace(tmp_path: Path) -> None:
-    write(tmp_path, "samples.jsonl", '{"id": "fr", "input": "What is the capital of France?", "target": " Paris\\n"}\n')
+def test_a_targets_surrounding_whitespace_is_looked_for_as_includes_does(tmp_path: Path) -> None:
+    # Inspect's own popularity.jsonl targets " Yes" / " No": includes() finds " no" only as a word's start, so
+    # "I don't know." does not answer " No" (the stripped "no" would be found in "know").
+    write(
+        tmp_path,
+        "samples.jsonl",
+        '{"id": "fr", "input": "What is the capital of France?", "target": " Paris"}\n'
+        '{"id": "no", "input": "Would you say so?", "target": " No"}\n',
+    )
     kept, _ = run_targets(tmp_path, ["samples.jsonl"])
-    assert outcomes(kept) == {"dataset[fr]": "passed"}
-    assert [a.name for a in kept.results[0].assertions] == ["icontains('Paris')"]
+    assert outcomes(kept) == {"dataset[fr]": "passed", "dataset[no]": "failed"}
+    assert [a.name for a in kept.by_id()["samples.jsonl::dataset[no]"].assertions] == ["icontains(' No')"]
 
 
 def test_metadata_written_as_a_json_string_is_read_as_the_object(tmp_path: Path) -> None:
@@ -100,3 +107,26 @@ def test_rows_with_nothing_to_send_are_one_problem_for_the_file(tmp_path: Path) 
         "sent to the agent; name the field that holds the question `input` (and the answer `target`), or write an "
         "eval module that sends what it needs and calls t.check_case() (bare.jsonl::dataset: the other cases ran)"
     ]
+
+
+def test_a_case_whose_only_evaluator_is_custom_is_inconclusive_not_a_silent_pass(tmp_path: Path) -> None:
+    # pydantic-ai's own docs (dataset serialization) give a case checked only by `CustomThreshold`.
+    write(
+        tmp_path,
+        "lengths.yaml",
+        """\
+        cases:
+          - name: test_length
+            inputs: example
+            expected_output: long result
+            evaluators:
+              - CustomThreshold: {min_length: 5, max_length: 20}
+        """,
+    )
+    kept, plan = run_targets(tmp_path, ["lengths.yaml"])
+    (result,) = kept.results
+    assert [(a.name, a.state, a.cause) for a in result.assertions] == [
+        ("CustomThreshold (not run)", "inconclusive", "not_run")
+    ]
+    assert "CustomThreshold is an evaluator class of your code" in str(result.assertions[0].reason)
+    assert any("evaluator 'CustomThreshold' has no equivalent" in note for note in plan.notes)

@@ -18,6 +18,7 @@ import pytest
 from niceeval._eval.cases import Loading, iter_cases
 from niceeval._eval.config import load_config
 from niceeval._eval.openai_graders import SCORERS, GraderError, evaluate, parse_formula
+from niceeval._eval.reading import Reading
 from niceeval._run.discovery import discover
 from niceeval._run.execute import ExecOptions
 from niceeval._run.plan import Plan, expand
@@ -369,7 +370,7 @@ def test_items_come_inline_from_data_or_from_a_dashboard_export(tmp_path: Path, 
         eval_file=tmp_path / "x.py",
         root=tmp_path,
         loading=Loading(),
-        data_file=tmp_path / "other.jsonl",
+        reading=Reading(data=tmp_path / "other.jsonl"),
     )
     assert [c.data["input"] for c in found] == ["What is the capital of Spain?"]
 
@@ -379,7 +380,7 @@ def test_niceeval_import_writes_a_module_with_the_same_verdicts(tmp_path: Path, 
 
     write(tmp_path, "eval.json", json.dumps(DEFINITION))
     write(tmp_path, "items.jsonl", "".join(json.dumps(item) + "\n" for item in ITEMS))
-    imported = import_suite(tmp_path / "eval.json", tmp_path, tmp_path / "items.jsonl")
+    imported = import_suite(tmp_path / "eval.json", tmp_path, Reading(data=tmp_path / "items.jsonl"))
     assert imported.problems == []
     assert "openai_agent('openai/gpt-4o-mini', system='Answer in one word.', " in imported.code
     write(tmp_path, "evals/capitals.py", imported.code)

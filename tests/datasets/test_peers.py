@@ -202,8 +202,10 @@ def test_a_pydantic_evals_dataset_runs_its_cases_and_evaluators(tmp_path: Path) 
         "equals",
         "includes('Paris')",
         "is_instance(str)",
-        "max_latency(5s)",
+        "MyCustomEvaluator (not run)",
+        "max_latency(5s)",  # applied once the run has its duration
     ]
+    assert france.assertions[3].state == "inconclusive"
     assert france.metadata == {"difficulty": "easy"}
     assert plan.notes == [
         "capitals.yaml: pydantic-evals: evaluator 'MyCustomEvaluator' has no equivalent (custom evaluators are "
