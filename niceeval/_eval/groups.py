@@ -28,9 +28,13 @@ _MEMBER_OPTIONS = ("fixture", "sandbox", "setup", "runs", "sequential_runs")
 """Options a member cannot have: the group decides its workspace and how many times (and in what order) it runs."""
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, kw_only=True, slots=True, eq=False)
 class EvalGroup:
-    """Evals that share one sandbox and run in order (`define_eval_group`)."""
+    """Evals that share one sandbox and run in order (`define_eval_group`).
+
+    A group is the object its file defines: compared and hashed by identity (its sandbox declaration may hold a
+    dict, as `docker_sandbox(env=...)` does).
+    """
 
     name: str
     """The group's name, shown in reports beside its members' ids; unique in its file."""
