@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from niceeval._eval.run_judge import JudgeOpener
     from niceeval._eval.variants import Variant
     from niceeval.sandbox import Sandbox
+    from niceeval.tracing import Trace
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -54,6 +55,8 @@ class RunInputs:
     """The model that detects clarification questions (`t.send(followups=N)`)."""
     portal: BlockingPortal | None = None
     """A plain `def` eval's way back into the event loop from its thread (required by `SyncEvalContext`)."""
+    trace: Trace | None = None
+    """The finished production trace an online eval scores (`t.trace`, `t.input`)."""
 
 
 @dataclass(kw_only=True)

@@ -113,6 +113,20 @@ def _cluster(value: Any, where: str) -> str | None:
     return value
 
 
+def _sample(value: Any, where: str) -> float | None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1):
+        raise UsageError(
+            f"{where} is the share of traces scored, above 0 and at most 1 (0.1: one in ten); got {value!r}."
+        )
+    return float(value) if value is not None else None
+
+
+def _where(value: Any, where: str) -> Callable[[Any], bool] | None:
+    if value is not None and not callable(value):
+        raise UsageError(f"{where} takes a function of the trace, e.g. where=lambda trace: trace.service == 'chat'.")
+    return cast("Callable[[Any], bool] | None", value)
+
+
 def _runs(value: Any, where: str) -> int | None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
         raise UsageError(f"{where} is a whole number of runs, at least 1; got {value!r}.")
@@ -167,6 +181,14 @@ class EvalOptions:
     (docs/statistics.md)."""
     runs: int | None = _option(read=_runs)
     """How many times this eval runs, whatever `--runs` says (None: as `--runs` says)."""
+    online: bool = _option(False, read=_flag)
+    """An online eval: it scores finished production traces (`niceeval watch`), read through `t.trace`, `t.input`
+    and `t.reply`, instead of driving an agent; `niceeval run` leaves it out (docs/online.md)."""
+    sample: float | None = _option(read=_sample)
+    """Online evals: the share of matching traces scored (0.1: one in ten, chosen by trace id); None: all."""
+    where: Callable[[Any], bool] | None = _option(read=_where)
+    """Online evals: which traces it scores, a function of the finished trace (`where=lambda tr: tr.service ==
+    "chat"`); None: every trace."""
 
 
 OPTION_NAMES: tuple[str, ...] = tuple(f.name for f in fields(EvalOptions))
@@ -203,7 +225,27 @@ def read_options(given: Mapping[str, Any], where: str | None) -> EvalOptions:
         raise UsageError(f"{where}: sandbox= and setup= prepare a sandbox workspace; give fixture= too.")
     if options.case_model is not None and options.cases is None:
         raise UsageError(f"{where}: case_model= validates cases; give cases= too.")
+    _check_online(options, where)
     return options
+
+
+_NOT_ONLINE = ("agent", "fixture", "cases", "variants", "runs")
+
+
+def _check_online(options: EvalOptions, where: str | None) -> None:
+    """An online eval scores a trace someone else's traffic made: no agent, dataset, fixture or repeats of its own."""
+    if not options.online:
+        if options.sample is not None or options.where is not None:
+            raise UsageError(
+                f"{where}: sample= and where= choose the traces an online eval scores; give online=True too."
+            )
+        return
+    given = [name for name in _NOT_ONLINE if getattr(options, name) not in (None, ())]
+    if given:
+        raise UsageError(
+            f"{where}: an online eval (online=True) scores finished production traces; it takes no "
+            f"{', '.join(f'{name}=' for name in given)} (drop them, or write an offline eval beside it)."
+        )
 
 
 def _check_known(given: Mapping[str, Any], where: str | None) -> None:
@@ -280,6 +322,9 @@ def define_eval(
     setup: Sequence[str] = (),
     cluster: str | None = None,
     runs: int | None = None,
+    online: bool = False,
+    sample: float | None = None,
+    where: Callable[[Any], bool] | None = None,
 ) -> Callable[[EvalFunction], EvalSpec]: ...
 
 

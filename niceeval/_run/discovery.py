@@ -80,6 +80,8 @@ class Discovery:
 
     evals: list[EvalEntry] = field(default_factory=list)
     errors: list[LoadError] = field(default_factory=list)
+    online: list[EvalEntry] = field(default_factory=list)
+    """Online evals (`define_eval(online=True)`): `niceeval watch` scores traces with them; a run leaves them out."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,7 +221,8 @@ def _collect(result: Discovery, root: Path, file: Path, specs: list[EvalSpec], o
             continue
         names.add(spec.name)
         if only is None or spec.name == only:
-            result.evals.append(EvalEntry(id=f"{rel}::{spec.name}", spec=spec))
+            found = result.online if spec.online else result.evals
+            found.append(EvalEntry(id=f"{rel}::{spec.name}", spec=spec))
     if only is not None and only not in names:
         result.errors.append(
             LoadError(

@@ -33,6 +33,7 @@ from niceeval.agents._runtime import WORKSPACE, PerVariant
 
 if TYPE_CHECKING:
     from niceeval.sandbox import LocalSandbox
+    from niceeval.tracing import Trace
 
 _CLOSE_TIMEOUT_S = 10.0
 
@@ -182,6 +183,7 @@ class _RunSetup:
     run_index: int
     sandbox: LocalSandbox | None
     judges: SuiteJudges
+    trace: Trace | None = None
 
 
 def _agent(entry: EvalEntry, options: ExecOptions, run_index: int) -> object:
@@ -216,6 +218,7 @@ async def _run_body(entry: EvalEntry, state: RunState, options: ExecOptions, set
                     judge=slot,
                     pricing=options.pricing,
                     followup_model=settings.model,
+                    trace=setup.trace,
                 )
                 if spec.is_async:
                     error = await _body(entry, EvalContext(inputs, state), None)
@@ -241,9 +244,11 @@ async def execute(entry: EvalEntry, run_index: int, options: ExecOptions) -> Run
     return result
 
 
-async def execute_run(entry: EvalEntry, run_index: int, options: ExecOptions) -> tuple[RunResult, list[Comparison]]:
+async def execute_run(
+    entry: EvalEntry, run_index: int, options: ExecOptions, *, trace: Trace | None = None
+) -> tuple[RunResult, list[Comparison]]:
     """Like `execute`, with the comparisons (`t.max_score`, `t.select_best`) the run registered, for the suite to
-    resolve once the other variants of the case have run."""
+    resolve once the other variants of the case have run. `trace`: the production trace an online eval scores."""
     spec = entry.spec
     state = RunState()
     location = f"{entry.file}:{spec.line}"
@@ -263,9 +268,8 @@ async def execute_run(entry: EvalEntry, run_index: int, options: ExecOptions) ->
         current = CURRENT_SANDBOX.set(sandbox)
         try:
             async with suite_judges(options) as judges, _aware_of_strays(entry.id):
-                error = await _run_body(
-                    entry, state, options, _RunSetup(run_index=run_index, sandbox=sandbox, judges=judges)
-                )
+                setup = _RunSetup(run_index=run_index, sandbox=sandbox, judges=judges, trace=trace)
+                error = await _run_body(entry, state, options, setup)
         finally:
             WORKSPACE.reset(token)
             CURRENT_SANDBOX.reset(current)

@@ -19,6 +19,7 @@ from niceeval.cli._project import add_project_commands
 from niceeval.cli._run import add_run_commands
 from niceeval.cli._sandbox import add_sandbox_commands
 from niceeval.cli._store import add_store_commands
+from niceeval.cli._watch import add_watch_command
 
 AddCommands = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
 
@@ -32,6 +33,7 @@ GROUPS: dict[AddCommands, tuple[str, ...]] = {
     add_import_command: ("import",),
     add_project_commands: ("init", "cache", "view", "testing"),
     add_sandbox_commands: ("sandbox",),
+    add_watch_command: ("watch",),
 }
 """Each command group and the commands it adds (a test checks the names against the full parser)."""
 
