@@ -55,6 +55,11 @@ class OnlineRecord:
         """Every suite run this session wrote, oldest first."""
         self.stored = 0
 
+    def open(self) -> None:
+        """Record today's suite run now (status `running` while the session watches), before any result."""
+        if self._day is None:
+            self._begin(self._today())
+
     def add(self, results: Sequence[RunResult]) -> None:
         """Store `results` in today's suite run (closing yesterday's first when the day turned)."""
         today = self._today()

@@ -104,7 +104,7 @@ class Watcher:
         record: Where results are stored (None: not stored).
         sinks: What else sees each result.
         clock: Seconds (monotonic).
-        out: Where the watcher says what it does.
+        out: Where the watcher says what it does (None: standard error).
     """
 
     def __init__(
@@ -116,7 +116,7 @@ class Watcher:
         record: OnlineRecord | None = None,
         sinks: Sequence[ResultSink] = (),
         clock: Callable[[], float] = time.monotonic,
-        out: TextIO = sys.stderr,
+        out: TextIO | None = None,
     ) -> None:
         self.evals = list(evals)
         self.options = options
@@ -177,6 +177,8 @@ class Watcher:
             self.assembler, host=options.host, port=options.port, token=options.token, status=self.status
         )
         await anyio.to_thread.run_sync(receiver.start)
+        if self.record is not None:
+            await anyio.to_thread.run_sync(self.record.open)
         self.url, self._refusals = receiver.url, lambda: receiver.refusals.count
         self._say(
             f"watching: OTLP/HTTP traces at {receiver.endpoint}, status at {receiver.url}/status; "
@@ -297,4 +299,4 @@ class Watcher:
         )
 
     def _say(self, message: str) -> None:
-        print(f"niceeval watch: {message}", file=self._out, flush=True)
+        print(f"niceeval watch: {message}", file=self._out or sys.stderr, flush=True)

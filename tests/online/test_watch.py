@@ -17,6 +17,8 @@ from niceeval.online._stored import OnlineRecord
 from niceeval.online._watch import Watcher, WatchOptions
 from niceeval.store import Store, SuiteRunStart
 from niceeval.store._recorder import Recorder
+from niceeval.testing import Fault, LLMServer
+from tests.judge.judge_helpers import RUBRIC_PASS, always
 from tests.online.online_helpers import chat_trace, online_evals
 
 pytestmark = pytest.mark.anyio
@@ -139,3 +141,55 @@ async def test_a_trace_without_a_root_is_scored_after_the_timeout_with_a_note(tm
     assert trace.timed_out
     assert any("never closed" in warning for warning in result.warnings)
     assert watcher.assembler.counts.timed_out == 1
+
+
+JUDGED = """
+from niceeval import define_eval
+
+@define_eval(online=True, judge={"model": "openai/gpt-5-mini", "max_retries": 0})
+async def polite(t):
+    t.judge.rubric("Is the reply polite?")
+"""
+
+
+@pytest.fixture
+def judged_by(llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch) -> LLMServer:
+    monkeypatch.setenv("OPENAI_BASE_URL", llm_server.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
+    return llm_server
+
+
+async def test_a_judge_outage_makes_the_judge_inconclusive_and_the_receiver_keeps_answering(
+    tmp_path: Path, judged_by: LLMServer
+) -> None:
+    judged_by.faults = lambda request: Fault.server_error()
+    watcher = Watcher(
+        online_evals(tmp_path, JUDGED), ExecOptions(timeout=10, root=tmp_path), WatchOptions(port=0, limits=FAST)
+    )
+    kept: list = []
+    watcher.sinks.append(type("Keep", (), {"took": lambda self, result, trace: kept.append(result)})())
+    async with watching(watcher):
+        answers = [await post(watcher, chat_trace(f"q{i}", "thanks")[1]) for i in range(3)]
+        await scored(watcher, 3)
+    assert [a.status_code for a in answers] == [200, 200, 200]
+    assert [(r.outcome, r.assertions[0].state) for r in kept] == [("passed", "inconclusive")] * 3
+    assert all(r.assertions[0].cause == "provider_error" for r in kept)
+
+
+async def test_past_the_judge_budget_judges_answer_from_the_cache_only(tmp_path: Path, judged_by: LLMServer) -> None:
+    judged_by.set_script(always(RUBRIC_PASS))
+    options = WatchOptions(port=0, limits=FAST, judge_calls_per_hour=1, concurrency=1)
+    watcher = Watcher(online_evals(tmp_path, JUDGED), ExecOptions(timeout=10, root=tmp_path), options)
+    kept: list = []
+    watcher.sinks.append(type("Keep", (), {"took": lambda self, result, trace: kept.append(result)})())
+    async with watching(watcher):
+        await post(watcher, chat_trace("first", "thanks")[1])
+        await scored(watcher, 1)
+        await post(watcher, chat_trace("second", "thanks a lot")[1])
+        await scored(watcher, 2)
+    first, second = kept
+    assert first.assertions[0].state == "passed" and first.warnings == []
+    assert second.assertions[0].state == "inconclusive"
+    assert any("judge budget (1 calls an hour) was spent" in w for w in second.warnings)
+    assert len(judged_by.requests) == 1
+    assert watcher.status()["judge"] == {"calls_last_hour": 1, "budget_per_hour": 1}
