@@ -40,7 +40,7 @@ RULES: list[tuple[str, tuple[str, ...]]] = [
     ("niceeval.store", UPPER + ("niceeval.web",)),
     ("niceeval.web", ("niceeval._eval", "niceeval._run", "niceeval.cli", "niceeval.pytest_plugin", "niceeval.report")),
     ("niceeval._run", ("niceeval.cli", "niceeval.pytest_plugin")),
-    ("niceeval.online", ("niceeval.cli", "niceeval.pytest_plugin", "niceeval.report", "niceeval.web")),
+    ("niceeval.online", ("niceeval.cli", "niceeval.pytest_plugin", "niceeval.web")),
 ]
 
 

@@ -68,6 +68,12 @@ def add_watch_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
     )
     watch.add_argument("--duration", type=seconds("--duration"), help="stop after this many seconds (default: never)")
     watch.add_argument("--no-store", action="store_true", help="keep no results (print and export only)")
+    watch.add_argument(
+        "--otel-endpoint",
+        metavar="URL",
+        help="send each result as gen_ai.evaluation.result events, in the trace it scored, to this OTLP/HTTP traces "
+        "URL; default: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT when set",
+    )
     add_config_flag(watch)
     add_store_flag(watch)
     watch.set_defaults(handler=_watch)
@@ -104,7 +110,8 @@ def _watcher(args: argparse.Namespace, config: Config, evals: list[EvalEntry]) -
 
     from niceeval._run.execute import ExecOptions
     from niceeval._run.storing import StoreRequest, store_location, suite_start
-    from niceeval.online._watch import AssemblyLimits, OnlineRecord, Watcher, WatchOptions
+    from niceeval.online._watch import AssemblyLimits, OnlineRecord, OtelSink, ResultSink, Watcher, WatchOptions
+    from niceeval.report.otel import EvaluationExporter, otel_endpoint
     from niceeval.store._recorder import Recorder
 
     options = WatchOptions(
@@ -125,8 +132,18 @@ def _watcher(args: argparse.Namespace, config: Config, evals: list[EvalEntry]) -
     if recorder is not None:
         start = suite_start(config.root, None, strict=False, min_pass_rate=1.0)
         record = OnlineRecord(recorder, start, evals, clock=time.monotonic)
-    watcher = Watcher(evals, execution, options, record=record)
-    return watcher, recorder.close if recorder is not None else (lambda: None)
+    endpoint = otel_endpoint(args.otel_endpoint)
+    exporter = EvaluationExporter(endpoint) if endpoint else None
+    sinks: list[ResultSink] = [OtelSink(exporter)] if exporter is not None else []
+    watcher = Watcher(evals, execution, options, record=record, sinks=sinks)
+
+    def close() -> None:
+        if exporter is not None:
+            exporter.close()
+        if recorder is not None:
+            recorder.close()
+
+    return watcher, close
 
 
 async def _until_stopped(watcher: Watcher, duration: float | None) -> None:

@@ -11,7 +11,7 @@ Three parts, each bounded, so a slow judge or store never slows the receiver (wh
 `status()` is what `GET /status` answers: queue depths, drops, throughput.
 
 This module is the online package's one door: `niceeval watch` builds the watcher (`Watcher`, `WatchOptions`),
-its bounds (`AssemblyLimits`) and the record of its results (`OnlineRecord`) from here.
+its bounds (`AssemblyLimits`), the record of its results (`OnlineRecord`) and their export (`OtelSink`) from here.
 """
 
 from __future__ import annotations
@@ -33,12 +33,13 @@ from niceeval._run.execute import ExecOptions
 from niceeval._run.judging import SuiteJudges
 from niceeval.online._assembler import AssemblyLimits, TraceAssembler
 from niceeval.online._budget import JudgeBudget
+from niceeval.online._export import OtelSink
 from niceeval.online._score import chosen, score
 from niceeval.online._stored import OnlineRecord
 from niceeval.tracing import Trace
 from niceeval.tracing._session import watch_receiver
 
-__all__ = ["AssemblyLimits", "OnlineRecord", "ResultSink", "WatchOptions", "Watcher"]
+__all__ = ["AssemblyLimits", "OnlineRecord", "OtelSink", "ResultSink", "WatchOptions", "Watcher"]
 
 Pending = tuple[EvalEntry, Trace]
 

@@ -193,3 +193,33 @@ async def test_past_the_judge_budget_judges_answer_from_the_cache_only(tmp_path:
     assert any("judge budget (1 calls an hour) was spent" in w for w in second.warnings)
     assert len(judged_by.requests) == 1
     assert watcher.status()["judge"] == {"calls_last_hour": 1, "budget_per_hour": 1}
+
+
+async def test_each_result_goes_out_as_evaluation_events_inside_the_trace_it_scored(tmp_path: Path) -> None:
+    from niceeval.online._watch import OtelSink
+    from niceeval.report.otel import EvaluationExporter
+    from niceeval.tracing._collector import TraceCollector
+    from niceeval.tracing._receiver import TraceReceiver
+
+    collector = TraceCollector()
+    otel = TraceReceiver(collector).start()
+    exporter = EvaluationExporter(otel.endpoint)
+    evals = online_evals(tmp_path, SOURCE.split("@define_eval(online=True, where")[0])
+    watcher = Watcher(
+        evals, ExecOptions(timeout=10, root=tmp_path), WatchOptions(port=0, limits=FAST), sinks=[OtelSink(exporter)]
+    )
+    trace_id, payload = chat_trace("refund?", "no")
+    async with watching(watcher):
+        await post(watcher, payload)
+        await scored(watcher, 1)
+    await anyio.to_thread.run_sync(exporter.close)
+    await otel.close()
+    (span,) = list(collector.unclaimed)
+    root = json.loads(payload)["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["spanId"]
+    assert (span.trace_id, span.parent_id, span.name) == (trace_id, root, f"evaluation {evals[0].id}")
+    assert span.attributes["niceeval.outcome"] == "failed"
+    events = {e.attributes["gen_ai.evaluation.name"]: dict(e.attributes) for e in span.events}
+    assert {e.name for e in span.events} == {"gen_ai.evaluation.result"}
+    assert events["includes('refund')"]["gen_ai.evaluation.score.label"] == "failed"
+    assert events["includes('refund')"]["gen_ai.evaluation.score.value"] == 0.0
+    assert events["called_tool('search')"]["gen_ai.evaluation.score.label"] == "passed"
