@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from niceeval.cli._common import add_config_flag, add_store_flag, positive_int, project_config, seconds
+from niceeval.cli._common import add_config_flag, add_store_flag, open_rate, positive_int, project_config, seconds
 
 if TYPE_CHECKING:
     from niceeval._eval.config import Config
@@ -66,6 +66,25 @@ def add_watch_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
         default=300.0,
         help="seconds after its first span that a trace with no root is scored anyway, with a note (300)",
     )
+    watch.add_argument(
+        "--alarm",
+        action="append",
+        default=[],
+        type=_alarm,
+        metavar="RULE",
+        help="ASSERTION[:EVAL]>=TARGET, e.g. 'rubric:helpful>=0.8' or 'pass>=0.95': fire when the scores' mean drops "
+        "below the target, by a test valid however long you watch (repeatable)",
+    )
+    watch.add_argument(
+        "--alarm-alpha",
+        type=open_rate("--alarm-alpha"),
+        default=0.05,
+        metavar="ALPHA",
+        help="each alarm's chance of ever firing while the mean holds (default 0.05)",
+    )
+    watch.add_argument(
+        "--on-alarm", metavar="COMMAND", help="shell command run when an alarm fires (evidence JSON on stdin)"
+    )
     watch.add_argument("--duration", type=seconds("--duration"), help="stop after this many seconds (default: never)")
     watch.add_argument("--no-store", action="store_true", help="keep no results (print and export only)")
     watch.add_argument(
@@ -77,6 +96,17 @@ def add_watch_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
     add_config_flag(watch)
     add_store_flag(watch)
     watch.set_defaults(handler=_watch)
+
+
+def _alarm(text: str) -> str:
+    """`--alarm RULE`, checked when parsed (a bad rule exits 2 naming the flag); read with its alpha later."""
+    from niceeval.online._watch import parse_alarm
+
+    try:
+        parse_alarm(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
 
 
 def _watch(args: argparse.Namespace) -> int:
@@ -110,7 +140,15 @@ def _watcher(args: argparse.Namespace, config: Config, evals: list[EvalEntry]) -
 
     from niceeval._run.execute import ExecOptions
     from niceeval._run.storing import StoreRequest, store_location, suite_start
-    from niceeval.online._watch import AssemblyLimits, OnlineRecord, OtelSink, ResultSink, Watcher, WatchOptions
+    from niceeval.online._watch import (
+        AssemblyLimits,
+        OnlineRecord,
+        OtelSink,
+        ResultSink,
+        Watcher,
+        WatchOptions,
+        parse_alarm,
+    )
     from niceeval.report.otel import EvaluationExporter, otel_endpoint
     from niceeval.store._recorder import Recorder
 
@@ -122,6 +160,8 @@ def _watcher(args: argparse.Namespace, config: Config, evals: list[EvalEntry]) -
         max_pending=args.max_pending,
         judge_calls_per_hour=args.judge_budget,
         limits=AssemblyLimits(grace=args.grace, timeout=args.trace_timeout, max_traces=args.max_open_traces),
+        alarms=tuple(parse_alarm(text, alpha=args.alarm_alpha) for text in args.alarm),
+        on_alarm=args.on_alarm,
     )
     execution = ExecOptions(timeout=config.timeout, pricing=config.pricing, root=config.root, judge=config.judge)
     location = store_location(

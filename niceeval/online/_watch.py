@@ -5,7 +5,8 @@ Three parts, each bounded, so a slow judge or store never slows the receiver (wh
 1. the receiver puts spans in the `TraceAssembler` (bounded: open traces and spans held);
 2. a pump moves each closed trace, for every online eval that chooses it (`where=`, `sample=`), into the queue of
    pending evals (bounded: past it, the trace is sampled away for that eval and counted);
-3. `concurrency` workers score them (`score`), hand each result to the sinks (alarms, OpenTelemetry export) and to
+3. `concurrency` workers score them (`score`), feed the alarms (an alarm that fires is printed, kept on the result
+   that tipped it, and runs the `on_alarm` command), hand each result to the sinks (OpenTelemetry export) and to
    the writer, which stores them in batches from a worker thread.
 
 `status()` is what `GET /status` answers: queue depths, drops, throughput.
@@ -16,6 +17,8 @@ its bounds (`AssemblyLimits`), the record of its results (`OnlineRecord`) and th
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 import time
 from collections import deque
@@ -24,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TextIO
 
 import anyio
+import anyio.abc
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from niceeval._core.errors import error_info
@@ -31,6 +35,7 @@ from niceeval._core.results import RunResult
 from niceeval._run.discovery import EvalEntry
 from niceeval._run.execute import ExecOptions
 from niceeval._run.judging import SuiteJudges
+from niceeval.online._alarms import Alarm, AlarmRule, Alarms, parse_alarm
 from niceeval.online._assembler import AssemblyLimits, TraceAssembler
 from niceeval.online._budget import JudgeBudget
 from niceeval.online._export import OtelSink
@@ -39,7 +44,17 @@ from niceeval.online._stored import OnlineRecord
 from niceeval.tracing import Trace
 from niceeval.tracing._session import watch_receiver
 
-__all__ = ["AssemblyLimits", "OnlineRecord", "OtelSink", "ResultSink", "WatchOptions", "Watcher"]
+__all__ = [
+    "AlarmRule",
+    "AssemblyLimits",
+    "OnlineRecord",
+    "OtelSink",
+    "ResultSink",
+    "WatchOptions",
+    "Watcher",
+    "parse_alarm",
+]
+HOOK_TIMEOUT_S = 60.0
 
 Pending = tuple[EvalEntry, Trace]
 
@@ -66,6 +81,9 @@ class WatchOptions:
         limits: When traces close and how many are held.
         tick: Seconds between looks for closed traces.
         batch: Results stored in one write at most.
+        alarms: The drift alarms (`--alarm`).
+        on_alarm: A shell command run when an alarm fires, with the evidence as JSON on its standard input and in
+            `NICEEVAL_ALARM`.
     """
 
     host: str = "127.0.0.1"
@@ -77,6 +95,8 @@ class WatchOptions:
     limits: AssemblyLimits = field(default_factory=AssemblyLimits)
     tick: float = 0.05
     batch: int = 100
+    alarms: tuple[AlarmRule, ...] = ()
+    on_alarm: str | None = None
 
 
 @dataclass(slots=True)
@@ -126,6 +146,7 @@ class Watcher:
         self.assembler = TraceAssembler(options.limits, clock=clock)
         self.budget = JudgeBudget(options.judge_calls_per_hour, clock=clock)
         self.counts = EvalCounts()
+        self.alarms = Alarms(list(options.alarms))
         self.url = ""
         self._execution = execution
         self._clock = clock
@@ -164,6 +185,7 @@ class Watcher:
                 "per_second": round(minute / 60, 3),
             },
             "judge": {"calls_last_hour": self.budget.spent, "budget_per_hour": self.budget.per_hour},
+            "alarms": [alarm.evidence() for alarm in self.alarms.fired],
             "store": {
                 "stored": counts.stored,
                 "errors": counts.store_errors,
@@ -194,7 +216,7 @@ class Watcher:
                 tg.start_soon(self._writer, done_out)
                 async with pending_out, done_in:
                     for _ in range(options.concurrency):
-                        tg.start_soon(self._worker, pending_out.clone(), done_in.clone(), (judges, capped))
+                        tg.start_soon(self._worker, pending_out.clone(), done_in.clone(), (judges, capped), tg)
                 await self._pump(pending_in, stopping, receiver.close)
         finally:
             with anyio.CancelScope(shield=True):
@@ -239,6 +261,7 @@ class Watcher:
         pending: MemoryObjectReceiveStream[Pending],
         done: MemoryObjectSendStream[RunResult],
         judges: tuple[SuiteJudges, SuiteJudges],
+        tg: anyio.abc.TaskGroup,
     ) -> None:
         async with pending, done:
             async for entry, trace in pending:
@@ -254,6 +277,11 @@ class Watcher:
                     result = result.model_copy(update={"warnings": [*result.warnings, self.budget.note()]})
                 self.counts.scored += 1
                 self.counts.recent.append(self._clock())
+                for alarm in self.alarms.observe(result):
+                    self._say(alarm.message())
+                    result = result.model_copy(update={"warnings": [*result.warnings, alarm.message()]})
+                    if self.options.on_alarm:
+                        tg.start_soon(self._hook, self.options.on_alarm, alarm)
                 for sink in self.sinks:
                     try:
                         sink.took(result, trace)
@@ -289,6 +317,20 @@ class Watcher:
         else:
             self.counts.stored += len(batch)
 
+    async def _hook(self, command: str, alarm: Alarm) -> None:
+        evidence = json.dumps(alarm.evidence())
+        try:
+            with anyio.fail_after(HOOK_TIMEOUT_S):
+                done = await anyio.run_process(
+                    command, input=evidence.encode(), env={**os.environ, "NICEEVAL_ALARM": evidence}, check=False
+                )
+        except (OSError, TimeoutError) as exc:
+            self._say(f"the alarm command {command!r} did not run to its end: {type(exc).__name__}: {exc}")
+            return
+        if done.returncode != 0:
+            said = done.stderr.decode(errors="replace").strip()[-500:]
+            self._say(f"the alarm command {command!r} exited {done.returncode}: {said}")
+
     def _summary(self) -> str:
         status = self.status()
         traces, evals = status["traces"], status["evals"]
@@ -296,7 +338,7 @@ class Watcher:
         return (
             f"stopped: {traces['closed']} trace(s) closed ({traces['timed_out']} after the timeout, "
             f"{traces['dropped']} dropped), {evals['scored']} online eval run(s) scored, {evals['dropped']} sampled "
-            f"away past the queue bound; suite run(s): {runs}"
+            f"away past the queue bound; {len(self.alarms.fired)} alarm(s); suite run(s): {runs}"
         )
 
     def _say(self, message: str) -> None:
