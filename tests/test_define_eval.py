@@ -52,7 +52,8 @@ def test_every_option_is_held_by_the_spec_as_read() -> None:
         "runs": 3,
     }
     online = {"online": True, "sample": 0.25, "where": lambda trace: True}
-    assert sorted([*given, *online]) == sorted(OPTION_NAMES)  # a new option gets a value here
+    saved = {"trace": "regressions/4bf9.json"}
+    assert sorted([*given, *online, *saved]) == sorted(OPTION_NAMES)  # a new option gets a value here
 
     @define_eval(**given)
     async def ev(t: object) -> None: ...
@@ -67,6 +68,11 @@ def test_every_option_is_held_by_the_spec_as_read() -> None:
     read_online = read_options(online, "evals/e.py:1")
     for option in online:
         assert getattr(watched, option) == getattr(read_online, option) != getattr(EvalOptions(), option), option
+
+    @define_eval(**saved)
+    async def replayed(t: object) -> None: ...
+
+    assert replayed.trace == read_options(saved, "evals/e.py:1").trace == "regressions/4bf9.json"
     assert ev.tags == ("support",) and ev.timeout == 5.0 and ev.scripts == ("make",)
     assert [v.name for v in ev.variants] == ["prompt=a", "prompt=b"]
 

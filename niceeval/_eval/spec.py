@@ -127,6 +127,12 @@ def _where(value: Any, where: str) -> Callable[[Any], bool] | None:
     return cast("Callable[[Any], bool] | None", value)
 
 
+def _trace_file(value: Any, where: str) -> str | None:
+    if value is not None and not isinstance(value, str | PurePath):
+        raise UsageError(f"{where} is a saved trace's path (relative to the eval file), e.g. 'regressions/4bf9.json'.")
+    return str(value) if value is not None else None
+
+
 def _runs(value: Any, where: str) -> int | None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
         raise UsageError(f"{where} is a whole number of runs, at least 1; got {value!r}.")
@@ -189,6 +195,9 @@ class EvalOptions:
     where: Callable[[Any], bool] | None = _option(read=_where)
     """Online evals: which traces it scores, a function of the finished trace (`where=lambda tr: tr.service ==
     "chat"`); None: every trace."""
+    trace: str | None = _option(read=_trace_file)
+    """A saved production trace (relative to the eval file; `niceeval cases from-trace` writes them) this offline
+    eval scores as `niceeval watch` did: the trace is the agent, `t.input`, `t.reply` and `t.trace` read it."""
 
 
 OPTION_NAMES: tuple[str, ...] = tuple(f.name for f in fields(EvalOptions))
@@ -233,7 +242,20 @@ _NOT_ONLINE = ("agent", "fixture", "cases", "variants", "runs")
 
 
 def _check_online(options: EvalOptions, where: str | None) -> None:
-    """An online eval scores a trace someone else's traffic made: no agent, dataset, fixture or repeats of its own."""
+    """An online eval scores a trace someone else's traffic made: no agent, dataset, fixture or repeats of its own;
+    neither does an eval of a saved trace (`trace=`)."""
+    if options.online and options.trace is not None:
+        raise UsageError(
+            f"{where}: online=True scores live traces and trace= one saved trace: give one of them (a regression "
+            "written by `niceeval cases from-trace` has trace= only)."
+        )
+    if options.trace is not None:
+        given = [name for name in _NOT_ONLINE if getattr(options, name) not in (None, ())]
+        if given:
+            raise UsageError(
+                f"{where}: an eval of a saved trace (trace=) has the trace as its agent; it takes no "
+                f"{', '.join(f'{name}=' for name in given)}."
+            )
     if not options.online:
         if options.sample is not None or options.where is not None:
             raise UsageError(
@@ -325,6 +347,7 @@ def define_eval(
     online: bool = False,
     sample: float | None = None,
     where: Callable[[Any], bool] | None = None,
+    trace: str | None = None,
 ) -> Callable[[EvalFunction], EvalSpec]: ...
 
 

@@ -32,6 +32,7 @@ from niceeval._run.stray_threads import watching
 from niceeval.agents._runtime import WORKSPACE, PerVariant
 
 if TYPE_CHECKING:
+    from niceeval._eval.spec import EvalFunction
     from niceeval.sandbox import LocalSandbox
     from niceeval.tracing import Trace
 
@@ -248,10 +249,27 @@ async def execute_run(
     entry: EvalEntry, run_index: int, options: ExecOptions, *, trace: Trace | None = None
 ) -> tuple[RunResult, list[Comparison]]:
     """Like `execute`, with the comparisons (`t.max_score`, `t.select_best`) the run registered, for the suite to
-    resolve once the other variants of the case have run. `trace`: the production trace an online eval scores."""
+    resolve once the other variants of the case have run. `trace`: the production trace an online eval scores
+    (an eval with `trace=` loads its saved one)."""
+    location = f"{entry.file}:{entry.spec.line}"
+    if trace is None and entry.spec.trace is not None:
+        from niceeval.tracing import Trace
+
+        try:
+            trace = Trace.load(entry.spec.file.parent / entry.spec.trace)
+        except ValueError as exc:
+            info = ErrorInfo(type="UsageError", message=str(exc), location=location, kind="usage")
+            return _result(entry, run_index, options, RunState(), info, duration_s=0.0, kept=None), []
+    if trace is not None:  # the trace is the agent, and the run begins by sending it the trace's input
+        from niceeval.agents._runtime import TraceAgent
+
+        agent = TraceAgent(trace)
+        entry = replace(
+            entry, spec=replace(entry.spec, fn=after_input(entry.spec.fn, trace.input, entry.spec.is_async))
+        )
+        options = replace(options, agent_for_run=lambda _eval_id, _index: agent)
     spec = entry.spec
     state = RunState()
-    location = f"{entry.file}:{spec.line}"
     start = time.perf_counter()
     sandbox: LocalSandbox | None = None
     kept: Path | None = None
@@ -379,3 +397,21 @@ def judge_spend_of(state: RunState, options: ExecOptions) -> Spend:
     if not any(isinstance(e, UsageEvent) and e.billed_to == "judge" for e in state.log.events):
         return verdicts
     return verdicts + _usage_spend(state, options, "judge")
+
+
+def after_input(fn: EvalFunction, text: str, is_async: bool) -> EvalFunction:
+    """`fn`, run after `text` (a trace's input) is sent to the trace (the turn every assertion reads)."""
+    if is_async:
+
+        async def scored_async(t: Any) -> Any:
+            await t.send(text)
+            returned = fn(t)
+            return await returned if hasattr(returned, "__await__") else returned
+
+        return scored_async
+
+    def scored(t: Any) -> Any:
+        t.send(text)
+        return fn(t)
+
+    return scored

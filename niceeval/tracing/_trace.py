@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
-from niceeval._core.spans import Span, link
+from pydantic import ValidationError
+
+from niceeval._core.spans import Span, SpanRecord, link
 from niceeval.tracing._exchange import trace_input, trace_reply
 
 
@@ -66,3 +71,27 @@ class Trace:
         """Seconds from the first span's start to the last one's end (on the sender's clock)."""
         start = min(span.start_ns for span in self.spans)
         return max(0, max(span.end_ns for span in self.spans) - start) / 1e9
+
+    def to_json(self) -> dict[str, Any]:
+        """The trace as JSON data (what `niceeval cases from-trace` writes; `Trace.load` reads it back)."""
+        return {
+            "trace_id": self.trace_id,
+            "timed_out": self.timed_out,
+            "spans": [SpanRecord.of(span).model_dump(mode="json") for span in self.spans],
+        }
+
+    @classmethod
+    def load(cls, path: Path) -> Trace:
+        """The trace saved at `path` (`to_json`).
+
+        Raises:
+            ValueError: The file is missing, not JSON, or not a saved trace (the message names it).
+        """
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            records = [SpanRecord.model_validate(item) for item in data["spans"]]
+            return cls.of((record.span() for record in records), timed_out=bool(data.get("timed_out", False)))
+        except (OSError, ValueError, KeyError, TypeError, ValidationError) as exc:
+            raise ValueError(
+                f"{path}: not a saved trace ({type(exc).__name__}: {exc}); `niceeval cases from-trace` writes them"
+            ) from None

@@ -1,9 +1,10 @@
-"""The finished trace as the agent of an online eval's run: one turn, served from the trace.
+"""A finished production trace as the agent of a run: one turn, served from the trace.
 
-An online eval runs through the same runner as any eval, so its assertions, scoped assertions, span assertions
-and judges work unchanged: the run's agent is the trace, and the run starts by sending the trace's input to it.
-The turn's events are the trace's spans read as events (`events_from_spans`), between the user's message and the
-agent's reply, and the run's spans are the trace's.
+An eval that scores a trace (an online eval under `niceeval watch`, or an eval with `trace=`, a recorded one)
+runs through the same runner as any eval, so its assertions, scoped assertions, span assertions and judges work
+unchanged: the run's agent is the trace, and the run starts by sending the trace's input to it. The turn's events
+are the trace's spans read as events (`events_from_spans`), between the user's message and the agent's reply, and
+the run's spans are the trace's.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 from niceeval._core.errors import UsageError
 from niceeval._core.events import EventLog, MessageEvent
-from niceeval.agents import AgentReply
+from niceeval.agents._protocol import AgentReply
 from niceeval.tracing import Trace, events_from_spans
 
 
