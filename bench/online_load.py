@@ -48,8 +48,15 @@ def export(spans_per_trace: int) -> bytes:
         spans.append(_span(trace_id, root, None, {"openinference.span.kind": "AGENT", "input.value": "refund?",
                                                   "output.value": "your refund is on its way"}))  # fmt: skip
         for i in range(spans_per_trace - 1):
-            kind = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup"} if i % 2 else {
-                "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-5-mini", "gen_ai.provider.name": "openai"}
+            kind = (
+                {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup"}
+                if i % 2
+                else {
+                    "gen_ai.operation.name": "chat",
+                    "gen_ai.request.model": "gpt-5-mini",
+                    "gen_ai.provider.name": "openai",
+                }
+            )
             spans.append(_span(trace_id, secrets.token_hex(8), root, kind))
     body = {"resourceSpans": [{"resource": {"attributes": [_attr("service.name", "bench")]},
                                "scopeSpans": [{"scope": {"name": "bench"}, "spans": spans}]}]}  # fmt: skip

@@ -75,5 +75,6 @@ def from_rows(
         judge_spend=_spend(row, "judge"),
         case_id=row["case_id"],
         variant=row["variant"],
+        warnings=row.get("warnings") or [],
         spans=[SpanRecord.model_validate(span["payload"]) for span in span_rows],
     )

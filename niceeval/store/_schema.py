@@ -151,6 +151,7 @@ eval_runs = Table(
     Column("cache_read_tokens", BigInteger, nullable=False),
     Column("case_id", Text),
     Column("variant", Json),
+    Column("warnings", Json),
     UniqueConstraint("suite_run_id", "eval_id", "run_index"),
 )
 """No index leads with `eval_id`: its entries would land all over it at every commit of a suite run (a write

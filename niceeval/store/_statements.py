@@ -74,8 +74,8 @@ EVAL_RUNS = Columns(
     ("id", "suite_run_id", "eval_id", "run_index", "file", "line", "outcome", "finished_at", "duration_s", "error",
      "skip_reason", "sandbox_path", "workspace_diff", "agent_calls", "agent_tokens", "agent_cost", "judge_calls",
      "judge_tokens", "judge_cost", "judge_cached", "unpriced", "input_tokens", "output_tokens", "cache_read_tokens",
-     "case_id", "variant"),
-    json=frozenset({"error", "unpriced", "variant"}),
+     "case_id", "variant", "warnings"),
+    json=frozenset({"error", "unpriced", "variant", "warnings"}),
     when=frozenset({"finished_at"}),
 )  # fmt: skip
 _ASSERTION_FIELDS = ("name", "severity", "score", "threshold", "state", "reason", "expected", "actual", "location",
@@ -289,7 +289,7 @@ def _eval_run(result: RunResult, finished: Any) -> tuple[Any, ...]:
         result.sandbox_path, result.workspace_diff, agent.calls, agent.tokens, agent.cost, judge.calls, judge.tokens,
         judge.cost, judge.cached, _json(unpriced).decode(), sum(e.input_tokens for e in usage),
         sum(e.output_tokens for e in usage), sum(e.cache_read_tokens for e in usage),
-        result.case_id, _json(result.variant).decode(),
+        result.case_id, _json(result.variant).decode(), _json(result.warnings or None).decode(),
     )  # fmt: skip
 
 

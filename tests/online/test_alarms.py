@@ -15,7 +15,7 @@ from niceeval.online._alarms import DriftMonitor, evidence_paths, parse_alarm
 from niceeval.online._assembler import AssemblyLimits
 from niceeval.online._watch import Watcher, WatchOptions
 from tests.online.online_helpers import chat_trace, online_evals
-from tests.online.test_watch import post, scored, watching
+from tests.online.test_watch import post, recorder_for, scored, watching
 
 ALPHA = 0.05
 THRESHOLD = math.log(1 / ALPHA)
@@ -103,7 +103,9 @@ async def test_an_alarm_is_printed_kept_on_the_result_and_runs_the_hook(
         alarms=(parse_alarm("includes:helpful>=0.9"),),
         on_alarm=command,
     )
-    watcher = Watcher(online_evals(tmp_path, FAILING), ExecOptions(timeout=10, root=tmp_path), options)
+    evals = online_evals(tmp_path, FAILING)
+    recorder, record = recorder_for(tmp_path, evals)
+    watcher = Watcher(evals, ExecOptions(timeout=10, root=tmp_path), options, record=record)
     kept: list = []
     watcher.sinks.append(type("Keep", (), {"took": lambda self, result, trace: kept.append(result)})())
     async with watching(watcher):
@@ -116,3 +118,10 @@ async def test_an_alarm_is_printed_kept_on_the_result_and_runs_the_hook(
     assert len(tipped) == 1 and tipped[0].case_id == evidence["trace_id"]
     assert watcher.status()["alarms"] == [evidence]
     assert "ALARM includes:helpful>=0.9: the mean is 0.000 over 3 score(s)" in capsys.readouterr().err
+    recorder.close()
+    from niceeval.store import Store
+
+    with Store.open(str(tmp_path / "results.db")) as store:
+        (run,) = store.runs()
+        stored = [r for r in store.results(run.id) if r.warnings]
+    assert [(r.case_id, r.warnings) for r in stored] == [(tipped[0].case_id, tipped[0].warnings)]
