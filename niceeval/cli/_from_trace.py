@@ -107,7 +107,8 @@ def _is_async(result: RunResult) -> bool:
     except (OSError, SyntaxError):
         return True
     for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.lineno <= result.line:
-            if any(getattr(d, "lineno", 0) == result.line for d in node.decorator_list) or node.lineno == result.line:
-                return isinstance(node, ast.AsyncFunctionDef)
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        if node.lineno == result.line or any(d.lineno == result.line for d in node.decorator_list):
+            return isinstance(node, ast.AsyncFunctionDef)
     return True

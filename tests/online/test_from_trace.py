@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import anyio
@@ -71,6 +72,21 @@ def test_a_failing_trace_becomes_a_regression_that_fails_the_same_way_offline(
     ]
     assert main(["cases", "from-trace", trace_id]) == 2  # a second time: already there, nothing written
     assert f"already has trace_{trace_id[:12]}" in capsys.readouterr().err
+
+
+def test_a_plain_def_online_eval_gets_a_plain_def_regression(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(sys.modules[__name__], "ONLINE", ONLINE.replace("async def helpful", "def helpful"))
+    trace_id = stored_trace(tmp_path, "refund?", "no idea")
+    assert main(["cases", "from-trace", trace_id]) == 0
+    module = (tmp_path / "evals" / "regressions.py").read_text()
+    assert f"\ndef trace_{trace_id[:12]}(t):\n" in module and "    helpful_online(t)\n" in module
+    (entry,) = discover(tmp_path, ["evals/regressions.py"]).evals
+    result = anyio.run(execute, entry, 0, ExecOptions(timeout=10, root=tmp_path))
+    assert result.error is None and result.outcome == "failed"
 
 
 def test_an_unknown_trace_says_which_traces_are_stored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
