@@ -159,7 +159,7 @@ class Watcher:
         """Queue depths, drops and throughput (what `GET /status` answers)."""
         counts, assembled = self.counts, self.assembler.counts
         now = self._clock()
-        minute = sum(1 for at in counts.recent if at > now - 60)
+        minute = sum(1 for at in tuple(counts.recent) if at > now - 60)  # a copy: the loop appends meanwhile
         return {
             "uptime_s": round(now - self._started, 3),
             "requests": {"refused": self._refusals()},
