@@ -88,7 +88,7 @@ async def test_a_pydantic_ai_trace_is_scored_online_and_its_regression_fails_the
     ]
     argv = ["cases", "from-trace", trace.trace_id, "--store", str(tmp_path / "results.db")]
     args = build_parser(argv).parse_args(argv)  # its handler, not `main`: `main` ends a process whose non-daemon
-    assert args.handler(args) == 0  # threads outlive the command, as this test process's do (the SDKs')
+    assert args.handler(args) == 0  # threads outlive the command, and this test's event loop keeps AnyIO's workers
     (regression,) = discover(tmp_path, ["evals/regressions.py"]).evals
     offline = await execute(regression, 0, ExecOptions(timeout=10, root=tmp_path))
     assert offline.outcome == online.outcome == "failed"
