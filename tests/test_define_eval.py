@@ -53,15 +53,28 @@ def test_every_option_is_held_by_the_spec_as_read() -> None:
         "points": 3,
         "points_to_pass": 2,
     }
-    assert sorted(given) == sorted(OPTION_NAMES)  # a new option gets a value here
+    online = {"online": True, "sample": 0.25, "where": lambda trace: True}
+    saved = {"trace": "regressions/4bf9.json"}
+    assert sorted([*given, *online, *saved]) == sorted(OPTION_NAMES)  # a new option gets a value here
 
     @define_eval(**given)
     async def ev(t: object) -> None: ...
 
+    @define_eval(**online)
+    async def watched(t: object) -> None: ...
+
     read = read_options(given, "evals/e.py:1")
     assert isinstance(ev, EvalSpec)
-    for option in OPTION_NAMES:
+    for option in given:
         assert getattr(ev, option) == getattr(read, option) != getattr(EvalOptions(), option), option
+    read_online = read_options(online, "evals/e.py:1")
+    for option in online:
+        assert getattr(watched, option) == getattr(read_online, option) != getattr(EvalOptions(), option), option
+
+    @define_eval(**saved)
+    async def replayed(t: object) -> None: ...
+
+    assert replayed.trace == read_options(saved, "evals/e.py:1").trace == "regressions/4bf9.json"
     assert ev.tags == ("support",) and ev.timeout == 5.0 and ev.scripts == ("make",)
     assert [v.name for v in ev.variants] == ["prompt=a", "prompt=b"]
 

@@ -42,6 +42,7 @@ RULES: list[tuple[str, tuple[str, ...]]] = [
     ("niceeval.store", UPPER + ("niceeval.web",)),
     ("niceeval.web", ("niceeval._eval", "niceeval._run", "niceeval.cli", "niceeval.pytest_plugin", "niceeval.report")),
     ("niceeval._run", ("niceeval.cli", "niceeval.pytest_plugin")),
+    ("niceeval.online", ("niceeval.cli", "niceeval.pytest_plugin", "niceeval.web")),
 ]
 
 
@@ -238,6 +239,7 @@ DOORS = {
     "niceeval.tracing._session": "agent adapters open a session's trace on the suite-wide receiver and collector",
     "niceeval.expect._runtime": "the eval layer resolves tool/event patterns and levenshtein for declared asserts",
     "niceeval.web._serve": "`niceeval view` serves the viewer with uvicorn",
+    "niceeval.online._watch": "`niceeval watch` builds the watcher, its bounds and the record of its results",
 }
 """The one private module a package offers other packages, each with why (docs/design/layout.md, "Doors")."""
 

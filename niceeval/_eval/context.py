@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from niceeval.judge import Judge
     from niceeval.sandbox import Sandbox
     from niceeval.simulation import Persona
+    from niceeval.tracing import Trace
 
 
 class ContextBase:
@@ -161,6 +162,22 @@ class ContextBase:
                 "e.g. @define_eval(fixture='evals/fixtures/app')."
             )
         return self._sandbox
+
+    @property
+    def trace(self) -> Trace:
+        """The finished production trace an online eval scores (`@define_eval(online=True)`): its spans, input,
+        reply and service."""
+        if self._inputs.trace is None:
+            raise UsageError(
+                "t.trace exists only in online evals, which score production traces: @define_eval(online=True) "
+                "and `niceeval watch` (docs/online.md)."
+            )
+        return self._inputs.trace
+
+    @property
+    def input(self) -> str:
+        """The user's message of the trace an online eval scores (`t.trace.input`)."""
+        return self.trace.input
 
     # The conversations (`sessions.py`).
     @property

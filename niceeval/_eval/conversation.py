@@ -157,10 +157,12 @@ def attachments_of(
 
 
 def _stamp_latency(events: Sequence[Event], seconds: float) -> None:
-    """Record the turn's duration on its reply (the last assistant message), so the run's record keeps it."""
+    """Record the turn's duration on its reply (the last assistant message), so the run's record keeps it; an
+    adapter that knows the turn's own duration (a production trace an online eval scores) keeps its figure."""
     for event in reversed(events):
         if isinstance(event, MessageEvent) and event.role == "assistant":
-            event.latency = seconds
+            if event.latency is None:
+                event.latency = seconds
             return
 
 

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from niceeval._eval.simulate import UserModelOpener
     from niceeval._eval.variants import Variant
     from niceeval.sandbox import Sandbox
+    from niceeval.tracing import Trace
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -61,6 +62,8 @@ class RunInputs:
     """A plain `def` eval's way back into the event loop from its thread (required by `SyncEvalContext`)."""
     experiment: ExperimentView | None = None
     """The experiment the run is part of (`niceeval exp`): `t.experiment`, `t.model`, `t.flags`."""
+    trace: Trace | None = None
+    """The finished production trace an online eval scores (`t.trace`, `t.input`)."""
 
 
 @dataclass(kw_only=True)

@@ -115,6 +115,26 @@ def _cluster(value: Any, where: str) -> str | None:
     return value
 
 
+def _sample(value: Any, where: str) -> float | None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1):
+        raise UsageError(
+            f"{where} is the share of traces scored, above 0 and at most 1 (0.1: one in ten); got {value!r}."
+        )
+    return float(value) if value is not None else None
+
+
+def _where(value: Any, where: str) -> Callable[[Any], bool] | None:
+    if value is not None and not callable(value):
+        raise UsageError(f"{where} takes a function of the trace, e.g. where=lambda trace: trace.service == 'chat'.")
+    return cast("Callable[[Any], bool] | None", value)
+
+
+def _trace_file(value: Any, where: str) -> str | None:
+    if value is not None and not isinstance(value, str | PurePath):
+        raise UsageError(f"{where} is a saved trace's path (relative to the eval file), e.g. 'regressions/4bf9.json'.")
+    return str(value) if value is not None else None
+
+
 def _runs(value: Any, where: str) -> int | None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
         raise UsageError(f"{where} is a whole number of runs, at least 1; got {value!r}.")
@@ -182,6 +202,17 @@ class EvalOptions:
     the points it earned of these. None: a pass/fail eval."""
     points_to_pass: float | None = _option(read=_points)
     """With `points=`: the points a run needs to pass (at most `points`); None: every point."""
+    online: bool = _option(False, read=_flag)
+    """An online eval: it scores finished production traces (`niceeval watch`), read through `t.trace`, `t.input`
+    and `t.reply`, instead of driving an agent; `niceeval run` leaves it out (docs/online.md)."""
+    sample: float | None = _option(read=_sample)
+    """Online evals: the share of matching traces scored (0.1: one in ten, chosen by trace id); None: all."""
+    where: Callable[[Any], bool] | None = _option(read=_where)
+    """Online evals: which traces it scores, a function of the finished trace (`where=lambda tr: tr.service ==
+    "chat"`); None: every trace."""
+    trace: str | None = _option(read=_trace_file)
+    """A saved production trace (relative to the eval file; `niceeval cases from-trace` writes them) this offline
+    eval scores as `niceeval watch` did: the trace is the agent, `t.input`, `t.reply` and `t.trace` read it."""
 
 
 OPTION_NAMES: tuple[str, ...] = tuple(f.name for f in fields(EvalOptions))
@@ -227,7 +258,40 @@ def read_options(given: Mapping[str, Any], where: str | None) -> EvalOptions:
         )
     if options.case_model is not None and options.cases is None:
         raise UsageError(f"{where}: case_model= validates cases; give cases= too.")
+    _check_online(options, where)
     return options
+
+
+_NOT_ONLINE = ("agent", "fixture", "cases", "variants", "runs")
+
+
+def _check_online(options: EvalOptions, where: str | None) -> None:
+    """An online eval scores a trace someone else's traffic made: no agent, dataset, fixture or repeats of its own;
+    neither does an eval of a saved trace (`trace=`)."""
+    if options.online and options.trace is not None:
+        raise UsageError(
+            f"{where}: online=True scores live traces and trace= one saved trace: give one of them (a regression "
+            "written by `niceeval cases from-trace` has trace= only)."
+        )
+    if options.trace is not None:
+        given = [name for name in _NOT_ONLINE if getattr(options, name) not in (None, ())]
+        if given:
+            raise UsageError(
+                f"{where}: an eval of a saved trace (trace=) has the trace as its agent; it takes no "
+                f"{', '.join(f'{name}=' for name in given)}."
+            )
+    if not options.online:
+        if options.sample is not None or options.where is not None:
+            raise UsageError(
+                f"{where}: sample= and where= choose the traces an online eval scores; give online=True too."
+            )
+        return
+    given = [name for name in _NOT_ONLINE if getattr(options, name) not in (None, ())]
+    if given:
+        raise UsageError(
+            f"{where}: an online eval (online=True) scores finished production traces; it takes no "
+            f"{', '.join(f'{name}=' for name in given)} (drop them, or write an offline eval beside it)."
+        )
 
 
 def _check_known(given: Mapping[str, Any], where: str | None) -> None:
@@ -306,6 +370,10 @@ def define_eval(
     runs: int | None = None,
     points: float | None = None,
     points_to_pass: float | None = None,
+    online: bool = False,
+    sample: float | None = None,
+    where: Callable[[Any], bool] | None = None,
+    trace: str | None = None,
 ) -> Callable[[EvalFunction], EvalSpec]: ...
 
 

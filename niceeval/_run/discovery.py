@@ -91,6 +91,8 @@ class Discovery:
 
     evals: list[EvalEntry] = field(default_factory=list)
     errors: list[LoadError] = field(default_factory=list)
+    online: list[EvalEntry] = field(default_factory=list)
+    """Online evals (`define_eval(online=True)`): `niceeval watch` scores traces with them; a run leaves them out."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,7 +248,8 @@ def _collect(
         names.add(spec.name)
         group = membership.get(id(spec))
         if group is None and id(spec) not in refused and (only is None or spec.name == only):
-            result.evals.append(EvalEntry(id=f"{rel}::{spec.name}", spec=spec))
+            found = result.online if spec.online else result.evals
+            found.append(EvalEntry(id=f"{rel}::{spec.name}", spec=spec))
     for group in dict.fromkeys(membership.values()):
         names.add(group.name)
         chosen = [m for m in group.members if only in (None, group.name, m.name) and m.name in names]

@@ -35,8 +35,10 @@ from niceeval.agents._runtime import EXPERIMENT_MODEL, WORKSPACE, PerVariant
 
 if TYPE_CHECKING:
     from niceeval._eval.experiment import ExperimentView
+    from niceeval._eval.spec import EvalFunction
     from niceeval._run.sandboxing import SharedWorkspace
     from niceeval.sandbox import LocalSandbox
+    from niceeval.tracing import Trace
 
 _CLOSE_TIMEOUT_S = 10.0
 
@@ -195,6 +197,7 @@ class _RunSetup:
     run_index: int
     sandbox: LocalSandbox | None
     judges: SuiteJudges
+    trace: Trace | None = None
 
 
 def _agent(entry: EvalEntry, options: ExecOptions, run_index: int) -> object:
@@ -231,6 +234,7 @@ async def _run_body(entry: EvalEntry, state: RunState, options: ExecOptions, set
                     followup_model=settings.model,
                     users=slot,
                     experiment=options.experiment,
+                    trace=setup.trace,
                 )
                 if spec.is_async:
                     error = await _body(entry, EvalContext(inputs, state), None)
@@ -257,14 +261,36 @@ async def execute(entry: EvalEntry, run_index: int, options: ExecOptions) -> Run
 
 
 async def execute_run(
-    entry: EvalEntry, run_index: int, options: ExecOptions, shared: SharedWorkspace | None = None
+    entry: EvalEntry,
+    run_index: int,
+    options: ExecOptions,
+    shared: SharedWorkspace | None = None,
+    *,
+    trace: Trace | None = None,
 ) -> tuple[RunResult, list[Comparison]]:
     """Like `execute`, with the comparisons (`t.max_score`, `t.select_best`) the run registered, for the suite to
     resolve once the other variants of the case have run. `shared`: an eval group's sandbox, used (and left open)
-    instead of the eval's own."""
+    instead of the eval's own. `trace`: the production trace an online eval scores (an eval with `trace=` loads
+    its saved one)."""
+    location = f"{entry.file}:{entry.spec.line}"
+    if trace is None and entry.spec.trace is not None:
+        from niceeval.tracing import Trace
+
+        try:
+            trace = Trace.load(entry.spec.file.parent / entry.spec.trace)
+        except ValueError as exc:
+            info = ErrorInfo(type="UsageError", message=str(exc), location=location, kind="usage")
+            return _result(entry, run_index, options, RunState(), info, duration_s=0.0, kept=None), []
+    if trace is not None:  # the trace is the agent, and the run begins by sending it the trace's input
+        from niceeval.agents._runtime import TraceAgent
+
+        agent = TraceAgent(trace)
+        entry = replace(
+            entry, spec=replace(entry.spec, fn=after_input(entry.spec.fn, trace.input, entry.spec.is_async))
+        )
+        options = replace(options, agent_for_run=lambda _eval_id, _index: agent)
     spec = entry.spec
     state = RunState(points_possible=spec.points)
-    location = f"{entry.file}:{spec.line}"
     start = time.perf_counter()
     sandbox: LocalSandbox | None = shared.sandbox if shared is not None else None
     kept: Path | None = None
@@ -286,9 +312,8 @@ async def execute_run(
         model = EXPERIMENT_MODEL.set(options.experiment.model if options.experiment is not None else None)
         try:
             async with suite_judges(options) as judges, _aware_of_strays(entry.id):
-                error = await _run_body(
-                    entry, state, options, _RunSetup(run_index=run_index, sandbox=sandbox, judges=judges)
-                )
+                setup = _RunSetup(run_index=run_index, sandbox=sandbox, judges=judges, trace=trace)
+                error = await _run_body(entry, state, options, setup)
         finally:
             EXPERIMENT_MODEL.reset(model)
             WORKSPACE.reset(token)
@@ -420,3 +445,21 @@ def judge_spend_of(state: RunState, options: ExecOptions) -> Spend:
     if not any(isinstance(e, UsageEvent) and e.billed_to == "judge" for e in state.log.events):
         return verdicts
     return verdicts + _usage_spend(state, options, "judge")
+
+
+def after_input(fn: EvalFunction, text: str, is_async: bool) -> EvalFunction:
+    """`fn`, run after `text` (a trace's input) is sent to the trace (the turn every assertion reads)."""
+    if is_async:
+
+        async def scored_async(t: Any) -> Any:
+            await t.send(text)
+            returned = fn(t)
+            return await returned if hasattr(returned, "__await__") else returned
+
+        return scored_async
+
+    def scored(t: Any) -> Any:
+        t.send(text)
+        return fn(t)
+
+    return scored

@@ -9,6 +9,7 @@ test needs beyond the public names of `niceeval.agents`.
 - `PerVariant`: what `per_variant(factory)` returns; the runner builds the agent of each variant from it.
 - `ReplayAgent`, `RecordedTurn`: `niceeval rescore`'s agent, replaying recorded turns (loaded on first use:
   only a rescore needs them).
+- `TraceAgent`: the agent of a run that scores a production trace (an online eval, an eval with `trace=`).
 
 None of these is an eval author's business, so they are not public; no other private module of the package is
 imported from outside it.
@@ -25,9 +26,23 @@ from niceeval.agents._variant import PerVariant
 
 if TYPE_CHECKING:
     from niceeval.agents._replay import RecordedTurn, ReplayAgent
+    from niceeval.agents._trace_agent import TraceAgent
 
-__all__ = ["EXPERIMENT_MODEL", "WORKSPACE", "PerVariant", "RecordedTurn", "ReplayAgent", "load_attachments"]
+__all__ = [
+    "EXPERIMENT_MODEL",
+    "WORKSPACE",
+    "PerVariant",
+    "RecordedTurn",
+    "ReplayAgent",
+    "TraceAgent",
+    "load_attachments",
+]
 
 __getattr__ = lazy_getattr(
-    __name__, {"RecordedTurn": "niceeval.agents._replay", "ReplayAgent": "niceeval.agents._replay"}
+    __name__,
+    {
+        "RecordedTurn": "niceeval.agents._replay",
+        "ReplayAgent": "niceeval.agents._replay",
+        "TraceAgent": "niceeval.agents._trace_agent",
+    },
 )

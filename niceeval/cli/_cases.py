@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from niceeval.cli._common import add_config_flag, add_store_flag, open_existing_store
+from niceeval.cli._from_trace import add_from_trace_command
 
 if TYPE_CHECKING:
     from niceeval._eval.config import Config
@@ -20,8 +21,8 @@ DEFAULT_EXPORT = Path("evals") / "ui_cases.py"
 
 
 def add_case_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """`niceeval cases export [--to PATH] [--force]`."""
-    cases = commands.add_parser("cases", help="test cases written in the viewer")
+    """`niceeval cases export [--to PATH] [--force]` and `niceeval cases from-trace TRACE_ID [--to PATH]`."""
+    cases = commands.add_parser("cases", help="test cases written in the viewer, or made from production traces")
     actions = cases.add_subparsers(dest="cases_command", metavar="COMMAND", required=True)
     export = actions.add_parser("export", help="write the viewer's cases as define_eval code (for code review)")
     export.add_argument("--to", type=Path, default=DEFAULT_EXPORT, metavar="PATH", help=f"default {DEFAULT_EXPORT}")
@@ -29,6 +30,7 @@ def add_case_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
     add_store_flag(export)
     add_config_flag(export)
     export.set_defaults(handler=_export)
+    add_from_trace_command(actions)
 
 
 def discover_with_cases(config: Config, args: argparse.Namespace, reading: Reading | None = None) -> Discovery:

@@ -21,6 +21,7 @@ from niceeval.cli._run import add_run_commands
 from niceeval.cli._sandbox import add_sandbox_commands
 from niceeval.cli._simulate import add_simulate_commands
 from niceeval.cli._store import add_store_commands
+from niceeval.cli._watch import add_watch_command
 
 AddCommands = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
 
@@ -36,6 +37,7 @@ GROUPS: dict[AddCommands, tuple[str, ...]] = {
     add_sandbox_commands: ("sandbox",),
     add_simulate_commands: ("simulate",),
     add_exp_commands: ("exp", "accept"),
+    add_watch_command: ("watch",),
 }
 """Each command group and the commands it adds (a test checks the names against the full parser)."""
 

@@ -6,6 +6,10 @@ Tempo, Phoenix or Logfire. Spans are built from each finished run's record (its 
 its judge calls' latencies) with a tracer provider of its own: the application's global provider is left alone.
 A judge call's start is its run's end minus its latency (the record keeps latency, not start); every other time
 is as recorded.
+
+Every assertion goes out as the OpenTelemetry GenAI event `gen_ai.evaluation.result` (name, score, label,
+explanation) on its run's span. `EvaluationExporter` sends online results (`niceeval watch`) the same way, each on
+a span inside the production trace it scored, under that trace's root span.
 """
 
 from __future__ import annotations
@@ -20,8 +24,31 @@ from niceeval._core.assertion import AssertionResult
 from niceeval._core.events import MessageEvent, UsageEvent
 from niceeval._core.results import RunResult
 from niceeval._core.summary import PlannedEval, Problem, SuiteSummary
+from niceeval._core.values import head
 
 ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+EVALUATION_EVENT = "gen_ai.evaluation.result"
+"""The OpenTelemetry GenAI semantic conventions' event for one evaluation's result."""
+_EXPLANATION_CHARS = 4_000
+
+
+def evaluation_attributes(assertion: AssertionResult) -> dict[str, str | float]:
+    """The `gen_ai.evaluation.result` attributes of one assertion.
+
+    Its name, its score (when it has one), its state as the label (`passed`, `failed`, `scored`, `inconclusive`),
+    its reason as the explanation, and for an inconclusive judge the cause as `error.type`.
+    """
+    attributes: dict[str, str | float] = {
+        "gen_ai.evaluation.name": assertion.name,
+        "gen_ai.evaluation.score.label": assertion.state,
+    }
+    if assertion.score is not None:
+        attributes["gen_ai.evaluation.score.value"] = assertion.score
+    if assertion.reason:
+        attributes["gen_ai.evaluation.explanation"] = head(assertion.reason, _EXPLANATION_CHARS)
+    if assertion.cause is not None:
+        attributes["error.type"] = assertion.cause
+    return attributes
 
 
 def otel_endpoint(flag: str | None) -> str | None:
@@ -86,6 +113,7 @@ class OtelReporter:
         self._turns(result, context, start, end)
         for assertion in result.assertions:
             self._judge_calls(assertion, context, end)
+            run.add_event(EVALUATION_EVENT, evaluation_attributes(assertion), timestamp=end)
         run.end(end_time=end)
 
     def _turns(self, result: RunResult, context: Any, start: int, end: int) -> None:
@@ -148,3 +176,53 @@ def _ns(when: datetime) -> int:
 
 def _clamp(value: int, low: int, high: int) -> int:
     return max(low, min(value, high))
+
+
+class EvaluationExporter:
+    """Online results as OpenTelemetry spans, one `gen_ai.evaluation.result` event per assertion.
+
+    Each result is a span `evaluation EVAL` inside the production trace it scored, under its root span. `close`
+    flushes.
+    """
+
+    def __init__(self, endpoint: str, *, timeout: float = 10.0) -> None:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+        self.endpoint = endpoint
+        self._provider = TracerProvider(resource=Resource.create({"service.name": "niceeval"}))
+        self._provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint, timeout=timeout)))
+        self._tracer = self._provider.get_tracer("niceeval")
+
+    def export(self, result: RunResult, *, trace_id: str, parent_span_id: str) -> None:
+        """Queue `result`'s span in trace `trace_id` under span `parent_span_id` (hex ids); never blocks."""
+        from opentelemetry import trace
+        from opentelemetry.trace import NonRecordingSpan, SpanContext, Status, StatusCode, TraceFlags
+
+        scored = SpanContext(
+            trace_id=int(trace_id, 16), span_id=int(parent_span_id, 16), is_remote=True, trace_flags=TraceFlags(1)
+        )
+        end = time.time_ns()
+        span = self._tracer.start_span(
+            f"evaluation {result.eval_id}",
+            context=trace.set_span_in_context(NonRecordingSpan(scored)),
+            start_time=end - int(result.duration_s * 1e9),
+            attributes={
+                "gen_ai.operation.name": "evaluation",
+                "niceeval.eval_id": result.eval_id,
+                "niceeval.outcome": result.outcome,
+                "code.filepath": result.file,
+                "code.lineno": result.line,
+            },
+        )
+        for assertion in result.assertions:
+            span.add_event(EVALUATION_EVENT, evaluation_attributes(assertion), timestamp=end)
+        if result.error is not None:
+            span.set_status(Status(StatusCode.ERROR, f"{result.error.type}: {result.error.message}"))
+        span.end(end_time=end)
+
+    def close(self) -> None:
+        """Flush what is queued (bounded by the exporter's timeout) and stop."""
+        self._provider.shutdown()

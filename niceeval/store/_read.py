@@ -299,6 +299,16 @@ def eval_run(conn: Connection, suite_run_id: str, eval_id: str, run_index: int =
     return found[0]
 
 
+def trace_results(conn: Connection, trace_id: str) -> list[RunResult]:
+    """Every stored eval run of trace `trace_id` (online results: their case id is the trace id), latest first."""
+    found = conn.execute(
+        select(eval_runs.c.suite_run_id, eval_runs.c.eval_id, eval_runs.c.run_index)
+        .where(eval_runs.c.case_id == trace_id)
+        .order_by(eval_runs.c.id.desc())
+    ).all()
+    return [eval_run(conn, suite_run_id, eval_id, run_index) for suite_run_id, eval_id, run_index in found]
+
+
 def recorded_turns(conn: Connection, suite_run_id: str, eval_id: str, run_index: int) -> list[TurnRecord]:
     """The turns of one eval run, each with the events it spans (what `rescore` replays)."""
     run = conn.execute(

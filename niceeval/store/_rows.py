@@ -83,6 +83,7 @@ def from_rows(
         provenance=row["provenance"],
         carried_from=row["carried_from"],
         carried_index=row["carried_index"],
+        warnings=row.get("warnings") or [],
         spans=[SpanRecord.model_validate(span["payload"]) for span in span_rows],
         sandbox=SandboxRecord.model_validate(row["sandbox"]) if row["sandbox"] else None,
     )

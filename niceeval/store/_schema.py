@@ -163,6 +163,7 @@ eval_runs = Table(
     Column("carried_from", String(32)),
     Column("carried_index", Integer),
     Column("sandbox", Json),
+    Column("warnings", Json),
     UniqueConstraint("suite_run_id", "eval_id", "run_index"),
 )
 """No index leads with `eval_id`: its entries would land all over it at every commit of a suite run (a write

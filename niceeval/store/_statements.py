@@ -76,8 +76,8 @@ EVAL_RUNS = Columns(
      "skip_reason", "sandbox_path", "workspace_diff", "agent_calls", "agent_tokens", "agent_cost", "judge_calls",
      "judge_tokens", "judge_cost", "judge_cached", "unpriced", "input_tokens", "output_tokens", "cache_read_tokens",
      "case_id", "variant", "points", "points_possible", "failure_class", "attempts", "identity", "provenance",
-     "carried_from", "carried_index", "sandbox"),
-    json=frozenset({"error", "unpriced", "variant", "sandbox"}),
+     "carried_from", "carried_index", "sandbox", "warnings"),
+    json=frozenset({"error", "unpriced", "variant", "sandbox", "warnings"}),
     when=frozenset({"finished_at"}),
 )  # fmt: skip
 _ASSERTION_FIELDS = ("name", "severity", "score", "threshold", "state", "reason", "expected", "actual", "location",
@@ -297,7 +297,7 @@ def _eval_run(result: RunResult, finished: Any) -> tuple[Any, ...]:
         sum(e.output_tokens for e in usage), sum(e.cache_read_tokens for e in usage),
         result.case_id, _json(result.variant).decode(), result.points, result.points_possible, result.failure,
         result.attempts, result.identity, result.provenance, result.carried_from, result.carried_index,
-        _model_json(result.sandbox).decode() if result.sandbox else "null",
+        _model_json(result.sandbox).decode() if result.sandbox else "null", _json(result.warnings or None).decode(),
     )  # fmt: skip
 
 

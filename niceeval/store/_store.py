@@ -133,6 +133,12 @@ class Store:
         with self._reading() as conn:
             return _read.eval_run(conn, _read.resolve(conn, ref), eval_id, run_index)
 
+    def trace_results(self, trace_id: str) -> list[RunResult]:
+        """Every stored result of production trace `trace_id` (the online evals `niceeval watch` ran on it), latest
+        first; each holds the trace's spans."""
+        with self._reading() as conn:
+            return _read.trace_results(conn, trace_id)
+
     def turns(self, ref: str, eval_id: str, run_index: int = 0) -> list[TurnRecord]:
         """One eval run's exchanges with the agent, each with the events it spans (what `rescore` replays)."""
         with self._reading() as conn:

@@ -15,9 +15,10 @@ from pydantic import BaseModel, Field
 SuiteStatus = Literal["running", "finished", "interrupted", "incomplete"]
 """`running`: being written, or its process was killed (`--resume` finishes it); `interrupted`: Ctrl-C or SIGTERM;
 `incomplete`: it ran to the end but the store could not take some of its runs (`--resume` runs them again)."""
-SuiteKind = Literal["run", "rerun", "rescore", "calibrate", "pytest", "import"]
+SuiteKind = Literal["run", "rerun", "rescore", "calibrate", "pytest", "import", "online"]
 """`pytest`: a pytest session's evals and `niceeval` fixture runs (the pytest plugin); `import`: a run of another
-tool, read from its log (`niceeval store import`)."""
+tool, read from its log (`niceeval store import`); `online`: the online evals one `niceeval watch` session scored
+on production traces in one UTC day."""
 ShardStatus = Literal["running", "finished", "interrupted", "incomplete"]
 """`running`: being written, or its process was killed (running the shard again completes it); `incomplete`: the
 store could not take some of its runs (running it again completes them)."""

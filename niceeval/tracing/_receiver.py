@@ -1,22 +1,29 @@
-"""The OTLP/HTTP traces endpoint niceeval serves on 127.0.0.1 for a suite: `POST /v1/traces`, protobuf or JSON.
+"""The OTLP/HTTP traces endpoint niceeval serves: `POST /v1/traces`, protobuf or JSON.
 
 It runs uvicorn on its own thread (the project's loopback server), so an agent that blocks niceeval's event loop
 still gets its spans accepted. What it cannot read gets a 400 with the reason and is counted; the suite goes on.
+A suite's receiver listens on 127.0.0.1; `niceeval watch`'s may listen beyond loopback, and then only with a
+bearer token every request must carry, and it answers `GET /status` with what its `status` callable says.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hmac
 import json
+import socket
 import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
-from niceeval._core.loopback import ServerThread, bind_loopback, root_url, uvicorn_config
-from niceeval.tracing._collector import TraceCollector
+from niceeval._core.errors import UsageError
+from niceeval._core.loopback import LOOPBACK, ServerThread, bind_loopback, root_url, uvicorn_config
+from niceeval._core.spans import Span
 from niceeval.tracing._otlp import BadPayload, decode, decompress
 
 TRACES_PATH = "/v1/traces"
+STATUS_PATH = "/status"
 MAX_BODY = 32 * 1024 * 1024
 """The largest request body (after decompression) the receiver reads; the OTLP exporters send far less."""
 
@@ -29,14 +36,45 @@ class Refusals:
     last: str = ""
 
 
-class TraceReceiver:
-    """An OTLP/HTTP receiver feeding `collector`; `start()` serves, `close()` stops (safe to call twice)."""
+class SpanSink(Protocol):
+    """Where the receiver puts the spans it decodes (the suite's collector, the watcher's trace assembler)."""
 
-    def __init__(self, collector: TraceCollector, *, host: str = "127.0.0.1", port: int = 0) -> None:
+    def add(self, spans: Iterable[Span]) -> int:
+        """Take `spans`; how many were refused (answered as OTLP's partial success)."""
+        ...
+
+
+class TraceReceiver:
+    """An OTLP/HTTP receiver feeding `collector`; `start()` serves, `close()` stops (safe to call twice).
+
+    Args:
+        collector: Where decoded spans go.
+        host: The address to listen on: loopback, or any other with `token`.
+        port: The port (0: a free one).
+        token: A bearer token every request must send (`Authorization: Bearer TOKEN`); required beyond loopback.
+        status: What `GET /status` answers, as JSON (None: no status endpoint).
+    """
+
+    def __init__(
+        self,
+        collector: SpanSink,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        token: str | None = None,
+        status: Callable[[], dict[str, Any]] | None = None,
+    ) -> None:
+        if host not in LOOPBACK and not token:
+            raise UsageError(
+                f"listening on {host!r} reaches beyond this machine: give a token every exporter sends "
+                "(--token, or NICEEVAL_WATCH_TOKEN), or listen on 127.0.0.1"
+            )
         self.collector = collector
         self.refusals = Refusals()
         self._host = host
         self._port = port
+        self._token = token
+        self._status = status
         self._lock = threading.Lock()
         self._server: ServerThread | None = None
         self.url = ""
@@ -58,7 +96,7 @@ class TraceReceiver:
         with self._lock:
             if self._server is not None:
                 return self
-            sock = bind_loopback(self._host, self._port)
+            sock = bind_loopback(self._host, self._port) if self._host in LOOPBACK else _bind(self._host, self._port)
             port = sock.getsockname()[1]
             server = ServerThread(
                 uvicorn_config(self, quiet=True), sock, asyncio.Event(), name=f"the niceeval OTLP receiver on {port}"
@@ -85,13 +123,19 @@ class TraceReceiver:
         if scope["type"] != "http":
             return
         path, method = scope["path"], scope["method"]
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        if self._token is not None and not _bearer_is(headers.get("authorization", ""), self._token):
+            await _answer(send, 401, self._refuse(f"{method} {path}: no valid `Authorization: Bearer` token"))
+            return
+        if path == STATUS_PATH and self._status is not None and method == "GET":
+            await _send(send, 200, "application/json", json.dumps(self._status()).encode())
+            return
         if path != TRACES_PATH:
             await _answer(send, 404, self._refuse(f"no OTLP endpoint at {path}: {self._where()}"))
             return
         if method != "POST":
             await _answer(send, 405, f"{method} {path}: {self._where()}")
             return
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         content_type = headers.get("content-type", "")
         try:
             body = await _body(receive, MAX_BODY)
@@ -110,6 +154,25 @@ class TraceReceiver:
         self.refusals.count += 1
         self.refusals.last = reason
         return reason
+
+
+def _bearer_is(header: str, token: str) -> bool:
+    scheme, _, given = header.partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on `host` (the watcher beyond loopback, behind its token)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(1024)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 async def _body(receive: Any, limit: int) -> bytes:

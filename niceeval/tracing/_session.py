@@ -6,8 +6,9 @@ opens a trace on it; each turn runs under that trace (in-process context, `trace
 for subprocesses), then waits for the turn's spans (a bounded flush window), and hands them to the run's log.
 
 This module is the tracing package's one door for the agent adapters (`session_trace`, `traced_turn`,
-`end_trace`, `SessionTrace`, `TraceOptions`, `DEFAULT_FLUSH_WINDOW`): every adapter that traces a session goes
-through it, and no other private module of `niceeval.tracing` is imported from outside the package. The suite's
+`end_trace`, `SessionTrace`, `TraceOptions`, `DEFAULT_FLUSH_WINDOW`) and for `niceeval watch` (`watch_receiver`):
+every adapter that traces a session goes through it, and no other private module of `niceeval.tracing` is imported
+from outside the package. The suite's
 tracing is a shared resource the adapters open and give back, not something a user builds, so it is not public.
 """
 
@@ -15,10 +16,10 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from niceeval._core.errors import UsageError
 from niceeval._core.events import EventLog
@@ -28,7 +29,7 @@ from niceeval.tracing._collector import RunTrace, TraceCollector
 from niceeval.tracing._mapping import events_from_spans
 
 if TYPE_CHECKING:
-    from niceeval.tracing._receiver import TraceReceiver
+    from niceeval.tracing._receiver import SpanSink, TraceReceiver
 
 DEFAULT_FLUSH_WINDOW = 2.0
 """Seconds a turn waits at most for its spans (a batch exporter's late ones); `flush_window=` changes it."""
@@ -237,3 +238,17 @@ async def end_trace(trace: SessionTrace | None) -> None:
 
     trace.close()
     await release(trace.tracing)
+
+
+def watch_receiver(
+    sink: SpanSink, *, host: str, port: int, token: str | None, status: Callable[[], dict[str, Any]]
+) -> TraceReceiver:
+    """`niceeval watch`'s OTLP/HTTP receiver (not started): spans to `sink`, `GET /status` answered by `status`,
+    every request checked for `token` when one is given (required beyond loopback).
+
+    Raises:
+        UsageError: `host` is not loopback and there is no token.
+    """
+    from niceeval.tracing._receiver import TraceReceiver
+
+    return TraceReceiver(sink, host=host, port=port, token=token, status=status)

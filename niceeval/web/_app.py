@@ -24,6 +24,7 @@ from niceeval.web._cases import (
 from niceeval.web._compare import compare_eval_page, compare_page
 from niceeval.web._eval_run import eval_run_page
 from niceeval.web._history import history_page
+from niceeval.web._online import online_page
 from niceeval.web._pages import render
 from niceeval.web._runs import run_page, runs_page
 from niceeval.web._security import Access, Guard
@@ -58,6 +59,7 @@ def create_app(settings: ViewerSettings) -> Starlette:
             Route("/compare/eval", compare_eval_page, name="compare_eval"),
             Route("/setups", setups_page, name="setups"),
             Route("/evals/history", history_page, name="history"),
+            Route("/online", online_page, name="online"),
             Route("/cases", cases_page, name="cases"),
             Route("/cases/new", new_case_form, name="new_case"),
             Route("/cases/new", save_new_case, methods=["POST"]),

@@ -19,6 +19,7 @@ def test_public_names() -> None:
         "SpanEvent",
         "SpanKind",
         "SpanStatus",
+        "Trace",
         "events_from_spans",
         "role",
     ]

@@ -94,6 +94,16 @@ def test_the_suite_is_exported_as_one_trace(tmp_path: Path, receiver: TraceRecei
     (judge,) = [s for s in spans if s.parent_id == refund.span_id and s.name == "chat judge"]
     assert judge.attributes["gen_ai.operation.name"] == "chat" and judge.attributes["gen_ai.request.model"] == "judge"
     assert judge.attributes["gen_ai.provider.name"] == "openai" and judge.attributes["niceeval.judge.score"] == 0.9
+    results = {e.attributes["gen_ai.evaluation.name"]: dict(e.attributes) for e in refund.events}
+    assert {e.name for e in refund.events} == {"gen_ai.evaluation.result"}
+    assert results["includes('refund')"] == {
+        "gen_ai.evaluation.name": "includes('refund')",
+        "gen_ai.evaluation.score.label": "passed",
+        "gen_ai.evaluation.score.value": 1.0,
+    }
+    (rubric,) = [attributes for name, attributes in results.items() if name.startswith("rubric")]
+    assert (rubric["gen_ai.evaluation.score.value"], rubric["gen_ai.evaluation.score.label"]) == (0.9, "passed")
+    assert rubric["gen_ai.evaluation.explanation"].endswith("polite")
 
 
 def test_the_endpoint_comes_from_the_flag_or_the_standard_variables(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -152,4 +152,3 @@ def test_bad_arguments_are_usage_errors_at_their_line(call: Any, message: str) -
 
     result = run(ev)
     assert result.error is not None and result.error.kind == "usage" and message in result.error.message
-

@@ -47,7 +47,7 @@ def test_a_huge_trace_draws_the_first_rows_and_says_how_many_were_left_out() -> 
     assert markup.count('<rect class="bar"') == MAX_ROWS and "25 more rows not drawn" in markup
 
 
-CONFIG = '''\
+CONFIG = """\
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
@@ -70,7 +70,7 @@ def shop(message: str) -> str:
 
 
 config = define_config(agent=shop)
-'''
+"""
 EVALS = """\
 from niceeval import EvalContext, define_eval
 

@@ -1,0 +1,12 @@
+"""Online evals: the suite's checks scored on live production traces (`niceeval watch`).
+
+An online eval (`@define_eval(online=True, sample=0.1, where=...)`) takes a finished trace instead of driving an
+agent: `t.input`, `t.reply`, `t.trace`, `t.tool_calls`, the matchers, scoped, span and judge assertions. The
+watcher receives OTLP/HTTP, assembles traces by trace id, runs the matching online evals with bounded queues and
+concurrency, stores each result (a suite run of kind `online` per watch session and day), exports the standard
+`gen_ai.evaluation.result` events, and raises anytime-valid alarms.
+
+Design: docs/design/online.md
+"""
+
+from __future__ import annotations

@@ -1,0 +1,100 @@
+"""`niceeval cases from-trace`: a failing production trace becomes a regression eval that fails the same way offline."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from niceeval._core.errors import ConfigError
+from niceeval._run.discovery import discover
+from niceeval._run.execute import ExecOptions, execute
+from niceeval.cli import main
+from niceeval.online._score import score
+from niceeval.online._stored import OnlineRecord
+from niceeval.store import SuiteRunStart
+from niceeval.store._recorder import Recorder
+from niceeval.tracing import Trace
+from niceeval.tracing._otlp import decode
+from tests.online.online_helpers import chat_trace
+
+ONLINE = """from niceeval import define_eval
+from niceeval.expect import includes
+
+
+@define_eval(online=True)
+async def helpful(t):
+    t.check(t.reply, includes("refund"))
+    t.called_tool("search")
+    t.check(t.input, includes("refund"))
+"""
+
+
+def stored_trace(root: Path, question: str, answer: str, **kwargs: object) -> str:
+    """A production trace scored by the online eval and stored as `niceeval watch` stores it; its id."""
+    (root / "evals").mkdir(exist_ok=True)
+    (root / "evals" / "online.py").write_text(ONLINE, encoding="utf-8")
+    (entry,) = discover(root, ["evals"]).online
+    trace_id, payload = chat_trace(question, answer, **kwargs)  # type: ignore[arg-type]
+    trace = Trace.of(decode(payload, "application/json"))
+    result = anyio.run(score, entry, trace, ExecOptions(timeout=10, root=root), 0)
+    recorder = Recorder.open(str(root / ".niceeval" / "results.db"), root)
+    record = OnlineRecord(recorder, SuiteRunStart(id="x", root=str(root)), [entry], clock=lambda: 0.0)
+    record.add([result])
+    record.close()
+    recorder.close()
+    return trace_id
+
+
+def test_a_failing_trace_becomes_a_regression_that_fails_the_same_way_offline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    trace_id = stored_trace(tmp_path, "where is my refund?", "I cannot help with that.", tool="lookup")
+    assert main(["cases", "from-trace", trace_id]) == 0
+    said = capsys.readouterr().out
+    assert f"saved trace {trace_id} (3 spans) to evals/regressions/{trace_id}.json" in said
+    saved = json.loads((tmp_path / "evals" / "regressions" / f"{trace_id}.json").read_text())
+    assert saved["trace_id"] == trace_id and len(saved["spans"]) == 3
+    module = (tmp_path / "evals" / "regressions.py").read_text()
+    assert f'@define_eval(name="trace_{trace_id[:12]}", trace="regressions/{trace_id}.json")' in module
+    (entry,) = discover(tmp_path, ["evals/regressions.py"]).evals
+    result = anyio.run(execute, entry, 0, ExecOptions(timeout=10, root=tmp_path))
+    assert result.outcome == "failed"
+    assert [(a.name, a.state) for a in result.assertions] == [
+        ("includes('refund')", "failed"),
+        ("includes('refund')", "passed"),
+        ("called_tool('search')", "failed"),
+    ]
+    assert main(["cases", "from-trace", trace_id]) == 2  # a second time: already there, nothing written
+    assert f"already has trace_{trace_id[:12]}" in capsys.readouterr().err
+
+
+def test_a_plain_def_online_eval_gets_a_plain_def_regression(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(sys.modules[__name__], "ONLINE", ONLINE.replace("async def helpful", "def helpful"))
+    trace_id = stored_trace(tmp_path, "refund?", "no idea")
+    assert main(["cases", "from-trace", trace_id]) == 0
+    module = (tmp_path / "evals" / "regressions.py").read_text()
+    assert f"\ndef trace_{trace_id[:12]}(t):\n" in module and "    helpful_online(t)\n" in module
+    (entry,) = discover(tmp_path, ["evals/regressions.py"]).evals
+    result = anyio.run(execute, entry, 0, ExecOptions(timeout=10, root=tmp_path))
+    assert result.error is None and result.outcome == "failed"
+
+
+def test_an_unknown_trace_says_which_traces_are_stored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    stored_trace(tmp_path, "refund?", "refund sent")
+    with pytest.raises(ConfigError, match=r"no stored online result of trace 0+: `niceeval watch` stores"):
+        from niceeval.cli._from_trace import _from_trace
+
+        _from_trace(
+            type("Args", (), {"trace_id": "0" * 32, "eval": None, "store": None, "config": None, "to": Path("x")})()
+        )
