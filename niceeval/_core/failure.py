@@ -12,7 +12,7 @@ A project may reclassify with a `classify_failure` hook (`define_config(classify
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 FailureClass = Literal["agent", "infra", "eval"]
 FAILURE_CLASSES: tuple[FailureClass, ...] = ("agent", "infra", "eval")
@@ -22,6 +22,13 @@ INFRA_CAUSES = frozenset({"timeout", "provider_error", "rate_limited", "no_api_k
 
 DEFAULT_INFRA_RETRIES = 2
 """Times a run that failed for `infra` is run again before it is reported (`--infra-retries`)."""
+
+
+class InfraUnavailable(Exception):
+    """Base of errors that say a part the run needs was unavailable (a simulated user's model, say): a run they
+    end is `infra`, wherever they were raised, so it is retried, then left out of pass rates."""
+
+    failure: ClassVar[FailureClass] = "infra"
 
 
 class _FatalError(Exception):

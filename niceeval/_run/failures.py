@@ -13,7 +13,14 @@ from types import CodeType, TracebackType
 from typing import TypeVar
 
 from niceeval._core.errors import ErrorInfo, error_info, is_niceeval_file
-from niceeval._core.failure import FAILURE_CLASSES, INFRA_CAUSES, EvalFatalError, ExperimentFatalError, FailureClass
+from niceeval._core.failure import (
+    FAILURE_CLASSES,
+    INFRA_CAUSES,
+    EvalFatalError,
+    ExperimentFatalError,
+    FailureClass,
+    InfraUnavailable,
+)
 from niceeval._core.results import FailureHook, RunResult
 from niceeval.providers import ProviderError, classify
 
@@ -40,7 +47,7 @@ def sandbox_failed(exc: BaseException) -> ErrorInfo:
 
 def raised_failure(exc: BaseException, eval_code: CodeType | None) -> FailureClass:
     """The class of a run an exception ended (see the module's docstring)."""
-    if _provider_outage(exc):
+    if isinstance(exc, InfraUnavailable) or _provider_outage(exc):
         return "infra"
     if isinstance(exc, AssertionError):
         return "agent"

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from niceeval._core.errors import NiceevalError
 from niceeval._core.events import EventLog, UsageEvent
+from niceeval._core.failure import InfraUnavailable
 from niceeval._core.values import head
 from niceeval.providers import ProviderError, RetryPolicy, parse_model
 from niceeval.simulation._persona import Persona
@@ -60,7 +61,7 @@ SCHEMA = {
 }
 
 
-class UserModelUnavailable(NiceevalError):
+class UserModelUnavailable(NiceevalError, InfraUnavailable):
     """The user model gave no turn (no key, the provider failed, a turn missing under `--cache-only`, an answer
     that is not the JSON asked for): the simulated eval errors as infrastructure, not as the agent's failure."""
 

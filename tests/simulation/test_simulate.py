@@ -168,6 +168,7 @@ def test_an_unavailable_user_model_errors_the_eval(
     assert result.error is not None and result.assertions == []
     assert result.error.type == "UserModelUnavailable"
     assert result.error.message.startswith("user model unavailable:") and "OPENAI_API_KEY" in result.error.message
+    assert result.outcome == "failed" and result.failure == "infra"  # the user model's outage, not the agent's
 
 
 def test_a_missing_turn_under_cache_only_errors_without_asking(users: LLMServer, tmp_path: Path) -> None:
