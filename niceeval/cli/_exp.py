@@ -57,7 +57,7 @@ def add_exp_commands(commands: argparse._SubParsersAction[argparse.ArgumentParse
     exp = commands.add_parser(
         "exp",
         help="run experiments (experiments/*.py): each one suite run tagged with its id, carrying the attempts "
-        "recorded before under the same setup; `exp list`, `exp rename OLD NEW`",
+        "recorded before under the same setup; `exp list`, `exp rename OLD NEW`, `exp compare A B`",
     )
     _add_experiment_flags(exp)
     exp.set_defaults(handler=_exp, paths=[])
