@@ -2,7 +2,8 @@
 
 Every row becomes one `Case`: its id (the `id` field, else the row's index), its data (`t.case`: the row as a
 dict, or a pydantic model with `case_model=`), its `metadata` and `tags`, and where it came from. A row that is
-not an object, fails `case_model`, or repeats an id is a `CaseError` naming the file and line.
+not an object, fails `case_model`, or repeats an id is a `CaseError` naming the file and line. A JSONL row that is not
+JSON, or a last row cut short, is a problem of its own: with a `Loading` the other rows still load.
 """
 
 from __future__ import annotations
@@ -87,19 +88,32 @@ def _rows_only(shown: str, reading: Reading, what: str) -> None:
 
 
 def _jsonl_rows(path: Path, shown: str, reading: Reading) -> Iterator[_Row]:
+    """Row by row, never the whole file: a row that is not JSON is an error row (the others still load), and a
+    last line cut short (no newline, not complete JSON) says the file is truncated."""
     _rows_only(shown, reading, "a JSONL dataset")
     index = 0
-    with path.open(encoding="utf-8") as lines:
+    with path.open("rb") as lines:
         for number, text in enumerate(lines, start=1):
             if not text.strip():
                 continue
             try:
                 value = json.loads(text)
-            except json.JSONDecodeError as exc:
-                problem = f"not valid JSON ({exc.msg}, column {exc.colno}); fix this row"
-                raise CaseError(shown, number, problem) from None
-            yield _Row(index=index, line=number, value=value)
+            except ValueError as exc:  # JSONDecodeError, or UnicodeDecodeError for bytes that are not UTF-8
+                yield _Row(index=index, line=number, value=None, error=_unparsed(exc, text))
+            else:
+                yield _Row(index=index, line=number, value=value)
             index += 1
+
+
+def _unparsed(exc: ValueError, text: bytes) -> str:
+    if not text.endswith(b"\n"):
+        return (
+            "the file ends inside this row (its last line has no newline and is not complete JSON: truncated?); "
+            "the rows before it were read, complete or remove this one"
+        )
+    if isinstance(exc, json.JSONDecodeError):
+        return f"not valid JSON ({exc.msg}, column {exc.colno}); fix this row"
+    return f"not UTF-8 text ({exc}); save the file as UTF-8"
 
 
 def _json_rows(path: Path, shown: str, reading: Reading) -> Iterator[_Row]:

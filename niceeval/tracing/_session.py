@@ -204,7 +204,6 @@ _SDK_MODULES = ("opentelemetry.trace", "opentelemetry.sdk.trace", "niceeval.trac
 _RECEIVER_MODULES = (
     "niceeval.tracing._receiver",
     "opentelemetry.proto.collector.trace.v1.trace_service_pb2",
-    "google.protobuf.json_format",
 )
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from niceeval._eval.cases import CaseError, iter_cases
+from niceeval._eval.cases import CaseError, Loading, iter_cases
 
 from ._helpers import run_project, write
 
@@ -187,3 +187,53 @@ def test_an_inline_bad_row_names_the_eval_file_and_the_row_index(tmp_path: Path)
     (problem,) = run_project(tmp_path).problems
     assert "cases_inline.py: define_eval(cases=[...])" in problem.location
     assert problem.message.startswith("row 1: a case is an object")
+
+
+CASES_OF_ROWS = """\
+from niceeval import define_eval
+
+@define_eval(cases="rows.jsonl")
+def rows(t):
+    pass
+"""
+
+
+def test_a_jsonl_row_that_is_not_json_is_reported_at_its_line_and_the_other_rows_run(tmp_path: Path) -> None:
+    rows = [f'{{"id": "r{n}", "q": {n}}}' for n in range(6)]
+    rows[3] = '{"id": "r3", "q": 3,}'
+    write(tmp_path, "evals/rows.jsonl", "\n".join(rows) + "\n")
+    write(tmp_path, "evals/cases_rows.py", CASES_OF_ROWS)
+    kept = run_project(tmp_path)
+    assert sorted(r.eval_id.split("[")[1] for r in kept.results) == ["r0]", "r1]", "r2]", "r4]", "r5]"]
+    (problem,) = kept.problems
+    assert problem.location.endswith("evals/rows.jsonl:4")
+    assert problem.message.startswith("not valid JSON (") and "column 21); fix this row" in problem.message
+    assert problem.message.endswith("(evals/cases_rows.py::rows: the other cases ran)")
+    assert kept.summary is not None and kept.summary.exit_code == 2
+
+
+def test_a_jsonl_cut_short_runs_its_complete_rows_and_says_it_is_truncated(tmp_path: Path) -> None:
+    write(tmp_path, "evals/rows.jsonl", '{"id": "a"}\n{"id": "b"}\n{"id": "c", "q": "half')
+    write(tmp_path, "evals/cases_rows.py", CASES_OF_ROWS)
+    kept = run_project(tmp_path)
+    assert sorted(r.eval_id for r in kept.results) == ["evals/cases_rows.py::rows[a]", "evals/cases_rows.py::rows[b]"]
+    (problem,) = kept.problems
+    assert problem.location.endswith("evals/rows.jsonl:3")
+    assert problem.message.startswith("the file ends inside this row (its last line has no newline")
+
+
+def test_a_complete_last_row_without_a_newline_is_a_row(tmp_path: Path) -> None:
+    path = write(tmp_path, "qa.jsonl", '{"id": "a"}\n{"id": "b"}')
+    assert [c.id for c in cases_of(path)] == ["a", "b"]  # type: ignore[attr-defined]
+
+
+def test_a_jsonl_row_that_is_not_utf8_is_an_error_at_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "qa.jsonl"
+    path.write_bytes(b'{"id": "a"}\n{"id": "\xff"}\n{"id": "c"}\n')
+    loading = Loading()
+    assert [c.id for c in cases_of(path, loading=loading)] == ["a", "c"]  # type: ignore[attr-defined]
+    (problem,) = loading.problems
+    assert (problem.line, problem.detail.split(" (")[0]) == (2, "not UTF-8 text")
+    assert problem.detail.endswith("save the file as UTF-8")
+    with pytest.raises(CaseError, match=r"qa\.jsonl:2: not UTF-8 text"):
+        cases_of(path)  # without a Loading to collect them, the first bad row raises

@@ -1,0 +1,125 @@
+"""A large dataset through `niceeval run`: peak RSS and wall time against a plain Python loop (issue 45).
+
+Run by hand (pytest does not collect it): `python bench/scale.py [--sizes 10000,100000] [--no-store]`.
+
+For each size it writes a JSONL of N rows (~150 bytes: an id, a question, an answer, metadata), an eval file with
+`cases=` and one cheap check per case, then, in one round and one after the other on the same file:
+
+- `niceeval run evals --runs 1 --json report.json` (store on, in the project's `.niceeval/results.db`), its wall
+  time and its peak RSS (the child's `ru_maxrss`);
+- the yardstick: a plain Python loop that reads the same file, applies the same check to each row and writes
+  the same shape of JSON report (one object per run) with `json.dump`.
+
+The figures are ratios taken in one run: niceeval's wall over the loop's, and each size's peak RSS over the
+smallest size's (flat memory means a ratio near 1.0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+EVAL = """\
+from niceeval import define_eval
+from niceeval.expect import includes
+
+
+@define_eval(cases="qa.jsonl", agent=lambda message: message)
+def qa(t):
+    t.check(t.case["answer"], includes("answer"))
+"""
+
+LOOP = """\
+import json, sys, time
+
+started = time.time()
+runs = []
+with open(sys.argv[1], "rb") as rows:
+    for line in rows:
+        row = json.loads(line)
+        passed = "answer" in row["answer"]
+        runs.append({"eval_id": "evals/qa.py::qa[" + row["id"] + "]", "run_index": 0, "passed": passed,
+                     "score": 1.0 if passed else 0.0, "metadata": row["metadata"],
+                     "checks": [{"name": "includes", "passed": passed}], "started": started})
+with open(sys.argv[2], "w") as out:
+    json.dump({"runs": runs, "summary": {"runs": len(runs), "passed": sum(r["passed"] for r in runs)}}, out)
+"""
+
+
+def _write_project(root: Path, size: int) -> None:
+    (root / "evals").mkdir()
+    (root / "evals" / "qa.py").write_text(EVAL)
+    with (root / "evals" / "qa.jsonl").open("w") as out:
+        for i in range(size):
+            row = {
+                "id": f"q{i}",
+                "question": f"What is {i} plus {i}, written out in words?",
+                "answer": f"answer {2 * i}",
+                "metadata": {"split": "golden" if i % 2 else "holdout", "source": "bench"},
+            }
+            out.write(json.dumps(row) + "\n")
+
+
+def _timed(command: list[str], cwd: Path) -> tuple[float, int]:
+    """Wall seconds and the peak RSS in KiB of one child (`wait4` reports that child's own usage)."""
+    started = time.perf_counter()
+    pid = os.fork()
+    if pid == 0:
+        os.chdir(cwd)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        os.execv(command[0], command)
+    _, status, usage = os.wait4(pid, 0)
+    wall = time.perf_counter() - started
+    if os.waitstatus_to_exitcode(status) not in (0, 1):
+        raise SystemExit(f"{' '.join(command)} exited {os.waitstatus_to_exitcode(status)}")
+    return wall, usage.ru_maxrss
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--no-store", action="store_true")
+    args = parser.parse_args()
+    niceeval = str(Path(sys.executable).with_name("niceeval"))
+    rows = []
+    for size in map(int, args.sizes.split(",")):
+        with tempfile.TemporaryDirectory() as folder:
+            root = Path(folder)
+            _write_project(root, size)
+            (root / "loop.py").write_text(LOOP)
+            store = ["--no-store"] if args.no_store else []
+            run = [niceeval, "run", "evals", "--runs", "1", "--json", "report.json", *store]
+            wall, rss = _timed(run, root)
+            report = json.loads((root / "report.json").read_text())
+            loop_wall, loop_rss = _timed([sys.executable, "loop.py", "evals/qa.jsonl", "loop.json"], root)
+            data = {
+                "cases": size,
+                "row_bytes": round((root / "evals" / "qa.jsonl").stat().st_size / size),
+                "evals_reported": len(report["evals"]),
+                "wall_s": round(wall, 2),
+                "rss_mib": round(rss / 1024, 1),
+                "loop_wall_s": round(loop_wall, 2),
+                "loop_rss_mib": round(loop_rss / 1024, 1),
+                "wall_over_loop": round(wall / loop_wall, 2),
+            }
+            rows.append(data)
+            print(json.dumps(data), flush=True)
+    first = rows[0]
+    load = os.getloadavg()[0]
+    for data in rows:
+        print(
+            f"{data['cases']:>9,} cases: peak RSS {data['rss_mib']} MiB "
+            f"({data['rss_mib'] / first['rss_mib']:.2f}x the {first['cases']:,}-case peak), "
+            f"wall {data['wall_s']} s = {data['wall_over_loop']}x the plain loop; load average {load:.1f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
