@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 
-SCHEMA_REVISION = "0010"
+SCHEMA_REVISION = "0011_scale"
 """The Alembic revision this niceeval writes and reads (the head of `_migrations/versions`)."""
 
 

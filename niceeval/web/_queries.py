@@ -16,8 +16,16 @@ from starlette.exceptions import HTTPException
 
 from niceeval._core.assertion import AssertionResult, JudgeCall
 from niceeval.render import JudgeModelUse
-from niceeval.store import RunNotFound, Store, SuiteRunInfo
-from niceeval.store.tables import assertions, eval_runs, judge_calls, suite_runs, suite_runs_with
+from niceeval.store import EvalRunInfo, RunNotFound, Store, SuiteRunInfo
+from niceeval.store.tables import (
+    assertions,
+    eval_runs,
+    header,
+    judge_calls,
+    run_summary,
+    suite_runs,
+    suite_runs_with,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,8 +136,11 @@ def runs_pass_rates(store: Store, runs: Sequence[SuiteRunInfo]) -> dict[str, flo
     return store.pass_rates(runs)
 
 
-def first_misses(store: Store, suite_run_id: str) -> dict[tuple[str, int], AssertionResult]:
-    """The first failed assertion of each eval run that missed, by `(eval id, run index)` (the run page's lines).
+def first_misses(
+    store: Store, suite_run_id: str, eval_ids: Sequence[str] | None = None
+) -> dict[tuple[str, int], AssertionResult]:
+    """The first failed assertion of each eval run that missed (of `eval_ids` alone when given: a page of the run
+    page's lines), by `(eval id, run index)`.
 
     With the pass flags of its judges, so its `shortfall()` reads as in the HTML report (`judge said fail`).
     """
@@ -149,6 +160,7 @@ def first_misses(store: Store, suite_run_id: str) -> dict[tuple[str, int], Asser
             eval_runs.c.suite_run_id == suite_run_id,
             eval_runs.c.outcome.in_(("failed", "scored")),
             assertions.c.state == "failed",
+            *([] if eval_ids is None else [eval_runs.c.eval_id.in_(list(eval_ids))]),
         )
         .subquery()
     )
@@ -189,6 +201,19 @@ def variant_scores(
         for eval_id, run_index, name, score in conn.execute(query):
             found.setdefault((eval_id, run_index), []).append((name, score))
     return found
+
+
+def varied_runs(store: Store, suite_run_id: str, eval_ids: Sequence[str]) -> list[EvalRunInfo]:
+    """The runs of these evals (those that ran with variants) that had a variant, in plan order of their ids."""
+    query = (
+        select(eval_runs)
+        .where(eval_runs.c.suite_run_id == suite_run_id, eval_runs.c.eval_id.in_(list(eval_ids)))
+        .order_by(eval_runs.c.eval_id, eval_runs.c.run_index)
+    )
+    order = {eval_id: n for n, eval_id in enumerate(eval_ids)}
+    with store.engine.connect() as conn:
+        rows = sorted(conn.execute(query).mappings(), key=lambda r: (order[r["eval_id"]], r["run_index"]))
+    return [summary for summary in map(run_summary, rows) if summary.variant]
 
 
 def score_history(store: Store, eval_id: str, *, limit: int = 30) -> ScoreHistory:
@@ -242,11 +267,11 @@ def previous_run(store: Store, run: SuiteRunInfo) -> str | None:
 
 
 def run_info(store: Store, ref: str) -> SuiteRunInfo:
-    """A suite run's header and totals alone (no eval runs), or a 404 page when `ref` names none."""
+    """A suite run's header and totals alone (no eval runs; a running one's counted so far), or a 404 page when
+    `ref` names none."""
     try:
         suite_run_id = store.resolve(ref)
     except RunNotFound as exc:
         raise HTTPException(404, str(exc)) from None
     with store.engine.connect() as conn:
-        row = conn.execute(select(suite_runs).where(suite_runs.c.id == suite_run_id)).mappings().one()
-    return SuiteRunInfo.model_validate({**row, "errors": row["errors"] or []})
+        return header(conn, suite_run_id)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
@@ -10,17 +9,18 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from niceeval._core.assertion import AssertionResult
-from niceeval._core.outcome import OUTCOMES, Outcome
+from niceeval._core.outcome import OUTCOMES
 from niceeval._core.results import RunResult, Spend
 from niceeval._core.summary import EvalTally, PlannedEval
 from niceeval._core.wording import miss_words
-from niceeval.render import VariantTable, interval_text, runs_rate, suite_rate, when
+from niceeval.render import VariantTable, suite_rate, when
 from niceeval.stats import Estimate
 from niceeval.store import EvalRunInfo, Store, SuiteRunDetail, SuiteRunInfo
 from niceeval.web import _queries
 from niceeval.web._charts import Point, trend_line
+from niceeval.web._lines import SORTS, EvalLine, line_page, line_query
 from niceeval.web._pages import render
-from niceeval.web._requests import page_number, store_of, suite_run
+from niceeval.web._requests import page_number, store_of
 
 RUNS_PER_PAGE = 25
 EVALS_PER_PAGE = 200
@@ -28,39 +28,6 @@ TREND_RUNS = 30
 TREND_LOOKBACK = 200
 """Latest suite runs searched for the trend's complete ones."""
 _VERDICT_ORDER: dict[str, int] = {"failed": 0, "scored": 1, "passed": 2, "skipped": 3}
-
-
-@dataclass(frozen=True, slots=True)
-class EvalLine:
-    """One eval of a suite run, as its row in the run page."""
-
-    eval_id: str
-    location: str
-    tags: list[str]
-    verdict: Outcome
-    counts: dict[Outcome, int]
-    planned: int
-    passing: int
-    """Runs that count as passes (`scored` too, unless the suite ran `--strict`)."""
-    counted: int
-    """Runs that were not skipped."""
-    pass_rate: float | None
-    mean_duration_s: float
-    cost: float | None
-    error: str | None
-    """The first miss, as the HTML report's index says it: the error that ended the lowest missing run, else
-    that run's first failed assertion (`name: shortfall`)."""
-    focus_run: int
-    """The run index to open: the first failed run, else the first scored, else run 0."""
-
-    @property
-    def done(self) -> int:
-        return sum(self.counts.values())
-
-    @property
-    def interval(self) -> str:
-        """`95% CI 49%-94%`: the Wilson interval of the pass rate over the runs (empty without runs)."""
-        return interval_text(runs_rate(self.passing, self.counted))
 
 
 def runs_page(request: Request) -> Response:
@@ -102,44 +69,40 @@ def charted_in_trend(run: SuiteRunInfo) -> bool:
 
 
 def run_page(request: Request) -> Response:
-    """`/runs/{run_id}`: the suite run's evals (failures first), filters, judge and spend summary."""
+    """`/runs/{run_id}`: the suite run's evals (failures first, or as sorted), filters, judge and spend summary.
+
+    The evals are filtered, sorted and paginated in the store (`_lines`): a page past the last shows the last.
+    """
     store = store_of(request)
-    detail = suite_run(store, request.path_params["run_id"])
-    outcome = request.query_params.get("outcome", "")
-    tag = request.query_params.get("tag", "")
-    text = request.query_params.get("q", "").strip()
-    lines = eval_lines(detail, _queries.first_misses(store, detail.run.id))
-    tags = sorted({t for line in lines for t in line.tags})
-    shown = [
-        line
-        for line in lines
-        if (not outcome or line.verdict == outcome)
-        and (not tag or tag in line.tags)
-        and (not text or text.lower() in line.eval_id.lower())
-    ]
-    page = page_number(request)
-    start = (page - 1) * EVALS_PER_PAGE
-    filters = {k: v for k, v in (("outcome", outcome), ("tag", tag), ("q", text)) if v}
+    run = _queries.run_info(store, request.path_params["run_id"])
+    query = line_query(request)
+    found = line_page(store, run, query, page_number(request), EVALS_PER_PAGE)
+    shards = store.shards(run.id) if run.shard_count is not None else []
+    missing = SuiteRunDetail(run=run, evals=[], eval_runs=[], shards=shards).missing_shards
     return render(
         request,
         "run.html",
-        run=detail.run,
-        lines=shown[start : start + EVALS_PER_PAGE],
-        matched=len(shown),
-        total=len(lines),
-        page=page,
-        has_next=start + EVALS_PER_PAGE < len(shown),
-        query=urlencode(filters),
-        outcome=outcome,
-        tag=tag,
-        text=text,
+        run=run,
+        lines=found.lines,
+        matched=found.matched,
+        total=found.total,
+        page=found.page,
+        pages=found.pages,
+        has_next=found.has_next,
+        query=urlencode(query.params),
+        outcome=query.outcome,
+        tag=query.tag,
+        text=query.text,
+        sort=query.sort,
+        order=query.order,
+        sorts=SORTS,
         outcomes=OUTCOMES,
-        tags=tags,
-        judging=_queries.run_judging(store, detail.run.id),
-        previous=_queries.previous_run(store, detail.run),
-        missing_shards=detail.missing_shards,
-        variants=variant_table(store, detail),
-        pass_rate=runs_pass_rate(detail),
+        tags=found.tags,
+        judging=_queries.run_judging(store, run.id),
+        previous=_queries.previous_run(store, run),
+        missing_shards=missing,
+        variants=variant_table(store, run, found.varied),
+        pass_rate=found.pass_rate,
     )
 
 
@@ -156,17 +119,17 @@ def runs_pass_rate(detail: SuiteRunDetail) -> Estimate:
     return suite_rate(tallies.values(), strict=detail.run.strict)
 
 
-def variant_table(store: Store, detail: SuiteRunDetail) -> dict[str, Any]:
-    """The per-variant comparison of the HTML report, from the stored runs (empty without variants).
+def variant_table(store: Store, run: SuiteRunInfo, varied: list[str]) -> dict[str, Any]:
+    """The per-variant comparison of the HTML report, from the runs of the evals that ran with variants (empty
+    without variants).
 
     Each eval run with a variant is folded as the report folds it, from its summary and its assertions' scores.
     """
-    varied = [info for info in detail.eval_runs if info.variant]
     table = VariantTable()
     if not varied:
-        return table.for_page(strict=detail.run.strict)
-    scores = _queries.variant_scores(store, detail.run.id, sorted({info.eval_id for info in varied}))
-    for info in varied:
+        return table.for_page(strict=run.strict)
+    scores = _queries.variant_scores(store, run.id, varied)
+    for info in _queries.varied_runs(store, run.id, varied):
         checks = [
             AssertionResult(name=name, severity="soft", score=score, threshold=0.0, state="passed")
             for name, score in scores.get((info.eval_id, info.run_index), [])
@@ -178,7 +141,7 @@ def variant_table(store: Store, detail: SuiteRunDetail) -> dict[str, Any]:
                 judge_spend=Spend(cost=info.judge_cost), case_id=info.case_id, variant=info.variant,
             )
         )  # fmt: skip
-    return table.for_page(strict=detail.run.strict)
+    return table.for_page(strict=run.strict)
 
 
 def eval_lines(detail: SuiteRunDetail, misses: dict[tuple[str, int], AssertionResult] | None = None) -> list[EvalLine]:
