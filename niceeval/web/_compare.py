@@ -15,9 +15,9 @@ from niceeval._core.results import RunResult
 from niceeval.render import rounds
 from niceeval.store import DiffOptions, RunNotFound, Store, SuiteRunDetail
 from niceeval.web import _queries
+from niceeval.web._lines import EvalLine
 from niceeval.web._pages import render
 from niceeval.web._requests import required, store_of, suite_run
-from niceeval.web._lines import EvalLine
 from niceeval.web._runs import eval_lines
 
 PICKER_RUNS = 50

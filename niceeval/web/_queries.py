@@ -203,6 +203,17 @@ def variant_scores(
     return found
 
 
+def eval_runs_of(store: Store, suite_run_id: str, eval_id: str) -> list[EvalRunInfo]:
+    """The summaries of one eval's runs in a suite run, in run order (by the eval runs' key, not the whole run)."""
+    query = (
+        select(eval_runs)
+        .where(eval_runs.c.suite_run_id == suite_run_id, eval_runs.c.eval_id == eval_id)
+        .order_by(eval_runs.c.run_index)
+    )
+    with store.engine.connect() as conn:
+        return [run_summary(row) for row in conn.execute(query).mappings()]
+
+
 def varied_runs(store: Store, suite_run_id: str, eval_ids: Sequence[str]) -> list[EvalRunInfo]:
     """The runs of these evals (those that ran with variants) that had a variant, in plan order of their ids."""
     query = (

@@ -1,0 +1,165 @@
+"""The run page over the tallies a suite run keeps when it closes: pages, sorts, filters and bad input, on SQLite and
+PostgreSQL; a running suite run (no tallies yet) lists the same lines."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterator, Sequence
+
+import pytest
+from _stored import ErrorInfo, result
+from starlette.testclient import TestClient
+
+from niceeval._core.results import RunResult, Spend
+from niceeval._core.summary import PlannedEval
+from niceeval.store import Store, SuiteRunStart
+from niceeval.store._recorder import Recorder, SuiteEnd
+from niceeval.store.tables import eval_tallies, suite_rates
+from niceeval.web import Access, ViewerSettings, create_app
+
+PER_PAGE = 200
+
+
+@pytest.fixture
+def opened(store_url: str) -> Iterator[Store]:
+    with Store.open(store_url) as store:
+        yield store
+
+
+@pytest.fixture
+def viewer(opened: Store) -> TestClient:
+    return TestClient(create_app(ViewerSettings(store=opened, access=Access(token=None, loopback=True))),
+                      base_url="http://127.0.0.1:7575")  # fmt: skip
+
+
+def ids(html: str) -> list[str]:
+    """The eval ids of the run page's lines, in order."""
+    body = html.split('<table class="data evals">', 1)[1].split("</table>", 1)[0] if "data evals" in html else ""
+    return re.findall(r'eval\?id=[^"]*">([^<]+)</a>', body)
+
+
+def begin(store: Store, results: Sequence[RunResult], *, strict: bool = False, min_pass_rate: float = 1.0,
+          tags: dict[str, list[str]] | None = None) -> tuple[Recorder, str]:  # fmt: skip
+    """A suite run recorded and its runs stored, still `running`."""
+    run_id = uuid.uuid4().hex[:12]
+    plan: dict[str, PlannedEval] = {}
+    for r in results:
+        runs = 1 + max(x.run_index for x in results if x.eval_id == r.eval_id)
+        plan.setdefault(r.eval_id, PlannedEval(id=r.eval_id, file=r.file, line=r.line, runs=runs,
+                                               tags=tuple((tags or {}).get(r.eval_id, []))))  # fmt: skip
+    recorder = Recorder.of(store)
+    start = SuiteRunStart(id=run_id, command=["niceeval", "run"], strict=strict, min_pass_rate=min_pass_rate)
+    recorder.begin(start, list(plan.values()))
+    recorder.add(run_id, list(results))
+    return recorder, run_id
+
+
+def finish(recorder: Recorder, run_id: str) -> None:
+    recorder.finish(run_id, SuiteEnd(status="finished", exit_code=1, duration_s=1.0))
+    recorder.close()
+
+
+def stored(store: Store, results: Sequence[RunResult], **options: object) -> str:
+    recorder, run_id = begin(store, results, **options)  # type: ignore[arg-type]
+    finish(recorder, run_id)
+    return run_id
+
+
+def many(count: int) -> list[RunResult]:
+    """`count` evals, one run each: every seventh failed, every fifth scored, durations and costs varying."""
+    found = []
+    for n in range(count):
+        outcome = "failed" if n % 7 == 0 else "scored" if n % 5 == 0 else "passed"
+        found.append(result(f"evals/a.py::case_{n:04d}", outcome, duration_s=(n * 37 % 101) / 10))  # type: ignore[arg-type]
+    return found
+
+
+def test_a_page_past_the_last_shows_the_last_page(opened: Store, viewer: TestClient) -> None:
+    run = stored(opened, many(450))
+    html = viewer.get(f"/runs/{run}?page=10000").text
+    listed = ids(html)
+    assert len(listed) == 50 and "page 3 of 3" in html and "Next →" not in html
+    assert listed == ids(viewer.get(f"/runs/{run}?page=3").text)
+    small = stored(opened, many(10))
+    assert len(ids(viewer.get(f"/runs/{small}?page=10000").text)) == 10
+
+
+def test_pages_hold_every_eval_once_failures_first_then_plan_order(opened: Store, viewer: TestClient) -> None:
+    run = stored(opened, many(450))
+    listed = [i for page in (1, 2, 3) for i in ids(viewer.get(f"/runs/{run}?page={page}").text)]
+    failed = [f"evals/a.py::case_{n:04d}" for n in range(450) if n % 7 == 0]
+    scored = [f"evals/a.py::case_{n:04d}" for n in range(450) if n % 7 and n % 5 == 0]
+    assert listed[: len(failed)] == failed and listed[len(failed) : len(failed) + len(scored)] == scored
+    assert sorted(listed) == sorted(f"evals/a.py::case_{n:04d}" for n in range(450))
+
+
+def test_sorts_by_duration_eval_and_cost_with_an_unknown_cost_last(opened: Store, viewer: TestClient) -> None:
+    results = many(30)
+    results[3] = results[3].model_copy(update={"agent_spend": Spend(calls=1, tokens=5, cost=None)})
+    run = stored(opened, results)
+    by_duration = ids(viewer.get(f"/runs/{run}?sort=duration&order=desc").text)
+    durations = {r.eval_id: r.duration_s for r in results}
+    assert [durations[i] for i in by_duration] == sorted(durations.values(), reverse=True)
+    assert ids(viewer.get(f"/runs/{run}?sort=eval&order=desc").text) == sorted(durations, reverse=True)
+    for order in ("asc", "desc"):
+        assert ids(viewer.get(f"/runs/{run}?sort=cost&order={order}").text)[-1] == "evals/a.py::case_0003"
+
+
+def test_filters_combine_and_text_is_matched_literally(opened: Store, viewer: TestClient) -> None:
+    results = [result("evals/a.py::refund_100%"), result("evals/a.py::refund_1000", "failed"),
+               result("evals/b.py::search", "failed"), result("evals/b.py::REFUND_x")]  # fmt: skip
+    run = stored(
+        opened, results, tags={"evals/a.py::refund_1000": ["billing"], "evals/b.py::search": ["billing", "slow"]}
+    )
+    assert ids(viewer.get(f"/runs/{run}?q=100%25").text) == ["evals/a.py::refund_100%"]
+    assert ids(viewer.get(f"/runs/{run}?q=_1").text) == ["evals/a.py::refund_1000", "evals/a.py::refund_100%"]
+    assert ids(viewer.get(f"/runs/{run}?q=refund").text) == [
+        "evals/a.py::refund_1000", "evals/a.py::refund_100%", "evals/b.py::REFUND_x"
+    ]  # fmt: skip
+    assert ids(viewer.get(f"/runs/{run}?tag=billing&outcome=failed").text) == [
+        "evals/a.py::refund_1000", "evals/b.py::search"
+    ]  # fmt: skip
+    assert ids(viewer.get(f"/runs/{run}?tag=slow").text) == ["evals/b.py::search"]
+    html = viewer.get(f"/runs/{run}?tag=slow&outcome=passed").text
+    assert "No eval matches these filters." in html and "Evals <span" in html
+
+
+@pytest.mark.parametrize(
+    ("query", "reason"),
+    [
+        (
+            "sort=price",
+            "unknown sort &#39;price&#39;: sort by one of verdict, eval, position, duration, cost, pass_rate",
+        ),
+        ("order=up", "unknown order &#39;up&#39;: use asc or desc."),
+        ("outcome=broken", "unknown outcome &#39;broken&#39;: use one of passed, scored, failed, skipped."),
+    ],
+)
+def test_a_bad_sort_order_or_outcome_is_a_400_naming_what_is_allowed(
+    opened: Store, viewer: TestClient, query: str, reason: str
+) -> None:
+    run = stored(opened, many(3))
+    response = viewer.get(f"/runs/{run}?{query}")
+    assert response.status_code == 400 and reason in response.text
+
+
+def test_a_running_run_lists_the_same_lines_as_once_it_closed(opened: Store, viewer: TestClient) -> None:
+    crash = ErrorInfo(kind="exception", type="KeyError", message="'id'")
+    results = [*many(230), result("evals/a.py::flaky", run_index=0), result("evals/a.py::flaky", "failed", run_index=1),
+               result("evals/a.py::crash", "failed", error=crash), result("evals/a.py::skip", "skipped")]  # fmt: skip
+    recorder, run = begin(opened, results, min_pass_rate=0.5, tags={"evals/a.py::flaky": ["slow"]})
+    queries = ["", "page=2", "sort=duration&order=desc", "outcome=scored", "tag=slow", "q=CASE_01", "sort=pass_rate"]
+    running = {q: viewer.get(f"/runs/{run}?{q}").text for q in queries}
+    assert "This run is <strong>running</strong>" in running[""]
+    finish(recorder, run)
+    with opened.engine.connect() as conn:
+        kept = conn.execute(eval_tallies.select().where(eval_tallies.c.suite_run_id == run)).mappings().all()
+        rate = conn.execute(suite_rates.select().where(suite_rates.c.suite_run_id == run)).mappings().one()
+    assert len(kept) == 233 and rate["pass_rate"] is not None
+    flaky = next(row for row in kept if row["eval_id"] == "evals/a.py::flaky")
+    assert (flaky["passing"], flaky["counted"], flaky["verdict"], flaky["tags"]) == (1, 2, "scored", ["slow"])
+    for q in queries:
+        closed = viewer.get(f"/runs/{run}?{q}").text
+        assert ids(closed) == ids(running[q]), q
+        assert re.findall(r"<tbody>.*?</tbody>", closed, re.S) == re.findall(r"<tbody>.*?</tbody>", running[q], re.S)
