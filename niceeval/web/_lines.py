@@ -282,3 +282,57 @@ def _focus(runs: list[tuple[Any, ...]]) -> int:
             if outcome == wanted:
                 return int(run_index)
     return int(runs[0][0]) if runs else 0
+
+
+@dataclass(frozen=True, slots=True)
+class Pair:
+    """One eval in both suite runs (either side may be missing: a new or gone eval)."""
+
+    eval_id: str
+    base: TallyRow | None
+    head: TallyRow | None
+
+
+@dataclass(frozen=True, slots=True)
+class PairPage:
+    """One page of the evals of two suite runs: the compared run's in plan order, then those only the baseline had."""
+
+    pairs: list[Pair]
+    total: int
+    page: int
+    pages: int
+
+    @property
+    def has_next(self) -> bool:
+        return self.page < self.pages
+
+
+def pair_page(store: Store, base: SuiteRunInfo, head: SuiteRunInfo, page: int, per_page: int) -> PairPage:
+    """Page `page` (past the end: the last) of the two runs' evals side by side, read a page of tallies a side."""
+    with store.engine.connect() as conn:
+        before, after = _plan_order(conn, base), _plan_order(conn, head)
+        known = set(after)
+        order = after + [eval_id for eval_id in before if eval_id not in known]
+        page, pages = _clamp(page, len(order), per_page)
+        shown = order[(page - 1) * per_page : page * per_page]
+        old, new = _rows_of(conn, base, shown), _rows_of(conn, head, shown)
+    pairs = [Pair(eval_id, old.get(eval_id), new.get(eval_id)) for eval_id in shown]
+    return PairPage(pairs=pairs, total=len(order), page=page, pages=pages)
+
+
+def _plan_order(conn: Connection, run: SuiteRunInfo) -> list[str]:
+    """The ids of the run's evals with a stored run, in plan order."""
+    if run.status != "running" and _kept(conn, run.id) is not None:
+        query = select(eval_tallies.c.eval_id).where(eval_tallies.c.suite_run_id == run.id)
+        return list(conn.execute(query.order_by(eval_tallies.c.position)).scalars())
+    return [row.eval_id for row in folded_tallies(conn, run.id)[0]]
+
+
+def _rows_of(conn: Connection, run: SuiteRunInfo, eval_ids: list[str]) -> dict[str, TallyRow]:
+    if run.status != "running" and _kept(conn, run.id) is not None:
+        query = select(*(eval_tallies.c[field.name] for field in fields(TallyRow))).where(
+            eval_tallies.c.suite_run_id == run.id, eval_tallies.c.eval_id.in_(eval_ids)
+        )
+        return {row.eval_id: row for row in (TallyRow(**found) for found in conn.execute(query).mappings())}
+    wanted = set(eval_ids)
+    return {row.eval_id: row for row in folded_tallies(conn, run.id)[0] if row.eval_id in wanted}

@@ -11,14 +11,11 @@ from starlette.responses import Response
 from niceeval._core.assertion import AssertionResult
 from niceeval._core.outcome import OUTCOMES
 from niceeval._core.results import RunResult, Spend
-from niceeval._core.summary import EvalTally, PlannedEval
-from niceeval._core.wording import miss_words
-from niceeval.render import VariantTable, suite_rate, when
-from niceeval.stats import Estimate
-from niceeval.store import EvalRunInfo, Store, SuiteRunDetail, SuiteRunInfo
+from niceeval.render import VariantTable, when
+from niceeval.store import Store, SuiteRunDetail, SuiteRunInfo
 from niceeval.web import _queries
 from niceeval.web._charts import Point, trend_line
-from niceeval.web._lines import SORTS, EvalLine, line_page, line_query
+from niceeval.web._lines import SORTS, line_page, line_query
 from niceeval.web._pages import render
 from niceeval.web._requests import page_number, store_of
 
@@ -27,7 +24,6 @@ EVALS_PER_PAGE = 200
 TREND_RUNS = 30
 TREND_LOOKBACK = 200
 """Latest suite runs searched for the trend's complete ones."""
-_VERDICT_ORDER: dict[str, int] = {"failed": 0, "scored": 1, "passed": 2, "skipped": 3}
 
 
 def runs_page(request: Request) -> Response:
@@ -106,19 +102,6 @@ def run_page(request: Request) -> Response:
     )
 
 
-def runs_pass_rate(detail: SuiteRunDetail) -> Estimate:
-    """The suite's pass rate over its cases with its interval, as the console and the JSON report give it
-    (`suite_rate`), not the share of evals (the runs list's column, one verdict per eval)."""
-    tallies = {
-        p.eval_id: EvalTally(eval=PlannedEval(id=p.eval_id, file=p.file, line=p.line, cluster=p.cluster))
-        for p in detail.evals
-    }
-    for info in detail.eval_runs:
-        if info.eval_id in tallies:
-            tallies[info.eval_id].counts[info.outcome] += 1
-    return suite_rate(tallies.values(), strict=detail.run.strict)
-
-
 def variant_table(store: Store, run: SuiteRunInfo, varied: list[str]) -> dict[str, Any]:
     """The per-variant comparison of the HTML report, from the runs of the evals that ran with variants (empty
     without variants).
@@ -142,70 +125,6 @@ def variant_table(store: Store, run: SuiteRunInfo, varied: list[str]) -> dict[st
             )
         )  # fmt: skip
     return table.for_page(strict=run.strict)
-
-
-def eval_lines(detail: SuiteRunDetail, misses: dict[tuple[str, int], AssertionResult] | None = None) -> list[EvalLine]:
-    """One line per planned eval (with its runs folded into a verdict), failures first, then plan order.
-
-    `misses`: the first failed assertion of each eval run that missed (`_queries.first_misses`).
-    """
-    misses = misses or {}
-    runs: dict[str, list[EvalRunInfo]] = {}
-    for info in detail.eval_runs:
-        runs.setdefault(info.eval_id, []).append(info)
-    strict, min_rate = detail.run.strict, detail.run.min_pass_rate
-    lines = []
-    for planned in detail.evals:
-        done = runs.get(planned.eval_id, [])
-        if not done:
-            continue
-        tally = EvalTally(eval=PlannedEval(id=planned.eval_id, file=planned.file, line=planned.line, runs=planned.runs))
-        for info in done:
-            tally.counts[info.outcome] += 1
-            tally.total_duration_s += info.duration_s
-        lines.append(
-            EvalLine(
-                eval_id=planned.eval_id,
-                location=f"{planned.file}:{planned.line}",
-                tags=planned.tags,
-                verdict=tally.status(strict=strict, min_pass_rate=min_rate),
-                counts=tally.counts,
-                planned=planned.runs,
-                passing=tally.passing(strict=strict),
-                counted=tally.counted,
-                pass_rate=tally.pass_rate(strict=strict),
-                mean_duration_s=tally.mean_duration_s,
-                cost=_cost(done),
-                error=_first_miss(done, misses),
-                focus_run=_focus(done),
-            )
-        )
-    return sorted(lines, key=lambda line: _VERDICT_ORDER[line.verdict])
-
-
-def _cost(runs: list[EvalRunInfo]) -> float | None:
-    total = 0.0
-    for info in runs:
-        if info.agent_cost is None or info.judge_cost is None:
-            return None
-        total += info.agent_cost + info.judge_cost
-    return total
-
-
-def _first_miss(runs: list[EvalRunInfo], misses: dict[tuple[str, int], AssertionResult]) -> str | None:
-    missed = [info for info in runs if info.outcome in ("failed", "scored")]
-    if not missed:
-        return None
-    first = min(missed, key=lambda info: info.run_index)
-    return miss_words(first.error, misses.get((first.eval_id, first.run_index)))
-
-
-def _focus(runs: list[EvalRunInfo]) -> int:
-    for wanted in ("failed", "scored"):
-        for info in runs:
-            if info.outcome == wanted:
-                return info.run_index
-    return runs[0].run_index
 
 
 def recent_runs(store: Store, limit: int = 50) -> list[SuiteRunInfo]:

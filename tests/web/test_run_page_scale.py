@@ -163,3 +163,48 @@ def test_a_running_run_lists_the_same_lines_as_once_it_closed(opened: Store, vie
         closed = viewer.get(f"/runs/{run}?{q}").text
         assert ids(closed) == ids(running[q]), q
         assert re.findall(r"<tbody>.*?</tbody>", closed, re.S) == re.findall(r"<tbody>.*?</tbody>", running[q], re.S)
+
+
+def test_compare_pages_every_eval_the_compared_runs_first_then_the_gone_ones(opened: Store, viewer: TestClient) -> None:
+    base = stored(opened, [*many(250), result("evals/z.py::gone_1"), result("evals/z.py::gone_2", "failed")])
+    recorder, head = begin(opened, many(300))
+    pages = {}
+    for page in (1, 2, 3, 10000):
+        html = viewer.get(f"/compare?base={base}&head={head}&show=all&page={page}").text
+        body = html.split('<table class="data pairs">', 1)[1].split("</table>", 1)[0]
+        pages[page] = re.findall(r'<td class="id">([^<]+)</td>', body)
+        if page == 10000:
+            assert "page 2 of 2" in html and "Next →" not in html
+    finish(recorder, head)
+    closed = viewer.get(f"/compare?base={base}&head={head}&show=all&page=2").text
+    assert pages[10000] == pages[2] and pages[3] == pages[2]
+    gone = ["evals/z.py::gone_1", "evals/z.py::gone_2"]
+    assert pages[1] + pages[2] == [f"evals/a.py::case_{n:04d}" for n in range(300)] + gone
+    assert '<span class="faint">new</span>' in closed and closed.count('<span class="faint">gone</span>') == 2
+
+
+def test_a_store_from_before_tallies_gets_them_for_its_closed_runs(store_url: str) -> None:
+    from alembic import command
+    from alembic.config import Config
+    from sqlalchemy import inspect
+
+    from niceeval.store._open import _MIGRATIONS
+
+    with Store.open(store_url) as store:
+        closed = stored(store, [result("evals/a.py::x"), result("evals/a.py::y", "failed")])
+        recorder, running = begin(store, [result("evals/a.py::x")])
+        recorder.close()
+        with store.engine.begin() as conn:  # back to schema 0010, as an older niceeval left it
+            config = Config()
+            config.set_main_option("script_location", str(_MIGRATIONS))
+            config.attributes["connection"] = conn
+            command.downgrade(config, "0010")
+        assert "eval_tallies" not in inspect(store.engine).get_table_names()
+    with Store.open(store_url) as store, store.engine.connect() as conn:
+        kept = conn.execute(eval_tallies.select().order_by(eval_tallies.c.position)).mappings().all()
+        rates = dict(conn.execute(suite_rates.select().with_only_columns(suite_rates.c.suite_run_id,
+                                                                        suite_rates.c.pass_rate)).all())  # fmt: skip
+    assert [(r["suite_run_id"], r["eval_id"], r["verdict"]) for r in kept] == [
+        (closed, "evals/a.py::x", "passed"), (closed, "evals/a.py::y", "failed")
+    ]  # fmt: skip
+    assert rates == {closed: 0.5} and running not in rates
