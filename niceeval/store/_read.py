@@ -23,8 +23,8 @@ from niceeval.store._schema import (
     judge_calls,
     spans,
     suite_evals,
-    suite_rates,
     suite_runs,
+    suite_tallies,
     turns,
 )
 from niceeval.store._shards import list_shards
@@ -149,9 +149,11 @@ def run_summary(row: RowMapping) -> EvalRunInfo:
 def pass_rates(conn: Connection, runs: Sequence[SuiteRunInfo]) -> dict[str, float | None]:
     """Each suite run's pass rate: the mean of its evals' rates over their counted runs (`scored` too unless
     strict), each eval weighing the same (`niceeval.stats.clustered_rate`). A closed suite run's is kept in
-    `suite_rates`; a running one's is counted from its eval runs."""
+    `suite_tallies`; a running one's is counted from its eval runs."""
     closed = [run.id for run in runs if run.status != "running"]
-    kept = select(suite_rates.c.suite_run_id, suite_rates.c.pass_rate).where(suite_rates.c.suite_run_id.in_(closed))
+    kept = select(suite_tallies.c.suite_run_id, suite_tallies.c.pass_rate).where(
+        suite_tallies.c.suite_run_id.in_(closed)
+    )
     rates: dict[str, float | None] = {str(i): rate for i, rate in conn.execute(kept)}
     counting = [run for run in runs if run.id not in rates]
     if not counting:

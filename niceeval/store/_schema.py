@@ -286,13 +286,18 @@ eval_tallies = Table(
 """Each eval with a stored run in a closed suite run, folded over its runs by the suite run's rule (`_tallies`):
 the run page and compare read a page of these instead of every eval run. Written when the suite run closes."""
 
-suite_rates = Table(
-    "suite_rates",
+suite_tallies = Table(
+    "suite_tallies",
     metadata,
     Column("suite_run_id", String(32), ForeignKey("suite_runs.id", ondelete="CASCADE"), primary_key=True),
     Column("pass_rate", Float),
     Column("low", Float),
     Column("high", Float),
+    Column("tags", Json, nullable=False),
+    Column("varied", Json, nullable=False),
+    Column("judging", Json, nullable=False),
 )
-"""A closed suite run's pass rate, written with its `eval_tallies`: the mean of its evals' rates, with the 95%
-interval clustered by case (`render.suite_rate`)."""
+"""A closed suite run's own tally, written with its `eval_tallies`: its pass rate (the mean of its evals' rates, with
+the 95% interval clustered by case, `render.suite_rate`), every tag of its evals (sorted), the evals that ran
+with variants (in plan order), and its judge calls by model, inconclusive causes and most missed assertions
+(`_tallies.judging`)."""

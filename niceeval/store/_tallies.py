@@ -1,5 +1,6 @@
-"""Each eval's tally in a closed suite run (`eval_tallies`) and the suite run's pass rate (`suite_rates`, with its
-interval).
+"""Each eval's tally in a closed suite run (`eval_tallies`) and the suite run's own (`suite_tallies`: its pass rate
+with its interval, its evals' tags, the evals that ran with variants, its judge calls by model and its inconclusive
+and most missed assertions).
 
 Kept when a suite run closes (`finish_suite`, the last shard's `finish_shard`, migration 0011 for the runs stored
 before it), from the same rows and by the same rule as the suite run's totals (`EvalTally.status`), so a page of a
@@ -113,6 +114,47 @@ def tally_rows(session: Session, suite_run_id: str) -> tuple[list[TallyRow], Est
     return rows, clustered_rate([(row.passing, row.counted) for row, _ in counted], [key for _, key in counted])
 
 
+_SENT = "(jc.asked AND NOT jc.cached)"  # `JudgeCall.sent`: older stores kept `asked` true on cached verdicts
+_SPENT = "(jc.input_tokens + jc.output_tokens + jc.cache_read_tokens)"
+_IN_RUN = "FROM {table} JOIN eval_runs e ON e.id = a.eval_run_id WHERE e.suite_run_id = ?"
+_BY_MODEL = (
+    f"SELECT jc.model, sum(CASE WHEN {_SENT} THEN 1 ELSE 0 END), sum(CASE WHEN jc.cached THEN 1 ELSE 0 END), "
+    f"sum(CASE WHEN {_SENT} OR jc.cached THEN 0 ELSE 1 END), sum(CASE WHEN jc.fallback THEN 1 ELSE 0 END), "
+    f"sum(CASE WHEN {_SENT} AND jc.cause IS NOT NULL THEN 1 ELSE 0 END), sum(CASE WHEN {_SENT} THEN {_SPENT} ELSE 0 "
+    f"END), sum(CASE WHEN {_SENT} THEN jc.cost ELSE 0.0 END), sum(CASE WHEN {_SENT} AND jc.cost IS NULL AND {_SPENT} "
+    f"> 0 THEN 1 ELSE 0 END) {_IN_RUN.format(table='judge_calls jc JOIN assertions a ON a.id = jc.assertion_id')} "
+    "GROUP BY jc.model ORDER BY count(*) DESC, jc.model"
+)
+_CAUSES = (
+    f"SELECT a.cause, count(*) {_IN_RUN.format(table='assertions a')} AND a.state = 'inconclusive' "
+    "GROUP BY a.cause ORDER BY count(*) DESC"
+)
+_MISSED = (
+    f"SELECT a.name, count(*) {_IN_RUN.format(table='assertions a')} AND a.state = 'failed' "
+    "GROUP BY a.name ORDER BY count(*) DESC, a.name LIMIT 10"
+)
+
+
+def judging(session: Session, suite_run_id: str) -> dict[str, list[list[Any]]]:
+    """A suite run's judge calls by model (`[model, calls, cached, unsent, fallback, failed, tokens, cost]`, cost
+    None when a sent call had tokens but no price), inconclusive assertions by cause (`[cause, count]`) and its ten
+    most failed assertion names (`[name, count]`), as JSON-ready lists."""
+    models = []
+    for model, calls, cached, unsent, fallback, failed, tokens, cost, unpriced in session.execute(
+        _BY_MODEL, (suite_run_id,)
+    ):
+        models.append([model, int(calls or 0), int(cached or 0), int(unsent or 0), int(fallback or 0),
+                       int(failed or 0), int(tokens or 0), None if unpriced else float(cost or 0.0)])  # fmt: skip
+    causes = [[cause, int(count)] for cause, count in session.execute(_CAUSES, (suite_run_id,))]
+    missed = [[str(name), int(count)] for name, count in session.execute(_MISSED, (suite_run_id,))]
+    return {"models": models, "inconclusive": causes, "missed": missed}
+
+
+def folded_judging(conn: Connection, suite_run_id: str) -> dict[str, list[list[Any]]]:
+    """`judging` over a SQLAlchemy connection (a running suite run's, for the viewer)."""
+    return judging(session_of(conn), suite_run_id)
+
+
 def folded_tallies(conn: Connection, suite_run_id: str) -> tuple[list[TallyRow], Estimate]:
     """`tally_rows` over a SQLAlchemy connection (a running suite run's, for the viewer)."""
     return tally_rows(session_of(conn), suite_run_id)
@@ -122,11 +164,16 @@ def keep_tallies(session: Session, suite_run_id: str) -> None:
     """Write (again) a closing suite run's tallies and pass rate, in the caller's transaction."""
     rows, rate = tally_rows(session, suite_run_id)
     session.execute("DELETE FROM eval_tallies WHERE suite_run_id = ?", (suite_run_id,))
-    session.execute("DELETE FROM suite_rates WHERE suite_run_id = ?", (suite_run_id,))
+    session.execute("DELETE FROM suite_tallies WHERE suite_run_id = ?", (suite_run_id,))
+    tags = sorted({tag for row in rows for tag in row.tags})
+    varied = [row.eval_id for row in rows if row.varied]
+    json_mark = "?" + session.dialect.json_cast
     session.execute(
-        "INSERT INTO suite_rates (suite_run_id, pass_rate, low, high) VALUES (?, ?, ?, ?)",
-        (suite_run_id, rate.value, rate.low, rate.high),
-    )
+        "INSERT INTO suite_tallies (suite_run_id, pass_rate, low, high, tags, varied, judging) "
+        f"VALUES (?, ?, ?, ?, {json_mark}, {json_mark}, {json_mark})",
+        (suite_run_id, rate.value, rate.low, rate.high, _json(tags), _json(varied),
+         _json(judging(session, suite_run_id))),
+    )  # fmt: skip
     values = [_values(suite_run_id, row) for row in rows]
     if session.dialect.kind == "postgresql":
         session.copy(f"COPY eval_tallies ({', '.join(TALLY_COLUMNS)}) FROM STDIN", values)
@@ -137,7 +184,11 @@ def keep_tallies(session: Session, suite_run_id: str) -> None:
 
 def _values(suite_run_id: str, row: TallyRow) -> tuple[Any, ...]:
     return (
-        suite_run_id, row.eval_id, row.position, row.file, row.line, pydantic_core.to_json(row.tags).decode(),
+        suite_run_id, row.eval_id, row.position, row.file, row.line, _json(row.tags),
         row.runs, row.passed, row.scored, row.failed, row.skipped, row.passing, row.counted, row.pass_rate,
         row.duration_s, row.cost, row.verdict, row.rank, row.varied,
     )  # fmt: skip
+
+
+def _json(value: object) -> str:
+    return pydantic_core.to_json(value).decode()

@@ -2,8 +2,8 @@
 
 Reading only: a `Recorder` (the runner's door, `_recorder.py`) writes them. `suite_runs_with` pages through the
 suite runs holding an eval the way the store's own history does (no index leads with `eval_id`). A closed suite
-run's evals are folded in `eval_tallies` (its pass rate in `suite_rates`); `folded_tallies` folds a running one's;
-`header` reads a suite run's header and totals alone.
+run's evals are folded in `eval_tallies` (its own tally in `suite_tallies`); `folded_tallies` and `folded_judging`
+fold a running one's. `header` reads a suite run's header and totals alone.
 """
 
 from niceeval.store._read import header, run_summary, suite_runs_with
@@ -15,12 +15,12 @@ from niceeval.store._schema import (
     judge_calls,
     spans,
     suite_evals,
-    suite_rates,
     suite_runs,
     suite_shards,
+    suite_tallies,
     turns,
 )
-from niceeval.store._tallies import VERDICT_RANK, TallyRow, folded_tallies
+from niceeval.store._tallies import VERDICT_RANK, TallyRow, folded_judging, folded_tallies
 
 __all__ = [
     "VERDICT_RANK",
@@ -29,13 +29,14 @@ __all__ = [
     "eval_runs",
     "eval_tallies",
     "events",
+    "folded_judging",
     "folded_tallies",
     "header",
     "judge_calls",
     "run_summary",
     "spans",
     "suite_evals",
-    "suite_rates",
+    "suite_tallies",
     "suite_runs",
     "suite_runs_with",
     "suite_shards",

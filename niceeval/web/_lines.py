@@ -22,7 +22,7 @@ from niceeval._core.outcome import OUTCOMES, Outcome
 from niceeval._core.wording import miss_words
 from niceeval.stats import Estimate
 from niceeval.store import Store, SuiteRunInfo
-from niceeval.store.tables import TallyRow, eval_runs, eval_tallies, folded_tallies, suite_rates
+from niceeval.store.tables import TallyRow, eval_runs, eval_tallies, folded_tallies, suite_tallies
 from niceeval.web import _queries
 
 SORTS: dict[str, str] = {
@@ -136,7 +136,7 @@ def line_page(store: Store, run: SuiteRunInfo, query: LineQuery, page: int, per_
     with store.engine.connect() as conn:
         kept = _kept(conn, run.id) if run.status != "running" else None
         found = (
-            _from_kept(conn, run.id, query, page, per_page, *kept)
+            _from_kept(conn, run.id, query, page, per_page, kept)
             if kept
             else _folded(conn, run.id, query, page, per_page)
         )
@@ -161,33 +161,40 @@ class _Found:
     pass_rate: Estimate
 
 
-def _kept(conn: Connection, suite_run_id: str) -> tuple[Estimate] | None:
-    """The pass rate kept for a closed suite run (None: none was kept, so its tallies are not either)."""
+@dataclass(frozen=True, slots=True)
+class _Kept:
+    """A closed suite run's own tally (`suite_tallies`)."""
+
+    pass_rate: Estimate
+    tags: list[str]
+    varied: list[str]
+
+
+def _kept(conn: Connection, suite_run_id: str) -> _Kept | None:
+    """The tally kept for a closed suite run (None: none was kept, so its evals' are not either)."""
     row = conn.execute(
-        select(suite_rates.c.pass_rate, suite_rates.c.low, suite_rates.c.high).where(
-            suite_rates.c.suite_run_id == suite_run_id
-        )
-    ).first()
-    return None if row is None else (Estimate(value=row.pass_rate, low=row.low, high=row.high),)
+        select(suite_tallies.c.pass_rate, suite_tallies.c.low, suite_tallies.c.high, suite_tallies.c.tags,
+               suite_tallies.c.varied).where(suite_tallies.c.suite_run_id == suite_run_id)
+    ).first()  # fmt: skip
+    if row is None:
+        return None
+    rate = Estimate(value=row.pass_rate, low=row.low, high=row.high)
+    return _Kept(pass_rate=rate, tags=list(row.tags), varied=list(row.varied))
 
 
-def _from_kept(
-    conn: Connection, suite_run_id: str, query: LineQuery, page: int, per_page: int, pass_rate: Estimate
-) -> _Found:
+def _from_kept(conn: Connection, suite_run_id: str, query: LineQuery, page: int, per_page: int, kept: _Kept) -> _Found:
     in_run = eval_tallies.c.suite_run_id == suite_run_id
-    tags_text = cast(eval_tallies.c.tags, Text)
-    decoded = {
-        str(text): _tags(str(text)) for text in conn.execute(select(tags_text).where(in_run).distinct()).scalars()
-    }
-    kept: list[ColumnElement[bool]] = [in_run]
+    wanted: list[ColumnElement[bool]] = [in_run]
     if query.outcome:
-        kept.append(eval_tallies.c.verdict == query.outcome)
-    if query.tag:
-        kept.append(tags_text.in_([text for text, found in decoded.items() if query.tag in found]))
+        wanted.append(eval_tallies.c.verdict == query.outcome)
+    if query.tag:  # the run's few distinct tag lists that hold the tag, matched as the stored JSON text
+        tags_text = cast(eval_tallies.c.tags, Text)
+        lists = [str(text) for text in conn.execute(select(tags_text).where(in_run).distinct()).scalars()]
+        wanted.append(tags_text.in_([text for text in lists if query.tag in _tags(text)]))
     if query.text:
-        kept.append(func.lower(eval_tallies.c.eval_id).contains(query.text.lower(), autoescape=True))
+        wanted.append(func.lower(eval_tallies.c.eval_id).contains(query.text.lower(), autoescape=True))
     total = int(conn.execute(select(func.count()).where(in_run)).scalar_one())
-    matched = int(conn.execute(select(func.count()).select_from(eval_tallies).where(*kept)).scalar_one())
+    matched = total if len(wanted) == 1 else int(conn.execute(select(func.count()).where(*wanted)).scalar_one())
     page, pages = _clamp(page, matched, per_page)
     column = eval_tallies.c[SORTS[query.sort]]
     ordered = column.desc() if query.order == "desc" else column.asc()
@@ -195,16 +202,14 @@ def _from_kept(
         ordered = ordered.nulls_last()
     rows: Select[Any] = (
         select(*(eval_tallies.c[field.name] for field in fields(TallyRow)))
-        .where(*kept)
+        .where(*wanted)
         .order_by(ordered, eval_tallies.c.position)
         .limit(per_page)
         .offset((page - 1) * per_page)
     )
-    varied = select(eval_tallies.c.eval_id).where(in_run, eval_tallies.c.varied).order_by(eval_tallies.c.position)
     return _Found(
         rows=[TallyRow(**row) for row in conn.execute(rows).mappings()], matched=matched, total=total,
-        tags=sorted({t for found in decoded.values() for t in found}), page=page, pages=pages,
-        varied=list(conn.execute(varied).scalars()), pass_rate=pass_rate,
+        tags=kept.tags, page=page, pages=pages, varied=kept.varied, pass_rate=kept.pass_rate,
     )  # fmt: skip
 
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import Integer, case, func, select
+from sqlalchemy import func, select
 from starlette.exceptions import HTTPException
 
 from niceeval._core.assertion import AssertionResult, JudgeCall
@@ -20,11 +20,13 @@ from niceeval.store import EvalRunInfo, RunNotFound, Store, SuiteRunInfo
 from niceeval.store.tables import (
     assertions,
     eval_runs,
+    folded_judging,
     header,
     judge_calls,
     run_summary,
     suite_runs,
     suite_runs_with,
+    suite_tallies,
 )
 
 
@@ -73,62 +75,23 @@ class ScoreHistory:
 _STATE_RANK = {"failed": 2, "inconclusive": 1, "passed": 0}
 
 
-def run_judging(store: Store, suite_run_id: str) -> RunJudging:
-    """Judge use, inconclusive causes and most missed assertions of a suite run."""
-    in_run = eval_runs.c.suite_run_id == suite_run_id
-    cached = judge_calls.c.cached
-    sent = judge_calls.c.asked & ~cached  # `JudgeCall.sent`: older stores kept `asked` true on cached verdicts
-    spent = judge_calls.c.input_tokens + judge_calls.c.output_tokens + judge_calls.c.cache_read_tokens
-    by_model = (
-        select(
-            judge_calls.c.model,
-            func.sum(case((sent, 1), else_=0)),
-            func.sum(case((cached, 1), else_=0)),
-            func.sum(case((sent | cached, 0), else_=1)),
-            func.sum(judge_calls.c.fallback.cast(Integer)),
-            func.sum(case((sent & judge_calls.c.cause.is_not(None), 1), else_=0)),
-            func.sum(case((sent, spent), else_=0)),
-            func.sum(case((sent, judge_calls.c.cost), else_=0.0)),
-            func.sum(case((sent & judge_calls.c.cost.is_(None) & (spent > 0), 1), else_=0)),
-        )
-        .join(assertions, assertions.c.id == judge_calls.c.assertion_id)
-        .join(eval_runs, eval_runs.c.id == assertions.c.eval_run_id)
-        .where(in_run)
-        .group_by(judge_calls.c.model)
-        .order_by(func.count().desc(), judge_calls.c.model)
-    )
-    causes = (
-        select(assertions.c.cause, func.count())
-        .join(eval_runs, eval_runs.c.id == assertions.c.eval_run_id)
-        .where(in_run, assertions.c.state == "inconclusive")
-        .group_by(assertions.c.cause)
-        .order_by(func.count().desc())
-    )
-    missed = (
-        select(assertions.c.name, func.count())
-        .join(eval_runs, eval_runs.c.id == assertions.c.eval_run_id)
-        .where(in_run, assertions.c.state == "failed")
-        .group_by(assertions.c.name)
-        .order_by(func.count().desc(), assertions.c.name)
-        .limit(10)
-    )
+def run_judging(store: Store, run: SuiteRunInfo) -> RunJudging:
+    """Judge use, inconclusive causes and most missed assertions of a suite run: kept when it closed
+    (`suite_tallies.judging`), counted from its rows while it runs."""
     with store.engine.connect() as conn:
-        models = [
-            JudgeModelUse(
-                model=model,
-                calls=int(calls or 0),
-                cached=int(from_cache or 0),
-                unsent=int(unsent or 0),
-                fallback=int(fallback or 0),
-                failed=int(failed or 0),
-                tokens=int(tokens or 0),
-                cost=None if unpriced else float(cost or 0.0),
-            )
-            for model, calls, from_cache, unsent, fallback, failed, tokens, cost, unpriced in conn.execute(by_model)
-        ]
-        inconclusive = {str(cause or "unknown"): count for cause, count in conn.execute(causes)}
-        top = [(str(name), int(count)) for name, count in conn.execute(missed)]
-    return RunJudging(models=models, inconclusive=inconclusive, missed=top)
+        kept = None
+        if run.status != "running":
+            kept = conn.execute(select(suite_tallies.c.judging).where(suite_tallies.c.suite_run_id == run.id)).scalar()
+        found = kept if kept is not None else folded_judging(conn, run.id)
+    models = [
+        JudgeModelUse(model=model, calls=calls, cached=cached, unsent=unsent, fallback=fallback, failed=failed,
+                      tokens=tokens, cost=cost)
+        for model, calls, cached, unsent, fallback, failed, tokens, cost in found["models"]
+    ]  # fmt: skip
+    inconclusive = {str(cause or "unknown"): count for cause, count in found["inconclusive"]}
+    return RunJudging(
+        models=models, inconclusive=inconclusive, missed=[(name, count) for name, count in found["missed"]]
+    )
 
 
 def runs_pass_rates(store: Store, runs: Sequence[SuiteRunInfo]) -> dict[str, float | None]:

@@ -94,7 +94,7 @@ def run_page(request: Request) -> Response:
         sorts=SORTS,
         outcomes=OUTCOMES,
         tags=found.tags,
-        judging=_queries.run_judging(store, run.id),
+        judging=_queries.run_judging(store, run),
         previous=_queries.previous_run(store, run),
         missing_shards=missing,
         variants=variant_table(store, run, found.varied),

@@ -15,7 +15,7 @@ from niceeval._core.results import RunResult, Spend
 from niceeval._core.summary import PlannedEval
 from niceeval.store import Store, SuiteRunStart
 from niceeval.store._recorder import Recorder, SuiteEnd
-from niceeval.store.tables import eval_tallies, suite_rates
+from niceeval.store.tables import eval_tallies, suite_tallies
 from niceeval.web import Access, ViewerSettings, create_app
 
 PER_PAGE = 200
@@ -155,7 +155,7 @@ def test_a_running_run_lists_the_same_lines_as_once_it_closed(opened: Store, vie
     finish(recorder, run)
     with opened.engine.connect() as conn:
         kept = conn.execute(eval_tallies.select().where(eval_tallies.c.suite_run_id == run)).mappings().all()
-        rate = conn.execute(suite_rates.select().where(suite_rates.c.suite_run_id == run)).mappings().one()
+        rate = conn.execute(suite_tallies.select().where(suite_tallies.c.suite_run_id == run)).mappings().one()
     assert len(kept) == 233 and rate["pass_rate"] is not None
     flaky = next(row for row in kept if row["eval_id"] == "evals/a.py::flaky")
     assert (flaky["passing"], flaky["counted"], flaky["verdict"], flaky["tags"]) == (1, 2, "scored", ["slow"])
@@ -202,9 +202,26 @@ def test_a_store_from_before_tallies_gets_them_for_its_closed_runs(store_url: st
         assert "eval_tallies" not in inspect(store.engine).get_table_names()
     with Store.open(store_url) as store, store.engine.connect() as conn:
         kept = conn.execute(eval_tallies.select().order_by(eval_tallies.c.position)).mappings().all()
-        rates = dict(conn.execute(suite_rates.select().with_only_columns(suite_rates.c.suite_run_id,
-                                                                        suite_rates.c.pass_rate)).all())  # fmt: skip
+        rates = dict(conn.execute(suite_tallies.select().with_only_columns(suite_tallies.c.suite_run_id,
+                                                                        suite_tallies.c.pass_rate)).all())  # fmt: skip
     assert [(r["suite_run_id"], r["eval_id"], r["verdict"]) for r in kept] == [
         (closed, "evals/a.py::x", "passed"), (closed, "evals/a.py::y", "failed")
     ]  # fmt: skip
     assert rates == {closed: 0.5} and running not in rates
+
+
+def test_a_running_run_summarises_its_judges_as_once_it_closed(opened: Store, viewer: TestClient) -> None:
+    from _stored import check, judged
+
+    results = [
+        result("evals/a.py::polite", assertions=[judged("polite", 0.9, "polite", reply="Hi")]),
+        result("evals/a.py::rude", "failed", assertions=[judged("polite", 0.2, "rude", reply="Go away")]),
+        result("evals/a.py::unjudged", assertions=[check("judge: factual", "inconclusive", severity="soft",
+                                                         cause="no_api_key", reason="no key")]),
+    ]  # fmt: skip
+    recorder, run = begin(opened, results)
+    panels = re.compile(r'<div class="columns">.*?</div>\s*\n', re.S)
+    running = panels.findall(viewer.get(f"/runs/{run}").text)
+    finish(recorder, run)
+    closed = panels.findall(viewer.get(f"/runs/{run}").text)
+    assert closed == running and "openai/gpt-judge" in closed[0] and "no_api_key" in closed[0]

@@ -1,4 +1,4 @@
-"""Each eval's tally in a closed suite run (`eval_tallies`) and its pass rate (`suite_rates`), for the viewer's
+"""Each eval's tally in a closed suite run (`eval_tallies`) and its own tally (`suite_tallies`), for the viewer's
 pages over runs of 100,000 evals; filled here for the suite runs already closed.
 
 Revision ID: 0011_scale
@@ -48,15 +48,18 @@ def upgrade() -> None:
     )
     op.create_index("ix_eval_tallies_suite_run_id_rank_position", "eval_tallies", ["suite_run_id", "rank", "position"])
     op.create_table(
-        "suite_rates",
+        "suite_tallies",
         sa.Column("suite_run_id", sa.String(32), nullable=False),
         sa.Column("pass_rate", sa.Float()),
         sa.Column("low", sa.Float()),
         sa.Column("high", sa.Float()),
+        sa.Column("tags", sa.JSON(), nullable=False),
+        sa.Column("varied", sa.JSON(), nullable=False),
+        sa.Column("judging", sa.JSON(), nullable=False),
         sa.ForeignKeyConstraint(
-            ["suite_run_id"], ["suite_runs.id"], name="fk_suite_rates_suite_run_id_suite_runs", ondelete="CASCADE"
+            ["suite_run_id"], ["suite_runs.id"], name="fk_suite_tallies_suite_run_id_suite_runs", ondelete="CASCADE"
         ),
-        sa.PrimaryKeyConstraint("suite_run_id", name="pk_suite_rates"),
+        sa.PrimaryKeyConstraint("suite_run_id", name="pk_suite_tallies"),
     )
     conn = op.get_bind()
     closed = conn.execute(sa.text("SELECT id FROM suite_runs WHERE status <> 'running'")).scalars().all()
@@ -66,6 +69,6 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    op.drop_table("suite_rates")
+    op.drop_table("suite_tallies")
     op.drop_index("ix_eval_tallies_suite_run_id_rank_position", table_name="eval_tallies")
     op.drop_table("eval_tallies")
