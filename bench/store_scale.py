@@ -7,7 +7,8 @@ Then starts the real `niceeval view` on it and times the runs list, the latest r
 a sort, a far page), the compare page, one eval run and one eval's history (median and worst of several
 requests), and the wall time of `niceeval diff` and `niceeval report --format json` on the two latest runs.
 
-    python bench/store_scale.py [--runs 10] [--evals 100000] [--requests 7] [--store /tmp/scalestore/10x100k.db]
+    python bench/store_scale.py [--runs 10] [--evals 100000] [--requests 7] [--compare-requests 2]
+                                [--store /tmp/scalestore/10x100k.db]
 
 The store is kept and reused when it already has the asked size. The load average is printed with the figures.
 """
@@ -92,7 +93,7 @@ def time_page(client: httpx.Client, path: str, requests: int) -> tuple[float, fl
     return statistics.median(timings), max(timings), size
 
 
-def pages(url: str, latest: str, requests: int) -> None:
+def pages(url: str, latest: str, requests: int, compare_requests: int) -> None:
     server = subprocess.Popen(
         [sys.executable, "-m", "niceeval.cli", "view", "--port", "0", "--store", url], stdout=subprocess.PIPE, text=True
     )
@@ -116,7 +117,7 @@ def pages(url: str, latest: str, requests: int) -> None:
             client.get("/")
             print(f"{'page':<30} {'median':>9} {'worst':>9} {'bytes':>10}   ({load()})")
             for name, path in wanted.items():
-                median, worst, size = time_page(client, path, requests)
+                median, worst, size = time_page(client, path, compare_requests if "compare" in name else requests)
                 print(f"{name:<30} {median * 1000:>7.0f}ms {worst * 1000:>7.0f}ms {size:>10,}", flush=True)
         print(f"server peak: {peak_rss_mb(server.pid):.0f} MB RSS")
     finally:
@@ -145,6 +146,7 @@ def main() -> None:
     parser.add_argument("--evals", type=int, default=100_000)
     parser.add_argument("--requests", type=int, default=7)
     parser.add_argument("--store", default="/tmp/scalestore/10x100k.db")
+    parser.add_argument("--compare-requests", type=int, default=2, help="requests to each compare page (it runs diff)")
     parser.add_argument("--fill-only", action="store_true")
     args = parser.parse_args()
     url = url_of(args.store)
@@ -153,7 +155,7 @@ def main() -> None:
         return
     with Store.open(url) as store:
         head, base = (r.id for r in store.runs(limit=2))
-    pages(url, head, args.requests)
+    pages(url, head, args.requests, args.compare_requests)
     commands(url, base, head)
 
 
