@@ -128,7 +128,7 @@ def pages(url: str, latest: str, requests: int, compare_requests: int) -> None:
 def commands(url: str, base: str, head: str) -> None:
     for name, argv in (
         ("niceeval diff", ["diff", base, head]),
-        ("niceeval report --format json", ["report", head, "--format", "json", "-o", "/tmp/scalestore/report.json"]),
+        ("niceeval report --json", ["report", head, "--json", "/tmp/scalestore/report.json"]),
     ):
         started = time.perf_counter()
         done = subprocess.run(
@@ -148,6 +148,7 @@ def main() -> None:
     parser.add_argument("--store", default="/tmp/scalestore/10x100k.db")
     parser.add_argument("--compare-requests", type=int, default=2, help="requests to each compare page (it runs diff)")
     parser.add_argument("--fill-only", action="store_true")
+    parser.add_argument("--commands-only", action="store_true", help="time `diff` and `report` alone")
     args = parser.parse_args()
     url = url_of(args.store)
     fill(url, args.runs, args.evals)
@@ -155,7 +156,8 @@ def main() -> None:
         return
     with Store.open(url) as store:
         head, base = (r.id for r in store.runs(limit=2))
-    pages(url, head, args.requests, args.compare_requests)
+    if not args.commands_only:
+        pages(url, head, args.requests, args.compare_requests)
     commands(url, base, head)
 
 
