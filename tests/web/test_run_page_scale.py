@@ -225,3 +225,20 @@ def test_a_running_run_summarises_its_judges_as_once_it_closed(opened: Store, vi
     finish(recorder, run)
     closed = panels.findall(viewer.get(f"/runs/{run}").text)
     assert closed == running and "openai/gpt-judge" in closed[0] and "no_api_key" in closed[0]
+
+
+def test_a_resumed_run_is_folded_while_it_runs_and_kept_anew_when_it_closes(opened: Store, viewer: TestClient) -> None:
+    run = stored(opened, [result("evals/a.py::x"), result("evals/a.py::y", "failed")])
+    recorder = Recorder.of(opened)
+    recorder.extend(run, [PlannedEval(id="evals/a.py::z", file="evals/a.py", line=10)])
+    recorder.add(run, [result("evals/a.py::z", "scored")])
+    assert ids(viewer.get(f"/runs/{run}").text) == ["evals/a.py::y", "evals/a.py::z", "evals/a.py::x"]
+    finish(recorder, run)
+    with opened.engine.connect() as conn:
+        kept = conn.execute(eval_tallies.select().where(eval_tallies.c.suite_run_id == run)).mappings().all()
+        rate = conn.execute(suite_tallies.select().where(suite_tallies.c.suite_run_id == run)).mappings().all()
+    assert sorted((r["eval_id"], r["verdict"]) for r in kept) == [
+        ("evals/a.py::x", "passed"), ("evals/a.py::y", "failed"), ("evals/a.py::z", "scored")
+    ]  # fmt: skip
+    assert [r["pass_rate"] for r in rate] == [pytest.approx(2 / 3)]
+    assert ids(viewer.get(f"/runs/{run}").text) == ["evals/a.py::y", "evals/a.py::z", "evals/a.py::x"]
