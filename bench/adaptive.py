@@ -74,11 +74,15 @@ def main() -> None:
     decisions = args.evals * args.repeat
     saved = 1 - totals["adaptive calls"] / totals["fixed calls"]
     print(f"{args.evals} evals x {args.repeat} seeds, gate {args.gate:g}, --runs {policy.most} vs --runs {policy}")
-    print(f"eval runs per suite: fixed {totals['fixed calls'] / args.repeat:.0f}, "
-          f"adaptive {totals['adaptive calls'] / args.repeat:.0f} ({saved:.0%} saved)")
+    print(
+        f"eval runs per suite: fixed {totals['fixed calls'] / args.repeat:.0f}, "
+        f"adaptive {totals['adaptive calls'] / args.repeat:.0f} ({saved:.0%} saved)"
+    )
     print(f"decisions that agree: {totals['agree'] / decisions:.1%}")
-    print(f"decisions equal to the truth: fixed {totals['fixed right'] / decisions:.1%}, "
-          f"adaptive {totals['adaptive right'] / decisions:.1%}")
+    print(
+        f"decisions equal to the truth: fixed {totals['fixed right'] / decisions:.1%}, "
+        f"adaptive {totals['adaptive right'] / decisions:.1%}"
+    )
     print("suite pass rate bias: " + ", ".join(f"{name} {total / args.repeat:+.4f}" for name, total in bias.items()))
 
 

@@ -99,9 +99,7 @@ def main() -> None:
             for concurrency in args.concurrency:
                 floor = args.evals * args.latency / concurrency
                 bare = _timed([sys.executable, "-c", BARE_LOOP, url, str(args.evals), str(concurrency)], folder)
-                ours = _timed(
-                    [sys.executable, "-m", "niceeval.cli", "run", "--concurrency", str(concurrency)], folder
-                )
+                ours = _timed([sys.executable, "-m", "niceeval.cli", "run", "--concurrency", str(concurrency)], folder)
                 row = (floor, bare, bare / floor, ours, ours / floor)
                 print(f"{concurrency:>11} " + " ".join(f"{v:>11.2f}" for v in row))
     finally:

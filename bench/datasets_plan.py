@@ -38,8 +38,12 @@ def _write_project(root: Path, size: int) -> None:
     (root / "evals" / "qa.py").write_text(EVAL)
     with (root / "evals" / "qa.jsonl").open("w") as out:
         for i in range(size):
-            row = {"id": f"q{i}", "question": f"What is {i} + {i}?", "answer": f"answer {2 * i}",
-                   "metadata": {"split": "golden" if i % 2 else "holdout", "source": "bench"}}
+            row = {
+                "id": f"q{i}",
+                "question": f"What is {i} + {i}?",
+                "answer": f"answer {2 * i}",
+                "metadata": {"split": "golden" if i % 2 else "holdout", "source": "bench"},
+            }
             out.write(json.dumps(row) + "\n")
 
 
@@ -57,8 +61,13 @@ def child(root: Path, run: bool) -> None:
     plan = expand(found.evals, root=root)
     elapsed = time.perf_counter() - started
     planned = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    result = {"planned": len(plan.evals), "errors": len(plan.errors), "plan_s": elapsed, "rss_before_kib": before,
-              "rss_planned_kib": planned}
+    result = {
+        "planned": len(plan.evals),
+        "errors": len(plan.errors),
+        "plan_s": elapsed,
+        "rss_before_kib": before,
+        "rss_planned_kib": planned,
+    }
     if run:
         options = SuiteOptions(concurrency=8, exec=ExecOptions(timeout=30, root=root, no_cache=True))
         started = time.perf_counter()
@@ -92,10 +101,12 @@ def main() -> None:
             print(json.dumps(data))
     first, last = rows[0], rows[-1]
     per_case = (last["rss_planned_kib"] - first["rss_planned_kib"]) / (last["cases"] - first["cases"])
-    print(textwrap.dedent(f"""
-        planned {last['planned']:,} evals from {last['cases']:,} cases in {last['plan_s']:.2f} s;
-        peak RSS grows {per_case:.2f} KiB per case (3 planned evals each) between {first['cases']:,} and
-        {last['cases']:,} cases; the JSONL row is {last['jsonl_kib'] * 1024 / last['cases']:.0f} bytes."""))
+    print(
+        textwrap.dedent(f"""
+        planned {last["planned"]:,} evals from {last["cases"]:,} cases in {last["plan_s"]:.2f} s;
+        peak RSS grows {per_case:.2f} KiB per case (3 planned evals each) between {first["cases"]:,} and
+        {last["cases"]:,} cases; the JSONL row is {last["jsonl_kib"] * 1024 / last["cases"]:.0f} bytes.""")
+    )
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ from __future__ import annotations
 from sqlalchemy import Connection, insert, select, update
 
 from niceeval.store._models import AcceptanceInfo, EvalRunInfo
-from niceeval.store._read import RunNotFound, summary_of
+from niceeval.store._read import RunNotFound, run_summary
 from niceeval.store._schema import acceptances, eval_runs, suite_runs
 
 
@@ -19,7 +19,7 @@ def slots(conn: Connection, experiment: str) -> list[EvalRunInfo]:
         .where(eval_runs.c.provenance == "executed", eval_runs.c.identity.is_not(None))
         .order_by(runs.c.started_at.desc(), eval_runs.c.suite_run_id, eval_runs.c.run_index)
     )
-    return [summary_of(row) for row in conn.execute(query).mappings()]
+    return [run_summary(row) for row in conn.execute(query).mappings()]
 
 
 def accepted(conn: Connection, experiment: str) -> list[AcceptanceInfo]:

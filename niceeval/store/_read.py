@@ -24,6 +24,7 @@ from niceeval.store._schema import (
     spans,
     suite_evals,
     suite_runs,
+    suite_tallies,
     turns,
 )
 from niceeval.store._shards import list_shards
@@ -89,15 +90,10 @@ def resolve(conn: Connection, ref: str) -> str:
 
 def get_run(conn: Connection, suite_run_id: str) -> SuiteRunDetail:
     """A suite run's header, plan and eval run summaries (in plan order, then run index)."""
-    row = conn.execute(select(suite_runs).where(suite_runs.c.id == suite_run_id)).mappings().first()
-    if row is None:
-        raise RunNotFound(f"no suite run {suite_run_id!r} in the results store; `niceeval runs` lists them.")
-    info = _info(row)
-    if info.status == "running":
-        info = info.model_copy(update=totals(session_of(conn), suite_run_id))
+    info = header(conn, suite_run_id)
     plan = planned(conn, suite_run_id)
     order = {p.id: i for i, p in enumerate(plan)}
-    summaries = [summary_of(r) for r in conn.execute(_run_rows(suite_run_id)).mappings()]
+    summaries = [run_summary(r) for r in conn.execute(_run_rows(suite_run_id)).mappings()]
     summaries.sort(key=lambda s: (order.get(s.eval_id, len(order)), s.run_index))
     evals = [
         PlannedEvalInfo(eval_id=p.id, file=p.file, line=p.line, tags=list(p.tags), runs=p.runs, cluster=p.cluster)
@@ -105,6 +101,17 @@ def get_run(conn: Connection, suite_run_id: str) -> SuiteRunDetail:
     ]
     shards = list_shards(conn, suite_run_id) if info.shard_count is not None else []
     return SuiteRunDetail(run=info, evals=evals, eval_runs=summaries, shards=shards)
+
+
+def header(conn: Connection, suite_run_id: str) -> SuiteRunInfo:
+    """A suite run's header and totals (those of a run still `running` counted from what it stored so far)."""
+    row = conn.execute(select(suite_runs).where(suite_runs.c.id == suite_run_id)).mappings().first()
+    if row is None:
+        raise RunNotFound(f"no suite run {suite_run_id!r} in the results store; `niceeval runs` lists them.")
+    info = _info(row)
+    if info.status == "running":
+        info = info.model_copy(update=totals(session_of(conn), suite_run_id))
+    return info
 
 
 def planned(conn: Connection, suite_run_id: str) -> list[PlannedEval]:
@@ -128,7 +135,7 @@ def _run_rows(suite_run_id: str) -> Any:
     return select(eval_runs).where(eval_runs.c.suite_run_id == suite_run_id)
 
 
-def summary_of(row: RowMapping) -> EvalRunInfo:
+def run_summary(row: RowMapping) -> EvalRunInfo:
     """An `eval_runs` row as its summary line."""
     error = row["error"]
     return EvalRunInfo(
@@ -158,11 +165,20 @@ def summary_of(row: RowMapping) -> EvalRunInfo:
 
 def pass_rates(conn: Connection, runs: Sequence[SuiteRunInfo]) -> dict[str, float | None]:
     """Each suite run's pass rate: the mean of its evals' rates over their counted runs (`scored` too unless
-    strict), each eval weighing the same (`niceeval.stats.clustered_rate`)."""
+    strict), each eval weighing the same (`niceeval.stats.clustered_rate`). A closed suite run's is kept in
+    `suite_tallies`; a running one's is counted from its eval runs."""
+    closed = [run.id for run in runs if run.status != "running"]
+    kept = select(suite_tallies.c.suite_run_id, suite_tallies.c.pass_rate).where(
+        suite_tallies.c.suite_run_id.in_(closed)
+    )
+    rates: dict[str, float | None] = {str(i): rate for i, rate in conn.execute(kept)}
+    counting = [run for run in runs if run.id not in rates]
+    if not counting:
+        return rates
     query = (
         select(eval_runs.c.suite_run_id, eval_runs.c.eval_id, eval_runs.c.outcome, func.count())
         .where(
-            eval_runs.c.suite_run_id.in_(list({run.id for run in runs})),
+            eval_runs.c.suite_run_id.in_(list({run.id for run in counting})),
             or_(eval_runs.c.failure_class.is_(None), eval_runs.c.failure_class != "infra"),  # not counted
         )
         .group_by(eval_runs.c.suite_run_id, eval_runs.c.eval_id, eval_runs.c.outcome)
@@ -170,8 +186,7 @@ def pass_rates(conn: Connection, runs: Sequence[SuiteRunInfo]) -> dict[str, floa
     counts: dict[str, dict[str, dict[str, int]]] = {}
     for suite_run_id, eval_id, outcome, count in conn.execute(query):
         counts.setdefault(suite_run_id, {}).setdefault(eval_id, {})[outcome] = int(count)
-    rates: dict[str, float | None] = {}
-    for run in runs:
+    for run in counting:
         per_eval = [
             (seen.get("passed", 0) + (0 if run.strict else seen.get("scored", 0)),
              seen.get("passed", 0) + seen.get("scored", 0) + seen.get("failed", 0))
@@ -188,7 +203,7 @@ def history(conn: Connection, eval_id: str, *, limit: int = 50) -> list[EvalRunI
         return []
     query = select(eval_runs).where(eval_runs.c.suite_run_id.in_(list(order)), eval_runs.c.eval_id == eval_id)
     rows = sorted(conn.execute(query).mappings(), key=lambda r: (order[r["suite_run_id"]], r["run_index"]))
-    return [summary_of(r) for r in rows[:limit]]
+    return [run_summary(r) for r in rows[:limit]]
 
 
 def suite_runs_with(conn: Connection, eval_id: str, limit: int) -> list[tuple[str, datetime]]:

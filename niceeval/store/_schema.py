@@ -295,3 +295,46 @@ ui_case_versions = Table(
     Column("saved_at", When, nullable=False),
 )
 """Every version of every case, as saved (`created`, `edited`, `deleted`)."""
+
+eval_tallies = Table(
+    "eval_tallies",
+    metadata,
+    Column("suite_run_id", String(32), ForeignKey("suite_runs.id", ondelete="CASCADE"), primary_key=True),
+    Column("eval_id", Text, primary_key=True),
+    Column("position", Integer, nullable=False),
+    Column("file", Text, nullable=False),
+    Column("line", Integer, nullable=False),
+    Column("tags", Json, nullable=False),
+    Column("runs", Integer, nullable=False),
+    Column("passed", Integer, nullable=False),
+    Column("scored", Integer, nullable=False),
+    Column("failed", Integer, nullable=False),
+    Column("skipped", Integer, nullable=False),
+    Column("passing", Integer, nullable=False),
+    Column("counted", Integer, nullable=False),
+    Column("pass_rate", Float),
+    Column("duration_s", Float, nullable=False),
+    Column("cost", Float),
+    Column("verdict", String(16), nullable=False),
+    Column("rank", Integer, nullable=False),
+    Column("varied", Boolean, nullable=False),
+    Index(None, "suite_run_id", "rank", "position"),
+)
+"""Each eval with a stored run in a closed suite run, folded over its runs by the suite run's rule (`_tallies`):
+the run page and compare read a page of these instead of every eval run. Written when the suite run closes."""
+
+suite_tallies = Table(
+    "suite_tallies",
+    metadata,
+    Column("suite_run_id", String(32), ForeignKey("suite_runs.id", ondelete="CASCADE"), primary_key=True),
+    Column("pass_rate", Float),
+    Column("low", Float),
+    Column("high", Float),
+    Column("tags", Json, nullable=False),
+    Column("varied", Json, nullable=False),
+    Column("judging", Json, nullable=False),
+)
+"""A closed suite run's own tally, written with its `eval_tallies`: its pass rate (the mean of its evals' rates, with
+the 95% interval clustered by case, `render.suite_rate`), every tag of its evals (sorted), the evals that ran
+with variants (in plan order), and its judge calls by model, inconclusive causes and most missed assertions
+(`_tallies.judging`)."""

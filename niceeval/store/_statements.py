@@ -29,6 +29,7 @@ from niceeval._core.summary import PlannedEval
 from niceeval.store._driver import Dialect, Session
 from niceeval.store._meta import niceeval_version
 from niceeval.store._suite_run import SuiteEnd, SuiteRunStart
+from niceeval.store._tallies import keep_tallies
 from niceeval.store._verdicts import count_verdicts
 
 _dumps = json.dumps
@@ -326,7 +327,8 @@ def turns_of(events: Sequence[Event]) -> list[tuple[Any, ...]]:
 
 
 def finish_suite(session: Session, suite_run_id: str, end: SuiteEnd) -> None:
-    """Close a suite run: how it ended, and its totals counted from the eval runs stored in it."""
+    """Close a suite run: how it ended, its totals counted from the eval runs stored in it, and its evals' tallies
+    (`_tallies`)."""
     counted = totals(session, suite_run_id)
     names = list(counted)
     assignments = ", ".join(f"{name} = ?" for name in names)
@@ -337,6 +339,7 @@ def finish_suite(session: Session, suite_run_id: str, end: SuiteEnd) -> None:
         (end.status, session.dialect.stamp(datetime.now(UTC)), end.exit_code, end.duration_s, _dumps(list(end.errors)),
          end.stopped, *(counted[name] for name in names), suite_run_id),
     )  # fmt: skip
+    keep_tallies(session, suite_run_id)
 
 
 def totals(session: Session, suite_run_id: str) -> dict[str, Any]:

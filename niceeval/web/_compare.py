@@ -13,22 +13,14 @@ from niceeval._core.assertion import AssertionResult
 from niceeval._core.errors import ConfigError
 from niceeval._core.results import RunResult
 from niceeval.render import rounds
-from niceeval.store import DiffOptions, RunNotFound, Store, SuiteRunDetail
+from niceeval.store import DiffOptions, RunNotFound, Store, SuiteRunInfo
 from niceeval.web import _queries
+from niceeval.web._lines import pair_page
 from niceeval.web._pages import render
-from niceeval.web._requests import required, store_of, suite_run
-from niceeval.web._runs import EvalLine, eval_lines
+from niceeval.web._requests import page_number, required, store_of
 
 PICKER_RUNS = 50
-
-
-@dataclass(frozen=True, slots=True)
-class Pair:
-    """One eval in both suite runs (either side may be missing: a new or gone eval)."""
-
-    eval_id: str
-    base: EvalLine | None
-    head: EvalLine | None
+PAIRS_PER_PAGE = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +58,7 @@ def compare_page(request: Request) -> Response:
             show_all=False, threshold=threshold, status_code=400 if picked else 200,
         )  # fmt: skip
     show_all = request.query_params.get("show") == "all"
-    pairs = _pairs(suite_run(store, base.id), suite_run(store, head.id)) if show_all else []
+    pairs = pair_page(store, base, head, page_number(request), PAIRS_PER_PAGE) if show_all else None
     return render(
         request,
         "compare.html",
@@ -87,7 +79,8 @@ def compare_page(request: Request) -> Response:
 def compare_eval_page(request: Request) -> Response:
     """`/compare/eval?base=A&head=B&id=EVAL_ID`: the eval's run in each suite run, replies side by side."""
     store = store_of(request)
-    base, head = suite_run(store, required(request, "base")), suite_run(store, required(request, "head"))
+    base = _queries.run_info(store, required(request, "base"))
+    head = _queries.run_info(store, required(request, "head"))
     eval_id = required(request, "id")
     before, after = _first_run(store, base, eval_id), _first_run(store, head, eval_id)
     if before is None and after is None:
@@ -98,8 +91,8 @@ def compare_eval_page(request: Request) -> Response:
     return render(
         request,
         "compare_eval.html",
-        base=base.run,
-        head=head.run,
+        base=base,
+        head=head,
         eval_id=eval_id,
         before=before,
         after=after,
@@ -109,20 +102,13 @@ def compare_eval_page(request: Request) -> Response:
     )
 
 
-def _pairs(base: SuiteRunDetail, head: SuiteRunDetail) -> list[Pair]:
-    before = {line.eval_id: line for line in eval_lines(base)}
-    after = {line.eval_id: line for line in eval_lines(head)}
-    ids = list(after) + [eval_id for eval_id in before if eval_id not in after]
-    return [Pair(i, before.get(i), after.get(i)) for i in ids]
-
-
-def _first_run(store: Store, detail: SuiteRunDetail, eval_id: str) -> RunResult | None:
-    runs = [info for info in detail.eval_runs if info.eval_id == eval_id]
+def _first_run(store: Store, run: SuiteRunInfo, eval_id: str) -> RunResult | None:
+    runs = _queries.eval_runs_of(store, run.id, eval_id)
     if not runs:
         return None
     focus = next((i for i in runs if i.outcome == "failed"), runs[0])
     try:
-        return store.eval_run(detail.run.id, eval_id, focus.run_index)
+        return store.eval_run(run.id, eval_id, focus.run_index)
     except RunNotFound:
         return None
 

@@ -11,14 +11,24 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import Integer, case, func, select
+from sqlalchemy import func, select
 from starlette.exceptions import HTTPException
 
 from niceeval._core.assertion import AssertionResult, JudgeCall
 from niceeval.attacks import RESISTED
 from niceeval.render import JudgeModelUse
-from niceeval.store import RunNotFound, Store, SuiteRunInfo
-from niceeval.store.tables import assertions, eval_runs, judge_calls, suite_runs, suite_runs_with
+from niceeval.store import EvalRunInfo, RunNotFound, Store, SuiteRunInfo
+from niceeval.store.tables import (
+    assertions,
+    eval_runs,
+    folded_judging,
+    header,
+    judge_calls,
+    run_summary,
+    suite_runs,
+    suite_runs_with,
+    suite_tallies,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,62 +76,23 @@ class ScoreHistory:
 _STATE_RANK = {"failed": 2, "inconclusive": 1, "passed": 0}
 
 
-def run_judging(store: Store, suite_run_id: str) -> RunJudging:
-    """Judge use, inconclusive causes and most missed assertions of a suite run."""
-    in_run = eval_runs.c.suite_run_id == suite_run_id
-    cached = judge_calls.c.cached
-    sent = judge_calls.c.asked & ~cached  # `JudgeCall.sent`: older stores kept `asked` true on cached verdicts
-    spent = judge_calls.c.input_tokens + judge_calls.c.output_tokens + judge_calls.c.cache_read_tokens
-    by_model = (
-        select(
-            judge_calls.c.model,
-            func.sum(case((sent, 1), else_=0)),
-            func.sum(case((cached, 1), else_=0)),
-            func.sum(case((sent | cached, 0), else_=1)),
-            func.sum(judge_calls.c.fallback.cast(Integer)),
-            func.sum(case((sent & judge_calls.c.cause.is_not(None), 1), else_=0)),
-            func.sum(case((sent, spent), else_=0)),
-            func.sum(case((sent, judge_calls.c.cost), else_=0.0)),
-            func.sum(case((sent & judge_calls.c.cost.is_(None) & (spent > 0), 1), else_=0)),
-        )
-        .join(assertions, assertions.c.id == judge_calls.c.assertion_id)
-        .join(eval_runs, eval_runs.c.id == assertions.c.eval_run_id)
-        .where(in_run)
-        .group_by(judge_calls.c.model)
-        .order_by(func.count().desc(), judge_calls.c.model)
-    )
-    causes = (
-        select(assertions.c.cause, func.count())
-        .join(eval_runs, eval_runs.c.id == assertions.c.eval_run_id)
-        .where(in_run, assertions.c.state == "inconclusive")
-        .group_by(assertions.c.cause)
-        .order_by(func.count().desc())
-    )
-    missed = (
-        select(assertions.c.name, func.count())
-        .join(eval_runs, eval_runs.c.id == assertions.c.eval_run_id)
-        .where(in_run, assertions.c.state == "failed")
-        .group_by(assertions.c.name)
-        .order_by(func.count().desc(), assertions.c.name)
-        .limit(10)
-    )
+def run_judging(store: Store, run: SuiteRunInfo) -> RunJudging:
+    """Judge use, inconclusive causes and most missed assertions of a suite run: kept when it closed
+    (`suite_tallies.judging`), counted from its rows while it runs."""
     with store.engine.connect() as conn:
-        models = [
-            JudgeModelUse(
-                model=model,
-                calls=int(calls or 0),
-                cached=int(from_cache or 0),
-                unsent=int(unsent or 0),
-                fallback=int(fallback or 0),
-                failed=int(failed or 0),
-                tokens=int(tokens or 0),
-                cost=None if unpriced else float(cost or 0.0),
-            )
-            for model, calls, from_cache, unsent, fallback, failed, tokens, cost, unpriced in conn.execute(by_model)
-        ]
-        inconclusive = {str(cause or "unknown"): count for cause, count in conn.execute(causes)}
-        top = [(str(name), int(count)) for name, count in conn.execute(missed)]
-    return RunJudging(models=models, inconclusive=inconclusive, missed=top)
+        kept = None
+        if run.status != "running":
+            kept = conn.execute(select(suite_tallies.c.judging).where(suite_tallies.c.suite_run_id == run.id)).scalar()
+        found = kept if kept is not None else folded_judging(conn, run.id)
+    models = [
+        JudgeModelUse(model=model, calls=calls, cached=cached, unsent=unsent, fallback=fallback, failed=failed,
+                      tokens=tokens, cost=cost)
+        for model, calls, cached, unsent, fallback, failed, tokens, cost in found["models"]
+    ]  # fmt: skip
+    inconclusive = {str(cause or "unknown"): count for cause, count in found["inconclusive"]}
+    return RunJudging(
+        models=models, inconclusive=inconclusive, missed=[(name, count) for name, count in found["missed"]]
+    )
 
 
 def runs_pass_rates(store: Store, runs: Sequence[SuiteRunInfo]) -> dict[str, float | None]:
@@ -129,8 +100,11 @@ def runs_pass_rates(store: Store, runs: Sequence[SuiteRunInfo]) -> dict[str, flo
     return store.pass_rates(runs)
 
 
-def first_misses(store: Store, suite_run_id: str) -> dict[tuple[str, int], AssertionResult]:
-    """The first failed assertion of each eval run that missed, by `(eval id, run index)` (the run page's lines).
+def first_misses(
+    store: Store, suite_run_id: str, eval_ids: Sequence[str] | None = None
+) -> dict[tuple[str, int], AssertionResult]:
+    """The first failed assertion of each eval run that missed (of `eval_ids` alone when given: a page of the run
+    page's lines), by `(eval id, run index)`.
 
     With the pass flags of its judges, so its `shortfall()` reads as in the HTML report (`judge said fail`).
     """
@@ -150,6 +124,7 @@ def first_misses(store: Store, suite_run_id: str) -> dict[tuple[str, int], Asser
             eval_runs.c.suite_run_id == suite_run_id,
             eval_runs.c.outcome.in_(("failed", "scored")),
             assertions.c.state == "failed",
+            *([] if eval_ids is None else [eval_runs.c.eval_id.in_(list(eval_ids))]),
         )
         .subquery()
     )
@@ -190,6 +165,30 @@ def variant_scores(
         for eval_id, run_index, name, score in conn.execute(query):
             found.setdefault((eval_id, run_index), []).append((name, score))
     return found
+
+
+def eval_runs_of(store: Store, suite_run_id: str, eval_id: str) -> list[EvalRunInfo]:
+    """The summaries of one eval's runs in a suite run, in run order (by the eval runs' key, not the whole run)."""
+    query = (
+        select(eval_runs)
+        .where(eval_runs.c.suite_run_id == suite_run_id, eval_runs.c.eval_id == eval_id)
+        .order_by(eval_runs.c.run_index)
+    )
+    with store.engine.connect() as conn:
+        return [run_summary(row) for row in conn.execute(query).mappings()]
+
+
+def varied_runs(store: Store, suite_run_id: str, eval_ids: Sequence[str]) -> list[EvalRunInfo]:
+    """The runs of these evals (those that ran with variants) that had a variant, in plan order of their ids."""
+    query = (
+        select(eval_runs)
+        .where(eval_runs.c.suite_run_id == suite_run_id, eval_runs.c.eval_id.in_(list(eval_ids)))
+        .order_by(eval_runs.c.eval_id, eval_runs.c.run_index)
+    )
+    order = {eval_id: n for n, eval_id in enumerate(eval_ids)}
+    with store.engine.connect() as conn:
+        rows = sorted(conn.execute(query).mappings(), key=lambda r: (order[r["eval_id"]], r["run_index"]))
+    return [summary for summary in map(run_summary, rows) if summary.variant]
 
 
 def score_history(store: Store, eval_id: str, *, limit: int = 30) -> ScoreHistory:
@@ -243,14 +242,14 @@ def previous_run(store: Store, run: SuiteRunInfo) -> str | None:
 
 
 def run_info(store: Store, ref: str) -> SuiteRunInfo:
-    """A suite run's header and totals alone (no eval runs), or a 404 page when `ref` names none."""
+    """A suite run's header and totals alone (no eval runs; a running one's counted so far), or a 404 page when
+    `ref` names none."""
     try:
         suite_run_id = store.resolve(ref)
     except RunNotFound as exc:
         raise HTTPException(404, str(exc)) from None
     with store.engine.connect() as conn:
-        row = conn.execute(select(suite_runs).where(suite_runs.c.id == suite_run_id)).mappings().one()
-    return SuiteRunInfo.model_validate({**row, "errors": row["errors"] or []})
+        return header(conn, suite_run_id)
 
 
 def attack_verdicts(store: Store, suite_run_id: str) -> list[tuple[str | None, dict[str, str] | None, str]]:

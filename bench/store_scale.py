@@ -1,0 +1,165 @@
+"""Benchmark (run by hand): the viewer's pages and `niceeval diff` / `niceeval report` on runs of 100,000 evals.
+
+Fills a SQLite store (or a PostgreSQL one with `--store postgresql://...`) with N suite runs x M evals (each eval
+run as in `viewer_pages.py`: a conversation with a tool call, up to three assertions, one judge call), written
+through the store's `Recorder` a few thousand eval runs at a time, so filling holds no whole suite run in memory.
+Then starts the real `niceeval view` on it and times the runs list, the latest run's page (first page, a filter,
+a sort, a far page), the compare page, one eval run and one eval's history (median and worst of several
+requests), and the wall time of `niceeval diff` and `niceeval report --format json` on the two latest runs.
+
+    python bench/store_scale.py [--runs 10] [--evals 100000] [--requests 7] [--compare-requests 2]
+                                [--store /tmp/scalestore/10x100k.db]
+
+The store is kept and reused when it already has the asked size. The load average is printed with the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests" / "web"))
+
+from _stored import _demo_result  # noqa: E402
+
+from niceeval._core.summary import PlannedEval  # noqa: E402
+from niceeval.store import Store, SuiteRunStart  # noqa: E402
+from niceeval.store._recorder import Recorder, SuiteEnd  # noqa: E402
+
+CHUNK = 2000
+TAGS = (("support",), ("billing", "support"), ("search",))
+
+
+def url_of(store: str) -> str:
+    return store if "://" in store else f"sqlite:///{store}"
+
+
+def fill(url: str, runs: int, evals: int) -> None:
+    with Store.open(url) as store:
+        have = store.runs(limit=runs + 1)
+        if len(have) == runs and all(r.evals == evals and r.status == "finished" for r in have):
+            print(f"reusing {url} ({runs} runs x {evals} evals)")
+            return
+        if have:
+            raise SystemExit(f"{url} holds other runs; give an empty store or another path")
+    started = time.perf_counter()
+    ids = [f"evals/support_{n % 3}.py::case_{n:03d}" for n in range(evals)]
+    plan = [PlannedEval(id=i, file=i.split("::")[0], line=10, tags=TAGS[n % 3], runs=1) for n, i in enumerate(ids)]
+    with Store.open(url) as store:
+        recorder = Recorder.of(store)
+        try:
+            for variant in range(runs):
+                run_id = uuid.uuid4().hex[:12]
+                start = SuiteRunStart(id=run_id, command=["niceeval", "run"], git_commit="0123abcd" * 5)
+                recorder.begin(start, plan)
+                for first in range(0, evals, CHUNK):
+                    chunk = [_demo_result(ids[n], n, variant) for n in range(first, min(first + CHUNK, evals))]
+                    recorder.add(run_id, chunk)
+                recorder.finish(run_id, SuiteEnd(status="finished", exit_code=1, duration_s=3.5))
+                print(f"  {variant + 1} suite runs written ({time.perf_counter() - started:.0f} s)", flush=True)
+        finally:
+            recorder.close()
+    print(f"filled {url}: {runs} x {evals} eval runs in {time.perf_counter() - started:.0f} s")
+
+
+def load() -> str:
+    return "load average " + " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def peak_rss_mb(pid: int) -> float:
+    found = re.search(r"VmHWM:\s+(\d+) kB", Path(f"/proc/{pid}/status").read_text())
+    return int(found.group(1)) / 1024 if found else float("nan")
+
+
+def time_page(client: httpx.Client, path: str, requests: int) -> tuple[float, float, int]:
+    timings = []
+    size = 0
+    for _ in range(requests):
+        started = time.perf_counter()
+        response = client.get(path)
+        timings.append(time.perf_counter() - started)
+        assert response.status_code == 200, (path, response.status_code, response.text[:500])
+        size = len(response.content)
+    return statistics.median(timings), max(timings), size
+
+
+def pages(url: str, latest: str, requests: int, compare_requests: int) -> None:
+    server = subprocess.Popen(
+        [sys.executable, "-m", "niceeval.cli", "view", "--port", "0", "--store", url], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert server.stdout is not None
+        base = re.search(r"on (\S+)", server.stdout.readline()).group(1)  # type: ignore[union-attr]
+        eval_id = "evals/support_1.py::case_001"
+        wanted = {
+            "runs list": "/",
+            "run page": f"/runs/{latest}",
+            "run page, failed only": f"/runs/{latest}?outcome=failed",
+            "run page, by duration": f"/runs/{latest}?sort=duration&order=desc",
+            "run page, page 400": f"/runs/{latest}?page=400",
+            "run page, search": f"/runs/{latest}?q=case_0999",
+            "compare (latest vs previous)": "/compare",
+            "compare, all evals": "/compare?show=all",
+            "eval run": f"/runs/{latest}/eval?id={eval_id}",
+            "eval history": f"/evals/history?id={eval_id}",
+        }
+        with httpx.Client(base_url=base.rstrip("/"), timeout=300) as client:
+            client.get("/")
+            print(f"{'page':<30} {'median':>9} {'worst':>9} {'bytes':>10}   ({load()})")
+            for name, path in wanted.items():
+                median, worst, size = time_page(client, path, compare_requests if "compare" in name else requests)
+                print(f"{name:<30} {median * 1000:>7.0f}ms {worst * 1000:>7.0f}ms {size:>10,}", flush=True)
+        print(f"server peak: {peak_rss_mb(server.pid):.0f} MB RSS")
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def commands(url: str, base: str, head: str) -> None:
+    for name, argv in (
+        ("niceeval diff", ["diff", base, head]),
+        ("niceeval report --json", ["report", head, "--json", "/tmp/scalestore/report.json"]),
+    ):
+        started = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, "-m", "niceeval.cli", *argv, "--store", url], capture_output=True, text=True, check=False
+        )
+        wall = time.perf_counter() - started
+        print(f"{name:<30} {wall:>7.1f}s  exit {done.returncode}  ({load()})", flush=True)
+        if done.returncode not in (0, 1):
+            print(done.stderr[-2000:])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--evals", type=int, default=100_000)
+    parser.add_argument("--requests", type=int, default=7)
+    parser.add_argument("--store", default="/tmp/scalestore/10x100k.db")
+    parser.add_argument("--compare-requests", type=int, default=2, help="requests to each compare page (it runs diff)")
+    parser.add_argument("--fill-only", action="store_true")
+    parser.add_argument("--commands-only", action="store_true", help="time `diff` and `report` alone")
+    args = parser.parse_args()
+    url = url_of(args.store)
+    fill(url, args.runs, args.evals)
+    if args.fill_only:
+        return
+    with Store.open(url) as store:
+        head, base = (r.id for r in store.runs(limit=2))
+    if not args.commands_only:
+        pages(url, head, args.requests, args.compare_requests)
+    commands(url, base, head)
+
+
+if __name__ == "__main__":
+    main()

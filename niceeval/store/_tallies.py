@@ -1,0 +1,195 @@
+"""Each eval's tally in a closed suite run (`eval_tallies`) and the suite run's own (`suite_tallies`: its pass rate
+with its interval, its evals' tags, the evals that ran with variants, its judge calls by model and its inconclusive
+and most missed assertions).
+
+Kept when a suite run closes (`finish_suite`, the last shard's `finish_shard`, migration 0011 for the runs stored
+before it), from the same rows and by the same rule as the suite run's totals (`EvalTally.status`), so a page of a
+100,000-eval run reads 200 rows of one table by an index, and the runs list reads one pass rate per suite run,
+instead of folding every eval run at each request. A suite run still `running` has none: its readers fold its
+eval runs (`tally_rows`) as they are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pydantic_core
+
+from niceeval._core.outcome import Outcome
+from niceeval._core.summary import EvalTally, PlannedEval
+from niceeval.stats import Estimate, clustered_rate
+from niceeval.store._driver import Session, session_of
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection
+
+VERDICT_RANK: dict[str, int] = {"failed": 0, "scored": 1, "passed": 2, "skipped": 3}
+"""The run page's default order: failures first, then soft misses, passes, skips (then plan order)."""
+
+TALLY_COLUMNS = (
+    "suite_run_id", "eval_id", "position", "file", "line", "tags", "runs", "passed", "scored", "failed", "skipped",
+    "passing", "counted", "pass_rate", "duration_s", "cost", "verdict", "rank", "varied",
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class TallyRow:
+    """One eval of a suite run, folded over its stored runs: what its line on the run page shows and sorts by."""
+
+    eval_id: str
+    position: int
+    file: str
+    line: int
+    tags: list[str]
+    runs: int
+    """Runs planned."""
+    passed: int
+    scored: int
+    failed: int
+    skipped: int
+    passing: int
+    """Runs that count as passes (`scored` too, unless the suite ran `--strict`)."""
+    counted: int
+    """Runs that were not skipped."""
+    pass_rate: float | None
+    duration_s: float
+    """Mean over the eval's finished runs."""
+    cost: float | None
+    """Agent and judge cost over its runs; None when one of them had no price."""
+    verdict: Outcome
+    rank: int
+    varied: bool
+    """Some run of it had a variant (the run page's per-variant table reads those evals' runs)."""
+
+
+def tally_rows(session: Session, suite_run_id: str) -> tuple[list[TallyRow], Estimate]:
+    """Every eval with a stored run in plan order, folded by the suite run's rule; and the suite run's pass rate
+    with its interval (`render.suite_rate`: the mean of the evals' rates, clustered by case or `cluster=`)."""
+    rule = session.execute("SELECT strict, min_pass_rate FROM suite_runs WHERE id = ?", (suite_run_id,)).fetchone()
+    if rule is None:
+        return [], clustered_rate([])
+    strict, min_pass_rate = bool(rule[0]), float(rule[1])
+    plan = session.execute(
+        "SELECT eval_id, position, file, line, tags, runs, cluster FROM suite_evals WHERE suite_run_id = ? "
+        "ORDER BY position",
+        (suite_run_id,),
+    ).fetchall()
+    folded: dict[str, tuple[EvalTally, list[float | None]]] = {}
+    varied: set[str] = set()
+    for eval_id, outcome, duration_s, agent_cost, judge_cost, variant, failure in session.execute(
+        "SELECT eval_id, outcome, duration_s, agent_cost, judge_cost, variant, failure_class FROM eval_runs "
+        "WHERE suite_run_id = ?",
+        (suite_run_id,),
+    ):
+        found = folded.get(eval_id)
+        if found is None:
+            found = folded[eval_id] = (EvalTally(eval=PlannedEval(id=eval_id, file="", line=0)), [0.0])
+        if variant is not None and variant != "null":  # SQLite hands JSON back as its text
+            varied.add(eval_id)
+        tally, cost = found
+        tally.count_run(outcome, failure)  # an `infra` failure is not counted in the pass rate
+        tally.total_duration_s += duration_s
+        if agent_cost is None or judge_cost is None or cost[0] is None:
+            cost[0] = None
+        else:
+            cost[0] += agent_cost + judge_cost
+    rows, clusters = [], []
+    for eval_id, position, file, line, tags, runs, cluster in plan:
+        if eval_id not in folded:
+            continue
+        tally, cost = folded[eval_id]
+        verdict = tally.status(strict=strict, min_pass_rate=min_pass_rate)
+        rows.append(
+            TallyRow(
+                eval_id=eval_id, position=position, file=file, line=line,
+                tags=pydantic_core.from_json(tags) if isinstance(tags, str) else list(tags), runs=runs,
+                passed=tally.counts["passed"], scored=tally.counts["scored"], failed=tally.counts["failed"],
+                skipped=tally.counts["skipped"], passing=tally.passing(strict=strict), counted=tally.counted,
+                pass_rate=tally.pass_rate(strict=strict), duration_s=tally.mean_duration_s, cost=cost[0],
+                verdict=verdict, rank=VERDICT_RANK[verdict], varied=eval_id in varied,
+            )
+        )  # fmt: skip
+        clusters.append(cluster or eval_id)
+    counted = [(row, key) for row, key in zip(rows, clusters, strict=True) if row.counted]
+    return rows, clustered_rate([(row.passing, row.counted) for row, _ in counted], [key for _, key in counted])
+
+
+_SENT = "(jc.asked AND NOT jc.cached)"  # `JudgeCall.sent`: older stores kept `asked` true on cached verdicts
+_SPENT = "(jc.input_tokens + jc.output_tokens + jc.cache_read_tokens)"
+_IN_RUN = "FROM {table} JOIN eval_runs e ON e.id = a.eval_run_id WHERE e.suite_run_id = ?"
+_BY_MODEL = (
+    f"SELECT jc.model, sum(CASE WHEN {_SENT} THEN 1 ELSE 0 END), sum(CASE WHEN jc.cached THEN 1 ELSE 0 END), "
+    f"sum(CASE WHEN {_SENT} OR jc.cached THEN 0 ELSE 1 END), sum(CASE WHEN jc.fallback THEN 1 ELSE 0 END), "
+    f"sum(CASE WHEN {_SENT} AND jc.cause IS NOT NULL THEN 1 ELSE 0 END), sum(CASE WHEN {_SENT} THEN {_SPENT} ELSE 0 "
+    f"END), sum(CASE WHEN {_SENT} THEN jc.cost ELSE 0.0 END), sum(CASE WHEN {_SENT} AND jc.cost IS NULL AND {_SPENT} "
+    f"> 0 THEN 1 ELSE 0 END) {_IN_RUN.format(table='judge_calls jc JOIN assertions a ON a.id = jc.assertion_id')} "
+    "GROUP BY jc.model ORDER BY count(*) DESC, jc.model"
+)
+_CAUSES = (
+    f"SELECT a.cause, count(*) {_IN_RUN.format(table='assertions a')} AND a.state = 'inconclusive' "
+    "GROUP BY a.cause ORDER BY count(*) DESC"
+)
+_MISSED = (
+    f"SELECT a.name, count(*) {_IN_RUN.format(table='assertions a')} AND a.state = 'failed' "
+    "GROUP BY a.name ORDER BY count(*) DESC, a.name LIMIT 10"
+)
+
+
+def judging(session: Session, suite_run_id: str) -> dict[str, list[list[Any]]]:
+    """A suite run's judge calls by model (`[model, calls, cached, unsent, fallback, failed, tokens, cost]`, cost
+    None when a sent call had tokens but no price), inconclusive assertions by cause (`[cause, count]`) and its ten
+    most failed assertion names (`[name, count]`), as JSON-ready lists."""
+    models = []
+    for model, calls, cached, unsent, fallback, failed, tokens, cost, unpriced in session.execute(
+        _BY_MODEL, (suite_run_id,)
+    ):
+        models.append([model, int(calls or 0), int(cached or 0), int(unsent or 0), int(fallback or 0),
+                       int(failed or 0), int(tokens or 0), None if unpriced else float(cost or 0.0)])  # fmt: skip
+    causes = [[cause, int(count)] for cause, count in session.execute(_CAUSES, (suite_run_id,))]
+    missed = [[str(name), int(count)] for name, count in session.execute(_MISSED, (suite_run_id,))]
+    return {"models": models, "inconclusive": causes, "missed": missed}
+
+
+def folded_judging(conn: Connection, suite_run_id: str) -> dict[str, list[list[Any]]]:
+    """`judging` over a SQLAlchemy connection (a running suite run's, for the viewer)."""
+    return judging(session_of(conn), suite_run_id)
+
+
+def folded_tallies(conn: Connection, suite_run_id: str) -> tuple[list[TallyRow], Estimate]:
+    """`tally_rows` over a SQLAlchemy connection (a running suite run's, for the viewer)."""
+    return tally_rows(session_of(conn), suite_run_id)
+
+
+def keep_tallies(session: Session, suite_run_id: str) -> None:
+    """Write (again) a closing suite run's tallies and pass rate, in the caller's transaction."""
+    rows, rate = tally_rows(session, suite_run_id)
+    session.execute("DELETE FROM eval_tallies WHERE suite_run_id = ?", (suite_run_id,))
+    session.execute("DELETE FROM suite_tallies WHERE suite_run_id = ?", (suite_run_id,))
+    tags = sorted({tag for row in rows for tag in row.tags})
+    varied = [row.eval_id for row in rows if row.varied]
+    json_mark = "?" + session.dialect.json_cast
+    session.execute(
+        "INSERT INTO suite_tallies (suite_run_id, pass_rate, low, high, tags, varied, judging) "
+        f"VALUES (?, ?, ?, ?, {json_mark}, {json_mark}, {json_mark})",
+        (suite_run_id, rate.value, rate.low, rate.high, _json(tags), _json(varied),
+         _json(judging(session, suite_run_id))),
+    )  # fmt: skip
+    values = [_values(suite_run_id, row) for row in rows]
+    if session.dialect.kind == "postgresql":
+        session.copy(f"COPY eval_tallies ({', '.join(TALLY_COLUMNS)}) FROM STDIN", values)
+        return
+    marks = ", ".join("?" for _ in TALLY_COLUMNS)
+    session.executemany(f"INSERT INTO eval_tallies ({', '.join(TALLY_COLUMNS)}) VALUES ({marks})", values)
+
+
+def _values(suite_run_id: str, row: TallyRow) -> tuple[Any, ...]:
+    return (
+        suite_run_id, row.eval_id, row.position, row.file, row.line, _json(row.tags),
+        row.runs, row.passed, row.scored, row.failed, row.skipped, row.passing, row.counted, row.pass_rate,
+        row.duration_s, row.cost, row.verdict, row.rank, row.varied,
+    )  # fmt: skip
+
+
+def _json(value: object) -> str:
+    return pydantic_core.to_json(value).decode()
