@@ -25,7 +25,15 @@ def test_the_eval_run_page_says_why_the_run_failed(store: Store, browser: TestCl
         ("evals/a.py::y", "eval", 1),
         ("evals/a.py::z", None, 1),
     ]
-    from niceeval.web._runs import runs_pass_rate
+    from niceeval.store.tables import folded_tallies
 
-    rate = runs_pass_rate(detail)  # over y (failed) and z (passed): x's only run failed for infra
-    assert (rate.value, rate.clusters) == (0.5, 2)
+    with store.engine.connect() as conn:
+        rows, rate = folded_tallies(conn, run)  # what the run page shows and keeps when the run closes
+    assert (rate.value, rate.clusters) == (0.5, 2)  # over y (failed) and z (passed): x's only run failed for infra
+    assert [(row.eval_id, row.failed, row.counted) for row in rows] == [
+        ("evals/a.py::x", 1, 0),
+        ("evals/a.py::y", 1, 1),
+        ("evals/a.py::z", 0, 1),
+    ]
+    shown = browser.get(f"/runs/{run}").text
+    assert '<div class="value" title="the mean of the evals' in shown and "50%" in shown
