@@ -84,3 +84,9 @@ def test_hostile_experiment_names_stay_text_in_the_table_and_the_chart(store: St
 def test_an_empty_store_asks_for_runs(browser: TestClient) -> None:
     page = browser.get("/setups")
     assert page.status_code == 200 and "Comparing needs two setups" in page.text
+
+
+def test_a_run_page_names_its_experiment_as_text(store: Store, browser: TestClient) -> None:
+    three_experiments(store, old="<b>old</b>")
+    assert "· experiment <code>mini</code>" in browser.get("/runs/run-mini").text
+    assert "· experiment <code>&lt;b&gt;old&lt;/b&gt;</code>" in browser.get("/runs/run-old").text
