@@ -29,12 +29,14 @@ from niceeval.store._driver import (
     connect,
     parse_url,
     revision,
+    store_wide,
     writing,
 )
 from niceeval.store._errors import StoreError
 from niceeval.store._meta import SCHEMA_REVISION
 from niceeval.store._statements import RunRows
 from niceeval.store._suite_run import SuiteEnd, SuiteRunStart
+from niceeval.store._tallies import keep_tallies
 from niceeval.store._url import masked
 
 if TYPE_CHECKING:
@@ -198,12 +200,25 @@ class WriteConnection:
                 _statements.finish_suite(session, suite_run_id, end)
         except Busy:
             return False
+        self._keep_tallies(suite_run_id)
         return True
 
     def finish(self, suite_run_id: str, end: SuiteEnd) -> None:
         """Close a suite run: how it ended, and totals counted from what it stored."""
         with self._transaction() as session:
             _statements.finish_suite(session, suite_run_id, end)
+        self._keep_tallies(suite_run_id)
+
+    def _keep_tallies(self, suite_run_id: str) -> None:
+        """Once the suite run is closed, its evals' tallies for the viewer (`_tallies`), in a transaction of their
+        own: a store too full (or gone) to take them leaves the run closed without them, and the viewer folds its
+        eval runs instead. The close never waits on them, so a full disk cannot leave a run `running`."""
+        try:
+            with self._transaction() as session:
+                keep_tallies(session, suite_run_id)
+        except Exception as exc:
+            if not store_wide(exc):
+                raise
 
     def defer_checkpoints(self) -> None:
         """SQLite: from now on no commit checkpoints the write-ahead log when it fills (an `fsync` the event loop

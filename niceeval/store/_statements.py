@@ -29,7 +29,6 @@ from niceeval._core.summary import PlannedEval
 from niceeval.store._driver import Dialect, Session
 from niceeval.store._meta import niceeval_version
 from niceeval.store._suite_run import SuiteEnd, SuiteRunStart
-from niceeval.store._tallies import keep_tallies
 from niceeval.store._verdicts import count_verdicts
 
 _dumps = json.dumps
@@ -183,8 +182,10 @@ def add_plan(session: Session, suite_run_id: str, plan: Sequence[PlannedEval]) -
 
 
 def reopen(session: Session, suite_run_id: str) -> None:
-    """Mark a suite run `running` again (a resume is about to complete it)."""
+    """Mark a suite run `running` again (a resume is about to complete it); the tally kept when it last closed no
+    longer holds (the viewer folds its eval runs until it closes again)."""
     session.execute("UPDATE suite_runs SET status = 'running', finished_at = NULL WHERE id = ?", (suite_run_id,))
+    session.execute("DELETE FROM suite_tallies WHERE suite_run_id = ?", (suite_run_id,))
 
 
 @dataclass(frozen=True, slots=True)
@@ -327,8 +328,8 @@ def turns_of(events: Sequence[Event]) -> list[tuple[Any, ...]]:
 
 
 def finish_suite(session: Session, suite_run_id: str, end: SuiteEnd) -> None:
-    """Close a suite run: how it ended, its totals counted from the eval runs stored in it, and its evals' tallies
-    (`_tallies`)."""
+    """Close a suite run: how it ended and its totals counted from the eval runs stored in it (its evals' tallies
+    follow in a transaction of their own: `keep_tallies`)."""
     counted = totals(session, suite_run_id)
     names = list(counted)
     assignments = ", ".join(f"{name} = ?" for name in names)
@@ -339,7 +340,6 @@ def finish_suite(session: Session, suite_run_id: str, end: SuiteEnd) -> None:
         (end.status, session.dialect.stamp(datetime.now(UTC)), end.exit_code, end.duration_s, _dumps(list(end.errors)),
          end.stopped, *(counted[name] for name in names), suite_run_id),
     )  # fmt: skip
-    keep_tallies(session, suite_run_id)
 
 
 def totals(session: Session, suite_run_id: str) -> dict[str, Any]:
