@@ -3,11 +3,11 @@ with its interval, its evals' tags, the evals that ran with variants, its judge 
 and most missed assertions).
 
 Kept when a suite run closes (right after `finish_suite` commits, in a transaction of its own; the last shard's
-`finish_shard`; migration 0016 for the runs stored before it), from the same rows and by the same rule as the
-suite run's totals (`EvalTally.status`), so a page of a 100,000-eval run reads 200 rows of one table by an
-index, and the runs list reads one pass rate per suite run, instead of folding every eval run at each request. A suite run still `running` has none (a resume's reopening
-drops it), nor has a closed one whose tally a full store could not take: their readers fold the eval runs
-(`tally_rows`) as they are.
+`finish_shard`; migration 0016 for the runs stored before it), from the same rows and by the same rule as the suite
+run's totals (`EvalTally.status`), so a page of a 100,000-eval run reads 200 rows of one table by an index, and the
+runs list reads one pass rate per suite run, instead of folding every eval run at each request. A suite run still
+`running` has none (a resume's reopening drops it), nor has a closed one whose tally a full store could not take:
+their readers fold the eval runs (`tally_rows`) as they are.
 """
 
 from __future__ import annotations
