@@ -151,6 +151,16 @@ def parse_alarm(text: str, *, alpha: float = 0.05, stored: tuple[str, Sequence[R
     return AlarmRule(text=text.strip(), assertion=assertion, eval_name=eval_name, reference=reference, alpha=alpha)
 
 
+def described(reference: Reference) -> str:
+    """What a rule compares with, in words (said when the watch starts)."""
+    if isinstance(reference, Target):
+        return f"the target {reference.rate:g}"
+    if isinstance(reference, Window):
+        return f"its first {reference.size:,} score(s) of this watch"
+    mean = sum(reference.scores) / len(reference.scores)
+    return f"suite run {reference.run_id} (mean {mean:.3f} over {len(reference.scores):,} score(s))"
+
+
 class RuleMonitor:
     """One rule's test: its monitor (none while a window fills) and how its reference reads."""
 

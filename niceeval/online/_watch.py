@@ -36,7 +36,7 @@ from niceeval._core.results import RunResult
 from niceeval._run.discovery import EvalEntry
 from niceeval._run.execute import ExecOptions
 from niceeval._run.judging import SuiteJudges
-from niceeval.online._alarms import Alarm, AlarmRule, Alarms, alarm_syntax, parse_alarm
+from niceeval.online._alarms import Alarm, AlarmRule, Alarms, alarm_syntax, described, parse_alarm
 from niceeval.online._assembler import AssemblyLimits, TraceAssembler
 from niceeval.online._budget import SPENT, JudgeBudget
 from niceeval.online._export import OtelSink
@@ -213,6 +213,8 @@ class Watcher:
             f"watching: OTLP/HTTP traces at {receiver.endpoint}, status at {receiver.url}/status; "
             f"{len(self.evals)} online eval(s)"
         )
+        for rule in options.alarms:
+            self._say(f"alarm {rule.text}: against {described(rule.reference)}, alpha {rule.alpha:g}")
         judges = SuiteJudges(self._execution.root, gate=self.budget)
         pending_in, pending_out = anyio.create_memory_object_stream[Pending](options.max_pending)
         done_in, done_out = anyio.create_memory_object_stream[RunResult](options.max_pending)
