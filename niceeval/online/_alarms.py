@@ -24,7 +24,7 @@ from typing import Any
 
 from niceeval._core.assertion import assertion_kind
 from niceeval._core.results import RunResult
-from niceeval.stats._sequential import DriftMonitor, lower_bound
+from niceeval.stats import DriftMonitor, mean_lower_bound
 
 PASS = "pass"
 """The selector of an online eval's own verdict: 1 when the run passed, 0 when it did not (errored runs left out)."""
@@ -202,7 +202,7 @@ class RuleMonitor:
 
     def _against(self, scores: Sequence[float], source: str) -> None:
         half = self.rule.alpha / 2
-        bound = lower_bound(scores, half)
+        bound = mean_lower_bound(scores, half)
         self.monitor = DriftMonitor(bound, half)
         self.described = (
             f"{source} (mean {sum(scores) / len(scores):.3f} over {len(scores):,} score(s), lower bound {bound:.3f} "

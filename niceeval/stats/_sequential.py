@@ -13,7 +13,7 @@ Rinaldo, 2024): a bettor starts afresh every `RESTART_EVERY` scores, the k-th wi
 weights). A bettor who started after a long stretch at the target has not lost to it, so a late drop shows about
 as fast as an early one; the price is the log of the weight, about 2 log k, paid by the bettors that start late.
 
-`lower_bound` is the fixed-sample bound a reference (a window of scores, a stored suite run) is compared with.
+`mean_lower_bound` is the fixed-sample bound a reference (a window of scores, a stored suite run) is compared with.
 
 Design: docs/design/online.md
 """
@@ -104,7 +104,7 @@ class DriftMonitor:
         return self.total / self.count if self.count else math.nan
 
 
-def lower_bound(scores: Sequence[float], alpha: float) -> float:
+def mean_lower_bound(scores: Sequence[float], alpha: float) -> float:
     """A lower confidence bound, at level `1 - alpha`, for the mean of `scores` in [0, 1] taken as one sample.
 
     Pass/fail scores (all 0 or 1) get the exact Clopper-Pearson bound; other scores Hoeffding's, which holds for

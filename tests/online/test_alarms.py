@@ -16,7 +16,7 @@ from niceeval._run.execute import ExecOptions
 from niceeval.online._alarms import Alarms, StoredRun, Target, Window, parse_alarm
 from niceeval.online._assembler import AssemblyLimits
 from niceeval.online._watch import Watcher, WatchOptions
-from niceeval.stats._sequential import DriftMonitor, evidence_paths, lower_bound
+from niceeval.stats import DriftMonitor, evidence_paths, mean_lower_bound
 from tests.online.online_helpers import chat_trace, online_evals
 from tests.online.test_watch import post, recorder_for, scored, watching
 
@@ -48,7 +48,7 @@ def delays(first: np.ndarray) -> np.ndarray:
 
 
 def window_targets(scores: np.ndarray, size: int) -> np.ndarray:
-    return np.array([lower_bound(list(row[:size]), ALPHA / 2) for row in scores])
+    return np.array([mean_lower_bound(list(row[:size]), ALPHA / 2) for row in scores])
 
 
 @pytest.mark.parametrize("target", [0.7, 0.8, 0.9])
@@ -78,7 +78,7 @@ def test_against_a_window_a_drop_of_10_points_fires_within_1500_traces(rate: flo
 
 
 def run_targets(rng: np.random.Generator, rate: float, size: int) -> np.ndarray:
-    return np.array([lower_bound(list(row), ALPHA / 2) for row in streams(rng, rate, length=size)])
+    return np.array([mean_lower_bound(list(row), ALPHA / 2) for row in streams(rng, rate, length=size)])
 
 
 @pytest.mark.parametrize("rate", [0.7, 0.8, 0.9])
@@ -113,9 +113,9 @@ def test_scores_between_0_and_1_are_monitored_too() -> None:
 
 
 def test_the_lower_bound_is_exact_for_pass_fail_and_hoeffding_for_scores() -> None:
-    assert lower_bound([1.0] * 70 + [0.0] * 30, 0.025) == pytest.approx(0.6001, abs=1e-4)  # Clopper-Pearson
-    assert lower_bound([0.7] * 100, 0.025) == pytest.approx(0.7 - math.sqrt(math.log(40) / 200))
-    assert lower_bound([0.0] * 10, 0.025) == 0.0 and lower_bound([], 0.025) == 0.0
+    assert mean_lower_bound([1.0] * 70 + [0.0] * 30, 0.025) == pytest.approx(0.6001, abs=1e-4)  # Clopper-Pearson
+    assert mean_lower_bound([0.7] * 100, 0.025) == pytest.approx(0.7 - math.sqrt(math.log(40) / 200))
+    assert mean_lower_bound([0.0] * 10, 0.025) == 0.0 and mean_lower_bound([], 0.025) == 0.0
 
 
 @pytest.mark.parametrize(
