@@ -55,7 +55,8 @@ def add_watch_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
         type=positive_int("--judge-budget"),
         default=1_000,
         metavar="CALLS",
-        help="judge calls an hour at most; past it judges answer from the cache only (default 1000)",
+        help="judge requests an hour, never more: past it a judge call does not start and its verdict is "
+        "inconclusive; a cached verdict still answers (default 1000)",
     )
     watch.add_argument(
         "--grace", type=seconds("--grace"), default=2.0, help="seconds a trace stays open after its root span (2)"
