@@ -63,6 +63,14 @@ def test_a_drop_of_10_points_at_trace_2000_fires_within_1500_traces(target: floa
     assert late.max() == worst <= 1_500  # the fresh starts: 1,573 at 0.7 with the evidence accumulated from trace 0
 
 
+def test_a_drop_between_two_fresh_starts_still_fires_within_1500_traces() -> None:
+    dropped = streams(np.random.default_rng(7), 0.7)
+    dropped[:, 2_050:] = streams(np.random.default_rng(8), 0.6, length=2_950)
+    first = first_alarms(dropped, 0.7, ALPHA)
+    late = first[first >= 2_050] - 2_050
+    assert len(late) >= 190 and late.max() <= 1_500
+
+
 @pytest.mark.parametrize("rate", [0.7, 0.8, 0.9])
 def test_against_a_window_of_the_first_2000_traces_an_unchanged_stream_raises_at_most_5_percent(rate: float) -> None:
     held = streams(np.random.default_rng(42), rate)
