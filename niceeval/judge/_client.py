@@ -70,8 +70,8 @@ class JudgeClients:
 
     async def ready(self, provider: providers.Provider) -> None:
         """Load the provider's SDK off the event loop; `ProviderError("no_api_key")` first when there is no key,
-        then `CallRefused` when the gate does not admit the request (checked last: a refused request is sent next
-        to nothing, and nothing awaits between the admission and the send)."""
+        then `CallRefused` when the gate does not admit the request (asked last, once nothing but the send is left:
+        an admitted request is counted even while it waits on the provider's limiter)."""
         providers.api_key(provider, self._keys.get(provider))
         await providers.sdk_ready(provider)
         if self._gate is not None:

@@ -1,8 +1,9 @@
 """The judge budget of a watch session: at most so many judge requests in any hour, never one more.
 
 Online traffic does not stop, so the judge's spend must. The budget is the gate of the session's judge clients
-(`CallGate`): each request is admitted, and counted, just before it is sent, in the same step of the event loop, so
-however many judge calls run at once the hour's count never passes the budget. A request past it does not start:
+(`CallGate`): each request is admitted just before it is sent, and the check and the count happen in one step of
+the event loop (nothing awaits between them), so however many judge calls run at once the hour's count never
+passes the budget. A request past it does not start:
 the judge call fails with `CallRefused` (its verdict is inconclusive, never failed, with this reason), and a
 verdict already in the cache still answers, since a cache hit sends nothing. A request is counted whether its
 answer came or not (it was sent); one refused, or without a key, is not.
