@@ -219,3 +219,24 @@ async def test_an_alarm_is_printed_kept_on_the_result_and_runs_the_hook(
         (run,) = store.runs()
         stored = [r for r in store.results(run.id) if r.warnings]
     assert [(r.case_id, r.warnings) for r in stored] == [(tipped[0].case_id, tipped[0].warnings)]
+
+
+@pytest.mark.anyio
+async def test_an_earlier_watch_stored_in_the_store_is_a_reference_window(tmp_path: Path) -> None:
+    evals = online_evals(tmp_path, FAILING)
+    recorder, record = recorder_for(tmp_path, evals)
+    options = WatchOptions(port=0, limits=AssemblyLimits(grace=0.01), concurrency=1)
+    watcher = Watcher(evals, ExecOptions(timeout=10, root=tmp_path), options, record=record)
+    async with watching(watcher):
+        for reply in ("your refund is sent", "refund on its way", "no idea"):
+            await post(watcher, chat_trace(reply, reply)[1])
+        await scored(watcher, 3)
+    recorder.close()
+    from niceeval.store import Store
+
+    with Store.open(str(tmp_path / "results.db")) as store:
+        (run,) = store.runs()
+        results = list(store.results(run.id))
+    rule = parse_alarm("includes:helpful>=ref", stored=(run.id, results))
+    assert isinstance(rule.reference, StoredRun) and sorted(rule.reference.scores) == [0.0, 1.0, 1.0]
+    assert Alarms([rule]).observe(results[0]) == []
