@@ -19,7 +19,7 @@ from niceeval._eval.context import JudgeView
 if TYPE_CHECKING:
     from niceeval._run.discovery import EvalEntry
     from niceeval.judge import Judge
-    from niceeval.judge._runtime import JudgeCache, JudgeClients, JudgeSession
+    from niceeval.judge._runtime import CallGate, JudgeCache, JudgeClients, JudgeSession
     from niceeval.simulation import UserModel
 
 
@@ -33,10 +33,13 @@ def judging_modules(entries: Iterable[EvalEntry]) -> tuple[str, ...]:
 class SuiteJudges:
     """The SDK clients and verdict cache every run's judge shares; each made on first use, closed by `aclose`."""
 
-    def __init__(self, root: Path, *, no_cache: bool = False, cache_only: bool = False) -> None:
+    def __init__(
+        self, root: Path, *, no_cache: bool = False, cache_only: bool = False, gate: CallGate | None = None
+    ) -> None:
         self.root = root
         self.no_cache = no_cache
         self.cache_only = cache_only
+        self.gate = gate
         self._clients: JudgeClients | None = None
         self._cache: JudgeCache | None = None
 
@@ -44,7 +47,7 @@ class SuiteJudges:
         if self._clients is None:
             from niceeval.judge._runtime import JudgeClients
 
-            self._clients = JudgeClients()
+            self._clients = JudgeClients(gate=self.gate)
         return self._clients
 
     def cache(self) -> JudgeCache | None:

@@ -16,7 +16,7 @@ from niceeval.cli._common import add_config_flag, add_store_flag, open_rate, pos
 if TYPE_CHECKING:
     from niceeval._eval.config import Config
     from niceeval._run.discovery import EvalEntry
-    from niceeval.online._watch import Watcher
+    from niceeval.online._watch import AlarmRule, Watcher
 
 TOKEN_VARIABLE = "NICEEVAL_WATCH_TOKEN"
 
@@ -55,7 +55,8 @@ def add_watch_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
         type=positive_int("--judge-budget"),
         default=1_000,
         metavar="CALLS",
-        help="judge calls an hour at most; past it judges answer from the cache only (default 1000)",
+        help="judge requests an hour, never more: past it a judge call does not start and its verdict is "
+        "inconclusive; a cached verdict still answers (default 1000)",
     )
     watch.add_argument(
         "--grace", type=seconds("--grace"), default=2.0, help="seconds a trace stays open after its root span (2)"
@@ -72,8 +73,14 @@ def add_watch_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
         default=[],
         type=_alarm,
         metavar="RULE",
-        help="ASSERTION[:EVAL]>=TARGET, e.g. 'rubric:helpful>=0.8' or 'pass>=0.95': fire when the scores' mean drops "
-        "below the target, by a test valid however long you watch (repeatable)",
+        help="ASSERTION[:EVAL]>=REFERENCE, the reference a target ('rubric:helpful>=0.8'), the first N scores of the "
+        "watch ('pass>=window:1000') or the --reference run ('pass>=ref'): fire when the scores' mean drops below "
+        "it, by a test valid however long you watch (repeatable)",
+    )
+    watch.add_argument(
+        "--reference",
+        metavar="RUN_ID",
+        help="the stored suite run that '>=ref' alarms compare with (its scores of the same assertion, in the store)",
     )
     watch.add_argument(
         "--alarm-alpha",
@@ -99,11 +106,12 @@ def add_watch_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
 
 
 def _alarm(text: str) -> str:
-    """`--alarm RULE`, checked when parsed (a bad rule exits 2 naming the flag); read with its alpha later."""
-    from niceeval.online._watch import parse_alarm
+    """`--alarm RULE`, checked when parsed (a bad rule exits 2 naming the flag); read with its alpha and
+    reference run later."""
+    from niceeval.online._watch import alarm_syntax
 
     try:
-        parse_alarm(text)
+        alarm_syntax(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     return text
@@ -126,7 +134,12 @@ def _watch(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    watcher, close = _watcher(args, config, found.online)
+    try:
+        rules = _rules(args)
+    except ValueError as exc:
+        print(f"niceeval watch: {exc}", file=sys.stderr)
+        return 2
+    watcher, close = _watcher(args, config, found.online, rules)
     try:
         anyio.run(_until_stopped, watcher, args.duration)
     finally:
@@ -134,7 +147,27 @@ def _watch(args: argparse.Namespace) -> int:
     return 0
 
 
-def _watcher(args: argparse.Namespace, config: Config, evals: list[EvalEntry]) -> tuple[Watcher, Callable[[], None]]:
+def _rules(args: argparse.Namespace) -> tuple[AlarmRule, ...]:
+    """The `--alarm` rules with their alpha, `ref` ones read against the `--reference` run's stored results.
+
+    Raises:
+        ValueError: A `ref` rule without `--reference`, or one whose assertion that run never scored.
+    """
+    from niceeval.online._watch import parse_alarm
+
+    stored = None
+    if args.reference is not None:
+        from niceeval.cli._common import open_existing_store
+
+        with open_existing_store(args) as store:
+            run_id = store.resolve(args.reference)
+            stored = (run_id, list(store.results(run_id)))
+    return tuple(parse_alarm(text, alpha=args.alarm_alpha, stored=stored) for text in args.alarm)
+
+
+def _watcher(
+    args: argparse.Namespace, config: Config, evals: list[EvalEntry], rules: tuple[AlarmRule, ...]
+) -> tuple[Watcher, Callable[[], None]]:
     """The watcher the flags describe, and what closes its store afterwards."""
     import time
 
@@ -147,7 +180,6 @@ def _watcher(args: argparse.Namespace, config: Config, evals: list[EvalEntry]) -
         ResultSink,
         Watcher,
         WatchOptions,
-        parse_alarm,
     )
     from niceeval.report.otel import EvaluationExporter, otel_endpoint
     from niceeval.store._recorder import Recorder
@@ -160,7 +192,7 @@ def _watcher(args: argparse.Namespace, config: Config, evals: list[EvalEntry]) -
         max_pending=args.max_pending,
         judge_calls_per_hour=args.judge_budget,
         limits=AssemblyLimits(grace=args.grace, timeout=args.trace_timeout, max_traces=args.max_open_traces),
-        alarms=tuple(parse_alarm(text, alpha=args.alarm_alpha) for text in args.alarm),
+        alarms=rules,
         on_alarm=args.on_alarm,
     )
     execution = ExecOptions(timeout=config.timeout, pricing=config.pricing, root=config.root, judge=config.judge)

@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self, cast
+from typing import TYPE_CHECKING, Any, Protocol, Self, cast
 
 from niceeval import providers
 from niceeval.providers import ModelRef, RetryPolicy
@@ -29,6 +29,18 @@ ANTHROPIC_MAX_TOKENS = 2048
 """Room for a g_eval chain of thought; judges answer far shorter in practice."""
 
 
+class CallRefused(providers.ProviderError):
+    """A judge call a `CallGate` did not let start: it never left, so it is not a call made (nor spent)."""
+
+
+class CallGate(Protocol):
+    """What admits each judge request just before it is sent (the watcher's judge budget)."""
+
+    def admit(self, provider: providers.Provider) -> None:
+        """Let one request to `provider` start (counted as it starts), or raise `CallRefused` with the reason."""
+        ...
+
+
 class JudgeClients:
     """The SDK clients a suite's judge calls share, built on first use and closed with `aclose()`.
 
@@ -40,18 +52,30 @@ class JudgeClients:
     Args:
         keys: API keys by provider (`{"openai": "sk-..."}`), overriding the environment.
         base_urls: Base URLs by provider, overriding the environment (e.g. a local test server).
+        gate: What must admit each request before it is sent (None: every request is sent).
     """
 
-    def __init__(self, *, keys: Mapping[str, str] | None = None, base_urls: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        keys: Mapping[str, str] | None = None,
+        base_urls: Mapping[str, str] | None = None,
+        gate: CallGate | None = None,
+    ) -> None:
         self._keys = dict(keys or {})
         self._urls = dict(base_urls or {})
+        self._gate = gate
         self._openai: AsyncOpenAI | None = None
         self._anthropic: AsyncAnthropic | None = None
 
     async def ready(self, provider: providers.Provider) -> None:
-        """Load the provider's SDK off the event loop; `ProviderError("no_api_key")` first when there is no key."""
+        """Load the provider's SDK off the event loop; `ProviderError("no_api_key")` first when there is no key,
+        then `CallRefused` when the gate does not admit the request (asked last, once nothing but the send is left:
+        an admitted request is counted even while it waits on the provider's limiter)."""
         providers.api_key(provider, self._keys.get(provider))
         await providers.sdk_ready(provider)
+        if self._gate is not None:
+            self._gate.admit(provider)
 
     def openai(self) -> AsyncOpenAI:
         """The OpenAI client; raises `ProviderError("no_api_key")` when there is no key."""

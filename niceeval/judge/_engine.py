@@ -21,7 +21,15 @@ from niceeval._core.assertion import Cause, JudgeCall
 from niceeval._core.text import without_surrogates
 from niceeval.judge._cache import CachedVerdict, CacheMode, JudgeCache, cache_key
 from niceeval.judge._cap import CHARS_PER_TOKEN, DEFAULT_MAX_CHARS
-from niceeval.judge._client import ANTHROPIC_MAX_TOKENS, JudgeClients, ModelAnswer, Request, ask, embed_similarity
+from niceeval.judge._client import (
+    ANTHROPIC_MAX_TOKENS,
+    CallRefused,
+    JudgeClients,
+    ModelAnswer,
+    Request,
+    ask,
+    embed_similarity,
+)
 from niceeval.judge._families import AnswerError, Family, Parsed
 from niceeval.judge._prompts import Messages, repair_messages
 from niceeval.providers import ModelRef, ProviderError, RetryPolicy, cost_of, find_price, prices_ready
@@ -246,10 +254,12 @@ async def consult(
             call=_record(env, model, attempt, fallback=fallback, reason=reason, cause="provider_error", asked=False)
         )
     cause: Cause
+    sent = True
     try:
         parsed = await _ask_and_parse(env, ref, family, attempt)
     except ProviderError as exc:
         cause, reason = exc.cause, str(exc)
+        sent = not isinstance(exc, CallRefused) or attempt.input_tokens > 0  # refused at a repair turn: one left
     except _Unparseable as exc:
         cause, reason = "parse_error", str(exc)
     else:
@@ -260,7 +270,7 @@ async def consult(
         if env.cache is not None and env.cache_mode != "read_only_strict":
             call = await _store(env.cache, key, call, parsed)
         return Consultation(call=call, parsed=parsed)
-    asked = cause != "no_api_key"  # without a key the request never left
+    asked = sent and cause != "no_api_key"  # without a key, or refused by the gate, the request never left
     await prices_ready([model], env.pricing)
     return Consultation(call=_record(env, model, attempt, fallback=fallback, reason=reason, cause=cause, asked=asked))
 

@@ -3,7 +3,7 @@ plugin need to wire a run's judge, and nothing else. Other packages import these
 ones from `niceeval.judge`), never from the judge's other modules.
 
 - `JudgeClients`, `JudgeCache`, `default_cache_path`, `CacheMode`: what a suite's judges share (SDK clients and
-  the verdict cache), opened once per suite.
+  the verdict cache), opened once per suite; `CallGate`, `CallRefused`: what may admit each request (a budget).
 - `JudgeRuntime`, `JudgeSession`: one run's judge, built from what the runner provides; `session.judge` is `t.judge`.
 - `Env`, `select_best`, `Choice`: the select-best comparison, asked once over every variant of a case.
 - `as_text`: how a value is shown to a judge (a comparison's output is recorded the same way).
@@ -14,7 +14,7 @@ ones from `niceeval.judge`), never from the judge's other modules.
 """
 
 from niceeval.judge._cache import CachedVerdict, CacheMode, JudgeCache, default_cache_path
-from niceeval.judge._client import JudgeClients, Request, ask
+from niceeval.judge._client import CallGate, CallRefused, JudgeClients, Request, ask
 from niceeval.judge._engine import Env, estimated_cost
 from niceeval.judge._judge import JudgeRuntime, JudgeSession
 from niceeval.judge._prompts import as_text
@@ -23,6 +23,8 @@ from niceeval.judge._select import Choice, select_best
 __all__ = [
     "CacheMode",
     "CachedVerdict",
+    "CallGate",
+    "CallRefused",
     "Choice",
     "Env",
     "JudgeCache",

@@ -1,8 +1,12 @@
-"""The judge budget of a watch session: at most so many judge calls in any hour.
+"""The judge budget of a watch session: at most so many judge requests in any hour, never one more.
 
-Online traffic does not stop, so the judge's spend must: once the last hour's calls reach the budget, the online
-evals that run go on, but their judges answer only from the verdict cache (a verdict not there is inconclusive,
-never failed) until the oldest calls leave the hour.
+Online traffic does not stop, so the judge's spend must. The budget is the gate of the session's judge clients
+(`CallGate`): each request is admitted just before it is sent, and the check and the count happen in one step of
+the event loop (nothing awaits between them), so however many judge calls run at once the hour's count never
+passes the budget. A request past it does not start:
+the judge call fails with `CallRefused` (its verdict is inconclusive, never failed, with this reason), and a
+verdict already in the cache still answers, since a cache hit sends nothing. A request is counted whether its
+answer came or not (it was sent); one refused, or without a key, is not.
 """
 
 from __future__ import annotations
@@ -11,39 +15,52 @@ import time
 from collections import deque
 from collections.abc import Callable
 
+from niceeval.judge._runtime import CallRefused
+from niceeval.providers import Provider
+
 HOUR = 3600.0
+SPENT = "the judge budget"
+"""How a refusal's reason begins (the watcher notes the runs whose judges were refused)."""
 
 
 class JudgeBudget:
-    """Judge calls per rolling hour (None: no budget)."""
+    """Judge requests per rolling hour (None: no budget)."""
 
     def __init__(self, per_hour: int | None, *, clock: Callable[[], float] = time.monotonic) -> None:
         self.per_hour = per_hour
+        self.refused = 0
         self._clock = clock
-        self._calls: deque[tuple[float, int]] = deque()
-        self._spent = 0
+        self._sent: deque[float] = deque()
 
     @property
     def spent(self) -> int:
-        """Judge calls made in the last hour."""
+        """Judge requests sent in the last hour."""
         horizon = self._clock() - HOUR
-        while self._calls and self._calls[0][0] <= horizon:
-            self._spent -= self._calls.popleft()[1]
-        return self._spent
+        while self._sent and self._sent[0] <= horizon:
+            self._sent.popleft()
+        return len(self._sent)
 
-    def open(self) -> bool:
-        """Whether the next eval's judges may call their models."""
-        return self.per_hour is None or self.spent < self.per_hour
+    def admit(self, provider: Provider) -> None:
+        """Count one request to `provider` about to be sent.
 
-    def charge(self, calls: int) -> None:
-        """Count `calls` judge calls made now."""
-        if calls > 0:
-            self._calls.append((self._clock(), calls))
-            self._spent += calls
+        Raises:
+            CallRefused: The last hour's requests already reach the budget.
+        """
+        if self.per_hour is not None and self.spent >= self.per_hour:
+            self.refused += 1
+            raise CallRefused("rate_limited", self.reason())
+        self._sent.append(self._clock())
+
+    def reason(self) -> str:
+        """Why a judge request did not start."""
+        return (
+            f"{SPENT} ({self.per_hour} calls an hour) is spent: this judge call did not start (a verdict in the cache "
+            "still answers; raise the budget with --judge-budget)"
+        )
 
     def note(self) -> str:
-        """The warning on a run scored while the budget was spent."""
+        """The warning on a run whose judges were refused."""
         return (
-            f"the judge budget ({self.per_hour} calls an hour) was spent: this run's judges answered from the verdict "
-            "cache only, and a verdict not there is inconclusive (raise it with --judge-budget)"
+            f"{SPENT} ({self.per_hour} calls an hour) was spent: this run's judge calls past it did not start and "
+            "their verdicts are inconclusive (raise it with --judge-budget)"
         )

@@ -5,9 +5,10 @@ Three parts, each bounded, so a slow judge or store never slows the receiver (wh
 1. the receiver puts spans in the `TraceAssembler` (bounded: open traces and spans held);
 2. a pump moves each closed trace, for every online eval that chooses it (`where=`, `sample=`), into the queue of
    pending evals (bounded: past it, the trace is sampled away for that eval and counted);
-3. `concurrency` workers score them (`score`), feed the alarms (an alarm that fires is printed, kept on the result
-   that tipped it, and runs the `on_alarm` command), hand each result to the sinks (OpenTelemetry export) and to
-   the writer, which stores them in batches from a worker thread.
+3. `concurrency` workers score them (`score`; each judge request passes the `JudgeBudget` gate first), feed the
+   alarms (an alarm that fires is printed, kept on the result that tipped it, and runs the `on_alarm` command),
+   hand each result to the sinks (OpenTelemetry export) and to the writer, which stores them in batches from a
+   worker thread.
 
 `status()` is what `GET /status` answers: queue depths, drops, throughput.
 
@@ -35,9 +36,9 @@ from niceeval._core.results import RunResult
 from niceeval._run.discovery import EvalEntry
 from niceeval._run.execute import ExecOptions
 from niceeval._run.judging import SuiteJudges
-from niceeval.online._alarms import Alarm, AlarmRule, Alarms, parse_alarm
+from niceeval.online._alarms import Alarm, AlarmRule, Alarms, alarm_syntax, described, parse_alarm
 from niceeval.online._assembler import AssemblyLimits, TraceAssembler
-from niceeval.online._budget import JudgeBudget
+from niceeval.online._budget import SPENT, JudgeBudget
 from niceeval.online._export import OtelSink
 from niceeval.online._score import chosen, score
 from niceeval.online._stored import OnlineRecord
@@ -52,6 +53,7 @@ __all__ = [
     "ResultSink",
     "WatchOptions",
     "Watcher",
+    "alarm_syntax",
     "parse_alarm",
 ]
 HOOK_TIMEOUT_S = 60.0
@@ -184,7 +186,11 @@ class Watcher:
                 "where_errors": counts.where_errors,
                 "per_second": round(minute / 60, 3),
             },
-            "judge": {"calls_last_hour": self.budget.spent, "budget_per_hour": self.budget.per_hour},
+            "judge": {
+                "calls_last_hour": self.budget.spent,
+                "budget_per_hour": self.budget.per_hour,
+                "refused": self.budget.refused,
+            },
             "alarms": [alarm.evidence() for alarm in self.alarms.fired],
             "store": {
                 "stored": counts.stored,
@@ -207,8 +213,9 @@ class Watcher:
             f"watching: OTLP/HTTP traces at {receiver.endpoint}, status at {receiver.url}/status; "
             f"{len(self.evals)} online eval(s)"
         )
-        judges = SuiteJudges(self._execution.root)
-        capped = SuiteJudges(self._execution.root, cache_only=True)
+        for rule in options.alarms:
+            self._say(f"alarm {rule.text}: against {described(rule.reference)}, alpha {rule.alpha:g}")
+        judges = SuiteJudges(self._execution.root, gate=self.budget)
         pending_in, pending_out = anyio.create_memory_object_stream[Pending](options.max_pending)
         done_in, done_out = anyio.create_memory_object_stream[RunResult](options.max_pending)
         try:
@@ -216,13 +223,12 @@ class Watcher:
                 tg.start_soon(self._writer, done_out)
                 async with pending_out, done_in:
                     for _ in range(options.concurrency):
-                        tg.start_soon(self._worker, pending_out.clone(), done_in.clone(), (judges, capped), tg)
+                        tg.start_soon(self._worker, pending_out.clone(), done_in.clone(), judges, tg)
                 await self._pump(pending_in, stopping, receiver.close)
         finally:
             with anyio.CancelScope(shield=True):
                 await receiver.close()
                 await judges.aclose()
-                await capped.aclose()
         self._say(self._summary())
 
     async def _pump(
@@ -260,20 +266,18 @@ class Watcher:
         self,
         pending: MemoryObjectReceiveStream[Pending],
         done: MemoryObjectSendStream[RunResult],
-        judges: tuple[SuiteJudges, SuiteJudges],
+        judges: SuiteJudges,
         tg: anyio.abc.TaskGroup,
     ) -> None:
+        execution = replace(self._execution, judges=judges)
         async with pending, done:
             async for entry, trace in pending:
-                open_budget = self.budget.open()
-                execution = replace(self._execution, judges=judges[0] if open_budget else judges[1])
                 self._running += 1
                 try:
                     result = await score(entry, trace, execution, 0)
                 finally:
                     self._running -= 1
-                self.budget.charge(result.judge_spend.calls)
-                if not open_budget:
+                if any(a.cause == "rate_limited" and SPENT in a.reason for a in result.assertions):
                     result = result.model_copy(update={"warnings": [*result.warnings, self.budget.note()]})
                 self.counts.scored += 1
                 self.counts.recent.append(self._clock())

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from ._intervals import clustered_mean, clustered_mean_of_sums, clustered_rate, t_quantile, wilson
     from ._power import power
     from ._results import Comparison, Estimate, Power
+    from ._sequential import DriftMonitor, evidence_paths, mean_lower_bound
     from ._significance import benjamini_hochberg, compare_rates, mcnemar, min_pairs, paired_bootstrap, paired_t
     from ._usage import CaseUsage, UsageComparison, UsageEstimate, compare_usage, estimate_usage
     from ._verdict import Dimension, Verdict, verdict
@@ -66,6 +67,9 @@ _HOMES = {
     "t_quantile": "niceeval.stats._intervals",
     "wilson": "niceeval.stats._intervals",
     "power": "niceeval.stats._power",
+    "DriftMonitor": "niceeval.stats._sequential",
+    "evidence_paths": "niceeval.stats._sequential",
+    "mean_lower_bound": "niceeval.stats._sequential",
     "Comparison": "niceeval.stats._results",
     "Estimate": "niceeval.stats._results",
     "Power": "niceeval.stats._results",
@@ -78,6 +82,7 @@ __all__ = [
     "Comparison",
     "Dimension",
     "Dominance",
+    "DriftMonitor",
     "Estimate",
     "EvalChange",
     "PairedChange",
@@ -99,7 +104,9 @@ __all__ = [
     "compare_usage",
     "dominance",
     "estimate_usage",
+    "evidence_paths",
     "mcnemar",
+    "mean_lower_bound",
     "min_pairs",
     "paired_bootstrap",
     "paired_t",

@@ -192,7 +192,31 @@ async def test_past_the_judge_budget_judges_answer_from_the_cache_only(tmp_path:
     assert second.assertions[0].state == "inconclusive"
     assert any("judge budget (1 calls an hour) was spent" in w for w in second.warnings)
     assert len(judged_by.requests) == 1
-    assert watcher.status()["judge"] == {"calls_last_hour": 1, "budget_per_hour": 1}
+    assert watcher.status()["judge"] == {"calls_last_hour": 1, "budget_per_hour": 1, "refused": 1}
+
+
+async def test_concurrent_judge_calls_never_spend_past_the_budget(tmp_path: Path, judged_by: LLMServer) -> None:
+    judged_by.set_script(always(RUBRIC_PASS))
+    judged_by.latency = 0.3  # every call is still out when the last one is asked
+    options = WatchOptions(port=0, limits=FAST, judge_calls_per_hour=3, concurrency=8)
+    watcher = Watcher(online_evals(tmp_path, JUDGED), ExecOptions(timeout=10, root=tmp_path), options)
+    kept: list = []
+    watcher.sinks.append(type("Keep", (), {"took": lambda self, result, trace: kept.append(result)})())
+    async with watching(watcher):
+        async with anyio.create_task_group() as tg:
+            for i in range(8):
+                tg.start_soon(post, watcher, chat_trace(f"question {i}", f"answer {i}")[1])
+        await scored(watcher, 8)
+    assert len(judged_by.requests) == 3
+    states = sorted((r.assertions[0].state, r.assertions[0].cause, r.judge_spend.calls) for r in kept)
+    assert states == [("inconclusive", "rate_limited", 0)] * 5 + [("passed", None, 1)] * 3
+    refused = [r for r in kept if r.assertions[0].state == "inconclusive"]
+    assert all(
+        "the judge budget (3 calls an hour) is spent: this judge call did not start" in r.assertions[0].reason
+        for r in refused
+    )
+    assert all(r.outcome == "passed" and "judge budget (3 calls an hour) was spent" in r.warnings[-1] for r in refused)
+    assert watcher.status()["judge"] == {"calls_last_hour": 3, "budget_per_hour": 3, "refused": 5}
 
 
 async def test_each_result_goes_out_as_evaluation_events_inside_the_trace_it_scored(tmp_path: Path) -> None:
