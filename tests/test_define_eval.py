@@ -54,7 +54,7 @@ def test_every_option_is_held_by_the_spec_as_read() -> None:
         "points_to_pass": 2,
     }
     online = {"online": True, "sample": 0.25, "where": lambda trace: True}
-    saved = {"trace": "regressions/4bf9.json"}
+    saved = {"trace": "regressions/4bf9.json", "replay": "live"}
     assert sorted([*given, *online, *saved]) == sorted(OPTION_NAMES)  # a new option gets a value here
 
     @define_eval(**given)
@@ -75,6 +75,7 @@ def test_every_option_is_held_by_the_spec_as_read() -> None:
     async def replayed(t: object) -> None: ...
 
     assert replayed.trace == read_options(saved, "evals/e.py:1").trace == "regressions/4bf9.json"
+    assert replayed.replay == read_options(saved, "evals/e.py:1").replay == "live"
     assert ev.tags == ("support",) and ev.timeout == 5.0 and ev.scripts == ("make",)
     assert [v.name for v in ev.variants] == ["prompt=a", "prompt=b"]
 

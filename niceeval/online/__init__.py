@@ -10,3 +10,18 @@ Design: docs/design/online.md
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from niceeval._core.lazy import lazy_getattr
+
+if TYPE_CHECKING:
+    from niceeval.online._regression import RegressionRequest, WrittenRegression, write_regression
+
+__all__ = ["RegressionRequest", "WrittenRegression", "write_regression"]
+
+__getattr__ = lazy_getattr(
+    __name__,
+    {name: "niceeval.online._regression" for name in ("RegressionRequest", "WrittenRegression", "write_regression")},
+)
+"""A stored trace written as a regression eval (`niceeval cases from-trace`, the viewer's button), loaded on use."""

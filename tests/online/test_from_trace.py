@@ -96,5 +96,17 @@ def test_an_unknown_trace_says_which_traces_are_stored(tmp_path: Path, monkeypat
         from niceeval.cli._from_trace import _from_trace
 
         _from_trace(
-            type("Args", (), {"trace_id": "0" * 32, "eval": None, "store": None, "config": None, "to": Path("x")})()
+            type(
+                "Args",
+                (),
+                {
+                    "trace_id": "0" * 32,
+                    "eval": None,
+                    "store": None,
+                    "config": None,
+                    "to": Path("x"),
+                    "replay": None,
+                    "agent": None,
+                },
+            )()
         )
