@@ -100,3 +100,13 @@ def test_the_name_and_description_default_to_the_functions() -> None:
         """Says when the refund comes."""
 
     assert (refund_reply.name, refund_reply.description) == ("refund_reply", "Says when the refund comes.")
+
+
+def test_replay_is_recorded_or_live_and_live_needs_a_saved_trace() -> None:
+    with pytest.raises(UsageError, match=r"define_eval\(replay=...\) is 'recorded' .* or 'live' .*; got 'again'"):
+        read_options({"trace": "t.json", "replay": "again"}, "evals/e.py:1")
+    with pytest.raises(UsageError, match=r"replay='live' replays a saved trace with the live agent; give trace= too"):
+        read_options({"replay": "live"}, "evals/e.py:1")
+    with pytest.raises(UsageError, match=r"it takes no agent= \(replay='live' runs the agent= on the trace's input\)"):
+        read_options({"trace": "t.json", "agent": "bot"}, "evals/e.py:1")
+    assert read_options({"trace": "t.json", "replay": "live", "agent": "bot"}, "evals/e.py:1").agent == "bot"

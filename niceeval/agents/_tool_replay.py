@@ -131,8 +131,11 @@ def check_replays_tools(agent: Any) -> None:
             "score the recorded trace instead (`niceeval cases from-trace TRACE_ID --replay recorded`)"
         )
     if not isinstance(agent, ReplaysTools):
+        named = type(agent).__name__
+        if named == "function":
+            named = f"{getattr(agent, '__qualname__', 'function')} (a plain function)"
         raise UsageError(
-            f"the agent {type(agent).__name__} cannot have its tools answered from a trace: niceeval intercepts "
+            f"the agent {named} cannot have its tools answered from a trace: niceeval intercepts "
             "tool calls only through pydantic_ai_agent(...) and openai_agents_agent(...); score the recorded "
             "trace instead (`niceeval cases from-trace TRACE_ID --replay recorded`)"
         )

@@ -55,12 +55,12 @@ def _from_trace(args: argparse.Namespace) -> int:
     from niceeval._core.errors import ConfigError, relative
     from niceeval.online import RegressionRequest, write_regression
 
+    if args.replay == "recorded" and args.agent:
+        raise ConfigError("--agent names the agent a live replay runs; drop it, or use --replay live.")
     agent = _named_agent(args.agent) if args.agent else project_config(args).agent
     replay: Literal["live", "recorded"] = args.replay or ("live" if agent is not None else "recorded")
     if replay == "live":
         _check_agent(agent)
-    elif args.agent:
-        raise ConfigError("--agent names the agent a live replay runs; drop it, or use --replay live.")
     if args.replay is None and replay == "recorded":
         print("the config has no agent: the regression scores the trace as recorded (--replay recorded)")
     request = RegressionRequest(
