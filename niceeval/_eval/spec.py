@@ -221,7 +221,7 @@ class EvalOptions:
     "chat"`); None: every trace."""
     trace: str | None = _option(read=_trace_file)
     """A saved production trace (relative to the eval file; `niceeval cases from-trace` writes them) this offline
-    eval scores as `niceeval watch` did: the trace is the agent, `t.input`, `t.reply` and `t.trace` read it."""
+    eval runs on, as `replay=` says; `t.input` and `t.trace` read it."""
     replay: Literal["recorded", "live"] = _option("recorded", read=_replay)
     """With trace=: `recorded` scores the saved trace as it was; `live` runs the agent under test (the config's,
     or agent=) on the trace's input, its tool calls answered from the trace (docs/online.md)."""

@@ -4,7 +4,8 @@ An online eval (`@define_eval(online=True, sample=0.1, where=...)`) takes a fini
 agent: `t.input`, `t.reply`, `t.trace`, `t.tool_calls`, the matchers, scoped, span and judge assertions. The
 watcher receives OTLP/HTTP, assembles traces by trace id, runs the matching online evals with bounded queues and
 concurrency, stores each result (a suite run of kind `online` per watch session and day), exports the standard
-`gen_ai.evaluation.result` events, and raises anytime-valid alarms.
+`gen_ai.evaluation.result` events, and raises anytime-valid alarms. `write_regression` turns a stored trace into
+a regression eval that replays the live agent (its tools answered from the trace) or the recorded trace.
 
 Design: docs/design/online.md
 """

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import json
 import keyword
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from niceeval.store import Store
 
 Replay = Literal["live", "recorded"]
+_TRACE_ID = re.compile(r"^[0-9a-f]{32}$")
 DEFAULT_MODULE = Path("evals") / "regressions.py"
 HEADER = '''"""Regressions from production traces (`niceeval cases from-trace`): each eval runs, offline, the online
 eval that scored a saved trace live: on the live agent with its tools answered from the trace (replay="live"), or
@@ -78,13 +80,18 @@ def write_regression(store: Store, request: RegressionRequest) -> WrittenRegress
     """Save the trace and append its regression eval to the module; nothing is written when anything is wrong.
 
     Raises:
-        ConfigError: The store holds no online result of the trace (by that eval), the agent is not `module:name`,
+        ConfigError: The trace id is not 32 hex digits, the store holds no online result of the trace (by that
+            eval), the agent is not `module:name`,
             the module already has the trace's regression, or a file cannot be written (the message names it).
     """
     from niceeval._core.events import ActionCalledEvent
     from niceeval.tracing import events_from_spans
 
     trace_id = request.trace_id.strip().lower()
+    if not _TRACE_ID.match(trace_id):
+        raise ConfigError(
+            f"{request.trace_id!r} is not a trace id: give its 32 hex digits, as /status and the store show"
+        )
     chosen = _chosen_result(store, trace_id, request.eval_name)
     trace = Trace.of(record.span() for record in chosen.spans)
     agent = _agent_import(request.agent) if request.agent is not None else None

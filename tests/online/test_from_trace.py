@@ -172,3 +172,13 @@ def test_a_regressions_module_that_cannot_be_written_is_named_and_nothing_is_los
     said = capsys.readouterr().err
     assert f"cannot write the regression of trace {trace_id}: Is a directory" in said
     assert "choose a writable module with --to PATH" in said
+
+
+def test_a_trace_id_that_is_not_32_hex_digits_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    stored_trace(tmp_path, "refund?", "no idea")
+    assert main(["cases", "from-trace", "../../evil", "--replay", "recorded"]) == 2
+    assert "'../../evil' is not a trace id: give its 32 hex digits" in capsys.readouterr().err
+    assert not (tmp_path / "evals" / "regressions.py").exists()
