@@ -14,12 +14,14 @@ import re
 import secrets
 from pathlib import Path
 from typing import Literal
+from urllib.parse import parse_qsl
 
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
+from niceeval._core.errors import ConfigError
 from niceeval.online import RegressionRequest, WrittenRegression, write_regression
 from niceeval.store import Store
 from niceeval.web._pages import render
@@ -55,8 +57,6 @@ async def write_regression_case(request: Request) -> Response:
 
 
 def _write(store: Store, wanted: RegressionRequest) -> WrittenRegression | str:
-    from niceeval._core.errors import ConfigError
-
     try:
         return write_regression(store, wanted)
     except ConfigError as exc:
@@ -80,8 +80,6 @@ def _project_root(store: Store, run: str) -> Path:
 
 async def _genuine(request: Request) -> dict[str, str]:
     """The form, once its CSRF field matched the browser's cookie and its page token this viewer's (else 403)."""
-    from urllib.parse import parse_qsl
-
     body = await request.body()
     if len(body) > _MAX_FORM:
         raise HTTPException(413, "this form is too large.")
