@@ -8,15 +8,18 @@ from pathlib import Path
 
 import anyio
 import pytest
+from pydantic_ai import Agent
 
 from niceeval._core.errors import ConfigError
 from niceeval._run.discovery import discover
 from niceeval._run.execute import ExecOptions, execute
+from niceeval.agents import pydantic_ai_agent
 from niceeval.cli import main
 from niceeval.online._score import score
 from niceeval.online._stored import OnlineRecord
 from niceeval.store import SuiteRunStart
 from niceeval.store._recorder import Recorder
+from niceeval.testing import LLMServer, ToolCall
 from niceeval.tracing import Trace
 from niceeval.tracing._otlp import decode
 from tests.online.online_helpers import chat_trace
@@ -182,3 +185,33 @@ def test_a_trace_id_that_is_not_32_hex_digits_is_refused(
     assert main(["cases", "from-trace", "../../evil", "--replay", "recorded"]) == 2
     assert "'../../evil' is not a trace id: give its 32 hex digits" in capsys.readouterr().err
     assert not (tmp_path / "evals" / "regressions.py").exists()
+
+
+def test_a_live_replay_whose_agent_calls_a_tool_the_trace_never_made_errors_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, llm_server: LLMServer
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    trace_id = stored_trace(tmp_path, "where is my refund?", "I cannot help with that.", tool="lookup")
+    assert main(["cases", "from-trace", trace_id, "--replay", "recorded"]) == 0
+    module = tmp_path / "evals" / "regressions.py"
+    module.write_text(module.read_text().replace('.json")', '.json", replay="live")'))
+    ran: list[str] = []
+
+    def refund(order_id: str) -> str:
+        """Refund an order."""
+        ran.append(order_id)
+        return "refunded"
+
+    llm_server.push(ToolCall(name="refund", arguments={"order_id": "9"}), "Refunded.")
+    agent = pydantic_ai_agent(
+        Agent("openai:gpt-5-mini", tools=[refund], defer_model_check=True), base_url=llm_server.base_url
+    )
+    (entry,) = discover(tmp_path, ["evals/regressions.py"]).evals
+    result = anyio.run(execute, entry, 0, ExecOptions(timeout=10, root=tmp_path, agent=agent))
+    assert ran == [] and result.outcome == "failed" and result.error is not None
+    assert result.error.type == "UnrecordedToolCall"
+    assert result.error.message.startswith(
+        'the agent called refund({"order_id": "9"}), which the recorded trace cannot answer: the trace never called '
+        "refund; it recorded: lookup("
+    )
