@@ -54,7 +54,7 @@ def test_every_option_is_held_by_the_spec_as_read() -> None:
         "points_to_pass": 2,
     }
     online = {"online": True, "sample": 0.25, "where": lambda trace: True}
-    saved = {"trace": "regressions/4bf9.json"}
+    saved = {"trace": "regressions/4bf9.json", "replay": "live"}
     assert sorted([*given, *online, *saved]) == sorted(OPTION_NAMES)  # a new option gets a value here
 
     @define_eval(**given)
@@ -75,6 +75,7 @@ def test_every_option_is_held_by_the_spec_as_read() -> None:
     async def replayed(t: object) -> None: ...
 
     assert replayed.trace == read_options(saved, "evals/e.py:1").trace == "regressions/4bf9.json"
+    assert replayed.replay == read_options(saved, "evals/e.py:1").replay == "live"
     assert ev.tags == ("support",) and ev.timeout == 5.0 and ev.scripts == ("make",)
     assert [v.name for v in ev.variants] == ["prompt=a", "prompt=b"]
 
@@ -99,3 +100,13 @@ def test_the_name_and_description_default_to_the_functions() -> None:
         """Says when the refund comes."""
 
     assert (refund_reply.name, refund_reply.description) == ("refund_reply", "Says when the refund comes.")
+
+
+def test_replay_is_recorded_or_live_and_live_needs_a_saved_trace() -> None:
+    with pytest.raises(UsageError, match=r"define_eval\(replay=...\) is 'recorded' .* or 'live' .*; got 'again'"):
+        read_options({"trace": "t.json", "replay": "again"}, "evals/e.py:1")
+    with pytest.raises(UsageError, match=r"replay='live' replays a saved trace with the live agent; give trace= too"):
+        read_options({"replay": "live"}, "evals/e.py:1")
+    with pytest.raises(UsageError, match=r"it takes no agent= \(replay='live' runs the agent= on the trace's input\)"):
+        read_options({"trace": "t.json", "agent": "bot"}, "evals/e.py:1")
+    assert read_options({"trace": "t.json", "replay": "live", "agent": "bot"}, "evals/e.py:1").agent == "bot"

@@ -135,6 +135,15 @@ def _trace_file(value: Any, where: str) -> str | None:
     return str(value) if value is not None else None
 
 
+def _replay(value: Any, where: str) -> Literal["recorded", "live"]:
+    if value not in ("recorded", "live"):
+        raise UsageError(
+            f"{where} is 'recorded' (score the saved trace as it was) or 'live' (run the agent on its input, its "
+            f"tools answered from the trace); got {value!r}."
+        )
+    return cast('Literal["recorded", "live"]', value)
+
+
 def _runs(value: Any, where: str) -> int | None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
         raise UsageError(f"{where} is a whole number of runs, at least 1; got {value!r}.")
@@ -212,7 +221,10 @@ class EvalOptions:
     "chat"`); None: every trace."""
     trace: str | None = _option(read=_trace_file)
     """A saved production trace (relative to the eval file; `niceeval cases from-trace` writes them) this offline
-    eval scores as `niceeval watch` did: the trace is the agent, `t.input`, `t.reply` and `t.trace` read it."""
+    eval runs on, as `replay=` says; `t.input` and `t.trace` read it."""
+    replay: Literal["recorded", "live"] = _option("recorded", read=_replay)
+    """With trace=: `recorded` scores the saved trace as it was; `live` runs the agent under test (the config's,
+    or agent=) on the trace's input, its tool calls answered from the trace (docs/online.md)."""
 
 
 OPTION_NAMES: tuple[str, ...] = tuple(f.name for f in fields(EvalOptions))
@@ -273,12 +285,19 @@ def _check_online(options: EvalOptions, where: str | None) -> None:
             f"{where}: online=True scores live traces and trace= one saved trace: give one of them (a regression "
             "written by `niceeval cases from-trace` has trace= only)."
         )
+    if options.replay == "live" and options.trace is None:
+        raise UsageError(f"{where}: replay='live' replays a saved trace with the live agent; give trace= too.")
     if options.trace is not None:
-        given = [name for name in _NOT_ONLINE if getattr(options, name) not in (None, ())]
+        given = [
+            name
+            for name in _NOT_ONLINE
+            if getattr(options, name) not in (None, ()) and not (name == "agent" and options.replay == "live")
+        ]
         if given:
             raise UsageError(
                 f"{where}: an eval of a saved trace (trace=) has the trace as its agent; it takes no "
-                f"{', '.join(f'{name}=' for name in given)}."
+                f"{', '.join(f'{name}=' for name in given)}"
+                + (" (replay='live' runs the agent= on the trace's input)." if "agent" in given else ".")
             )
     if not options.online:
         if options.sample is not None or options.where is not None:
@@ -374,6 +393,7 @@ def define_eval(
     sample: float | None = None,
     where: Callable[[Any], bool] | None = None,
     trace: str | None = None,
+    replay: Literal["recorded", "live"] = "recorded",
 ) -> Callable[[EvalFunction], EvalSpec]: ...
 
 

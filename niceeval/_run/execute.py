@@ -281,10 +281,18 @@ async def execute_run(
         except ValueError as exc:
             info = ErrorInfo(type="UsageError", message=str(exc), location=location, kind="usage")
             return _result(entry, run_index, options, RunState(), info, duration_s=0.0, kept=None), []
-    if trace is not None:  # the trace is the agent, and the run begins by sending it the trace's input
-        from niceeval.agents._runtime import TraceAgent
+    if trace is not None:  # the trace is the agent (or answers the live agent's tools), sent the trace's input
+        from niceeval.agents._runtime import TraceAgent, replaying_agent
 
-        agent = TraceAgent(trace)
+        try:
+            agent = (
+                replaying_agent(_agent(entry, options, run_index), trace)
+                if entry.spec.replay == "live"
+                else TraceAgent(trace)
+            )
+        except UsageError as exc:
+            info = ErrorInfo(type="UsageError", message=str(exc), location=location, kind="usage")
+            return _result(entry, run_index, options, RunState(), info, duration_s=0.0, kept=None), []
         entry = replace(
             entry, spec=replace(entry.spec, fn=after_input(entry.spec.fn, trace.input, entry.spec.is_async))
         )

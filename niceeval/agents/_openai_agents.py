@@ -4,6 +4,8 @@ Events come from the SDK's own run hooks as the run goes: `on_llm_end` gives eac
 `on_tool_start` / `on_tool_end` each function tool call (paired by `tool_call_id`), `on_handoff` each handoff;
 the run config's `tool_error_formatter` sees the exception of a tool that raised, so a failed tool is recorded
 as failed with its real error, not recognised by the message the model is sent. Tracing is off for every run.
+A copy made by `replaying(tools)` runs a clone of the agent (and of the agents it hands off to) whose function
+tools' `on_invoke_tool` answers from a recorded trace instead of running the tool.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from niceeval._core.events import ErrorEvent, EventLog, MessageEvent, SubagentCalledEvent
 from niceeval.agents._kit import Histories, ToolCalls, final_reply, priced_model, require, usage_event
 from niceeval.agents._protocol import AgentReply
+from niceeval.agents._tool_replay import UnrecordedToolCall
 from niceeval.providers import openai_client, release
 from niceeval.tracing._session import SessionTrace, TraceOptions, end_trace, session_trace, traced_turn
 
@@ -24,6 +27,8 @@ if TYPE_CHECKING:
     from agents.run_config import ToolErrorFormatterArgs
     from agents.tool import Tool
     from openai import AsyncOpenAI
+
+    from niceeval.agents._tool_replay import RecordedTools
 
 _EXTRA = "openai-agents"
 
@@ -114,6 +119,17 @@ class OpenAIAgentsAdapter:
         self.histories: Histories[list[TResponseInputItem]] = Histories()
         self._connection = connection
 
+    def replaying(self, tools: RecordedTools) -> OpenAIAgentsAdapter:
+        """A copy of this adapter (its own conversations) whose runs answer every function tool call from `tools`."""
+        return OpenAIAgentsAdapter(
+            _replaying_agent(self.agent, tools, {}),
+            self._connection,
+            max_turns=self.max_turns,
+            run_config=self.run_config,
+            context=self.context,
+            traces=self.traces,
+        )
+
     async def open(self, session_id: str, log: EventLog) -> OpenAIAgentsSession:
         """Start (or continue) the conversation `session_id`."""
         session = await self._session(session_id, log)
@@ -181,6 +197,8 @@ class OpenAIAgentsSession:
             return AgentReply(text="", status="failed")
         except BaseException as exc:
             calls.abandon(exc)
+            if isinstance(exc.__cause__, UnrecordedToolCall):  # the SDK wraps what a tool raises in its UserError
+                raise exc.__cause__ from None
             raise
         adapter.histories.put(self.id, result.to_input_list())
         return final_reply(self.log, result.final_output, output)
@@ -248,3 +266,41 @@ def _hooks(log: EventLog, calls: ToolCalls, config: RunConfig) -> RunHooks[Any]:
             log.emit(SubagentCalledEvent(name=str(getattr(to_agent, "name", to_agent)), input=None))
 
     return Recorder()
+
+
+def _replaying_agent(agent: Agent[Any], tools: RecordedTools, done: dict[int, Agent[Any]]) -> Agent[Any]:
+    """A clone of `agent` whose function tools answer from `tools`, and so the agents it hands off to (`done`: the
+    clones made so far, so a cycle of handoffs ends)."""
+    from agents import Agent, FunctionTool
+
+    if id(agent) in done:
+        return done[id(agent)]
+    clone = agent.clone()
+    done[id(agent)] = clone
+    clone.tools = [
+        dataclasses.replace(tool, on_invoke_tool=_recorded_answer(tools)) if isinstance(tool, FunctionTool) else tool
+        for tool in agent.tools
+    ]
+    clone.handoffs = [
+        _replaying_agent(target, tools, done) if isinstance(target, Agent) else target for target in agent.handoffs
+    ]
+    return clone
+
+
+def _recorded_answer(tools: RecordedTools) -> Any:
+    """An `on_invoke_tool` answering from the recorded trace; a recorded failure answers what the SDK tells the
+    model of a tool that raised (`default_tool_error_function`)."""
+    import json
+
+    from agents import default_tool_error_function
+    from agents.tool_context import ToolContext
+
+    from niceeval.agents._tool_replay import RecordedToolFailure
+
+    async def answer(context: ToolContext[Any], arguments: str) -> Any:
+        try:
+            return tools.answer(context.tool_name, json.loads(arguments) if arguments else {})
+        except RecordedToolFailure as exc:
+            return default_tool_error_function(context, exc)
+
+    return answer

@@ -2,7 +2,9 @@
 
 Events come from a capability added to every run, pydantic-ai's own extension point: `after_model_request`
 gives each model response (its usage and model name), `on_event` the tool call and result events as the run
-streams them, and `on_tool_execute_error` the exception of a tool that raised.
+streams them, and `on_tool_execute_error` the exception of a tool that raised. A copy made by `replaying(tools)`
+answers the agent's tool calls from a recorded trace through the same extension point (`wrap_tool_execute`
+returns the recorded output without running the tool).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
     from pydantic_ai.models import Model
 
     from niceeval._core.events import EventLog
+    from niceeval.agents._tool_replay import RecordedTools
 
 _EXTRA = "pydantic-ai"
 _OPENAI_KINDS = {"openai": "responses", "openai-responses": "responses", "openai-chat": "chat"}
@@ -88,6 +91,7 @@ class PydanticAIAdapter:
         deps: Any,
         timeout: float,
         traces: bool = False,
+        tools: RecordedTools | None = None,
     ) -> None:
         self.agent = agent
         self.deps = deps
@@ -99,6 +103,22 @@ class PydanticAIAdapter:
         """Keep each run's spans too (`pydantic_ai_agent(traces=True)`)."""
         self.model: str | None = None
         """The model runs use instead of the agent's own (`pydantic_ai_agent(model=...)`)."""
+        self.tools = tools
+        """The recorded tool calls that answer this adapter's tool calls (`replaying`); None: the tools run."""
+
+    def replaying(self, tools: RecordedTools) -> PydanticAIAdapter:
+        """A copy of this adapter (its own conversations) whose runs answer every tool call from `tools`."""
+        copy = PydanticAIAdapter(
+            self.agent,
+            base_url=self._base_url,
+            api_key=self._api_key,
+            deps=self.deps,
+            timeout=self._timeout,
+            traces=self.traces,
+            tools=tools,
+        )
+        copy.model = self.model
+        return copy
 
     async def open(self, session_id: str, log: EventLog) -> PydanticAISession:
         """Start (or continue) the conversation `session_id`."""
@@ -170,6 +190,8 @@ class PydanticAISession:
         calls = ToolCalls(self.log)
         extra: dict[str, Any] = {"output_type": output} if output is not None else {}
         capabilities = [_recorder(self.log, calls), *([_instrumentation()] if self._trace is not None else [])]
+        if adapter.tools is not None:
+            capabilities.append(_replayer(adapter.tools))
         try:
             async with traced_turn(self._trace):
                 result = await adapter.agent.run(
@@ -238,3 +260,23 @@ def _recorder(log: EventLog, calls: ToolCalls) -> Any:
             raise error
 
     return Recorder()
+
+
+def _replayer(tools: RecordedTools) -> Any:
+    """A capability answering each tool call from `tools` instead of running the tool. A call the trace recorded
+    as failed raises `ModelRetry` with the recorded error, pydantic-ai's way to tell the model a call failed."""
+    from pydantic_ai import ModelRetry, RunContext
+    from pydantic_ai.capabilities import AbstractCapability
+
+    from niceeval.agents._tool_replay import RecordedToolFailure
+
+    class Replayer(AbstractCapability[Any]):
+        async def wrap_tool_execute(
+            self, ctx: RunContext[Any], *, call: Any, tool_def: Any, args: Any, handler: Any
+        ) -> Any:
+            try:
+                return tools.answer(call.tool_name, call.args_as_dict())
+            except RecordedToolFailure as exc:
+                raise ModelRetry(str(exc)) from exc
+
+    return Replayer()

@@ -10,6 +10,8 @@ test needs beyond the public names of `niceeval.agents`.
 - `ReplayAgent`, `RecordedTurn`: `niceeval rescore`'s agent, replaying recorded turns (loaded on first use:
   only a rescore needs them).
 - `TraceAgent`: the agent of a run that scores a production trace (an online eval, an eval with `trace=`).
+- `replaying_agent`, `check_replays_tools`: the agent under test with its tools answered from a saved trace
+  (`define_eval(trace=..., replay="live")`), and the check that it can be.
 
 None of these is an eval author's business, so they are not public; no other private module of the package is
 imported from outside it.
@@ -26,6 +28,7 @@ from niceeval.agents._variant import PerVariant
 
 if TYPE_CHECKING:
     from niceeval.agents._replay import RecordedTurn, ReplayAgent
+    from niceeval.agents._tool_replay import check_replays_tools, replaying_agent
     from niceeval.agents._trace_agent import TraceAgent
 
 __all__ = [
@@ -35,7 +38,9 @@ __all__ = [
     "RecordedTurn",
     "ReplayAgent",
     "TraceAgent",
+    "check_replays_tools",
     "load_attachments",
+    "replaying_agent",
 ]
 
 __getattr__ = lazy_getattr(
@@ -44,5 +49,7 @@ __getattr__ = lazy_getattr(
         "RecordedTurn": "niceeval.agents._replay",
         "ReplayAgent": "niceeval.agents._replay",
         "TraceAgent": "niceeval.agents._trace_agent",
+        "check_replays_tools": "niceeval.agents._tool_replay",
+        "replaying_agent": "niceeval.agents._tool_replay",
     },
 )

@@ -1,6 +1,7 @@
-"""`niceeval cases from-trace TRACE_ID [--to evals/regressions.py]`: a production trace an online eval scored,
-saved beside the eval module and scored offline by the same online eval (`define_eval(trace=...)`), so the
-verdict `niceeval watch` gave reproduces in `niceeval run`.
+"""`niceeval cases from-trace TRACE_ID [--to evals/regressions.py] [--replay live|recorded]`: a production trace an
+online eval scored, saved beside the eval module with an eval that runs the same online eval on it offline: on the
+live agent with its tools answered from the trace (`--replay live`, the default when the config has an agent), or
+on the trace as recorded (`--replay recorded`).
 
 Only argparse is imported at module level (`niceeval --help` stays fast).
 """
@@ -8,25 +9,16 @@ Only argparse is imported at module level (`niceeval --help` stays fast).
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Literal
 
-from niceeval.cli._common import add_config_flag, add_store_flag, open_existing_store
-
-if TYPE_CHECKING:
-    from niceeval._core.results import RunResult
+from niceeval.cli._common import add_config_flag, add_store_flag, open_existing_store, project_config
 
 DEFAULT_REGRESSIONS = Path("evals") / "regressions.py"
-HEADER = '''"""Regressions from production traces (`niceeval cases from-trace`): each eval scores a saved trace
-offline with the online eval that scored it live, so its verdict reproduces in `niceeval run`."""
-
-from niceeval import define_eval
-'''
 
 
 def add_from_trace_command(actions: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """`niceeval cases from-trace TRACE_ID [--to PATH] [--eval NAME]`."""
+    """`niceeval cases from-trace TRACE_ID [--to PATH] [--eval NAME] [--replay MODE] [--agent MODULE:NAME]`."""
     command = actions.add_parser(
         "from-trace", help="save a production trace an online eval scored as a regression eval that replays it"
     )
@@ -43,72 +35,76 @@ def add_from_trace_command(actions: argparse._SubParsersAction[argparse.Argument
     command.add_argument(
         "--eval", metavar="NAME", help="the online eval whose verdict to keep (default: a failing one)"
     )
+    command.add_argument(
+        "--replay",
+        choices=("live", "recorded"),
+        help="live: run the agent on the trace's input, its tools answered from the trace; recorded: score the "
+        "trace as it was (default: live when the config has an agent, else recorded)",
+    )
+    command.add_argument(
+        "--agent",
+        metavar="MODULE:NAME",
+        help="with --replay live: the agent to run (e.g. support.bot:agent) instead of the config's",
+    )
     add_store_flag(command)
     add_config_flag(command)
     command.set_defaults(handler=_from_trace)
 
 
 def _from_trace(args: argparse.Namespace) -> int:
-    from niceeval._core.errors import ConfigError
-    from niceeval.tracing import Trace
+    from niceeval._core.errors import ConfigError, relative
+    from niceeval.online import RegressionRequest, write_regression
 
-    trace_id = args.trace_id.strip().lower()
+    if args.replay == "recorded" and args.agent:
+        raise ConfigError("--agent names the agent a live replay runs; drop it, or use --replay live.")
+    agent = _named_agent(args.agent) if args.agent else project_config(args).agent
+    replay: Literal["live", "recorded"] = args.replay or ("live" if agent is not None else "recorded")
+    if replay == "live":
+        _check_agent(agent)
+    if args.replay is None and replay == "recorded":
+        print("the config has no agent: the regression scores the trace as recorded (--replay recorded)")
+    request = RegressionRequest(
+        trace_id=args.trace_id, root=Path.cwd(), module=args.to, eval_name=args.eval, replay=replay, agent=args.agent
+    )
     with open_existing_store(args) as store:
-        results = store.trace_results(trace_id)
-    if args.eval:
-        results = [r for r in results if args.eval in (r.eval_id, r.eval_id.rpartition("::")[2])]
-    if not results or not results[0].spans:
-        raise ConfigError(
-            f"no stored online result of trace {trace_id}"
-            + (f" by eval {args.eval!r}" if args.eval else "")
-            + ": `niceeval watch` stores the traces its online evals scored (one sampled away is not stored)"
-        )
-    chosen = next((r for r in results if r.outcome == "failed"), results[0])
-    trace = Trace.of(record.span() for record in chosen.spans)
-    module: Path = args.to
-    saved = module.parent / "regressions" / f"{trace_id}.json"
-    name = f"trace_{trace_id[:12]}"
-    source = module.read_text(encoding="utf-8") if module.exists() else HEADER
-    if f"def {name}(" in source:
-        raise ConfigError(f"{module} already has {name}, the regression of trace {trace_id}; nothing written.")
-    saved.parent.mkdir(parents=True, exist_ok=True)
-    saved.write_text(json.dumps(trace.to_json(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    module.parent.mkdir(parents=True, exist_ok=True)
-    module.write_text(source.rstrip("\n") + "\n" + _regression(chosen, name, saved.relative_to(module.parent)))
-    print(f"saved trace {trace_id} ({len(trace.spans)} spans) to {saved}")
-    print(f"wrote {name} to {module}: it scores the saved trace with {chosen.eval_id} (outcome then: {chosen.outcome})")
+        written = write_regression(store, request)
+    print(f"saved trace {written.saved.stem} ({written.spans} spans) to {relative(str(written.saved))}")
+    if replay == "live":
+        how = f"runs the agent on its input, its {written.tool_calls} recorded tool call(s) answering its tools"
+    else:
+        how = "scores the saved trace"
+    print(
+        f"wrote {written.name} to {relative(str(written.module))}: it {how}, with {written.online_eval} "
+        f"(outcome then: {written.outcome})"
+    )
     return 0
 
 
-def _regression(result: RunResult, name: str, saved: Path) -> str:
-    """The eval that scores the saved trace with the online eval that scored it live."""
-    file, _, eval_name = result.eval_id.partition("::")
-    module = ".".join(Path(file).with_suffix("").parts)
-    alias = f"{eval_name}_online"
-    failed = [a.name for a in result.assertions if a.state == "failed"]
-    why = f"{', '.join(failed)} failed" if failed else f"the run was {result.outcome}"
-    online_is_async = _is_async(result)
-    call = f"await {alias}(t)" if online_is_async else f"{alias}(t)"
-    return (
-        f"\nfrom {module} import {eval_name} as {alias}  # noqa: E402\n\n\n"
-        f'@define_eval(name="{name}", trace="{saved.as_posix()}")\n'
-        f"{'async def' if online_is_async else 'def'} {name}(t):\n"
-        f'    """{eval_name} on production trace {result.case_id}: {why}."""\n'
-        f"    {call}\n"
-    )
+def _named_agent(spec: str) -> object:
+    """The agent `--agent MODULE:NAME` names, imported from the current folder."""
+    import importlib
+    import sys
 
+    from niceeval._core.errors import ConfigError
 
-def _is_async(result: RunResult) -> bool:
-    """Whether the online eval that made `result` is `async def` (read from its file, where discovery put it)."""
-    import ast
-
+    module, _, name = spec.partition(":")
+    sys.path.insert(0, str(Path.cwd()))
     try:
-        tree = ast.parse(Path(result.file).read_text(encoding="utf-8"))
-    except (OSError, SyntaxError):
-        return True
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            continue
-        if node.lineno == result.line or any(d.lineno == result.line for d in node.decorator_list):
-            return isinstance(node, ast.AsyncFunctionDef)
-    return True
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise ConfigError(f"--agent {spec}: cannot import it ({exc}); give MODULE:NAME") from None
+    finally:
+        sys.path.remove(str(Path.cwd()))
+
+
+def _check_agent(agent: object) -> None:
+    """A live replay needs an agent whose tools niceeval can answer: checked now, before anything is written."""
+    from niceeval._core.errors import ConfigError, UsageError
+    from niceeval.agents._runtime import PerVariant, check_replays_tools
+
+    if isinstance(agent, PerVariant):
+        return  # built per variant: each run checks the agent it builds
+    try:
+        check_replays_tools(agent)
+    except UsageError as exc:
+        raise ConfigError(str(exc)) from None

@@ -26,6 +26,7 @@ from niceeval.web._eval_run import eval_run_page
 from niceeval.web._history import history_page
 from niceeval.web._online import online_page
 from niceeval.web._pages import render
+from niceeval.web._regressions import new_page_token, write_regression_case
 from niceeval.web._runs import run_page, runs_page
 from niceeval.web._security import Access, Guard
 from niceeval.web._setups import setups_page
@@ -60,6 +61,7 @@ def create_app(settings: ViewerSettings) -> Starlette:
             Route("/setups", setups_page, name="setups"),
             Route("/evals/history", history_page, name="history"),
             Route("/online", online_page, name="online"),
+            Route("/online/regressions", write_regression_case, methods=["POST"], name="write_regression"),
             Route("/cases", cases_page, name="cases"),
             Route("/cases/new", new_case_form, name="new_case"),
             Route("/cases/new", save_new_case, methods=["POST"]),
@@ -72,6 +74,7 @@ def create_app(settings: ViewerSettings) -> Starlette:
         exception_handlers={HTTPException: _http_error},
     )
     app.state.store = settings.store
+    app.state.page_token = new_page_token()
     app.add_middleware(Guard, access=settings.access)
     return app
 

@@ -37,6 +37,8 @@ class TraceLink:
     finished_at: datetime
     href: str
     text: str = ""
+    run_id: str = ""
+    """The online suite run holding the result (the button that writes the trace's regression names it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,4 +152,4 @@ def _alarms(store: Store, ids: list[str]) -> list[TraceLink]:
 
 def _link(run_id: str, eval_id: str, run_index: int, case_id: str | None, at: datetime, text: str = "") -> TraceLink:
     href = f"/runs/{quote(run_id, safe='')}/eval?id={quote(eval_id, safe='')}&run={run_index}"
-    return TraceLink(eval_id=eval_id, trace_id=case_id or "", finished_at=at, href=href, text=text)
+    return TraceLink(eval_id=eval_id, trace_id=case_id or "", finished_at=at, href=href, text=text, run_id=run_id)

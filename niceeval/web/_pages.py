@@ -21,8 +21,9 @@ def pages() -> jinja2.Environment:
 
 
 def render(request: Request, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
-    """Render `template` with `context`, the request and the form's CSRF token."""
+    """Render `template` with `context`, the request, the form's CSRF token and the viewer's page token."""
     page = pages().get_template(template)
     csrf = request.scope.get("state", {}).get("csrf", "")
-    html = page.render(request=request, csrf_token=csrf, **context)
+    page_token: str = request.app.state.page_token
+    html = page.render(request=request, csrf_token=csrf, page_token=page_token, **context)
     return HTMLResponse(html, status_code=status_code)

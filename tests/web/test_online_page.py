@@ -37,7 +37,8 @@ def test_the_online_page_shows_rates_with_intervals_alarms_and_failing_traces(
     assert f"({day[:8]}): 67%" in assertion  # the day's point on the trend
     assert unescape(rows(html, "online-alarms")[0]).endswith(f"{alarm} {'b' * 16}")
     (failing,) = rows(html, "online-failing")  # the inconclusive trace passed
-    assert failing.endswith(f"evals/online.py::helpful {'b' * 32}")
+    button = "replay the live agent score the recorded trace Make regression case"
+    assert failing.endswith(f"evals/online.py::helpful {'b' * 32} {button}")
     assert f'href="/runs/{day}/eval?id=evals%2Fonline.py%3A%3Ahelpful&amp;run=1"' in html
 
 
