@@ -35,6 +35,7 @@ from niceeval.judge._request import (
     named,
     no_such_judge,
     one_line,
+    said,
 )
 from niceeval.judge._ruling import CrashedRuling, Ruling, SampledRuling, SingleRuling, Voter, VoteRuling
 from niceeval.judge._sent import embedded, family_prompt, input_block, request_prompt
@@ -480,12 +481,7 @@ class Judge:
     def _judged(self, on: object, where: str) -> str:
         runtime = self._session.runtime
         if on is TRANSCRIPT:
-            transcript = runtime.transcript()
-            if not transcript.strip():
-                raise UsageError(
-                    f"{where}() judges the conversation, and nothing was said yet: `await t.send(...)` first."
-                )
-            return transcript
+            return said(runtime.transcript(), where)
         if on is not REPLY:
             return as_text(on)
         if runtime.asked() is None:
