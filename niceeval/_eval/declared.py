@@ -305,6 +305,20 @@ def _value(
     )
 
 
+def _judged(
+    name: str, value: ValueKind, maps_to: str, *promptfoo: str, note: str = "", pydantic_evals: str = ""
+) -> AssertionType:
+    return AssertionType(
+        name=name,
+        kind="judge",
+        value=value,
+        maps_to=maps_to,
+        promptfoo=promptfoo,
+        pydantic_evals=pydantic_evals,
+        note=note,
+    )
+
+
 TYPES: tuple[AssertionType, ...] = (
     _value(
         "includes",
@@ -388,104 +402,79 @@ TYPES: tuple[AssertionType, ...] = (
         note="`threshold` is a number of edits, as in promptfoo; `similarity` is the normalised ratio",
     ),
     _value("similarity", "text", "`expect.similarity(value)` (normalised Levenshtein, soft 0.8)", _similarity),
-    AssertionType(
-        name="rubric",
-        kind="judge",
-        value="text",
-        maps_to="`t.judge.rubric(value)`",
-        promptfoo=("llm-rubric",),
+    _judged(
+        "rubric",
+        "text",
+        "`t.judge.rubric(value)`",
+        "llm-rubric",
+        note="`rubricPrompt` becomes `rubric_prompt=`; `provider` the judge model; LLMJudge's "
+        "`include_expected_output` adds the expected output to the rubric, and the input is always shown",
         pydantic_evals="`LLMJudge`",
-        note=(
-            "`rubricPrompt` becomes `rubric_prompt=`; `provider` the judge model; LLMJudge's "
-            "`include_expected_output` adds the expected output to the rubric, and the input is always shown"
-        ),
     ),
-    AssertionType(
-        name="factuality",
-        kind="judge",
-        value="text",
-        maps_to="`t.judge.autoevals.factuality(value)`",
-        promptfoo=("factuality", "model-graded-factuality"),
-        note=(
-            "named choices with autoevals' scores: a superset (0.6) or subset (0.4) misses the default 0.7, where "
-            "promptfoo passes every choice but a contradiction (`threshold: 0.4` is promptfoo's rule)"
-        ),
+    _judged(
+        "factuality",
+        "text",
+        "`t.judge.autoevals.factuality(value)`",
+        "factuality",
+        "model-graded-factuality",
+        note="named choices with autoevals' scores: a superset (0.6) or subset (0.4) misses the default 0.7, where "
+        "promptfoo passes every choice but a contradiction (`threshold: 0.4` is promptfoo's rule)",
     ),
-    AssertionType(
-        name="closed_qa",
-        kind="judge",
-        value="text",
-        maps_to="`t.judge.autoevals.closed_qa(value)`",
-        promptfoo=("model-graded-closedqa",),
-    ),
-    AssertionType(
-        name="g_eval",
-        kind="judge",
-        value="text",
-        maps_to="`t.judge.g_eval(value)`",
-        promptfoo=("g-eval",),
+    _judged("closed_qa", "text", "`t.judge.autoevals.closed_qa(value)`", "model-graded-closedqa"),
+    _judged(
+        "g_eval",
+        "text",
+        "`t.judge.g_eval(value)`",
+        "g-eval",
         note="scores 1-5 mapped to [0, 1]; promptfoo's g-eval asks for 0-10",
     ),
-    AssertionType(
-        name="faithfulness",
-        kind="judge",
-        value="optional text",
-        maps_to="`t.judge.rag.faithfulness(context)`: the row's `context` (or `vars.context`), or the value",
-        promptfoo=("context-faithfulness",),
+    _judged(
+        "faithfulness",
+        "optional text",
+        "`t.judge.rag.faithfulness(context)`: the row's `context` (or `vars.context`), or the value",
+        "context-faithfulness",
         note="labelled choices (1.0 / 0.5 / 0.0) where promptfoo and RAGAS count the supported claims",
     ),
-    AssertionType(
-        name="answer_relevance",
-        kind="judge",
-        value="none",
-        maps_to="`t.judge.rag.answer_relevance()`",
-        promptfoo=("answer-relevance",),
+    _judged(
+        "answer_relevance",
+        "none",
+        "`t.judge.rag.answer_relevance()`",
+        "answer-relevance",
         note="asked directly, where promptfoo generates questions from the answer and compares embeddings",
     ),
-    AssertionType(
-        name="context_relevance",
-        kind="judge",
-        value="optional text",
-        maps_to="`t.judge.rag.context_relevance(context)`",
-        promptfoo=("context-relevance",),
+    _judged("context_relevance", "optional text", "`t.judge.rag.context_relevance(context)`", "context-relevance"),
+    _judged(
+        "context_recall",
+        "text",
+        "`t.judge.rag.context_recall(context, value)`: does the context hold the expected answer's facts",
+        "context-recall",
     ),
-    AssertionType(
-        name="context_recall",
-        kind="judge",
-        value="text",
-        maps_to="`t.judge.rag.context_recall(context, value)`: does the context hold the expected answer's facts",
-        promptfoo=("context-recall",),
-    ),
-    AssertionType(
-        name="goal_completion",
-        kind="judge",
-        value="text",
-        maps_to="`t.judge.conversation.goal_completion(value)` over the run's transcript",
+    _judged(
+        "goal_completion",
+        "text",
+        "`t.judge.conversation.goal_completion(value)` over the run's transcript",
         note="DeepEval's ConversationCompleteness / goal accuracy, as labelled choices",
     ),
-    AssertionType(
-        name="role_adherence",
-        kind="judge",
-        value="text",
-        maps_to="`t.judge.conversation.role_adherence(value)` over the run's transcript",
+    _judged(
+        "role_adherence",
+        "text",
+        "`t.judge.conversation.role_adherence(value)` over the run's transcript",
         note="DeepEval's RoleAdherence, as labelled choices",
     ),
-    AssertionType(
-        name="knowledge_retention",
-        kind="judge",
-        value="none",
-        maps_to="`t.judge.conversation.knowledge_retention()` over the run's transcript",
+    _judged(
+        "knowledge_retention",
+        "none",
+        "`t.judge.conversation.knowledge_retention()` over the run's transcript",
         note="DeepEval's KnowledgeRetention, as labelled choices",
     ),
-    AssertionType(
-        name="similar",
-        kind="judge",
-        value="text",
-        maps_to="`t.judge.similar(value)`: cosine of embeddings (`embedding_model`), soft 0.75",
-        promptfoo=("similar",),
+    _judged(
+        "similar",
+        "text",
+        "`t.judge.similar(value)`: cosine of embeddings (`embedding_model`), soft 0.75",
+        "similar",
         note="through an OpenAI-compatible `/embeddings` only; cached and priced like a judge call",
     ),
-    AssertionType(name="summarizes", kind="judge", value="text", maps_to="`t.judge.summarizes(value)` (the source)"),
+    _judged("summarizes", "text", "`t.judge.summarizes(value)` (the source)"),
     _openai(
         "string_check",
         "value",

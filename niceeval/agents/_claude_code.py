@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -59,13 +58,7 @@ class ClaudeCodeAgent(CodingAgentBase):
     cli = CLAUDE_CODE
 
     def prepare_home(self, home: Path) -> None:
-        claude = home / ".claude"
-        claude.mkdir(parents=True, exist_ok=True)
-        instructions = self.options.instructions_text()
-        if instructions is not None:
-            (claude / "CLAUDE.md").write_text(instructions, encoding="utf-8")
-        if self.options.skills is not None:
-            shutil.copytree(self.options.skills, claude / "skills", dirs_exist_ok=True)
+        self.install_guidance(home / ".claude", "CLAUDE.md")
         if self.options.mcp_servers:
             servers = {name: dict(server) for name, server in self.options.mcp_servers.items()}
             (home / "mcp.json").write_text(json.dumps({"mcpServers": servers}, indent=2), encoding="utf-8")

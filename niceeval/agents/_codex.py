@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -39,14 +38,8 @@ class CodexAgent(CodingAgentBase):
     cli = CODEX
 
     def prepare_home(self, home: Path) -> None:
-        codex = home / ".codex"
-        codex.mkdir(parents=True, exist_ok=True)
-        (codex / "config.toml").write_text(self._config(), encoding="utf-8")
-        instructions = self.options.instructions_text()
-        if instructions is not None:
-            (codex / "AGENTS.md").write_text(instructions, encoding="utf-8")
-        if self.options.skills is not None:
-            shutil.copytree(self.options.skills, codex / "skills", dirs_exist_ok=True)
+        self.install_guidance(home / ".codex", "AGENTS.md")
+        (home / ".codex" / "config.toml").write_text(self._config(), encoding="utf-8")
 
     def _config(self) -> str:
         lines = [

@@ -330,6 +330,16 @@ class CodingAgentBase:
         """Write the CLI's configuration, instructions and skills into its fresh state folder."""
         raise NotImplementedError
 
+    def install_guidance(self, folder: Path, instructions_file: str) -> None:
+        """Put the options' instructions (as `folder/instructions_file`) and skills (as `folder/skills`) where the
+        CLI reads the user's own."""
+        folder.mkdir(parents=True, exist_ok=True)
+        instructions = self.options.instructions_text()
+        if instructions is not None:
+            (folder / instructions_file).write_text(instructions, encoding="utf-8")
+        if self.options.skills is not None:
+            shutil.copytree(self.options.skills, folder / "skills", dirs_exist_ok=True)
+
     def invocation(self, message: str, state: SessionState) -> Invocation:
         """The command line for one message."""
         raise NotImplementedError

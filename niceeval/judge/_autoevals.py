@@ -7,14 +7,13 @@ from typing import TYPE_CHECKING, NoReturn
 
 from niceeval.judge._families import CLOSED_QA, FACTUALITY, SUMMARY
 from niceeval.judge._handle import JudgeHandle
-from niceeval.judge._request import ASKED, REPLY, Asks, JudgeRequest, criteria_text, data_text, named, no_such_judge
+from niceeval.judge._request import ASKED, REPLY, JudgeGroup, JudgeRequest, criteria_text, data_text, named
 
 
-class Autoevals:
+class Autoevals(JudgeGroup):
     """`t.judge.autoevals`: `factuality`, `closed_qa`, `summary`."""
 
-    def __init__(self, judge: Asks) -> None:
-        self._judge = judge
+    owner = "t.judge.autoevals"
 
     if not TYPE_CHECKING:
 
@@ -25,7 +24,7 @@ class Autoevals:
                     "t.judge.summarizes(source), and autoevals' Summary (compared with a reference summary) is "
                     "t.judge.autoevals.summary(expected)."
                 )
-            no_such_judge("t.judge.autoevals", name)
+            super().__getattr__(name)
 
     def factuality(
         self,

@@ -6,28 +6,18 @@ is called, or `on=` a transcript of your own. No input is shown: the transcript 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NoReturn
-
 from niceeval._core.errors import UsageError
 from niceeval.judge._families import GOAL_COMPLETION, KNOWLEDGE_RETENTION, ROLE_ADHERENCE
 from niceeval.judge._handle import JudgeHandle
 from niceeval.judge._prompts import as_text
-from niceeval.judge._request import TRANSCRIPT, Asks, JudgeRequest
+from niceeval.judge._request import TRANSCRIPT, JudgeGroup, JudgeRequest, said
 
 
-class ConversationJudges:
+class ConversationJudges(JudgeGroup):
     """`t.judge.conversation`: `goal_completion(goal)`, `role_adherence(role)`, `knowledge_retention()`."""
 
-    def __init__(self, judge: Asks) -> None:
-        self._judge = judge
-
-    if not TYPE_CHECKING:  # type checkers should still flag a misspelt judge
-
-        def __getattr__(self, name: str) -> NoReturn:
-            raise AttributeError(
-                f"t.judge.conversation has no judge {name!r}; the judges are: goal_completion, role_adherence, "
-                "knowledge_retention."
-            )
+    owner = "t.judge.conversation"
+    judges = ("goal_completion", "role_adherence", "knowledge_retention")
 
     def goal_completion(
         self,
@@ -110,10 +100,7 @@ def _transcript(on: object, where: str) -> object:
     """`on=`: the run's transcript (read when the request is asked), or a transcript of the author's own."""
     if on is TRANSCRIPT:
         return on
-    text = as_text(on)
-    if not text.strip():
-        raise UsageError(f"{where}() judges the conversation, and nothing was said yet: `await t.send(...)` first.")
-    return text
+    return said(as_text(on), where)
 
 
 def _criteria(value: object, where: str) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -52,7 +52,11 @@ class _GEvalAnswer(BaseModel):
     score: int = Field(ge=1, le=5)
 
 
-def _validate(model: type[BaseModel], data: object) -> Any:
+_Answer = TypeVar("_Answer", bound=BaseModel)
+
+
+def validated(model: type[_Answer], data: object) -> _Answer:
+    """`data` as the family's answer model; raises `AnswerError` saying every problem (for the repair turn)."""
     if not isinstance(data, dict):
         raise AnswerError(f"the answer must be a JSON object with the required fields, got {type(data).__name__}")
     try:
@@ -89,7 +93,7 @@ def _choice_family(name: str, task: str, choices: dict[str, tuple[float, str]]) 
     scores = {label: score for label, (score, _) in choices.items()}
 
     def parse(data: object) -> Parsed:
-        answer = _validate(_ChoiceAnswer, data)
+        answer = validated(_ChoiceAnswer, data)
         key = answer.choice.strip().lower()
         if key not in scores:
             raise AnswerError(f"choice must be one of {', '.join(scores)}; got {answer.choice!r}")
@@ -104,12 +108,12 @@ def _choice_family(name: str, task: str, choices: dict[str, tuple[float, str]]) 
 
 
 def _parse_rubric(data: object) -> Parsed:
-    answer = _validate(_RubricAnswer, data)
+    answer = validated(_RubricAnswer, data)
     return Parsed(answer.score, answer.passed, answer.reason, answer.model_dump(by_alias=True))
 
 
 def _parse_g_eval(data: object) -> Parsed:
-    answer = _validate(_GEvalAnswer, data)
+    answer = validated(_GEvalAnswer, data)
     steps = " ".join(f"{i}. {step.strip()}" for i, step in enumerate(answer.steps, start=1))
     reason = f"{answer.assessment} (steps: {steps}; score {answer.score}/5)"
     return Parsed((answer.score - 1) / 4, None, reason, answer.model_dump())

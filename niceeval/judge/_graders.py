@@ -8,14 +8,13 @@ grader's range, or one of its labels.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NoReturn, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from niceeval._core.errors import UsageError
-from niceeval.judge._families import REASON_FIELD, AnswerError, Family, Parsed, object_schema
+from niceeval.judge._families import REASON_FIELD, AnswerError, Family, Parsed, object_schema, validated
 from niceeval.judge._handle import JudgeHandle
-from niceeval.judge._request import REPLY, Asks, JudgeRequest, criteria_text, named, no_such_judge
+from niceeval.judge._request import REPLY, JudgeGroup, JudgeRequest, criteria_text, named
 
 
 class _ScoreAnswer(BaseModel):
@@ -30,24 +29,11 @@ class _LabelAnswer(BaseModel):
     label: str
 
 
-_Answer = TypeVar("_Answer", bound=BaseModel)
-
-
-def _answer(model: type[_Answer], data: object) -> _Answer:
-    if not isinstance(data, dict):
-        raise AnswerError(f"the answer must be a JSON object with the required fields, got {type(data).__name__}")
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'answer'}: {e['msg']}" for e in exc.errors())
-        raise AnswerError(problems) from None
-
-
 def score_family(low: float, high: float) -> Family:
     """A number from `low` to `high`, scored onto [0, 1]."""
 
     def parse(data: object) -> Parsed:
-        answer = _answer(_ScoreAnswer, data)
+        answer = validated(_ScoreAnswer, data)
         if not low <= answer.result <= high:
             raise AnswerError(f"result must be from {low:g} to {high:g}; got {answer.result:g}")
         score = (answer.result - low) / (high - low)
@@ -67,7 +53,7 @@ def label_family(labels: Sequence[str], passing: Sequence[str]) -> Family:
     """One of `labels`: 1.0 for a passing label, 0.0 for another."""
 
     def parse(data: object) -> Parsed:
-        answer = _answer(_LabelAnswer, data)
+        answer = validated(_LabelAnswer, data)
         label = answer.label.strip()
         if label not in labels:
             raise AnswerError(f"label must be one of {', '.join(labels)}; got {answer.label!r}")
@@ -82,16 +68,10 @@ def label_family(labels: Sequence[str], passing: Sequence[str]) -> Family:
     )
 
 
-class OpenAIGraders:
+class OpenAIGraders(JudgeGroup):
     """`t.judge.openai`: `score_model`, `label_model` (OpenAI Evals' model graders)."""
 
-    def __init__(self, judge: Asks) -> None:
-        self._judge = judge
-
-    if not TYPE_CHECKING:
-
-        def __getattr__(self, name: str) -> NoReturn:
-            no_such_judge("t.judge.openai", name)
+    owner = "t.judge.openai"
 
     def score_model(
         self,

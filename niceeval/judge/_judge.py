@@ -35,9 +35,10 @@ from niceeval.judge._request import (
     named,
     no_such_judge,
     one_line,
+    said,
 )
 from niceeval.judge._ruling import CrashedRuling, Ruling, SampledRuling, SingleRuling, Voter, VoteRuling
-from niceeval.judge._sent import embedded, family_prompt, input_block, request_prompt
+from niceeval.judge._sent import Sent, embedded, request_prompt
 from niceeval.judge._templates import fill_criteria, load_template
 from niceeval.providers import ModelRef, RetryPolicy, parse_model
 
@@ -313,10 +314,9 @@ class Judge:
             raise UsageError(f"{where}(need=...) must be a whole number from 1 to {total} (the voters), got {need!r}.")
         text, asked = self._judged(on, where), self._input(input)
         limit = self._max_chars(max_chars, where)
-        data = [*input_block(asked, "input"), ("output", text)]
-        prompts = {c: capped(family_prompt(RUBRIC, c), data, limit, where) for c in rubrics}
+        prompts = {c: _ballot(c, where, text, asked, limit) for c in rubrics}
         ballots = [(c, ref, prompts[c].messages) for c in rubrics for ref in refs]
-        shown = prompts[rubrics[0]].sent("input")
+        shown = prompts[rubrics[0]].input
         env, threshold = self._session.env, self._session.runtime.settings.default_threshold
 
         async def work() -> Ruling:
@@ -480,12 +480,7 @@ class Judge:
     def _judged(self, on: object, where: str) -> str:
         runtime = self._session.runtime
         if on is TRANSCRIPT:
-            transcript = runtime.transcript()
-            if not transcript.strip():
-                raise UsageError(
-                    f"{where}() judges the conversation, and nothing was said yet: `await t.send(...)` first."
-                )
-            return transcript
+            return said(runtime.transcript(), where)
         if on is not REPLY:
             return as_text(on)
         if runtime.asked() is None:
@@ -518,6 +513,12 @@ class Judge:
         if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
             raise UsageError(f"{where}(max_chars=...) is a number of characters, 1 or more, got {max_chars!r}.")
         return max_chars
+
+
+def _ballot(criteria: str, where: str, text: str, asked: str | None, max_chars: int) -> Sent:
+    """A voter's prompt: what `t.judge.rubric(criteria)` would send."""
+    request = JudgeRequest(family=RUBRIC, name=f"rubric({named(criteria)})", where=where, criteria=criteria)
+    return request_prompt(request, text, asked, max_chars)
 
 
 def _shorten(text: str) -> str:

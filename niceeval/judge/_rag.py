@@ -6,26 +6,16 @@ the reference; the choice's fixed score is the verdict, like the autoevals grade
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NoReturn
-
 from niceeval.judge._families import ANSWER_RELEVANCE, CONTEXT_RECALL, CONTEXT_RELEVANCE, FAITHFULNESS
 from niceeval.judge._handle import JudgeHandle
-from niceeval.judge._request import ASKED, REPLY, Asks, JudgeRequest, data_text
+from niceeval.judge._request import ASKED, REPLY, JudgeGroup, JudgeRequest, data_text
 
 
-class Rag:
+class Rag(JudgeGroup):
     """`t.judge.rag`: faithfulness, answer relevance, context relevance, context recall."""
 
-    def __init__(self, judge: Asks) -> None:
-        self._judge = judge
-
-    if not TYPE_CHECKING:
-
-        def __getattr__(self, name: str) -> NoReturn:
-            raise AttributeError(
-                f"t.judge.rag has no judge {name!r}; the judges are: faithfulness, answer_relevance, "
-                "context_relevance, context_recall."
-            )
+    owner = "t.judge.rag"
+    judges = ("faithfulness", "answer_relevance", "context_relevance", "context_recall")
 
     def faithfulness(
         self,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NoReturn, Protocol
+from typing import TYPE_CHECKING, ClassVar, NoReturn, Protocol
 
 from niceeval._core.errors import UsageError
 from niceeval._core.values import short
@@ -119,6 +119,24 @@ class Asks(Protocol):
         ...
 
 
+class JudgeGroup:
+    """A group of judges under `t.judge` (`autoevals`, `rag`, `conversation`, `openai`): each of its methods builds a
+    `JudgeRequest` and asks it of `t.judge`; a misspelt judge is an error that lists the group's judges."""
+
+    owner: ClassVar[str]
+    """How the eval names the group: `t.judge.rag`."""
+    judges: ClassVar[Sequence[str]] = FAMILIES
+    """The judges a misspelt name's error lists: every family unless the group names its own."""
+
+    def __init__(self, judge: Asks) -> None:
+        self._judge = judge
+
+    if not TYPE_CHECKING:  # type checkers should still flag a misspelt judge
+
+        def __getattr__(self, name: str) -> NoReturn:
+            no_such_judge(self.owner, name, self.judges)
+
+
 def one_line(prose: object) -> object:
     """A rubric's words on one line: its line breaks and indents are one space each (they carry no meaning)."""
     return " ".join(prose.split()) if isinstance(prose, str) else prose  # not text: refused, naming it as it is
@@ -141,6 +159,13 @@ def criteria_text(value: object, where: str) -> str:
     return value
 
 
+def said(transcript: str, where: str) -> str:
+    """A conversation's transcript to judge, refused when nothing was said in it yet."""
+    if not transcript.strip():
+        raise UsageError(f"{where}() judges the conversation, and nothing was said yet: `await t.send(...)` first.")
+    return transcript
+
+
 def data_text(value: object, where: str, what: str) -> str:
     """A reference, source or context as the judge sees it, refused when it is empty."""
     text = as_text(value)
@@ -149,6 +174,6 @@ def data_text(value: object, where: str, what: str) -> str:
     return text
 
 
-def no_such_judge(owner: str, name: str) -> NoReturn:
+def no_such_judge(owner: str, name: str, judges: Sequence[str] = FAMILIES) -> NoReturn:
     """`t.judge.<misspelt>`: the error lists the judges there are."""
-    raise AttributeError(f"{owner} has no judge {name!r}; the judges are: {', '.join(FAMILIES)}.")
+    raise AttributeError(f"{owner} has no judge {name!r}; the judges are: {', '.join(judges)}.")

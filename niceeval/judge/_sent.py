@@ -45,7 +45,7 @@ def request_prompt(request: JudgeRequest, text: str, asked: str | None, max_char
         return Sent(sent.messages, sent.cuts, shown, criteria)
     blocks = [*input_block(asked, request.input_label), *request.context, ("output", text)]
     sent = capped(family_prompt(request.family, criteria), blocks, max_chars, request.where)
-    shown = sent.sent(request.input_label) if asked is not None and asked.strip() else asked
+    shown = sent.sent(request.input_label)
     expected = criteria if criteria is not None else next((t for n, t in blocks[:-1] if n != "input"), "")
     return Sent(sent.messages, sent.cuts, shown, expected)
 

@@ -87,18 +87,12 @@ class UiCase(BaseModel):
     @field_validator("tags")
     @classmethod
     def _tags(cls, value: list[str]) -> list[str]:
-        bad = [tag for tag in value if not TAG_PATTERN.fullmatch(tag)]
-        if bad:
-            raise ValueError(f"tags are words of letters, digits, '-', '_' or '.': {', '.join(bad)!s} is not")
-        return list(dict.fromkeys(value))
+        return _distinct_words(value, TAG_PATTERN, "tags are words of letters, digits, '-', '_' or '.'")
 
     @field_validator("expected_tools")
     @classmethod
     def _tools(cls, value: list[str]) -> list[str]:
-        bad = [tool for tool in value if not TOOL_PATTERN.fullmatch(tool)]
-        if bad:
-            raise ValueError(f"a tool is named like a function (e.g. lookup_order): {', '.join(bad)!s} is not")
-        return list(dict.fromkeys(value))
+        return _distinct_words(value, TOOL_PATTERN, "a tool is named like a function (e.g. lookup_order)")
 
     @field_validator("rounds")
     @classmethod
@@ -117,6 +111,14 @@ class UiCase(BaseModel):
     def eval_id(self) -> str:
         """The id its runs are stored and reported under."""
         return f"ui::{self.name}"
+
+
+def _distinct_words(values: list[str], pattern: re.Pattern[str], rule: str) -> list[str]:
+    """`values` without repeats, each a whole match of `pattern`; else the error states `rule` and the misfits."""
+    bad = [value for value in values if not pattern.fullmatch(value)]
+    if bad:
+        raise ValueError(f"{rule}: {', '.join(bad)!s} is not")
+    return list(dict.fromkeys(values))
 
 
 class StoredCase(BaseModel):

@@ -5,10 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import ValidationError
-
-from niceeval.testing._replies import Reply, ToolCall
-from niceeval.testing._request import LLMRequest, Message, RequestShapeError, Tool, text_of
+from niceeval.testing._replies import Reply, ToolCall, resolved_usage
+from niceeval.testing._request import LLMRequest, Message, RequestShapeError, Tool, shape_checked, text_of, tool_of
 
 CALL_PREFIX = "toolu_"
 RESPONSE_PREFIX = "msg_"
@@ -42,7 +40,7 @@ def parse_request(body: dict[str, Any], headers: dict[str, str]) -> LLMRequest:
         raise RequestShapeError("messages: Field required (a non-empty array)")
     system = body.get("system")
     messages = [Message(role="system", content=text_of(system))] if system else []
-    try:
+    with shape_checked():
         for i, raw in enumerate(raw_messages):
             messages += _messages(raw, f"messages.{i}")
         return LLMRequest(
@@ -55,15 +53,11 @@ def parse_request(body: dict[str, Any], headers: dict[str, str]) -> LLMRequest:
             body=body,
             headers=headers,
         )
-    except ValidationError as exc:
-        raise RequestShapeError(str(exc)) from exc
 
 
 def render(reply: Reply, request: LLMRequest, response_id: str) -> dict[str, Any]:
     """The `message` body for a resolved reply (tool call ids and usage filled in)."""
-    if reply.usage is None:
-        raise ValueError("render() needs a resolved reply; pass it through ScriptRunner.resolve() first")
-    usage = reply.usage
+    usage = resolved_usage(reply)
     content: list[dict[str, Any]] = []
     if reply.content or not reply.tool_calls:
         content.append({"type": "text", "text": reply.content or ""})
@@ -142,13 +136,7 @@ def _tool(raw: object, where: str) -> Tool:
     if not isinstance(raw, dict):
         raise RequestShapeError(f"{where}: must be an object")
     # Server tools (web search, code execution, ...) have a `type` and a name but no input schema.
-    return Tool.model_validate(
-        {
-            "name": raw.get("name"),
-            "description": raw.get("description") or "",
-            "parameters": raw.get("input_schema") or {},
-        }
-    )
+    return tool_of(raw.get("name"), raw.get("description"), raw.get("input_schema"))
 
 
 def _response_format(body: dict[str, Any]) -> dict[str, Any] | None:

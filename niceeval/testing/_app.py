@@ -43,11 +43,16 @@ class _Dialect:
     request_id_header: str
 
 
+def _openai_error(status: int, message: str, _request_id: str) -> dict[str, Any]:
+    # Both OpenAI APIs answer errors in one shape, which names no request id (the header carries it).
+    return _openai.error_body(status, message)
+
+
 _OPENAI = _Dialect(
     parse=_openai.parse_request,
     render=_openai.render,
     stream=_streams.chat_completions,
-    error=lambda status, message, _request_id: _openai.error_body(status, message),
+    error=_openai_error,
     call_prefix=_openai.CALL_PREFIX,
     response_prefix=_openai.RESPONSE_PREFIX,
     request_id_header="x-request-id",
@@ -56,7 +61,7 @@ _RESPONSES = _Dialect(
     parse=_responses.parse_request,
     render=_responses.render,
     stream=_streams.responses,
-    error=lambda status, message, _request_id: _openai.error_body(status, message),
+    error=_openai_error,
     call_prefix=_responses.CALL_PREFIX,
     response_prefix=_responses.RESPONSE_PREFIX,
     request_id_header="x-request-id",

@@ -7,10 +7,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import ValidationError
-
-from niceeval.testing._replies import Reply, ToolCall
-from niceeval.testing._request import LLMRequest, Message, RequestShapeError, Tool, text_of
+from niceeval.testing._replies import Reply, ToolCall, resolved_usage
+from niceeval.testing._request import LLMRequest, Message, RequestShapeError, Tool, shape_checked, text_of, tool_of
 
 CALL_PREFIX = "call_"
 RESPONSE_PREFIX = "chatcmpl-"
@@ -36,7 +34,7 @@ def parse_request(body: dict[str, Any], headers: dict[str, str]) -> LLMRequest:
     raw_messages = body.get("messages")
     if not isinstance(raw_messages, list) or not raw_messages:
         raise RequestShapeError("`messages` is required and must be a non-empty array")
-    try:
+    with shape_checked():
         return LLMRequest(
             provider="openai",
             api="chat.completions",
@@ -47,15 +45,11 @@ def parse_request(body: dict[str, Any], headers: dict[str, str]) -> LLMRequest:
             body=body,
             headers=headers,
         )
-    except ValidationError as exc:
-        raise RequestShapeError(str(exc)) from exc
 
 
 def render(reply: Reply, request: LLMRequest, response_id: str) -> dict[str, Any]:
     """The `chat.completion` body for a resolved reply (tool call ids and usage filled in)."""
-    if reply.usage is None:
-        raise ValueError("render() needs a resolved reply; pass it through ScriptRunner.resolve() first")
-    usage = reply.usage
+    usage = resolved_usage(reply)
     message: dict[str, Any] = {
         "role": "assistant",
         "content": reply.content if reply.content is not None or reply.tool_calls else "",
@@ -150,13 +144,7 @@ def _tool(raw: object, where: str) -> Tool:
     spec = raw.get(raw.get("type", "function")) if isinstance(raw, dict) else None
     if not isinstance(spec, dict):
         raise RequestShapeError(f"{where} must be an object like {{'type': 'function', 'function': {{...}}}}")
-    return Tool.model_validate(
-        {
-            "name": spec.get("name"),
-            "description": spec.get("description") or "",
-            "parameters": spec.get("parameters") or {},
-        }
-    )
+    return tool_of(spec.get("name"), spec.get("description"), spec.get("parameters"))
 
 
 def _response_format(raw: object) -> dict[str, Any] | None:

@@ -215,6 +215,13 @@ ReplyLike = Reply | Fault | ToolCall | BaseModel | str | dict[str, Any]
 """Anything a script may hold or a script function may return."""
 
 
+def resolved_usage(reply: Reply) -> TokenUsage:
+    """The usage of a reply about to be rendered: filled in once the reply is resolved, which rendering needs."""
+    if reply.usage is None:
+        raise ValueError("render() needs a resolved reply; pass it through ScriptRunner.resolve() first")
+    return reply.usage
+
+
 def as_reply(item: ReplyLike) -> Reply:
     """Turn a script item (a `Reply` or one of its shorthands) into a `Reply`."""
     if isinstance(item, Reply):

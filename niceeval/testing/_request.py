@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from niceeval.testing._replies import ToolCall
 
@@ -115,6 +117,20 @@ class LLMRequest(BaseModel):
 
 class RequestShapeError(ValueError):
     """The request body does not have the shape of the provider's API; answered with a 400."""
+
+
+@contextmanager
+def shape_checked() -> Iterator[None]:
+    """Building the neutral request from a body: a field of the wrong type is the body's shape error (a 400)."""
+    try:
+        yield
+    except ValidationError as exc:
+        raise RequestShapeError(str(exc)) from exc
+
+
+def tool_of(name: object, description: object, parameters: object) -> Tool:
+    """A tool from a body's definition: a missing description is `""`, missing parameters are `{}`."""
+    return Tool.model_validate({"name": name, "description": description or "", "parameters": parameters or {}})
 
 
 _TEXT_PARTS = ("text", "input_text", "output_text")

@@ -10,11 +10,9 @@ import json
 import time
 from typing import Any
 
-from pydantic import ValidationError
-
 from niceeval.testing._openai import json_arguments, list_field
-from niceeval.testing._replies import Reply, ToolCall
-from niceeval.testing._request import LLMRequest, Message, RequestShapeError, Tool, text_of
+from niceeval.testing._replies import Reply, ToolCall, resolved_usage
+from niceeval.testing._request import LLMRequest, Message, RequestShapeError, Tool, shape_checked, text_of, tool_of
 
 CALL_PREFIX = "call_"
 RESPONSE_PREFIX = "resp_"
@@ -40,7 +38,7 @@ def parse_request(body: dict[str, Any], headers: dict[str, str]) -> LLMRequest:
         raise RequestShapeError("`input` is required: a string or a non-empty array of items")
     instructions = body.get("instructions")
     messages = [Message(role="system", content=instructions)] if isinstance(instructions, str) and instructions else []
-    try:
+    with shape_checked():
         for i, raw in enumerate(raw_input):
             _add_item(messages, raw, f"input[{i}]")
         return LLMRequest(
@@ -53,8 +51,6 @@ def parse_request(body: dict[str, Any], headers: dict[str, str]) -> LLMRequest:
             body=body,
             headers=headers,
         )
-    except ValidationError as exc:
-        raise RequestShapeError(str(exc)) from exc
 
 
 def render(reply: Reply, request: LLMRequest, response_id: str) -> dict[str, Any]:
@@ -94,9 +90,7 @@ def response_body(
     reply: Reply, request: LLMRequest, response_id: str, output: list[dict[str, Any]], *, status: str
 ) -> dict[str, Any]:
     """A `response` object; `usage` is filled in only once it is `completed` (as the API streams it)."""
-    if reply.usage is None:
-        raise ValueError("render() needs a resolved reply; pass it through ScriptRunner.resolve() first")
-    usage = reply.usage
+    usage = resolved_usage(reply)
     now = int(time.time())
     body = request.body
     return {
@@ -159,13 +153,7 @@ def _tool(raw: object, where: str) -> Tool:
     if not isinstance(raw, dict):
         raise RequestShapeError(f"{where} must be an object like {{'type': 'function', 'name': ...}}")
     # Built-in tools (web_search, file_search, ...) have a type and no name: the type names them.
-    return Tool.model_validate(
-        {
-            "name": raw.get("name") or raw.get("type"),
-            "description": raw.get("description") or "",
-            "parameters": raw.get("parameters") or {},
-        }
-    )
+    return tool_of(raw.get("name") or raw.get("type"), raw.get("description"), raw.get("parameters"))
 
 
 def _response_format(raw: object) -> dict[str, Any] | None:

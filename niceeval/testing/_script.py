@@ -186,6 +186,35 @@ class ScriptRunner:
         )
 
 
+class Scripted:
+    """What `LLMServer` and `ScriptedModel` share: the script they answer from, and the requests it has seen."""
+
+    def __init__(self, script: Script | None, *, faults: FaultRule | None, latency: float) -> None:
+        self._runner = ScriptRunner(script, faults=faults, latency=latency)
+
+    @property
+    def requests(self) -> list[LLMRequest]:
+        """The requests received so far, oldest first (a copy), faulted ones included."""
+        return self._runner.requests
+
+    @property
+    def remaining(self) -> int | None:
+        """How many scripted replies are left in the queue; `None` when the script is a function."""
+        return self._runner.remaining
+
+    def push(self, *replies: ReplyLike) -> None:
+        """Append replies to the scripted queue.
+
+        Raises:
+            UsageError: The script is a function, not a list.
+        """
+        self._runner.push(*replies)
+
+    def set_script(self, script: Script | None) -> None:
+        """Replace the script: a list of replies or a function of the request (drops unserved replies)."""
+        self._runner.set_script(script)
+
+
 def count_input_tokens(request: LLMRequest) -> int:
     """The estimated prompt size of a request (what unscripted usage and `count_tokens` report)."""
     return estimate_tokens(_request_text(request))

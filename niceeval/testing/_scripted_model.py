@@ -5,9 +5,9 @@ from __future__ import annotations
 import anyio
 
 from niceeval._core.errors import NiceevalError
-from niceeval.testing._replies import Fault, Reply, ReplyLike
+from niceeval.testing._replies import Fault, Reply
 from niceeval.testing._request import LLMRequest
-from niceeval.testing._script import FaultRule, Script, ScriptRunner
+from niceeval.testing._script import FaultRule, Script, Scripted
 
 
 class InjectedFaultError(NiceevalError):
@@ -23,7 +23,7 @@ class InjectedFaultError(NiceevalError):
         self.fault = fault
 
 
-class ScriptedModel:
+class ScriptedModel(Scripted):
     """A model that answers from a script in process: no server, no SDK, no network.
 
     It takes the same scripts, replies and faults as `LLMServer`:
@@ -39,25 +39,7 @@ class ScriptedModel:
     """
 
     def __init__(self, script: Script | None = None, *, faults: FaultRule | None = None, latency: float = 0.0) -> None:
-        self._runner = ScriptRunner(script, faults=faults, latency=latency)
-
-    @property
-    def requests(self) -> list[LLMRequest]:
-        """The requests received so far, oldest first (a copy)."""
-        return self._runner.requests
-
-    @property
-    def remaining(self) -> int | None:
-        """How many scripted replies are left in the queue; `None` when the script is a function."""
-        return self._runner.remaining
-
-    def push(self, *replies: ReplyLike) -> None:
-        """Append replies to the scripted queue."""
-        self._runner.push(*replies)
-
-    def set_script(self, script: Script | None) -> None:
-        """Replace the script (drops unserved replies)."""
-        self._runner.set_script(script)
+        super().__init__(script, faults=faults, latency=latency)
 
     async def complete(self, request: LLMRequest | str) -> Reply:
         """Answer one request with the next scripted reply.

@@ -11,15 +11,13 @@ from typing import Self
 from niceeval._core.errors import UsageError
 from niceeval._core.loopback import ServerThread, Uvicorn, bind_loopback, check_loopback, root_url, uvicorn_config
 from niceeval.testing._app import ENDPOINTS, LLMApp
-from niceeval.testing._replies import ReplyLike
-from niceeval.testing._request import LLMRequest
-from niceeval.testing._script import FaultRule, Script, ScriptRunner, echo
+from niceeval.testing._script import FaultRule, Script, Scripted, ScriptRunner, echo
 
 DEFAULT_MODELS = ("scripted",)
 DEFAULT_SERVE_PORT = 8808
 
 
-class LLMServer:
+class LLMServer(Scripted):
     """A local OpenAI- and Anthropic-compatible HTTP server that answers from a script.
 
     Use it as a context manager (sync or async); it runs uvicorn on a background thread with its own
@@ -53,7 +51,7 @@ class LLMServer:
         models: Sequence[str] = DEFAULT_MODELS,
     ) -> None:
         check_loopback(host, "the niceeval LLM server")
-        self._runner = ScriptRunner(script, faults=faults, latency=latency)
+        super().__init__(script, faults=faults, latency=latency)
         self._host = host
         self._requested_port = port
         self._models = tuple(models)
@@ -88,16 +86,6 @@ class LLMServer:
         return self.url
 
     @property
-    def requests(self) -> list[LLMRequest]:
-        """The completion requests received so far, oldest first (a copy), faulted ones included."""
-        return self._runner.requests
-
-    @property
-    def remaining(self) -> int | None:
-        """How many scripted replies are left in the queue; `None` when the script is a function."""
-        return self._runner.remaining
-
-    @property
     def latency(self) -> float:
         """Seconds added before every answer; may be changed while the server runs."""
         return self._runner.latency
@@ -114,18 +102,6 @@ class LLMServer:
     @faults.setter
     def faults(self, rule: FaultRule | None) -> None:
         self._runner.faults = rule
-
-    def push(self, *replies: ReplyLike) -> None:
-        """Append replies to the scripted queue.
-
-        Raises:
-            UsageError: The script is a function, not a list.
-        """
-        self._runner.push(*replies)
-
-    def set_script(self, script: Script | None) -> None:
-        """Replace the script: a list of replies or a function of the request (drops unserved replies)."""
-        self._runner.set_script(script)
 
     def start(self) -> Self:
         """Bind the port and serve on a background thread; returns once the server accepts requests.

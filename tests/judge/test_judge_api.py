@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import time
 from pathlib import Path
 
@@ -202,6 +203,33 @@ def test_an_unknown_family_is_a_clear_error(run: Run) -> None:
         run(lambda t: t.llm_rubric("a"))  # type: ignore[attr-defined]
     with pytest.raises(AttributeError, match="t.judge.autoevals has no judge 'closedQA'"):
         run(lambda t: t.autoevals.closedQA("a"))  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("group", "message"),
+    [
+        (
+            "rag",
+            "t.judge.rag has no judge 'nope'; the judges are: faithfulness, answer_relevance, context_relevance, "
+            "context_recall.",
+        ),
+        (
+            "conversation",
+            "t.judge.conversation has no judge 'nope'; the judges are: goal_completion, role_adherence, "
+            "knowledge_retention.",
+        ),
+        ("openai", "t.judge.openai has no judge 'nope'; the judges are: rubric, g_eval, vote, "),
+        ("autoevals", "t.judge.autoevals has no judge 'nope'; the judges are: rubric, g_eval, vote, "),
+    ],
+)
+def test_each_judge_group_lists_its_judges_for_a_misspelt_one(run: Run, group: str, message: str) -> None:
+    with pytest.raises(AttributeError, match=f"^{re.escape(message)}"):
+        run(lambda t: getattr(t, group).nope)
+
+
+def test_autoevals_summarizes_points_at_both_summary_graders(run: Run) -> None:
+    with pytest.raises(AttributeError, match=r"^t\.judge\.autoevals has no 'summarizes': niceeval's faithfulness"):
+        run(lambda t: t.autoevals.summarizes)  # type: ignore[attr-defined]
 
 
 def test_an_unknown_provider_is_a_clear_error(run: Run) -> None:

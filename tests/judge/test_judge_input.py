@@ -62,6 +62,17 @@ def test_input_none_shows_and_records_no_input(run: Run) -> None:
     assert result.judge_calls[0].input is None
 
 
+@pytest.mark.parametrize(
+    "call", [lambda t: t.rubric("Is it helpful?", input="  "), lambda t: t.vote("Is it helpful?", input="")]
+)
+def test_a_blank_input_is_neither_shown_nor_recorded(run: Run, call: object) -> None:
+    """A rubric and a vote build their prompt the same way: a blank input shows no block and records None."""
+    run.server.set_script(always(RUBRIC_PASS))
+    (result,) = run(call)  # type: ignore[arg-type]
+    assert blocks(run.server.requests[0].last_user_text) == ["output"]
+    assert result.judge_calls[0].input is None
+
+
 def test_an_explicit_input_replaces_the_default_and_non_text_is_json(run: Run) -> None:
     run.server.set_script(always(CHOICE_YES))
     (result,) = run(lambda t: t.autoevals.closed_qa("Is it polite?", input={"ticket": 7, "text": "help"}))
