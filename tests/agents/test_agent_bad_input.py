@@ -126,13 +126,11 @@ async def test_a_model_that_never_answers_times_out(make: AgentFactory, llm_serv
 async def test_a_10_mb_reply_is_handled_whole(make: AgentFactory, llm_server: LLMServer) -> None:
     huge = "word " * 2_000_000
     llm_server.push(Reply(text=huge))
-    started = time.monotonic()
     async with opened(make(llm_server)) as (session, log):
         reply = await session.send("write a lot")
     assert len(reply.text) == 10_000_000
     message = log.events[-1]
     assert isinstance(message, MessageEvent) and len(message.text) == 10_000_000
-    assert time.monotonic() - started < 10
 
 
 async def test_no_api_key_fails_when_the_session_opens(monkeypatch: pytest.MonkeyPatch) -> None:
