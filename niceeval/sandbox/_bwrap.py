@@ -5,7 +5,10 @@ HOME and TMPDIR read-write at the same paths as outside; a fresh `/tmp`, `/proc`
 the host's files (no `/home`, `/root`, `/work`: the project and its secrets are not there). It runs in its own
 user, PID, IPC, UTS and network namespaces: when the command ends or is killed, everything it started dies
 with it, and the only addresses it can reach are the allowed loopback endpoints (the model endpoint of an
-agent's CLI), forwarded into the namespace by `_netshim.py` over Unix sockets.
+agent's CLI), forwarded into the namespace by `_netshim.py` over Unix sockets. Where the namespace's network can
+be set up (bwrap run by root), `_netshim.py --watch` routes every other address to the namespace's loopback and
+records each attempt to reach one (`connection_attempts`); elsewhere those attempts fail unrecorded
+(`network_watch_problem()` says why).
 
 Scoring (`run_pytest`) runs outside, as niceeval's own code with niceeval's Python.
 """
@@ -25,6 +28,7 @@ from typing import Any, ClassVar
 
 from niceeval._core.errors import NiceevalError
 from niceeval.sandbox._launch import LaunchOptions
+from niceeval.sandbox._network import WATCH_SOCKET, AttemptRecorder
 from niceeval.sandbox._workspace import LocalSandbox
 
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
@@ -62,6 +66,25 @@ def bwrap_problem() -> str | None:
         return f"bwrap could not start: {error}"
     if done.returncode != 0:
         return f"bwrap cannot create namespaces here: {done.stderr.strip() or f'exit status {done.returncode}'}"
+    return None
+
+
+@functools.cache
+def network_watch_problem() -> str | None:
+    """Why a bwrap sandbox cannot record the connection attempts of its commands here, or None when it can.
+
+    The watcher needs CAP_NET_ADMIN and CAP_NET_RAW in the sandbox's network namespace, which bwrap gives when root
+    runs it; run by another user, bwrap nests the sandbox's user namespace below the one owning the network's.
+    """
+    probe = ["bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev"]
+    probe += [sys.executable, "-I", "-S", str(_SHIM), "--watch", "/nonexistent", "--", "true"]
+    try:
+        done = subprocess.run(probe, capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"the network watcher could not start: {error}"
+    if done.returncode != 0:
+        reason = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"exit status {done.returncode}"
+        return f"the network watcher cannot set up the sandbox's network here ({reason})"
     return None
 
 
@@ -156,6 +179,8 @@ class BwrapSandbox(LocalSandbox):
         sandbox = await super().create(fixture, **options)
         assert isinstance(sandbox, BwrapSandbox)
         sandbox._forwarder = EndpointForwarder(sandbox.path.parent / "net")
+        if network_watch_problem() is None:
+            sandbox._recorder = AttemptRecorder(sandbox.path.parent / "net" / WATCH_SOCKET)
         return sandbox
 
     async def close(self, *, keep: bool = False) -> Path | None:
@@ -193,11 +218,14 @@ class BwrapSandbox(LocalSandbox):
             path = self._forwarder.socket_for(endpoint)
             args += ["--ro-bind", str(path), str(path)]
             forwards += ["--forward", f"{endpoint}={path}"]
+        if self._recorder is not None:
+            args += ["--ro-bind", str(self._recorder.path), str(self._recorder.path)]
+            forwards += ["--watch", str(self._recorder.path)]
         limits = ["--nproc", str(self._limits.processes), "--fsize", str(self._limits.file_size)]
         if forwards or _PRLIMIT is None:
             args += ["--ro-bind", str(_SHIM), str(_SHIM)]
             start = [sys.executable, "-I", "-S", str(_SHIM), *forwards, *limits]
-        else:  # nothing to forward: util-linux's prlimit sets the limits for a fraction of Python's start-up
+        else:  # nothing to forward or watch: util-linux's prlimit sets the limits for a fraction of Python's start-up
             start = [_PRLIMIT, f"--nproc={self._limits.processes}", f"--fsize={self._limits.file_size}", "--core=0"]
         # The new root is a tmpfs holding the mount points: read-only, so a write outside the binds fails.
         args += ["--remount-ro", "/"]

@@ -4,9 +4,10 @@ What a command sees: the image's system, read-only, with a fresh `/tmp`; the wor
 bind-mounted read-write at the same paths as outside (so paths in events mean the same inside and out, and the
 diff, reading and scoring work on the host's copy); the services of the declaration on 127.0.0.1 (`_docker_pod.py`);
 no network but the allowed loopback endpoints, each relayed into the container by `_netshim.py` over a Unix socket
-that niceeval serves outside. A command runs under `_netshim.py --lifeline`: what it leaves running is killed when it
-ends, and when its `docker exec` client is killed (timeout, cancellation) the client's stdin, a FIFO it holds open
-itself, closes inside and the helper kills the command's whole tree.
+that niceeval serves outside; every attempt to reach another address is refused and recorded by the pod's network
+watcher (`connection_attempts`, `_docker_pod.py`). A command runs under `_netshim.py --lifeline`: what it leaves
+running is killed when it ends, and when its `docker exec` client is killed (timeout, cancellation) the client's
+stdin, a FIFO it holds open itself, closes inside and the helper kills the command's whole tree.
 
 Scoring (`run_pytest`) runs outside, as niceeval's own code with niceeval's Python.
 """
@@ -32,6 +33,7 @@ from niceeval.sandbox._docker_kept import sweep_left
 from niceeval.sandbox._docker_pod import SHIM_INSIDE, PodSpec, mount_points, start_pod
 from niceeval.sandbox._docker_reuse import CONTAINER_TMP, REUSED, Box, mount_points_in_tmp, reset_box
 from niceeval.sandbox._launch import LaunchOptions
+from niceeval.sandbox._network import WATCH_SOCKET, AttemptRecorder
 from niceeval.sandbox._workspace import LocalSandbox, Prepared
 
 MOUNTED = ("workspace", "home", "tmp", "net", "agent-state")
@@ -84,6 +86,7 @@ class DockerSandbox(LocalSandbox):
         if not run.environment.reuse:
             sandbox = await cls._fresh(fixture, run, options)
             sandbox._started.attempts.append(int(run.labels[f"{LABEL}.attempt"]))
+            sandbox._recorder = AttemptRecorder(sandbox.path.parent / "net" / WATCH_SOCKET)
             return sandbox
         box = await REUSED.take(run.reuse_key)
         try:
@@ -100,6 +103,7 @@ class DockerSandbox(LocalSandbox):
             raise
         assert sandbox._box is not None
         sandbox._box.attempts.append(int(run.labels[f"{LABEL}.attempt"]))
+        sandbox._recorder = AttemptRecorder(sandbox.path.parent / "net" / WATCH_SOCKET)
         return sandbox
 
     @classmethod
@@ -195,6 +199,7 @@ class DockerSandbox(LocalSandbox):
             read_only=run.read_only,
             env=run.environment.env,
             labels={**run.labels, f"{LABEL}.workspace": str(self.path), f"{LABEL}.fixture": str(self.fixture)},
+            watch=root / "net" / WATCH_SOCKET,
         )
         checkpoint = None
         if run.environment.reuse:
