@@ -137,6 +137,11 @@ class DockerSandbox(LocalSandbox):
         return self._started.pod.services
 
     @property
+    def watcher(self) -> str | None:
+        """The network watcher's container id (it shares the workspace container's network namespace)."""
+        return self._started.pod.watcher
+
+    @property
     def attempts(self) -> tuple[int, ...]:
         """The attempts that used this sandbox's containers so far, this one included (several with `reuse=True`)."""
         return tuple(self._started.attempts)

@@ -8,8 +8,8 @@ runs with `--network container:<workspace>`: all of them and the workspace share
 network is ever created. Services are started after the workspace container (whose namespace they join) and
 awaited with their `ready` command before any command of the eval runs.
 
-One more container joins the namespace: the network watcher (`_netshim.py --watch`, labelled as the service
-`niceeval-netwatch`), the only one with capabilities (CAP_NET_ADMIN and CAP_NET_RAW, nothing else). It routes every
+One more container joins the namespace: the network watcher (`_netshim.py --watch`; labelled as a service named
+`niceeval-netwatch`, so a kept sandbox's `stop` removes it too, but not among `Pod.services`), the only one with capabilities (CAP_NET_ADMIN and CAP_NET_RAW, nothing else). It routes every
 address to the namespace's loopback and records each attempt to reach outside (`_network.py`); the workspace
 container gets IPv6 on its loopback (Docker turns it off under `--network none`), so IPv6 attempts are refused and
 recorded too.
@@ -63,10 +63,12 @@ class Pod:
 
     workspace: str
     services: Mapping[str, str]
+    watcher: str | None = None
+    """The network watcher's container id (not among `services`: the declaration has no such service)."""
 
     @property
     def containers(self) -> tuple[str, ...]:
-        return (*self.services.values(), self.workspace)
+        return (*self.services.values(), *([self.watcher] if self.watcher else []), self.workspace)
 
     async def remove(self) -> None:
         """Remove every container of the pod (services first), whatever state they are in."""
@@ -84,10 +86,11 @@ async def start_pod(spec: PodSpec) -> Pod:
     """
     workspace = (await docker("run", "--detach", *_workspace_flags(spec), spec.image, "infinity")).strip()
     services: dict[str, str] = {}
+    watcher = None
     try:
         await _check_python(workspace, spec.image)
         if spec.watch is not None:
-            services[WATCHER] = await _start_watcher(spec, spec.watch, workspace)
+            watcher = await _start_watcher(spec, spec.watch, workspace)
         try:
             ready = {declared.name: anyio.Event() for declared in spec.services}
             async with anyio.create_task_group() as group:
@@ -96,9 +99,9 @@ async def start_pod(spec: PodSpec) -> Pod:
         except ExceptionGroup as failures:
             raise _one_error(failures) from None
     except BaseException:
-        await Pod(workspace=workspace, services=services).remove()
+        await Pod(workspace=workspace, services=services, watcher=watcher).remove()
         raise
-    return Pod(workspace=workspace, services=services)
+    return Pod(workspace=workspace, services=services, watcher=watcher)
 
 
 def _one_error(failures: ExceptionGroup[Exception]) -> Exception:
