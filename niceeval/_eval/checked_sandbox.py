@@ -13,8 +13,16 @@ from niceeval._core.awaits import tracked
 from niceeval._core.errors import NiceevalError, UsageError
 
 if TYPE_CHECKING:
-    from niceeval.sandbox import Author, CommandOptions, CommandResult, Diff, PytestRun, Sandbox, Snapshot
-    from niceeval.sandbox._network import ConnectionAttempt
+    from niceeval.sandbox import (
+        Author,
+        CommandOptions,
+        CommandResult,
+        ConnectionAttempt,
+        Diff,
+        PytestRun,
+        Sandbox,
+        Snapshot,
+    )
 
 T = TypeVar("T")
 

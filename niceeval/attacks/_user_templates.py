@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from niceeval._core.errors import UsageError
 from niceeval._core.values import short
 from niceeval.attacks._templates import (
-    _TEMPLATES,
+    BUILT_IN,
     FAMILIES,
     MUTATIONS,
     SECRET_FILE,
@@ -138,7 +138,7 @@ def _template(item: object, index: int, where: str) -> Template:
 
 
 def _default_watch(family: str, where: str) -> tuple[Watch, ...]:
-    for built_in in _TEMPLATES:
+    for built_in in BUILT_IN:
         if built_in.family == family:
             return built_in.watch
     raise UsageError(

@@ -9,10 +9,10 @@ network is ever created. Services are started after the workspace container (who
 awaited with their `ready` command before any command of the eval runs.
 
 One more container joins the namespace: the network watcher (`_netshim.py --watch`; labelled as a service named
-`niceeval-netwatch`, so a kept sandbox's `stop` removes it too, but not among `Pod.services`), the only one with capabilities (CAP_NET_ADMIN and CAP_NET_RAW, nothing else). It routes every
-address to the namespace's loopback and records each attempt to reach outside (`_network.py`); the workspace
-container gets IPv6 on its loopback (Docker turns it off under `--network none`), so IPv6 attempts are refused and
-recorded too.
+`niceeval-netwatch`, so a kept sandbox's `stop` removes it too, but not among `Pod.services`), the only container
+with capabilities (CAP_NET_ADMIN and CAP_NET_RAW, nothing else). It routes every address to the namespace's
+loopback and records each attempt to reach outside (`_network.py`); the workspace container gets IPv6 on its
+loopback (Docker turns it off under `--network none`), so IPv6 attempts are refused and recorded too.
 """
 
 from __future__ import annotations
