@@ -129,3 +129,19 @@ def test_a_bad_item_of_a_list_names_its_index_and_bad_sources_are_refused(tmp_pa
         attack_cases(templates=tmp_path / "missing.yaml")
     with pytest.raises(UsageError, match=r"attacks\.txt: attack templates are read from \.yaml, \.yml, \.json files"):
         attack_cases(templates=write(tmp_path, "attacks.txt", TEMPLATES))
+
+
+def test_the_docs_example_makes_the_cases_it_says(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    page = (Path(__file__).resolve().parents[2] / "docs" / "attacks.md").read_text(encoding="utf-8")
+    section = page[page.index("## Your own templates") :]
+    yaml_block = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    python_block = section.split("```python\n", 1)[1].split("```", 1)[0]
+    write(tmp_path, "attacks.yaml", yaml_block)
+    monkeypatch.chdir(tmp_path)
+    names: dict[str, object] = {"attack_cases": attack_cases}
+    exec(python_block, names)
+    mine, swaps, both = names["mine"], names["swaps"], names["both"]
+    assert isinstance(mine, list) and isinstance(swaps, list) and isinstance(both, list)
+    assert (len(mine), len(swaps), len(both)) == (28, 12, 120 + 28)
+    assert {row["family"] for row in swaps} == {"persona_swap"}
+    assert [row["id"] for row in mine[:2]] == ["tool_misuse-wire-file-plain", "tool_misuse-wire-file-authority"]
