@@ -5,19 +5,27 @@ protocol, and the allowed endpoints still answer."""
 from __future__ import annotations
 
 import os
+import socket
 import sys
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 
+import anyio
 import pytest
 from docker_helpers import BASE_IMAGE, needs_docker
 
+from niceeval import EvalContext, define_eval
+from niceeval._core.events import ActionCalledEvent, ConnectionAttemptEvent
+from niceeval._run.discovery import EvalEntry
+from niceeval._run.execute import ExecOptions, execute
+from niceeval.expect import equals
 from niceeval.sandbox import (
     BwrapSandbox,
     ConnectionAttempt,
     DockerSandbox,
+    LaunchOptions,
     LocalSandbox,
     bwrap_problem,
     docker_sandbox,
@@ -158,8 +166,6 @@ def test_hostile_report_lines_are_dropped() -> None:
 
 
 def test_the_recorder_reads_lines_split_across_writes(tmp_path: Path) -> None:
-    import socket
-
     recorder = AttemptRecorder(tmp_path / "net" / "watch.sock")
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as writer:
@@ -172,3 +178,32 @@ def test_the_recorder_reads_lines_split_across_writes(tmp_path: Path) -> None:
     finally:
         recorder.close()
     assert not recorder.path.exists()
+
+
+def test_an_eval_records_each_attempt_as_an_event_before_its_command(tmp_path: Path) -> None:
+    _needs_bwrap_watch()
+    (tmp_path / "fixtures" / "app").mkdir(parents=True)
+    launched_script = (
+        "import socket\ntry: socket.create_connection(('198.51.100.4', 25), timeout=5)\nexcept OSError: pass"
+    )
+
+    @define_eval(fixture="fixtures/app", sandbox="bwrap")
+    async def reaches_out(t: EvalContext) -> None:
+        await t.sandbox.run_command("python3", ["-c", TCP, "203.0.113.7", "443"])
+        launch = await t.sandbox.launch(["python3", "-c", launched_script], LaunchOptions())
+        await anyio.run_process(list(launch.argv), env=dict(launch.env), cwd=launch.cwd, check=False)
+        t.check(len(t.sandbox.connection_attempts), equals(1))  # the launched process's is collected later
+
+    entry = EvalEntry(id="x.py::reaches_out", spec=reaches_out)
+    result = anyio.run(execute, entry, 0, ExecOptions(timeout=120, root=tmp_path))
+    assert result.error is None, result.error
+    kinds = [
+        (e.type, e.address, e.port) if isinstance(e, ConnectionAttemptEvent) else (e.type,)
+        for e in result.events
+        if isinstance(e, ConnectionAttemptEvent | ActionCalledEvent)
+    ]
+    assert kinds == [
+        ("connection.attempt", "203.0.113.7", 443),
+        ("action.called",),
+        ("connection.attempt", "198.51.100.4", 25),
+    ]
