@@ -20,6 +20,8 @@ from niceeval._core.events import ConnectionAttemptEvent
 
 WATCH_SOCKET = "watch.sock"
 """The recorder's socket, in the sandbox folder's `net/` (beside the endpoints' sockets)."""
+MAX_ATTEMPTS = 1000
+"""Attempts one sandbox keeps at most: a flood of datagrams is read, not recorded one by one."""
 _MAX_LINE = 4096
 _MAX_NAME = 255
 
@@ -77,6 +79,9 @@ class AttemptRecorder:
         self._listener.listen(64)
         self._listener.setblocking(False)
         self._open: dict[socket.socket, bytes] = {}
+        self._kept = 0
+        self.dropped = 0
+        """Attempts reported past `MAX_ATTEMPTS`, read and not kept."""
 
     def take(self) -> list[ConnectionAttempt]:
         """The attempts reported since the last call, in the order they were seen."""
@@ -90,7 +95,11 @@ class AttemptRecorder:
             if ended:
                 connection.close()
                 del self._open[connection]
-        return sorted(found, key=lambda attempt: attempt.at)
+        found.sort(key=lambda attempt: attempt.at)
+        kept = found[: max(0, MAX_ATTEMPTS - self._kept)]
+        self._kept += len(kept)
+        self.dropped += len(found) - len(kept)
+        return kept
 
     def close(self) -> None:
         """Stop listening (a watcher still running reconnects to the next recorder at the same path, if any)."""

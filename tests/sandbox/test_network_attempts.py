@@ -32,7 +32,7 @@ from niceeval.sandbox import (
     network_watch_problem,
     prepare_docker_run,
 )
-from niceeval.sandbox._network import AttemptRecorder, parse_attempt
+from niceeval.sandbox._network import MAX_ATTEMPTS, AttemptRecorder, parse_attempt
 from niceeval.testing import LLMServer
 
 pytestmark = pytest.mark.anyio
@@ -207,3 +207,18 @@ def test_an_eval_records_each_attempt_as_an_event_before_its_command(tmp_path: P
         ("action.called",),
         ("connection.attempt", "198.51.100.4", 25),
     ]
+
+
+def test_a_flood_of_attempts_is_read_but_only_the_first_thousand_kept(tmp_path: Path) -> None:
+    recorder = AttemptRecorder(tmp_path / "net" / "watch.sock")
+    line = b'{"at": %d, "protocol": "udp", "address": "198.51.100.1", "port": 9}\n'
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as writer:
+            writer.connect(str(recorder.path))
+            writer.sendall(b"".join(line % n for n in range(MAX_ATTEMPTS - 1)))
+            assert len(recorder.take()) == MAX_ATTEMPTS - 1
+            writer.sendall(b"".join(line % n for n in range(6)))
+        assert [attempt.at.timestamp() for attempt in recorder.take()] == [0.0]
+        assert (recorder.take(), recorder.dropped) == ([], 5)
+    finally:
+        recorder.close()
