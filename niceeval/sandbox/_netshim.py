@@ -12,6 +12,9 @@ non-loopback address (a DNS query with the name it asks for) is written as a JSO
 niceeval reads outside. Setting up needs CAP_NET_ADMIN and CAP_NET_RAW in the namespace (bwrap run by root has them;
 Docker gives them to a watcher container of its own, which shares the sandbox's namespace and runs nothing else).
 
+A bwrap sandbox run by root keeps one such helper per sandbox (`--control SOCKET`: it forwards each endpoint asked
+for on that socket from then on, and its `--ready FILE` holds its PID): every command joins its network namespace.
+
 In a Docker sandbox (`--lifeline`) commands share one container, so no namespace ends with the command: this
 becomes the command's subreaper, and when the command ends, or its `docker exec` client goes away (stdin closes:
 a timeout, a cancelled eval), it kills whatever the command left behind. There, one relay per endpoint serves
@@ -19,7 +22,7 @@ the whole container (`--ready FILE` is written once it listens).
 
 Standard library only, run with `python -I -S`: it must not import niceeval (the project is not in the sandbox).
 Usage: `python -I -S _netshim.py [--nproc N] [--fsize BYTES] [--forward HOST:PORT=SOCKET ...] [--ready FILE]
-[--watch SOCKET] [--lifeline] -- ARGV...`
+[--watch SOCKET] [--control SOCKET] [--lifeline] -- ARGV...`
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ import sys
 import threading
 import time
 
+_LISTENING: set[str] = set()
 _ETH_P_ALL = 3
 _PACKET_OUTGOING = 4
 
@@ -70,6 +74,9 @@ def _serve(listener: socket.socket, path: str) -> None:
 
 
 def _listen(endpoint: str, path: str) -> None:
+    if endpoint in _LISTENING:
+        return
+    _LISTENING.add(endpoint)
     host, _, port = endpoint.rpartition(":")
     host = host.strip("[]")
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -182,6 +189,28 @@ class _Watcher:
                 self._sink = None
 
 
+def _control(path: str) -> None:
+    """Take `HOST:PORT=SOCKET` lines on a Unix socket: forward each endpoint from now on, answer `ok` or the error."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(16)
+
+    def serve() -> None:
+        while True:
+            client, _ = listener.accept()
+            with client, client.makefile("rw") as lines:
+                for line in lines:
+                    endpoint, _, target = line.strip().partition("=")
+                    try:
+                        _listen(endpoint, target)
+                        lines.write("ok\n")
+                    except (OSError, ValueError) as error:
+                        lines.write(f"error {error}\n")
+                    lines.flush()
+
+    threading.Thread(target=serve, daemon=True).start()
+
+
 def _children() -> list[int]:
     me, found = os.getpid(), []
     for entry in os.listdir("/proc"):
@@ -237,7 +266,10 @@ def _set_up(options: list[str]) -> _Watcher | None:
         elif flag == "--fsize":
             resource.setrlimit(resource.RLIMIT_FSIZE, (int(value), int(value)))
         elif flag == "--ready":
-            open(value, "w").close()
+            with open(value, "w") as ready:
+                ready.write(str(os.getpid()))
+        elif flag == "--control":
+            _control(value)
         elif flag == "--watch":
             watcher = _Watcher(value)
     return watcher
