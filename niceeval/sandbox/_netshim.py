@@ -76,14 +76,18 @@ def _serve(listener: socket.socket, path: str) -> None:
 def _listen(endpoint: str, path: str) -> None:
     if endpoint in _LISTENING:
         return
-    _LISTENING.add(endpoint)
     host, _, port = endpoint.rpartition(":")
     host = host.strip("[]")
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     listener = socket.socket(family, socket.SOCK_STREAM)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind((host, int(port)))
-    listener.listen(64)
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((host, int(port)))
+        listener.listen(64)
+    except BaseException:
+        listener.close()
+        raise
+    _LISTENING.add(endpoint)
     threading.Thread(target=_serve, args=(listener, path), daemon=True).start()
 
 
@@ -204,7 +208,7 @@ def _control(path: str) -> None:
                     try:
                         _listen(endpoint, target)
                         lines.write("ok\n")
-                    except (OSError, ValueError) as error:
+                    except (OSError, ValueError, OverflowError) as error:
                         lines.write(f"error {error}\n")
                     lines.flush()
 

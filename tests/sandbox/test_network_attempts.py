@@ -16,6 +16,7 @@ import anyio
 import pytest
 from docker_helpers import BASE_IMAGE, needs_docker
 
+import niceeval.sandbox
 from niceeval import EvalContext, define_eval
 from niceeval._core.events import ActionCalledEvent, ConnectionAttemptEvent
 from niceeval._run.discovery import EvalEntry
@@ -32,10 +33,13 @@ from niceeval.sandbox import (
     network_watch_problem,
     prepare_docker_run,
 )
+from niceeval.sandbox._bwrap_net import NetworkHolder, NetworkHolderError
 from niceeval.sandbox._network import MAX_ATTEMPTS, AttemptRecorder, parse_attempt
 from niceeval.testing import LLMServer
 
 pytestmark = pytest.mark.anyio
+
+SHIM = Path(niceeval.sandbox.__file__).with_name("_netshim.py")
 
 TCP = "import socket,sys; socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5); print('up')"
 UDP = "import socket,sys; socket.socket(socket.AF_INET6 if ':' in sys.argv[1] else socket.AF_INET, socket.SOCK_DGRAM)"
@@ -222,3 +226,17 @@ def test_a_flood_of_attempts_is_read_but_only_the_first_thousand_kept(tmp_path: 
         assert (recorder.take(), recorder.dropped) == ([], 5)
     finally:
         recorder.close()
+
+
+async def test_the_bwrap_network_helper_reports_what_it_cannot_do(tmp_path: Path) -> None:
+    _needs_bwrap_watch()
+    missing = tmp_path / "no-such-shim.py"
+    with pytest.raises(NetworkHolderError, match="network namespace did not come up: .*no-such-shim.py"):
+        await NetworkHolder.start(tmp_path / "net", tmp_path / "net" / "watch.sock", missing)
+    holder = await NetworkHolder.start(tmp_path / "net", tmp_path / "net" / "watch.sock", SHIM)
+    try:
+        with pytest.raises(NetworkHolderError, match="could not forward 127.0.0.1:99999: error"):
+            await holder.forward("127.0.0.1:99999", tmp_path / "net" / "0.sock")
+        await holder.forward("127.0.0.1:8808", tmp_path / "net" / "0.sock")  # the helper still serves
+    finally:
+        await holder.stop()
