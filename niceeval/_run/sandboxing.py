@@ -160,7 +160,7 @@ def _as_assertion(test: FixtureTestResult, location: str) -> AssertionResult:
 async def score_diff(sandbox: LocalSandbox, state: RunState) -> None:
     """Record the connection attempts not recorded yet (a launched agent's) and the workspace's diff, and evaluate
     the diff assertions (`t.file_changed`, ...) over it."""
-    sandbox.collect_connection_attempts()
+    await sandbox.collect_connection_attempts()
     diff = await sandbox.diff()
     state.workspace_diff = diff.text or None
     for handle in state.diff_scoped:

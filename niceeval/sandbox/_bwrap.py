@@ -188,12 +188,14 @@ class BwrapSandbox(LocalSandbox):
         net = sandbox.path.parent / "net"
         sandbox._forwarder = EndpointForwarder(net)
         if network_watch_problem() is None:
-            sandbox._recorder = AttemptRecorder(net / WATCH_SOCKET)
+            recorder = AttemptRecorder(net / WATCH_SOCKET)
+            sandbox._recorder = recorder
             try:
-                sandbox._holder = await NetworkHolder.start(net, net / WATCH_SOCKET, _SHIM)
+                sandbox._holder = await NetworkHolder.start(net, recorder.path, _SHIM)
             except BaseException:
                 await LocalSandbox.close(sandbox)
                 raise
+            recorder.control = sandbox._holder.control
         return sandbox
 
     async def close(self, *, keep: bool = False) -> Path | None:

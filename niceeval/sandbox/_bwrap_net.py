@@ -8,7 +8,6 @@ in its own user, PID, IPC and UTS namespaces, so a command pays for no Python st
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +16,7 @@ import anyio
 import anyio.abc
 
 from niceeval._core.errors import NiceevalError
+from niceeval.sandbox._network import ask
 
 _READY_S = 10.0
 _SYSTEM = ("--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev")
@@ -33,7 +33,8 @@ class NetworkHolder:
         self._process = process
         self.namespace = f"/proc/{pid}/ns/net"
         """What commands join (`nsenter --net=...`)."""
-        self._control = control
+        self.control = control
+        """Its control socket: endpoints to forward, and `flush` (`AttemptRecorder.settle`)."""
         self._forwarded: set[str] = set()
 
     @classmethod
@@ -67,7 +68,7 @@ class NetworkHolder:
         """Relay `endpoint` (`HOST:PORT` inside) to the Unix socket `target`, from now on, for every command."""
         if endpoint in self._forwarded:
             return
-        answer = await anyio.to_thread.run_sync(self._ask, f"{endpoint}={target}")
+        answer = await anyio.to_thread.run_sync(ask, self.control, f"{endpoint}={target}", _READY_S)
         if answer != "ok":
             raise NetworkHolderError(f"the sandbox could not forward {endpoint}: {answer}")
         self._forwarded.add(endpoint)
@@ -75,13 +76,6 @@ class NetworkHolder:
     async def stop(self) -> None:
         """End the helper (and with it the namespace)."""
         await _end(self._process)
-
-    def _ask(self, line: str) -> str:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as asking:
-            asking.settimeout(_READY_S)
-            asking.connect(str(self._control))
-            asking.sendall(line.encode() + b"\n")
-            return asking.makefile().readline().strip()
 
 
 async def _end(process: anyio.abc.Process) -> None:

@@ -33,7 +33,7 @@ from niceeval.sandbox._docker_kept import sweep_left
 from niceeval.sandbox._docker_pod import SHIM_INSIDE, PodSpec, mount_points, start_pod
 from niceeval.sandbox._docker_reuse import CONTAINER_TMP, REUSED, Box, mount_points_in_tmp, reset_box
 from niceeval.sandbox._launch import LaunchOptions
-from niceeval.sandbox._network import WATCH_SOCKET, AttemptRecorder
+from niceeval.sandbox._network import WATCH_CONTROL, WATCH_SOCKET, AttemptRecorder
 from niceeval.sandbox._workspace import LocalSandbox, Prepared
 
 MOUNTED = ("workspace", "home", "tmp", "net", "agent-state")
@@ -86,7 +86,7 @@ class DockerSandbox(LocalSandbox):
         if not run.environment.reuse:
             sandbox = await cls._fresh(fixture, run, options)
             sandbox._started.attempts.append(int(run.labels[f"{LABEL}.attempt"]))
-            sandbox._recorder = AttemptRecorder(sandbox.path.parent / "net" / WATCH_SOCKET)
+            sandbox._recorder = _recorder(sandbox.path.parent)
             return sandbox
         box = await REUSED.take(run.reuse_key)
         try:
@@ -103,7 +103,7 @@ class DockerSandbox(LocalSandbox):
             raise
         assert sandbox._box is not None
         sandbox._box.attempts.append(int(run.labels[f"{LABEL}.attempt"]))
-        sandbox._recorder = AttemptRecorder(sandbox.path.parent / "net" / WATCH_SOCKET)
+        sandbox._recorder = _recorder(sandbox.path.parent)
         return sandbox
 
     @classmethod
@@ -306,6 +306,11 @@ def container_tmp(root: Path, mounted: Sequence[Path]) -> frozenset[Path]:
             point.parent.mkdir(parents=True, exist_ok=True)
             point.touch()
     return frozenset(tmp / point.relative_to(tmp).parts[0] for point in mount_points_in_tmp(root, mounted).values())
+
+
+def _recorder(root: Path) -> AttemptRecorder:
+    """The sandbox's end of its pod's network watcher (which listens on its control socket beside)."""
+    return AttemptRecorder(root / "net" / WATCH_SOCKET, control=root / "net" / WATCH_CONTROL)
 
 
 def _check_docker() -> None:

@@ -27,6 +27,7 @@ import anyio
 
 from niceeval.sandbox._docker_cli import DockerCommandError, DockerSandboxError, docker, docker_argv, label_flags
 from niceeval.sandbox._docker_env import ContainerLimits, Service
+from niceeval.sandbox._network import WATCH_CONTROL
 
 SHIM_INSIDE = "/opt/niceeval/_netshim.py"
 WATCHER = "niceeval-netwatch"
@@ -145,7 +146,9 @@ async def _start_watcher(spec: PodSpec, report: Path, workspace: str) -> str:
     flags += ["--user", "0:0", "--entrypoint", "python3", "--volume", f"{_SHIM}:{SHIM_INSIDE}:ro"]
     flags += ["--volume", f"{report.parent}:{report.parent}", "--pids-limit", "64", "--memory", "64m"]
     ready = report.with_suffix(".ready")
-    shim = ["-I", "-S", SHIM_INSIDE, "--watch", str(report), "--ready", str(ready), "--", "sleep", "infinity"]
+    control = report.with_name(WATCH_CONTROL)
+    shim = ["-I", "-S", SHIM_INSIDE, "--watch", str(report), "--control", str(control), "--ready", str(ready)]
+    shim += ["--", "sleep", "infinity"]
     container = (await docker("run", "--detach", *flags, spec.image, *shim)).strip()
     with anyio.move_on_after(_WATCH_READY_S):
         while not ready.exists():

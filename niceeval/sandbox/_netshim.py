@@ -147,6 +147,7 @@ class _Watcher:
         self._packets.setblocking(False)
         self._report = report
         self._sink: socket.socket | None = None
+        self._reading = threading.Lock()
         self._stop_r, self._stop_w = os.pipe()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -156,15 +157,20 @@ class _Watcher:
         os.write(self._stop_w, b"x")
         self._thread.join()
 
+    def flush(self) -> None:
+        """Report every packet seen so far: the kernel queued a packet's copy here when it was sent, so once this
+        returns, niceeval's socket holds every attempt made before the call."""
+        with self._reading:
+            self._read_all()
+
     def _run(self) -> None:
         while True:
             ready, _, _ = select.select([self._packets.fileno(), self._stop_r], [], [])
+            self.flush()
             if self._stop_r in ready:
-                self._read_all()
                 if self._sink is not None:
                     self._sink.close()
                 return
-            self._read_all()
 
     def _read_all(self) -> None:
         lines = []
@@ -193,10 +199,12 @@ class _Watcher:
                 self._sink = None
 
 
-def _control(path: str) -> None:
-    """Take `HOST:PORT=SOCKET` lines on a Unix socket: forward each endpoint from now on, answer `ok` or the error."""
+def _control(path: str, watcher: _Watcher | None) -> None:
+    """Take lines on a Unix socket and answer `ok` or the error: `HOST:PORT=SOCKET` forwards an endpoint from now on,
+    `flush` reports every attempt seen so far (niceeval asks when a command has ended)."""
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
+    os.chmod(path, 0o666)  # a Docker watcher runs as root; niceeval asks as the user that started it
     listener.listen(16)
 
     def serve() -> None:
@@ -206,7 +214,10 @@ def _control(path: str) -> None:
                 for line in lines:
                     endpoint, _, target = line.strip().partition("=")
                     try:
-                        _listen(endpoint, target)
+                        if endpoint == "flush" and watcher is not None:
+                            watcher.flush()
+                        else:
+                            _listen(endpoint, target)
                         lines.write("ok\n")
                     except (OSError, ValueError, OverflowError) as error:
                         lines.write(f"error {error}\n")
@@ -273,7 +284,7 @@ def _set_up(options: list[str]) -> _Watcher | None:
             with open(value, "w") as ready:
                 ready.write(str(os.getpid()))
         elif flag == "--control":
-            _control(value)
+            _control(value, watcher)
         elif flag == "--watch":
             watcher = _Watcher(value)
     return watcher

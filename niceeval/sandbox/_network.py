@@ -16,13 +16,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+import anyio
+
 from niceeval._core.events import ConnectionAttemptEvent
 
 WATCH_SOCKET = "watch.sock"
 """The recorder's socket, in the sandbox folder's `net/` (beside the endpoints' sockets)."""
+WATCH_CONTROL = "watch-control.sock"
+"""A Docker pod's watcher's control socket, beside it."""
 MAX_ATTEMPTS = 1000
 """Attempts one sandbox keeps at most: a flood of datagrams is read, not recorded one by one."""
 _MAX_LINE = 4096
+_SETTLE_S = 10.0
 _MAX_NAME = 255
 
 
@@ -68,11 +73,26 @@ def parse_attempt(line: bytes) -> ConnectionAttempt | None:
     return ConnectionAttempt(at=at, protocol=protocol, address=address, port=port, lookup=lookup)
 
 
-class AttemptRecorder:
-    """The outside end of the watchers' reports: a Unix socket at `path`, read without blocking by `take()`."""
+def ask(control: Path, line: str, timeout: float) -> str:
+    """Send one line to a helper's control socket (`_netshim.py --control`) and return its answer."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as asking:
+        asking.settimeout(timeout)
+        asking.connect(str(control))
+        asking.sendall(line.encode() + b"\n")
+        return asking.makefile().readline().strip()
 
-    def __init__(self, path: Path) -> None:
+
+class AttemptRecorder:
+    """The outside end of the watchers' reports: a Unix socket at `path`, read without blocking by `take()`.
+
+    `control` is the watcher's control socket: `settle()` asks it to report every packet it has seen, so what a
+    command that has ended attempted is all here (the watcher reads the namespace's traffic as it happens, in a
+    process of its own).
+    """
+
+    def __init__(self, path: Path, control: Path | None = None) -> None:
         self.path = path
+        self.control = control
         path.parent.mkdir(exist_ok=True)
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._listener.bind(str(path))
@@ -82,6 +102,15 @@ class AttemptRecorder:
         self._kept = 0
         self.dropped = 0
         """Attempts reported past `MAX_ATTEMPTS`, read and not kept."""
+
+    async def settle(self) -> None:
+        """Wait until the watcher has reported every attempt made so far (a watcher that is gone has no more)."""
+        if self.control is None:
+            return
+        try:
+            await anyio.to_thread.run_sync(ask, self.control, "flush", _SETTLE_S)
+        except OSError:
+            return
 
     def take(self) -> list[ConnectionAttempt]:
         """The attempts reported since the last call, in the order they were seen."""

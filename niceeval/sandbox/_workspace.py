@@ -211,21 +211,27 @@ class LocalSandbox:
 
     @property
     def connection_attempts(self) -> tuple[ConnectionAttempt, ...]:
-        """Every attempt to reach an address outside the sandbox it learnt of so far, in order (a bwrap or Docker
-        sandbox watches its network; a local one does not, and this stays empty)."""
+        """Every attempt to reach an address outside the sandbox recorded so far, in order (a bwrap or Docker sandbox
+        watches its network; a local one does not, and this stays empty). Reading it records what the watcher has
+        reported since (a launched agent CLI's attempts, which no command's end collects)."""
+        self._record(self._recorder.take() if self._recorder is not None else [])
         return tuple(self._attempts)
 
-    def collect_connection_attempts(self) -> tuple[ConnectionAttempt, ...]:
-        """Read what the network watcher reported since the last call (a launched process's attempts), record it,
-        and return it. Commands do this when they end; the runner does it when the eval's body ends."""
+    async def collect_connection_attempts(self) -> tuple[ConnectionAttempt, ...]:
+        """Wait until the network watcher has reported every attempt made so far, record them, and return the new
+        ones. Each command does this when it ends; the runner does it when the eval's body ends."""
         if self._recorder is None:
             return ()
+        await self._recorder.settle()
         found = self._recorder.take()
+        self._record(found)
+        return tuple(found)
+
+    def _record(self, found: Sequence[ConnectionAttempt]) -> None:
         self._attempts += found
         if self._settings.on_attempt is not None:
             for attempt in found:
                 self._settings.on_attempt(attempt)
-        return tuple(found)
 
     @property
     def closed(self) -> bool:
@@ -383,7 +389,8 @@ class LocalSandbox:
             return self._kept
         self._closed = True
         if self._recorder is not None:
-            self.collect_connection_attempts()
+            with anyio.CancelScope(shield=True):
+                await self.collect_connection_attempts()
             self._recorder.close()
         if keep:
             self._kept = self._workspace
@@ -424,7 +431,7 @@ class LocalSandbox:
             max_output_bytes=self._settings.max_output_bytes,
         )
         result = await run_process(spec)
-        self.collect_connection_attempts()
+        await self.collect_connection_attempts()
         if options.get("record", True):
             self._commands.append(result)
             if self._settings.on_command is not None:
