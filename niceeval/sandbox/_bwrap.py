@@ -200,6 +200,7 @@ class BwrapSandbox(LocalSandbox):
 
     async def close(self, *, keep: bool = False) -> Path | None:
         """Stop forwarding the allowed endpoints and end the network namespace, then close as `LocalSandbox.close`."""
+        await self._stop_recording()  # first: the helper reports what it has seen
         if self._forwarder is not None:
             self._forwarder.close()
         if self._holder is not None:

@@ -98,12 +98,12 @@ class DockerSandbox(LocalSandbox):
                 restored = await super().create(fixture, root=box.root, prepared=box.checkpoint.prepared, **options)
                 sandbox = cast(DockerSandbox, restored)
                 sandbox._docker_run, sandbox._box = run, box
+            sandbox._recorder = _recorder(sandbox.path.parent)
         except BaseException:
             REUSED.give_back(run.reuse_key, None if box is None else box)
             raise
         assert sandbox._box is not None
         sandbox._box.attempts.append(int(run.labels[f"{LABEL}.attempt"]))
-        sandbox._recorder = _recorder(sandbox.path.parent)
         return sandbox
 
     @classmethod
@@ -169,6 +169,7 @@ class DockerSandbox(LocalSandbox):
         """
         if self.closed or self._box is None or self._docker_run is None:
             return await super().close(keep=keep)
+        await self._stop_recording()  # first: the next attempt's recorder takes the same socket
         if self._docker_run.environment.reuse:
             self._box.keep = self._box.keep or keep
             REUSED.give_back(self._docker_run.reuse_key, self._box)

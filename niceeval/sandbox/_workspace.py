@@ -227,6 +227,15 @@ class LocalSandbox:
         self._record(found)
         return tuple(found)
 
+    async def _stop_recording(self) -> None:
+        """Collect the last attempts and stop listening for more (shielded: a cancelled eval keeps its record)."""
+        if self._recorder is None:
+            return
+        with anyio.CancelScope(shield=True):
+            await self.collect_connection_attempts()
+        self._recorder.close()
+        self._recorder = None
+
     def _record(self, found: Sequence[ConnectionAttempt]) -> None:
         self._attempts += found
         if self._settings.on_attempt is not None:
@@ -388,10 +397,7 @@ class LocalSandbox:
         if self._closed:
             return self._kept
         self._closed = True
-        if self._recorder is not None:
-            with anyio.CancelScope(shield=True):
-                await self.collect_connection_attempts()
-            self._recorder.close()
+        await self._stop_recording()
         if keep:
             self._kept = self._workspace
             return self._kept

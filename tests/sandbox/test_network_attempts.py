@@ -28,6 +28,7 @@ from niceeval.sandbox import (
     LaunchOptions,
     LocalSandbox,
     bwrap_problem,
+    close_reused,
     docker_sandbox,
     network_watch_problem,
     prepare_docker_run,
@@ -247,3 +248,21 @@ async def test_a_launched_process_attempts_are_recorded_when_collected(sandbox: 
     assert [a.target for a in await sandbox.collect_connection_attempts()] == ["203.0.113.9:80"]
     assert [a.target for a in sandbox.connection_attempts] == ["203.0.113.9:80"]
     assert [a.target for a in sandbox.seen] == ["203.0.113.9:80"]  # type: ignore[attr-defined]
+
+
+async def test_a_reused_docker_pod_records_each_attempts_own(fixture: Path) -> None:
+    needs_docker()
+    environment = docker_sandbox(image=BASE_IMAGE, reuse=True)
+    run = await prepare_docker_run(environment, bases=(fixture.parent,), eval_id=f"tests::{uuid.uuid4()}", attempt=0)
+    try:
+        first = await DockerSandbox.create(fixture, run=run)
+        await first.run_command("python3", ["-c", TCP, "203.0.113.1", "1"])
+        await first.close()
+        second = await DockerSandbox.create(fixture, run=run)
+        assert second.container == first.container
+        await second.run_command("python3", ["-c", TCP, "203.0.113.2", "2"])
+        await second.close()
+    finally:
+        await close_reused()
+    assert [a.target for a in first.connection_attempts] == ["203.0.113.1:1"]
+    assert [a.target for a in second.connection_attempts] == ["203.0.113.2:2"]
