@@ -2,7 +2,8 @@
 
 The sandbox has its own network namespace, where only loopback exists and nothing listens. For each allowed
 endpoint `HOST:PORT=SOCKET` this listens on HOST:PORT inside and forwards every connection to SOCKET, a Unix
-socket that niceeval serves outside and connects to the real HOST:PORT. Every other address is unreachable.
+socket that niceeval serves outside and connects to the real HOST:PORT. Every other address is unreachable
+(refused at once, with `--watch`).
 
 With `--watch SOCKET` it also records every attempt to reach an address outside the sandbox: it routes every IPv4
 and IPv6 address to loopback inside the namespace (a `local` route in the namespace's own table: nothing of the
