@@ -254,6 +254,7 @@ def test_attacks_exports() -> None:
             "AttackPage",
             "AttackRates",
             "AttackTally",
+            "AttackTemplate",
             "Rate",
             "RateChange",
             "attack_cases",

@@ -98,11 +98,31 @@ class UsageEvent(_Event):
     `t.usage`, `turn.usage`, agent spend or `t.max_tokens` / `t.max_cost`."""
 
 
+class ConnectionAttemptEvent(_Event):
+    """An attempt from inside the sandbox to reach an address outside it (a TCP connect, a UDP datagram, a DNS
+    query), seen and refused by the sandbox's network layer; `at` is when it was seen."""
+
+    type: Literal["connection.attempt"] = "connection.attempt"
+    protocol: Literal["tcp", "udp"]
+    address: str
+    port: int
+    lookup: str | None = None
+    """For a DNS query: the name it asked for."""
+
+
 Event = Annotated[
-    MessageEvent | ActionCalledEvent | SubagentCalledEvent | InputRequestedEvent | ErrorEvent | UsageEvent,
+    MessageEvent
+    | ActionCalledEvent
+    | SubagentCalledEvent
+    | InputRequestedEvent
+    | ErrorEvent
+    | UsageEvent
+    | ConnectionAttemptEvent,
     Field(discriminator="type"),
 ]
-EventType = Literal["message", "action.called", "subagent.called", "input.requested", "error", "usage"]
+EventType = Literal[
+    "message", "action.called", "subagent.called", "input.requested", "error", "usage", "connection.attempt"
+]
 if TYPE_CHECKING:
     EVENTS: TypeAdapter[list[Event]]
 

@@ -13,7 +13,16 @@ from niceeval._core.awaits import tracked
 from niceeval._core.errors import NiceevalError, UsageError
 
 if TYPE_CHECKING:
-    from niceeval.sandbox import Author, CommandOptions, CommandResult, Diff, PytestRun, Sandbox, Snapshot
+    from niceeval.sandbox import (
+        Author,
+        CommandOptions,
+        CommandResult,
+        ConnectionAttempt,
+        Diff,
+        PytestRun,
+        Sandbox,
+        Snapshot,
+    )
 
 T = TypeVar("T")
 
@@ -36,6 +45,11 @@ class CheckedSandbox:
     def commands(self) -> Sequence[CommandResult]:
         """Every recorded command run so far."""
         return self._inner.commands
+
+    @property
+    def connection_attempts(self) -> Sequence[ConnectionAttempt]:
+        """Every attempt to reach an address outside the sandbox it refused, recorded so far."""
+        return self._inner.connection_attempts
 
     def read_text(self, rel: str | PurePath) -> Coroutine[Any, Any, str]:
         """The UTF-8 text of a workspace file."""

@@ -25,7 +25,9 @@ from niceeval._core.wording import plural
 from niceeval.expect import EventPattern, ToolPattern
 from niceeval.expect._runtime import as_pattern
 
-_EVENT_TYPES = {"message", "action.called", "subagent.called", "input.requested", "error", "usage"}
+_EVENT_TYPES = {
+    "message", "action.called", "subagent.called", "input.requested", "error", "usage", "connection.attempt"
+}  # fmt: skip
 _MAX_LISTED = 20
 
 

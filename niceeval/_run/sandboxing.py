@@ -16,7 +16,7 @@ from niceeval._eval.context import RunState
 from niceeval._eval.spec import EvalSpec
 from niceeval._run.discovery import EvalEntry
 from niceeval.agents._runtime import PerVariant
-from niceeval.sandbox import CommandResult, FixtureTestResult, LocalSandbox, run_fixture_tests
+from niceeval.sandbox import CommandResult, ConnectionAttempt, FixtureTestResult, LocalSandbox, run_fixture_tests
 
 _EVAL_FILE = "EVAL.py"
 SCORING_TIMEOUT_S = 300.0
@@ -64,6 +64,11 @@ class CommandLog:
         if self.log is not None:
             self.log.emit(result.to_action_event())
 
+    def attempt(self, attempt: ConnectionAttempt) -> None:
+        """Record a connection attempt the sandbox refused as a `connection.attempt` event."""
+        if self.log is not None:
+            self.log.emit(attempt.to_event())
+
 
 @dataclass(frozen=True, slots=True)
 class SharedWorkspace:
@@ -94,7 +99,7 @@ async def open_workspace(
         setup_opener = LocalSandbox.create if isinstance(choice, str) and choice != "docker" else opener
         folder = await prepared_fixture(folder, entry.spec.setup, kind, settings.cache, setup_opener)
 
-    return await opener(folder, on_command=commands)
+    return await opener(folder, on_command=commands, on_attempt=commands.attempt)
 
 
 async def _opener(
@@ -153,7 +158,9 @@ def _as_assertion(test: FixtureTestResult, location: str) -> AssertionResult:
 
 
 async def score_diff(sandbox: LocalSandbox, state: RunState) -> None:
-    """Record the workspace's diff and evaluate the diff assertions (`t.file_changed`, ...) over it."""
+    """Record the connection attempts not recorded yet (a launched agent's) and the workspace's diff, and evaluate
+    the diff assertions (`t.file_changed`, ...) over it."""
+    await sandbox.collect_connection_attempts()
     diff = await sandbox.diff()
     state.workspace_diff = diff.text or None
     for handle in state.diff_scoped:

@@ -5,12 +5,19 @@ with a scrubbed environment and a timeout, diffs the workspace against the fixtu
 by running the hidden tests with `run_fixture_tests`. It does not isolate; `BwrapSandbox` (bubblewrap
 namespaces) and `DockerSandbox` (one container per eval run, declared with `docker_sandbox(...)`, with
 `service(...)` containers beside it, or by a Compose file with `compose_sandbox(...)`) run the same workspace's
-commands isolated: the system read-only, no network but allowed loopback endpoints. See `docs/sandbox.md`.
+commands isolated: the system read-only, no network but allowed loopback endpoints, every attempt to reach another
+address refused and recorded (`connection_attempts`). See `docs/sandbox.md`.
 
 Design: docs/design/sandbox.md
 """
 
-from niceeval.sandbox._bwrap import BwrapSandbox, ProcessLimits, SandboxUnavailableError, bwrap_problem
+from niceeval.sandbox._bwrap import (
+    BwrapSandbox,
+    ProcessLimits,
+    SandboxUnavailableError,
+    bwrap_problem,
+    network_watch_problem,
+)
 from niceeval.sandbox._commands import DEFAULT_MAX_OUTPUT_BYTES, CommandOptions, CommandResult
 from niceeval.sandbox._diff import Diff, FileChange, Rename
 from niceeval.sandbox._docker import DockerRun, DockerSandbox, prepare_docker_run
@@ -40,6 +47,7 @@ from niceeval.sandbox._docker_reuse import close_reused
 from niceeval.sandbox._fixture_tests import FixtureTestResult, run_fixture_tests
 from niceeval.sandbox._history import Author, Snapshot, Stretch, stretches_diff
 from niceeval.sandbox._launch import LaunchOptions, ProcessLaunch
+from niceeval.sandbox._network import ConnectionAttempt
 from niceeval.sandbox._protocol import PytestRun, Sandbox, current_sandbox
 from niceeval.sandbox._tree import LARGE_FILE_BYTES, SkippedPath
 from niceeval.sandbox._workspace import DEFAULT_HIDDEN, DEFAULT_IGNORE, LocalSandbox, SandboxPathError
@@ -54,6 +62,7 @@ __all__ = [
     "CommandOptions",
     "CommandResult",
     "ComposeEnvironment",
+    "ConnectionAttempt",
     "ContainerLimits",
     "Diff",
     "DockerEnvironment",
@@ -89,6 +98,7 @@ __all__ = [
     "find_sandbox",
     "find_sandboxes",
     "kept_diff",
+    "network_watch_problem",
     "prepare_docker_run",
     "prune_sandboxes",
     "run_fixture_tests",

@@ -5,7 +5,11 @@ HOME and TMPDIR read-write at the same paths as outside; a fresh `/tmp`, `/proc`
 the host's files (no `/home`, `/root`, `/work`: the project and its secrets are not there). It runs in its own
 user, PID, IPC, UTS and network namespaces: when the command ends or is killed, everything it started dies
 with it, and the only addresses it can reach are the allowed loopback endpoints (the model endpoint of an
-agent's CLI), forwarded into the namespace by `_netshim.py` over Unix sockets.
+agent's CLI), forwarded into the namespace by `_netshim.py` over Unix sockets. Where the namespace's network can
+be set up (bwrap run by root), the sandbox has one network namespace for its life (`_bwrap_net.py`), whose helper
+routes every other address to its loopback and records each attempt to reach one (`connection_attempts`), and
+every command joins it; elsewhere each command gets a network namespace of its own and those attempts fail
+unrecorded (`network_watch_problem()` says why).
 
 Scoring (`run_pytest`) runs outside, as niceeval's own code with niceeval's Python.
 """
@@ -24,13 +28,16 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from niceeval._core.errors import NiceevalError
+from niceeval.sandbox._bwrap_net import NetworkHolder
 from niceeval.sandbox._launch import LaunchOptions
+from niceeval.sandbox._network import WATCH_SOCKET, AttemptRecorder
 from niceeval.sandbox._workspace import LocalSandbox
 
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
 """Host folders a sandboxed command reads (read-only), when they exist."""
 _SHIM = Path(__file__).with_name("_netshim.py")
 _PRLIMIT = shutil.which("prlimit", path="/usr/bin:/bin")
+_NSENTER = shutil.which("nsenter", path="/usr/bin:/bin")
 _LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 
 
@@ -62,6 +69,28 @@ def bwrap_problem() -> str | None:
         return f"bwrap could not start: {error}"
     if done.returncode != 0:
         return f"bwrap cannot create namespaces here: {done.stderr.strip() or f'exit status {done.returncode}'}"
+    return None
+
+
+@functools.cache
+def network_watch_problem() -> str | None:
+    """Why a bwrap sandbox cannot record the connection attempts of its commands here, or None when it can.
+
+    The watcher needs CAP_NET_ADMIN and CAP_NET_RAW in the sandbox's network namespace, and commands join that
+    namespace with util-linux's `nsenter`: both need root (run by another user, bwrap nests the sandbox's user
+    namespace below the one owning the network's).
+    """
+    if _NSENTER is None:
+        return "util-linux's nsenter is not installed (Debian/Ubuntu: apt-get install util-linux)"
+    probe = ["bwrap", "--unshare-net", "--die-with-parent", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev"]
+    probe += [sys.executable, "-I", "-S", str(_SHIM), "--watch", "/nonexistent", "--", "true"]
+    try:
+        done = subprocess.run(probe, capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"the network watcher could not start: {error}"
+    if done.returncode != 0:
+        reason = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"exit status {done.returncode}"
+        return f"the network watcher cannot set up the sandbox's network here ({reason})"
     return None
 
 
@@ -143,6 +172,7 @@ class BwrapSandbox(LocalSandbox):
     _allowed: tuple[str, ...] = ()
     _limits: ProcessLimits = ProcessLimits()
     _forwarder: EndpointForwarder | None = None
+    _holder: NetworkHolder | None = None
 
     @classmethod
     async def create(cls, fixture: Path, **options: Any) -> BwrapSandbox:
@@ -155,13 +185,26 @@ class BwrapSandbox(LocalSandbox):
             )
         sandbox = await super().create(fixture, **options)
         assert isinstance(sandbox, BwrapSandbox)
-        sandbox._forwarder = EndpointForwarder(sandbox.path.parent / "net")
+        net = sandbox.path.parent / "net"
+        sandbox._forwarder = EndpointForwarder(net)
+        if network_watch_problem() is None:
+            recorder = AttemptRecorder(net / WATCH_SOCKET)
+            sandbox._recorder = recorder
+            try:
+                sandbox._holder = await NetworkHolder.start(net, recorder.path, _SHIM)
+            except BaseException:
+                await LocalSandbox.close(sandbox)
+                raise
+            recorder.control = sandbox._holder.control
         return sandbox
 
     async def close(self, *, keep: bool = False) -> Path | None:
-        """Stop forwarding the allowed endpoints, then close as `LocalSandbox.close` does."""
+        """Stop forwarding the allowed endpoints and end the network namespace, then close as `LocalSandbox.close`."""
+        await self._stop_recording()  # first: the helper reports what it has seen
         if self._forwarder is not None:
             self._forwarder.close()
+        if self._holder is not None:
+            await self._holder.stop()
         return await super().close(keep=keep)
 
     def allow_network(self, *endpoints: str) -> None:
@@ -176,8 +219,34 @@ class BwrapSandbox(LocalSandbox):
         self, argv: tuple[str, ...], env: Mapping[str, str], cwd: Path, options: LaunchOptions
     ) -> tuple[str, ...]:
         assert self._forwarder is not None
+        endpoints = dict.fromkeys((*self._allowed, *(loopback_endpoint(e) for e in options.allow_network)))
+        if self._holder is not None:
+            return await self._wrap_joined(argv, cwd, options, tuple(endpoints))
+        args = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", *self._binds(options)]
+        args += ["--chdir", str(cwd)]
+        forwards: list[str] = []
+        for endpoint in endpoints:
+            path = self._forwarder.socket_for(endpoint)
+            args += ["--ro-bind", str(path), str(path)]
+            forwards += ["--forward", f"{endpoint}={path}"]
+        return (*args, *self._start(forwards), "--", *argv)
+
+    async def _wrap_joined(
+        self, argv: tuple[str, ...], cwd: Path, options: LaunchOptions, endpoints: tuple[str, ...]
+    ) -> tuple[str, ...]:
+        """Run in the sandbox's one network namespace (its helper relays the endpoints), in namespaces of its own
+        for the rest."""
+        assert self._forwarder is not None and self._holder is not None and _NSENTER is not None
+        for endpoint in endpoints:
+            await self._holder.forward(endpoint, self._forwarder.socket_for(endpoint))
+        args = [_NSENTER, f"--net={self._holder.namespace}", "--", "bwrap", "--unshare-user-try", "--unshare-ipc"]
+        args += ["--unshare-pid", "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent", "--new-session"]
+        args += [*self._binds(options), "--chdir", str(cwd)]
+        return (*args, *self._start([]), "--", *argv)
+
+    def _binds(self, options: LaunchOptions) -> list[str]:
         root = self.path.parent
-        args = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session"]
+        args: list[str] = []
         for folder in SYSTEM_PATHS:
             args += ["--ro-bind-try", folder, folder]
         args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
@@ -187,21 +256,18 @@ class BwrapSandbox(LocalSandbox):
             args += ["--ro-bind", str(path), str(path)]
         for path in (self.path, root / "home", root / "tmp", *options.writable):
             args += ["--bind", str(path), str(path)]
-        args += ["--chdir", str(cwd)]
-        forwards: list[str] = []
-        for endpoint in dict.fromkeys((*self._allowed, *(loopback_endpoint(e) for e in options.allow_network))):
-            path = self._forwarder.socket_for(endpoint)
-            args += ["--ro-bind", str(path), str(path)]
-            forwards += ["--forward", f"{endpoint}={path}"]
+        return args
+
+    def _start(self, forwards: list[str]) -> list[str]:
+        """The end of bwrap's arguments and the start of the command's: the limits, set by the shim when it has
+        endpoints to forward, else by util-linux's prlimit (a fraction of Python's start-up)."""
         limits = ["--nproc", str(self._limits.processes), "--fsize", str(self._limits.file_size)]
-        if forwards or _PRLIMIT is None:
-            args += ["--ro-bind", str(_SHIM), str(_SHIM)]
-            start = [sys.executable, "-I", "-S", str(_SHIM), *forwards, *limits]
-        else:  # nothing to forward: util-linux's prlimit sets the limits for a fraction of Python's start-up
-            start = [_PRLIMIT, f"--nproc={self._limits.processes}", f"--fsize={self._limits.file_size}", "--core=0"]
         # The new root is a tmpfs holding the mount points: read-only, so a write outside the binds fails.
-        args += ["--remount-ro", "/"]
-        return (*args, "--", *start, "--", *argv)
+        if forwards or _PRLIMIT is None:
+            shim = [sys.executable, "-I", "-S", str(_SHIM), *forwards, *limits]
+            return ["--ro-bind", str(_SHIM), str(_SHIM), "--remount-ro", "/", "--", *shim]
+        prlimit = [_PRLIMIT, f"--nproc={self._limits.processes}", f"--fsize={self._limits.file_size}", "--core=0"]
+        return ["--remount-ro", "/", "--", *prlimit]
 
 
 def loopback_endpoint(endpoint: str) -> str:

@@ -4,9 +4,10 @@ What a command sees: the image's system, read-only, with a fresh `/tmp`; the wor
 bind-mounted read-write at the same paths as outside (so paths in events mean the same inside and out, and the
 diff, reading and scoring work on the host's copy); the services of the declaration on 127.0.0.1 (`_docker_pod.py`);
 no network but the allowed loopback endpoints, each relayed into the container by `_netshim.py` over a Unix socket
-that niceeval serves outside. A command runs under `_netshim.py --lifeline`: what it leaves running is killed when it
-ends, and when its `docker exec` client is killed (timeout, cancellation) the client's stdin, a FIFO it holds open
-itself, closes inside and the helper kills the command's whole tree.
+that niceeval serves outside; every attempt to reach another address is refused and recorded by the pod's network
+watcher (`connection_attempts`, `_docker_pod.py`). A command runs under `_netshim.py --lifeline`: what it leaves
+running is killed when it ends, and when its `docker exec` client is killed (timeout, cancellation) the client's
+stdin, a FIFO it holds open itself, closes inside and the helper kills the command's whole tree.
 
 Scoring (`run_pytest`) runs outside, as niceeval's own code with niceeval's Python.
 """
@@ -32,6 +33,7 @@ from niceeval.sandbox._docker_kept import sweep_left
 from niceeval.sandbox._docker_pod import SHIM_INSIDE, PodSpec, mount_points, start_pod
 from niceeval.sandbox._docker_reuse import CONTAINER_TMP, REUSED, Box, mount_points_in_tmp, reset_box
 from niceeval.sandbox._launch import LaunchOptions
+from niceeval.sandbox._network import WATCH_CONTROL, WATCH_SOCKET, AttemptRecorder
 from niceeval.sandbox._workspace import LocalSandbox, Prepared
 
 MOUNTED = ("workspace", "home", "tmp", "net", "agent-state")
@@ -84,6 +86,7 @@ class DockerSandbox(LocalSandbox):
         if not run.environment.reuse:
             sandbox = await cls._fresh(fixture, run, options)
             sandbox._started.attempts.append(int(run.labels[f"{LABEL}.attempt"]))
+            sandbox._recorder = _recorder(sandbox.path.parent)
             return sandbox
         box = await REUSED.take(run.reuse_key)
         try:
@@ -95,6 +98,7 @@ class DockerSandbox(LocalSandbox):
                 restored = await super().create(fixture, root=box.root, prepared=box.checkpoint.prepared, **options)
                 sandbox = cast(DockerSandbox, restored)
                 sandbox._docker_run, sandbox._box = run, box
+            sandbox._recorder = _recorder(sandbox.path.parent)
         except BaseException:
             REUSED.give_back(run.reuse_key, None if box is None else box)
             raise
@@ -133,6 +137,11 @@ class DockerSandbox(LocalSandbox):
         return self._started.pod.services
 
     @property
+    def watcher(self) -> str | None:
+        """The network watcher's container id (it shares the workspace container's network namespace)."""
+        return self._started.pod.watcher
+
+    @property
     def attempts(self) -> tuple[int, ...]:
         """The attempts that used this sandbox's containers so far, this one included (several with `reuse=True`)."""
         return tuple(self._started.attempts)
@@ -160,6 +169,7 @@ class DockerSandbox(LocalSandbox):
         """
         if self.closed or self._box is None or self._docker_run is None:
             return await super().close(keep=keep)
+        await self._stop_recording()  # first: the next attempt's recorder takes the same socket
         if self._docker_run.environment.reuse:
             self._box.keep = self._box.keep or keep
             REUSED.give_back(self._docker_run.reuse_key, self._box)
@@ -195,6 +205,7 @@ class DockerSandbox(LocalSandbox):
             read_only=run.read_only,
             env=run.environment.env,
             labels={**run.labels, f"{LABEL}.workspace": str(self.path), f"{LABEL}.fixture": str(self.fixture)},
+            watch=root / "net" / WATCH_SOCKET,
         )
         checkpoint = None
         if run.environment.reuse:
@@ -296,6 +307,11 @@ def container_tmp(root: Path, mounted: Sequence[Path]) -> frozenset[Path]:
             point.parent.mkdir(parents=True, exist_ok=True)
             point.touch()
     return frozenset(tmp / point.relative_to(tmp).parts[0] for point in mount_points_in_tmp(root, mounted).values())
+
+
+def _recorder(root: Path) -> AttemptRecorder:
+    """The sandbox's end of its pod's network watcher (which listens on its control socket beside)."""
+    return AttemptRecorder(root / "net" / WATCH_SOCKET, control=root / "net" / WATCH_CONTROL)
 
 
 def _check_docker() -> None:

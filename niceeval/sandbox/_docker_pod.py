@@ -7,6 +7,12 @@ and runs as the current user, so files it writes in the bind-mounted workspace a
 runs with `--network container:<workspace>`: all of them and the workspace share one loopback, and no bridge
 network is ever created. Services are started after the workspace container (whose namespace they join) and
 awaited with their `ready` command before any command of the eval runs.
+
+One more container joins the namespace: the network watcher (`_netshim.py --watch`; labelled as a service named
+`niceeval-netwatch`, so a kept sandbox's `stop` removes it too, but not among `Pod.services`), the only container
+with capabilities (CAP_NET_ADMIN and CAP_NET_RAW, nothing else). It routes every address to the namespace's
+loopback and records each attempt to reach outside (`_network.py`); the workspace container gets IPv6 on its
+loopback (Docker turns it off under `--network none`), so IPv6 attempts are refused and recorded too.
 """
 
 from __future__ import annotations
@@ -21,8 +27,12 @@ import anyio
 
 from niceeval.sandbox._docker_cli import DockerCommandError, DockerSandboxError, docker, docker_argv, label_flags
 from niceeval.sandbox._docker_env import ContainerLimits, Service
+from niceeval.sandbox._network import WATCH_CONTROL
 
 SHIM_INSIDE = "/opt/niceeval/_netshim.py"
+WATCHER = "niceeval-netwatch"
+"""The network watcher's service name (its label)."""
+_WATCH_READY_S = 30.0
 _SHIM = Path(__file__).with_name("_netshim.py")
 _READY_POLL_S = 0.2
 _LOG_LINES = 40
@@ -44,6 +54,8 @@ class PodSpec:
     labels: Mapping[str, str]
     env: Mapping[str, str] = field(default_factory=dict)
     """The workspace container's environment variables."""
+    watch: Path | None = None
+    """The Unix socket the network watcher reports to (in a mounted folder); None: no watcher."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,10 +64,12 @@ class Pod:
 
     workspace: str
     services: Mapping[str, str]
+    watcher: str | None = None
+    """The network watcher's container id (not among `services`: the declaration has no such service)."""
 
     @property
     def containers(self) -> tuple[str, ...]:
-        return (*self.services.values(), self.workspace)
+        return (*self.services.values(), *([self.watcher] if self.watcher else []), self.workspace)
 
     async def remove(self) -> None:
         """Remove every container of the pod (services first), whatever state they are in."""
@@ -73,8 +87,11 @@ async def start_pod(spec: PodSpec) -> Pod:
     """
     workspace = (await docker("run", "--detach", *_workspace_flags(spec), spec.image, "infinity")).strip()
     services: dict[str, str] = {}
+    watcher = None
     try:
         await _check_python(workspace, spec.image)
+        if spec.watch is not None:
+            watcher = await _start_watcher(spec, spec.watch, workspace)
         try:
             ready = {declared.name: anyio.Event() for declared in spec.services}
             async with anyio.create_task_group() as group:
@@ -83,9 +100,9 @@ async def start_pod(spec: PodSpec) -> Pod:
         except ExceptionGroup as failures:
             raise _one_error(failures) from None
     except BaseException:
-        await Pod(workspace=workspace, services=services).remove()
+        await Pod(workspace=workspace, services=services, watcher=watcher).remove()
         raise
-    return Pod(workspace=workspace, services=services)
+    return Pod(workspace=workspace, services=services, watcher=watcher)
 
 
 def _one_error(failures: ExceptionGroup[Exception]) -> Exception:
@@ -101,6 +118,7 @@ def _workspace_flags(spec: PodSpec) -> list[str]:
     flags = [*label_flags({**spec.labels, "niceeval.role": "workspace"}), "--init", "--network", "none"]
     flags += ["--read-only", "--volume", f"{spec.tmp}:/tmp", "--cap-drop", "ALL", "--security-opt", "no-new-privileges"]
     flags += ["--user", f"{os.getuid()}:{os.getgid()}", "--entrypoint", "sleep"]
+    flags += ["--sysctl", "net.ipv6.conf.all.disable_ipv6=0", "--sysctl", "net.ipv6.conf.lo.disable_ipv6=0"]
     flags += ["--cpus", f"{limits.cpus:g}", "--memory", limits.memory, "--pids-limit", str(limits.pids)]
     for path in spec.mounts:
         flags += ["--volume", f"{path}:{path}"]
@@ -118,6 +136,31 @@ async def _check_python(container: str, image: str) -> None:
             f"image {image!r} has no python3 ({error}); niceeval runs a small standard-library helper beside each "
             "command in the container. Install it in the image (Debian: RUN apt-get install -y python3-minimal)."
         ) from None
+
+
+async def _start_watcher(spec: PodSpec, report: Path, workspace: str) -> str:
+    """Start the network watcher in the workspace's namespace, and wait until every address is routed to it."""
+    labels = {**spec.labels, "niceeval.role": "service", "niceeval.service": WATCHER, "niceeval.pod": workspace}
+    flags = [*label_flags(labels), "--network", f"container:{workspace}", "--read-only", "--cap-drop", "ALL"]
+    flags += ["--cap-add", "NET_ADMIN", "--cap-add", "NET_RAW", "--security-opt", "no-new-privileges"]
+    flags += ["--user", "0:0", "--entrypoint", "python3", "--volume", f"{_SHIM}:{SHIM_INSIDE}:ro"]
+    flags += ["--volume", f"{report.parent}:{report.parent}", "--pids-limit", "64", "--memory", "64m"]
+    ready = report.with_suffix(".ready")
+    control = report.with_name(WATCH_CONTROL)
+    shim = ["-I", "-S", SHIM_INSIDE, "--watch", str(report), "--control", str(control), "--ready", str(ready)]
+    shim += ["--", "sleep", "infinity"]
+    container = (await docker("run", "--detach", *flags, spec.image, *shim)).strip()
+    with anyio.move_on_after(_WATCH_READY_S):
+        while not ready.exists():
+            if not await _running(container):
+                break
+            await anyio.sleep(0.05)
+        else:
+            ready.unlink()  # written by the watcher's root: the user may remove it from their own folder
+            return container
+    log = await _log(container)
+    await docker("rm", "--force", container, timeout=60)
+    raise DockerSandboxError(f"the sandbox's network watcher did not start; its log:\n{log}")
 
 
 async def _start_in_order(

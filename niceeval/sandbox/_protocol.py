@@ -17,6 +17,7 @@ from niceeval.sandbox._commands import CommandOptions, CommandResult
 from niceeval.sandbox._diff import Diff
 from niceeval.sandbox._history import Author, Snapshot
 from niceeval.sandbox._launch import LaunchOptions, ProcessLaunch
+from niceeval.sandbox._network import ConnectionAttempt
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -44,6 +45,11 @@ class Sandbox(Protocol):
     @property
     def commands(self) -> Sequence[CommandResult]:
         """Every recorded command run so far, in the order they finished."""
+        ...
+
+    @property
+    def connection_attempts(self) -> Sequence[ConnectionAttempt]:
+        """Every attempt to reach an address outside the sandbox that it refused and recorded so far, in order."""
         ...
 
     async def read_text(self, rel: str | PurePath) -> str:

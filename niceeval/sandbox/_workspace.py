@@ -45,6 +45,7 @@ from niceeval.sandbox._commands import (
 from niceeval.sandbox._diff import Diff, compute_diff
 from niceeval.sandbox._history import AUTHORS, Author, Authorship, Snapshot, Stretch, stretches_diff
 from niceeval.sandbox._launch import LaunchOptions, ProcessLaunch
+from niceeval.sandbox._network import AttemptRecorder, ConnectionAttempt
 from niceeval.sandbox._protocol import PytestRun, Sandbox
 from niceeval.sandbox._tree import FileState, SkippedPath, StatCache, copy_fixture, fingerprint_tree
 
@@ -65,6 +66,7 @@ class _Settings:
     env: Mapping[str, str]
     max_output_bytes: int
     on_command: Callable[[CommandResult], None] | None
+    on_attempt: Callable[[ConnectionAttempt], None] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -107,6 +109,9 @@ class LocalSandbox:
         """The last walk's file states: a snapshot reads again only the files whose `lstat` changed."""
         self._settings = settings
         self._commands: list[CommandResult] = []
+        self._attempts: list[ConnectionAttempt] = []
+        self._recorder: AttemptRecorder | None = None
+        """Where an isolating subclass's network watcher reports; None: the network is not watched."""
         self._closed = False
         self._kept: Path | None = None
 
@@ -120,6 +125,7 @@ class LocalSandbox:
         env: Mapping[str, str] | None = None,
         max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
         on_command: Callable[[CommandResult], None] | None = None,
+        on_attempt: Callable[[ConnectionAttempt], None] | None = None,
         temp_dir: Path | None = None,
         root: Path | None = None,
         prepared: Prepared | None = None,
@@ -137,6 +143,8 @@ class LocalSandbox:
             env: Variables given to every command, on top of the scrubbed environment.
             max_output_bytes: How much of each command's stdout and of its stderr is kept.
             on_command: Called with each recorded command's result when it finishes.
+            on_attempt: Called with each connection attempt the sandbox refused, when it learns of it (after the
+                command that made it, or `collect_connection_attempts()`); an isolating subclass records them.
             temp_dir: Where to create the sandbox; the system temp directory by default.
             root: An existing sandbox folder to use instead of a new one, its `workspace`, `home` and `tmp` empty
                 (a container reused across attempts keeps mounting the same folders).
@@ -150,7 +158,11 @@ class LocalSandbox:
         if not fixture.is_dir():
             raise NotADirectoryError(f"sandbox fixture {fixture} is not a directory")
         settings = _Settings(
-            ignore=tuple(ignore), env=dict(env or {}), max_output_bytes=max_output_bytes, on_command=on_command
+            ignore=tuple(ignore),
+            env=dict(env or {}),
+            max_output_bytes=max_output_bytes,
+            on_command=on_command,
+            on_attempt=on_attempt,
         )
         if prepared is not None and root is not None:
             skipped, baseline = prepared.skipped, prepared.baseline
@@ -196,6 +208,39 @@ class LocalSandbox:
     def commands(self) -> tuple[CommandResult, ...]:
         """Every recorded command run so far, in the order they finished."""
         return tuple(self._commands)
+
+    @property
+    def connection_attempts(self) -> tuple[ConnectionAttempt, ...]:
+        """Every attempt to reach an address outside the sandbox recorded so far, in order (a bwrap or Docker sandbox
+        watches its network; a local one does not, and this stays empty). Reading it records what the watcher has
+        reported since (a launched agent CLI's attempts, which no command's end collects)."""
+        self._record(self._recorder.take() if self._recorder is not None else [])
+        return tuple(self._attempts)
+
+    async def collect_connection_attempts(self) -> tuple[ConnectionAttempt, ...]:
+        """Wait until the network watcher has reported every attempt made so far, record them, and return the new
+        ones. Each command does this when it ends; the runner does it when the eval's body ends."""
+        if self._recorder is None:
+            return ()
+        await self._recorder.settle()
+        found = self._recorder.take()
+        self._record(found)
+        return tuple(found)
+
+    async def _stop_recording(self) -> None:
+        """Collect the last attempts and stop listening for more (shielded: a cancelled eval keeps its record)."""
+        if self._recorder is None:
+            return
+        with anyio.CancelScope(shield=True):
+            await self.collect_connection_attempts()
+        self._recorder.close()
+        self._recorder = None
+
+    def _record(self, found: Sequence[ConnectionAttempt]) -> None:
+        self._attempts += found
+        if self._settings.on_attempt is not None:
+            for attempt in found:
+                self._settings.on_attempt(attempt)
 
     @property
     def closed(self) -> bool:
@@ -352,6 +397,7 @@ class LocalSandbox:
         if self._closed:
             return self._kept
         self._closed = True
+        await self._stop_recording()
         if keep:
             self._kept = self._workspace
             return self._kept
@@ -391,6 +437,7 @@ class LocalSandbox:
             max_output_bytes=self._settings.max_output_bytes,
         )
         result = await run_process(spec)
+        await self.collect_connection_attempts()
         if options.get("record", True):
             self._commands.append(result)
             if self._settings.on_command is not None:

@@ -126,7 +126,7 @@ def test_prune_removes_what_a_killed_run_left(project: Project) -> None:
     run = run_until_inside(project)
     run.kill()
     run.communicate(timeout=30)
-    assert len(containers(project.label)) == 2  # the workspace's and the service's, left behind
+    assert len(containers(project.label)) == 3  # the workspace's, the service's and the network watcher's, left behind
     pruned = niceeval(project, "sandbox", "prune")
     output, _ = pruned.communicate(timeout=120)
     assert pruned.returncode == 0 and "removed" in output, output

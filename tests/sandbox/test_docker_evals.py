@@ -231,11 +231,13 @@ def test_no_daemon_errors_the_eval_with_how_to_start_it(project: Path, monkeypat
 
 def test_reuse_keeps_one_container_across_attempts_and_resets_the_workspace(project: Path) -> None:
     seen: list[tuple[str, list[str], str]] = []
+    pods: list[int] = []
 
     @define_eval(fixture="fixtures/app", sandbox=docker_sandbox(image=BASE_IMAGE, reuse=True))
     async def reused(t: EvalContext) -> None:
         state = await t.sandbox.run_shell("cat /etc/hostname; ls -A /tmp $TMPDIR $HOME; cat app.py")
-        labelled = containers("niceeval.eval=x.py::reused")
+        labelled = containers("niceeval.eval=x.py::reused", "niceeval.role=workspace")
+        pods.append(len(containers("niceeval.eval=x.py::reused")))
         seen.append((state.stdout.split("\n", 1)[0], labelled, state.stdout.split("\n", 1)[1]))
         await t.sandbox.run_shell("echo 'VALUE = 2' > app.py; touch left.txt /tmp/left $TMPDIR/left $HOME/left")
         t.check((await t.sandbox.diff()).added, equals(["left.txt"]))
@@ -249,5 +251,6 @@ def test_reuse_keeps_one_container_across_attempts_and_resets_the_workspace(proj
     hosts = {host for host, _, _ in seen}
     assert len(seen) == 3 and len(hosts) == 1
     assert all(labelled == [next(iter(hosts))[:12]] for _, labelled, _ in seen)
+    assert pods == [2, 2, 2]  # the workspace container and its network watcher, kept together
     assert all(listing.endswith("VALUE = 1\n") and "left" not in listing for _, _, listing in seen)
     assert containers("niceeval.eval=x.py::reused") == []
