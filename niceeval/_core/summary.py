@@ -129,8 +129,9 @@ class EvalTally:
     """The agent's spend so far, packed (a `Spend` model is four times the size, and every reporter keeps a tally
     per eval); None until a run of this eval spent something."""
     _judge: _Packed | None = field(default=None, repr=False)
-    turns: LatencySample = field(default_factory=LatencySample)
-    """Each turn's duration over every run, or a bounded sample of them (for the p50 / p95 the reports show)."""
+    turns: LatencySample | None = None
+    """Each turn's duration over every run, or a bounded sample of them (for the p50 / p95 the reports show); None
+    until a run timed a turn (most tallies of a large suite time none: a sample each would double their size)."""
     first_counts: tuple[int, int, int] = (0, 0, 0)
     """With `eval.first_runs`: the passed, scored and counted runs among them."""
     points_possible: float | None = None
@@ -162,7 +163,7 @@ class EvalTally:
         self.total_duration_s += result.duration_s
         if result.outcome != "skipped":
             self.add_points(result.points, result.points_possible)
-        self.turns.extend(latencies(result.events))
+        self.add_turns(latencies(result.events))
         self.inconclusive += sum(1 for a in result.assertions if a.state == "inconclusive")
         self.unstable += sum(1 for a in result.assertions if a.unstable)
         if result.provenance != "executed":  # an experiment's carried attempt: paid for by the run that made it
@@ -226,10 +227,17 @@ class EvalTally:
         possible = self.points_possible
         return [earned / possible for earned in self.points_earned] if possible else []
 
+    def add_turns(self, durations: list[float]) -> None:
+        """Count turn durations (kept in the tally's `LatencySample`)."""
+        if durations:
+            if self.turns is None:
+                self.turns = LatencySample()
+            self.turns.extend(durations)
+
     @property
     def latencies(self) -> list[float]:
         """The turn durations the percentiles are taken over: all of them, or a sample (`LatencySample`)."""
-        return self.turns.values
+        return [] if self.turns is None else self.turns.values
 
     @property
     def mean_duration_s(self) -> float:

@@ -4,8 +4,8 @@ Ids: `file.py::fn` (plain), `file.py::fn[case_id]` (cases), `file.py::fn[prompt=
 `file.py::fn[case_id][prompt=short,model=a]` (both). The variants of one case share a *group*, the id without
 the variant part: max-score and select-best compare the runs of a group.
 
-A dataset is read once into its table of cases; the planned evals are small views on it (the case and the
-variant are shared, not copied), so memory grows with the table and one small record per planned eval.
+A dataset is streamed: planning reads it once, row by row, for its errors and its count, and the plan
+(`EvalStream`) reads it again at each pass, so no case is held (docs/design/datasets.md).
 """
 
 from __future__ import annotations

@@ -142,7 +142,8 @@ def test_past_the_cap_latencies_are_a_bounded_uniform_sample_within_the_document
 
 def test_a_tally_keeps_at_most_the_sample_of_turn_durations() -> None:
     tally = EvalTally(eval=PlannedEval(id="e", file="e.py", line=1))
-    tally.turns.extend(float(i) for i in range(5 * LATENCY_SAMPLE))
+    assert tally.latencies == [] and tally.latency(0.5) is None
+    tally.add_turns([float(i) for i in range(5 * LATENCY_SAMPLE)])
     assert len(tally.latencies) == LATENCY_SAMPLE
     assert tally.latency(0.5) is not None
 
