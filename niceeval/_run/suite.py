@@ -208,6 +208,13 @@ async def _run_item(
     ]
 
 
+def _finished(tally: EvalTally, summary: SuiteSummary, sinks: ReporterSet) -> None:
+    """After a run was reported: when it was its eval's last (a repeat is queued before, raising the count), the
+    reporters that write an eval when it is done are told."""
+    if tally.done == tally.eval.runs:
+        sinks.eval_finished(tally, summary)
+
+
 async def run_suite(
     entries: Iterable[EvalEntry],
     load_errors: Sequence[LoadError],
@@ -267,6 +274,7 @@ async def run_suite(
             if problem not in problems:  # the same mistake in every one of --runs N is one problem
                 problems.append(problem)
         sinks.run_finished(result)
+        _finished(tallies[result.eval_id], summary, sinks)
 
     async def flush() -> None:
         for ready in await cross.flush():
@@ -288,6 +296,7 @@ async def run_suite(
             repeats.again(tallies[result.eval_id], queue)
             control.settle(result, tallies[result.eval_id])  # a carried pass settles an early-exit eval
             sinks.run_finished(result)
+            _finished(tallies[result.eval_id], summary, sinks)
     judges = SuiteJudges(options.exec.root, no_cache=options.exec.no_cache, cache_only=options.exec.cache_only)
     use_price_memo(options.exec.root)  # .niceeval/prices.json: the prices this project's models resolved to, kept
     exec_options = replace(options.exec, judges=judges)
