@@ -142,8 +142,8 @@ class ConsoleReporter:
         label = self.runs_label or plural(runs, "run")
         self._print(Text(f"niceeval · {plural(len(plan), 'eval')} × {label}", style="bold"))
         self._planned = {p.id: p for p in plan}
-        self._known_runs = {p.id: p.runs for p in plan}
         if self._progress is not None:
+            self._known_runs = {p.id: p.runs for p in plan}  # only the live bar grows with adaptive repeats
             if total:
                 self._progress.start(total)
             else:
