@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from niceeval._core.summary import LATENCY_SAMPLE, EvalTally, LatencySample, PlannedEval, percentile
-from niceeval._run.discovery import discover
+from niceeval._run.discovery import EvalEntry, discover
 from niceeval._run.plan import EvalStream, expand
 from niceeval._run.shard import Shard
 from niceeval._run.suite import select
@@ -163,3 +164,26 @@ def test_the_console_drops_an_eval_once_printed(tmp_path: Path) -> None:
         console.run_finished(result)
     assert console._tallies == {}  # printed evals hold nothing
     assert out.getvalue().count(" PASS ") == 3
+
+
+def test_the_suite_reads_the_planned_evals_twice_once_to_plan_once_to_run(tmp_path: Path) -> None:
+    import anyio
+
+    from niceeval._run.execute import ExecOptions
+    from niceeval._run.suite import SuiteOptions, run_suite
+
+    from ._helpers import Kept
+
+    _project(tmp_path, 4)
+    planned = _plan(tmp_path)
+    passes = []
+
+    def read() -> Iterator[EvalEntry]:
+        passes.append(1)
+        return iter(planned)
+
+    kept = Kept()
+    options = SuiteOptions(concurrency=2, exec=ExecOptions(timeout=30, root=tmp_path, no_cache=True))
+    anyio.run(run_suite, EvalStream(read, count=4), [], options, [kept])
+    assert len(passes) == 2
+    assert sorted(r.eval_id for r in kept.results) == sorted(e.id for e in planned)
