@@ -11,7 +11,9 @@ For each size it writes a JSONL of N rows (~150 bytes: an id, a question, an ans
   the same shape of JSON report (one object per run) with `json.dump`.
 
 The figures are ratios taken in one run: niceeval's wall over the loop's, and each size's peak RSS over the
-smallest size's (flat memory means a ratio near 1.0).
+smallest size's (flat memory means a ratio near 1.0), with the slope in KiB per case between consecutive sizes.
+The issue's target size is a million cases (`--sizes 10000,1000000`); on a busy machine that takes long enough
+that the slope between 100,000 and 300,000 is the figure to project from.
 """
 
 from __future__ import annotations
@@ -113,10 +115,14 @@ def main() -> None:
             print(json.dumps(data), flush=True)
     first = rows[0]
     load = os.getloadavg()[0]
-    for data in rows:
+    for before, data in zip([None, *rows], rows, strict=False):
+        slope = ""
+        if before is not None:
+            per_case = (data["rss_mib"] - before["rss_mib"]) * 1024 / (data["cases"] - before["cases"])
+            slope = f", {per_case:.2f} KiB a case since {before['cases']:,}"
         print(
             f"{data['cases']:>9,} cases: peak RSS {data['rss_mib']} MiB "
-            f"({data['rss_mib'] / first['rss_mib']:.2f}x the {first['cases']:,}-case peak), "
+            f"({data['rss_mib'] / first['rss_mib']:.2f}x the {first['cases']:,}-case peak{slope}), "
             f"wall {data['wall_s']} s = {data['wall_over_loop']}x the plain loop; load average {load:.1f}"
         )
 

@@ -10,7 +10,6 @@ complete quickly and only a few are held at once. Runs without a group release a
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
 
 from niceeval._core.errors import ErrorInfo
 from niceeval._core.outcome import fold
@@ -31,8 +30,9 @@ def _key(comparison: Comparison) -> tuple[str, str | None]:
 class CrossRuns:
     """Holds grouped runs until their group is complete, then resolves their comparisons."""
 
-    def __init__(self, entries: Sequence[EvalEntry], options: ExecOptions) -> None:
-        self._sizes = Counter(e.group for e in entries if e.group is not None)
+    def __init__(self, sizes: Counter[str], options: ExecOptions) -> None:
+        """`sizes`: how many variants of each case (a group) are planned."""
+        self._sizes = sizes
         self._options = options
         self._waiting: dict[tuple[str, int], list[Member]] = {}
 

@@ -357,7 +357,7 @@ def _current_entry(config: Config, experiment: ExperimentRun, eval_id: str) -> E
     from niceeval._run.plan import expand
 
     found = discover(config.root, experiment.targets(config.root, config.evals))
-    entries = experiment.select(expand(found.evals, root=config.root, suite_variants=config.variants).evals)
+    entries = experiment.select(list(expand(found.evals, root=config.root, suite_variants=config.variants).evals))
     for entry in entries:
         if entry.id == eval_id:
             return entry

@@ -4,13 +4,14 @@ Ids: `file.py::fn` (plain), `file.py::fn[case_id]` (cases), `file.py::fn[prompt=
 `file.py::fn[case_id][prompt=short,model=a]` (both). The variants of one case share a *group*, the id without
 the variant part: max-score and select-best compare the runs of a group.
 
-A dataset is read once into its table of cases; the planned evals are small views on it (the case and the
-variant are shared, not copied), so memory grows with the table and one small record per planned eval.
+A dataset is streamed: planning reads it once, row by row, for its errors and its count, and the plan
+(`EvalStream`) reads it again at each pass, so no case is held (docs/design/datasets.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,11 +24,48 @@ if TYPE_CHECKING:
     from niceeval._eval.cases import Case, Loading
 
 
+class EvalStream:
+    """Planned evals read afresh at each pass over them: a dataset's rows are parsed as they are needed, never held.
+
+    Iterating yields the evals one at a time (a million cases cost the memory of one); iterating again reads the
+    datasets again. `len()` is the count the planning pass took (a filtered stream counts itself once, on first
+    asking). A list is a stream too: `EvalStream.of(entries)`.
+    """
+
+    def __init__(self, read: Callable[[], Iterator[EvalEntry]], *, count: int | None = None) -> None:
+        self._read = read
+        self._count = count
+
+    @classmethod
+    def of(cls, entries: Iterable[EvalEntry]) -> EvalStream:
+        """`entries` as a stream (a stream as it is; a list or tuple is read at each pass, anything else once)."""
+        if isinstance(entries, EvalStream):
+            return entries
+        held = entries if isinstance(entries, list | tuple) else list(entries)
+        return cls(lambda: iter(held), count=len(held))
+
+    def __iter__(self) -> Iterator[EvalEntry]:
+        return self._read()
+
+    def __len__(self) -> int:
+        if self._count is None:
+            self._count = sum(1 for _ in self)
+        return self._count
+
+    def __bool__(self) -> bool:
+        return self._count > 0 if self._count is not None else next(iter(self), None) is not None
+
+    def filtered(self, keep: Callable[[EvalEntry], bool]) -> EvalStream:
+        """The evals `keep` keeps, as a stream of its own (the reading is not repeated to filter)."""
+        read = self._read
+        return EvalStream(lambda: filter(keep, read()))
+
+
 @dataclass(kw_only=True)
 class Plan:
     """The planned evals, and the datasets or variant settings that could not be used."""
 
-    evals: list[EvalEntry] = field(default_factory=list)
+    evals: EvalStream = field(default_factory=lambda: EvalStream.of([]))
     errors: list[LoadError] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     """What a peer's suite file says that niceeval has no equivalent for (listed once, never dropped silently)."""
@@ -37,7 +75,7 @@ def _variants_of(entry: EvalEntry, suite_variants: tuple[Variant, ...]) -> tuple
     return entry.spec.variants or suite_variants
 
 
-def _expand_one(entry: EvalEntry, cases: Sequence[Case] | None, variants: tuple[Variant, ...]) -> Iterator[EvalEntry]:
+def _expand_one(entry: EvalEntry, cases: Iterable[Case] | None, variants: tuple[Variant, ...]) -> Iterator[EvalEntry]:
     base = entry.id
     for case in cases if cases is not None else (None,):
         group = f"{base}[{case.id}]" if case is not None else base
@@ -64,28 +102,36 @@ def _loaded(loading: Loading, entry: EvalEntry, plan: Plan) -> None:
         plan.errors.append(LoadError(file=problem.file, line=problem.line, message=message))
 
 
-def _declared_cases(entry: EvalEntry, cases: list[Case], plan: Plan) -> list[Case]:
-    """The cases whose `assert:` entries are usable; each bad row is an error of its own, the others run."""
+def _declared_error(entry: EvalEntry, case: Case) -> LoadError | None:
+    """The case's `assert:` entries, if unusable: an error of its own (the case does not run, the others do)."""
     from niceeval._eval.declared import EDIT_DISTANCES, DeclaredError, parse_entries, row_assertions
 
-    kept = []
-    for case in cases:
-        try:
-            declared = parse_entries(row_assertions(case.data))
-        except DeclaredError as exc:
-            file, _, line = case.source.rpartition(":")
-            at = int(line) if line.isdigit() else None
-            message = f"{exc} (case {entry.id}[{case.id}] did not run; the other cases did)"
-            plan.errors.append(LoadError(file=file if at else case.source, line=at, message=message))
-            continue
-        if any(item.type.name in EDIT_DISTANCES for item in declared):
-            from niceeval.expect._runtime import edit_distance  # noqa: F401 (rapidfuzz, now rather than in the suite's loop)
-        kept.append(case)
-    return kept
+    try:
+        declared = parse_entries(row_assertions(case.data))
+    except DeclaredError as exc:
+        file, _, line = case.source.rpartition(":")
+        at = int(line) if line.isdigit() else None
+        message = f"{exc} (case {entry.id}[{case.id}] did not run; the other cases did)"
+        return LoadError(file=file if at else case.source, line=at, message=message)
+    if any(item.type.name in EDIT_DISTANCES for item in declared):
+        from niceeval.expect._runtime import edit_distance  # noqa: F401 (rapidfuzz, now rather than in the suite's loop)
+    return None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Source:
+    """One discovered eval as planned: the variants it runs under, and its cases left out (bad `assert:` entries)."""
+
+    entry: EvalEntry
+    variants: tuple[Variant, ...]
+    left_out: frozenset[str] = frozenset()
 
 
 def expand(entries: Sequence[EvalEntry], *, root: Path, suite_variants: Any = None) -> Plan:
     """Expand evals over their cases and variants; a bad dataset is an error for that eval only.
+
+    This is the planning pass: every dataset is read once, row by row, to find its bad rows and count the evals;
+    the plan's `evals` read the datasets again as they are iterated (see `EvalStream`).
 
     Args:
         entries: The evals discovery found.
@@ -98,38 +144,62 @@ def expand(entries: Sequence[EvalEntry], *, root: Path, suite_variants: Any = No
     except UsageError as exc:
         plan.errors.append(LoadError(file="niceeval.config.py", line=None, message=str(exc)))
         shared = ()
+    sources: list[_Source] = []
+    count = 0
     for entry in entries:
-        cases: list[Case] | None = None
-        if entry.spec.cases is not None:
-            cases = _cases(entry, entry.spec.cases, root, plan)
-            if cases is None:
-                continue
-            cases = _declared_cases(entry, cases, plan)
-        unclustered = _case_without_cluster(entry, cases)
-        if unclustered is not None:
-            plan.errors.append(unclustered)
+        variants = _variants_of(entry, shared)
+        if entry.spec.cases is None:
+            sources.append(_Source(entry=entry, variants=variants))
+            count += max(1, len(variants))
             continue
-        plan.evals.extend(_expand_one(entry, cases, _variants_of(entry, shared)))
+        counted = _counted(entry, root, plan)
+        if counted is None:
+            continue
+        cases, left_out = counted
+        sources.append(_Source(entry=entry, variants=variants, left_out=left_out))
+        count += cases * max(1, len(variants))
+    plan.evals = EvalStream(lambda: _expanded(sources, root), count=count)
     return plan
 
 
-def _cases(entry: EvalEntry, source: str | Path | Sequence[Any], root: Path, plan: Plan) -> list[Case] | None:
-    """The eval's cases, read once (None: the dataset cannot be used; the error is in `plan`). Datasets and their
-    readers load only for evals with `cases=`: a plain run does not import them."""
-    from niceeval._eval.cases import CaseError, Loading, iter_cases
+def _expanded(sources: list[_Source], root: Path) -> Iterator[EvalEntry]:
+    for source in sources:
+        entry = source.entry
+        cases = None if entry.spec.cases is None else _read_again(entry, root, source.left_out)
+        yield from _expand_one(entry, cases, source.variants)
+
+
+def _reading(entry: EvalEntry, root: Path, loading: Loading) -> Iterator[Case]:
+    from niceeval._eval.cases import iter_cases
+
+    assert entry.spec.cases is not None
+    return iter_cases(
+        entry.spec.cases,
+        eval_file=entry.spec.file,
+        root=root,
+        model=entry.spec.case_model,
+        loading=loading,
+        reading=entry.spec.reading,
+    )
+
+
+def _counted(entry: EvalEntry, root: Path, plan: Plan) -> tuple[int, frozenset[str]] | None:
+    """The planning pass over an eval's dataset: its usable cases counted, the ids of those whose `assert:` entries
+    are unusable (each an error in `plan`); None: the dataset cannot be used (the error is in `plan`). Datasets
+    and their readers load only for evals with `cases=`: a plain run does not import them."""
+    from niceeval._eval.cases import CaseError, Loading
 
     loading = Loading()
+    count, left_out, unclustered = 0, set[str](), None
     try:
-        return list(
-            iter_cases(
-                source,
-                eval_file=entry.spec.file,
-                root=root,
-                model=entry.spec.case_model,
-                loading=loading,
-                reading=entry.spec.reading,
-            )
-        )
+        for case in _reading(entry, root, loading):
+            if (error := _declared_error(entry, case)) is not None:
+                plan.errors.append(error)
+                left_out.add(case.id)
+                continue
+            if unclustered is None and entry.spec.cluster is not None and case.label(entry.spec.cluster) is None:
+                unclustered = _case_without_cluster(entry, case)
+            count += 1
     except CaseError as exc:
         plan.errors.append(
             LoadError(file=exc.file, line=exc.line, message=f"{exc.detail} (eval {entry.id} did not run)")
@@ -137,17 +207,29 @@ def _cases(entry: EvalEntry, source: str | Path | Sequence[Any], root: Path, pla
         return None
     finally:
         _loaded(loading, entry, plan)
+    if unclustered is not None:
+        plan.errors.append(unclustered)
+        return None
+    return count, frozenset(left_out)
 
 
-def _case_without_cluster(entry: EvalEntry, cases: Sequence[Case] | None) -> LoadError | None:
+def _read_again(entry: EvalEntry, root: Path, left_out: frozenset[str]) -> Iterator[Case]:
+    """An eval's cases on a later pass: the rows the planning pass found usable (its problems were reported then).
+    A dataset edited since, so that it no longer reads, ends there, with one line on stderr."""
+    from niceeval._eval.cases import CaseError, Loading
+
+    try:
+        for case in _reading(entry, root, Loading()):
+            if case.id not in left_out:
+                yield case
+    except CaseError as exc:
+        print(f"niceeval: {exc} (the dataset changed after planning; {entry.id} stops here)", file=sys.stderr)
+
+
+def _case_without_cluster(entry: EvalEntry, missing: Case) -> LoadError:
     """`define_eval(cluster="source")` over cases: every case must have that field (a typo would silently make
     each case its own cluster)."""
     field_name = entry.spec.cluster
-    if field_name is None or cases is None:
-        return None
-    missing = next((case for case in cases if case.label(field_name) is None), None)
-    if missing is None:
-        return None
     return LoadError(
         file=entry.file,
         line=entry.spec.line,

@@ -9,7 +9,7 @@ eval's planned count is raised first, so a reporter that waits for an eval's las
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Container, Iterator, Sequence
+from collections.abc import Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -61,7 +61,7 @@ def first_runs(entry: EvalEntry, adaptive: AdaptiveRuns | None) -> int | None:
 
 
 def work(
-    entries: Sequence[EvalEntry],
+    entries: Iterable[EvalEntry],
     runs: int,
     done: Container[tuple[str, int]],
     shard: Shard | None = None,

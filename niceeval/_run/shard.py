@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the command line parses --shard before anything else is imported
     from niceeval._run.discovery import EvalEntry
+    from niceeval._run.plan import EvalStream
 
 FORM = "I/N with 1 <= I <= N, e.g. --shard 2/4"
 
@@ -56,16 +57,20 @@ class Shard:
         """The run indexes of `entry` (out of `runs`) this shard runs."""
         return [index for index in range(entry.spec.runs or runs) if self.holds(entry, index)]
 
-    def select(self, entries: Sequence[EvalEntry], runs: int) -> list[EvalEntry]:
-        """The evals with at least one run in this shard, in plan order."""
-        return [e for e in entries if any(self.holds(e, index) for index in range(e.spec.runs or runs))]
+    def select(self, entries: Iterable[EvalEntry], runs: int) -> EvalStream:
+        """The evals with at least one run in this shard, in plan order (a stream, filtered as it is read)."""
+        from niceeval._run.plan import EvalStream
 
-    def describe(self, entries: Sequence[EvalEntry], runs: int) -> str:
-        """One line for the log: how much of the suite this shard runs."""
-        mine = sum(len(self.run_indexes(e, runs)) for e in entries)
-        evals = len(self.select(entries, runs))
-        planned = sum(e.spec.runs or runs for e in entries)
-        return f"shard {self}: {mine} of the {planned} planned eval runs ({evals} of {len(entries)} evals)"
+        return EvalStream.of(entries).filtered(lambda e: any(self.holds(e, i) for i in range(e.spec.runs or runs)))
+
+    def describe(self, entries: Iterable[EvalEntry], runs: int) -> str:
+        """One line for the log: how much of the suite this shard runs (one pass over the evals)."""
+        mine = evals = planned = total = 0
+        for entry in entries:
+            indexes = len(self.run_indexes(entry, runs))
+            mine, evals = mine + indexes, evals + (indexes > 0)
+            planned, total = planned + (entry.spec.runs or runs), total + 1
+        return f"shard {self}: {mine} of the {planned} planned eval runs ({evals} of {total} evals)"
 
 
 def parse_shard(text: str) -> Shard:

@@ -138,7 +138,7 @@ def suite_start(
 class StoredPlan:
     """What a run recorded in the store does: which evals, how many runs, which are done already."""
 
-    entries: list[EvalEntry]
+    entries: Iterable[EvalEntry]
     runs: int
     sink: StoreSink
     done: frozenset[tuple[str, int]] = frozenset()
@@ -151,7 +151,7 @@ class StoredPlan:
     """`rescore`: the replaying agent of each `(eval_id, run_index)`."""
 
 
-def plan_new(recorder: Recorder, start: SuiteRunStart, entries: list[EvalEntry], runs: int | None) -> StoredPlan:
+def plan_new(recorder: Recorder, start: SuiteRunStart, entries: Iterable[EvalEntry], runs: int | None) -> StoredPlan:
     """A new suite run of `entries`."""
     return StoredPlan(entries=entries, runs=runs or 1, sink=recorder.sink(start))
 

@@ -25,6 +25,7 @@ from niceeval._run.early_stop import RunControl
 from niceeval._run.execute import ExecOptions, execute_run
 from niceeval._run.failures import retried
 from niceeval._run.judging import SuiteJudges, judging_modules
+from niceeval._run.plan import EvalStream
 from niceeval._run.repeats import Repeats, RunQueue, first_runs, runs_of, work
 from niceeval._run.watchdog import LoopWatchdog
 from niceeval.providers import save_price_memo, shared_clients, use_price_memo
@@ -67,17 +68,18 @@ class SuiteOptions:
     """An experiment's `early_exit`: an eval's attempts run one after another and stop at its first pass."""
 
 
-def select(entries: Sequence[EvalEntry], *, keyword: str | None = None, tags: Sequence[str] = ()) -> list[EvalEntry]:
-    """Keep the evals that `keyword` (pytest's -k grammar over eval ids) matches and that carry any of `tags`."""
-    chosen = list(entries)
+def select(entries: Iterable[EvalEntry], *, keyword: str | None = None, tags: Sequence[str] = ()) -> EvalStream:
+    """Keep the evals that `keyword` (pytest's -k grammar over eval ids) matches and that carry any of `tags`: a
+    stream, filtered as it is read."""
+    chosen = EvalStream.of(entries)
     if keyword:
         from niceeval._run.keyword import compile_keyword  # -k's parser: imported only when asked for
 
         matches = compile_keyword(keyword)
-        chosen = [e for e in chosen if matches(e.id)]
+        chosen = chosen.filtered(lambda e: matches(e.id))
     if tags:
         wanted = set(tags)
-        chosen = [e for e in chosen if wanted & set(e.tags)]
+        chosen = chosen.filtered(lambda e: bool(wanted & set(e.tags)))
     return chosen
 
 
@@ -95,19 +97,43 @@ def agent_secrets(agent: object) -> list[str]:
     return found
 
 
-def _redactor(entries: Sequence[EvalEntry], options: SuiteOptions) -> Redactor:
+def _redactor(entries: Iterable[EvalEntry], options: SuiteOptions) -> Redactor:
     agents = [options.exec.agent, *(e.spec.agent for e in entries)]
     return Redactor.from_environment(extra=[secret for agent in agents for secret in agent_secrets(agent)])
 
 
-def _plan(entries: Sequence[EvalEntry], runs: int, adaptive: AdaptiveRuns | None) -> list[PlannedEval]:
-    return [
-        PlannedEval(
-            id=e.id, file=e.file, line=e.spec.line, tags=e.tags, runs=runs_of(e, runs), cluster=e.cluster,
-            first_runs=first_runs(e, adaptive),
-        )
-        for e in entries
-    ]  # fmt: skip
+@dataclass(kw_only=True)
+class _Survey:
+    """What the suite needs before its first run, from one pass over the planned evals (the stream is read again
+    for the runs): nothing here grows with a dataset's cases but the small per-eval plan record."""
+
+    plan: list[PlannedEval] = field(default_factory=list)
+    functions: list[EvalEntry] = field(default_factory=list)
+    """One eval per eval function (their agents' secrets, the judge's modules, the loop watchdog read these)."""
+    held: list[EvalEntry] = field(default_factory=list)
+    """The evals that run as a group (eval-group members) or may repeat (adaptive runs): held for the suite."""
+    variants: Counter[str] = field(default_factory=Counter)
+    """How many variants of each case are planned (max-score and select-best wait for all of them)."""
+
+
+def _survey(entries: Iterable[EvalEntry], runs: int, adaptive: AdaptiveRuns | None) -> _Survey:
+    survey = _Survey()
+    seen: set[int] = set()
+    for e in entries:
+        survey.plan.append(
+            PlannedEval(
+                id=e.id, file=e.file, line=e.spec.line, tags=e.tags, runs=runs_of(e, runs), cluster=e.cluster,
+                first_runs=first_runs(e, adaptive),
+            )
+        )  # fmt: skip
+        if id(e.spec) not in seen:
+            seen.add(id(e.spec))
+            survey.functions.append(e)
+        if e.eval_group is not None or (adaptive is not None and e.spec.runs is None):
+            survey.held.append(e)
+        if e.group is not None:
+            survey.variants[e.group] += 1
+    return survey
 
 
 async def _rounds(
@@ -139,7 +165,7 @@ Grouped = Callable[[EvalEntry, int], list[EvalEntry]]
 """An eval group's members (selected, planned) with a run to make at a run index, in the group's order."""
 
 
-def _grouped(entries: Sequence[EvalEntry], done: frozenset[tuple[str, int]]) -> Grouped:
+def _grouped(entries: Iterable[EvalEntry], done: frozenset[tuple[str, int]]) -> Grouped:
     members: dict[str, list[EvalEntry]] = {}
     for entry in entries:
         if (key := entry.eval_group_key) is not None:
@@ -182,26 +208,36 @@ async def _run_item(
     ]
 
 
+def _finished(tally: EvalTally, summary: SuiteSummary, sinks: ReporterSet) -> None:
+    """After a run was reported: when it was its eval's last (a repeat is queued before, raising the count), the
+    reporters that write an eval when it is done are told."""
+    if tally.done == tally.eval.runs:
+        sinks.eval_finished(tally, summary)
+
+
 async def run_suite(
-    entries: Sequence[EvalEntry],
+    entries: Iterable[EvalEntry],
     load_errors: Sequence[LoadError],
     options: SuiteOptions,
     reporters: Sequence[Reporter],
 ) -> SuiteSummary:
     """Execute every planned run and return the summary; reporters see each run as it finishes.
 
-    Memory stays flat in the number of evals: runs are pulled one at a time by `concurrency` workers,
-    and only per-eval tallies are kept here.
+    `entries` is read twice, as a stream (`EvalStream`; a list will do): once to plan, once as the runs are
+    pulled one at a time by `concurrency` workers. Only a small record and tally per eval is kept here, and the
+    evals that run as a group or may repeat (see `_Survey`).
     """
-    plan = _plan(entries, options.runs, options.adaptive)
+    entries = EvalStream.of(entries)
+    survey = _survey(entries, options.runs, options.adaptive)
+    plan = survey.plan
     tallies = {p.id: EvalTally(eval=p) for p in plan}
-    redactor = _redactor(entries, options)
+    redactor = _redactor(survey.functions, options)
     problems = [
         Problem(location=f"{e.file}:{e.line}" if e.line else e.file, message=redactor.text(e.message))
         for e in load_errors
     ]
     gate = {"gate": options.min_pass_rate, "strict": options.strict}
-    repeats = Repeats.plan(options.adaptive, entries, options.done, **gate)
+    repeats = Repeats.plan(options.adaptive, survey.held, options.done, **gate)
     repeats.planned(plan, options.done)
     sinks = ReporterSet(reporters)
     sinks.start(plan, problems)
@@ -218,7 +254,7 @@ async def run_suite(
         adaptive_most=options.adaptive.most if options.adaptive else None,
     )
 
-    sizes = Counter(key for e in entries if (key := e.eval_group_key) is not None)
+    sizes = Counter(key for e in survey.held if (key := e.eval_group_key) is not None)
     control = RunControl(
         budget=options.budget,
         exitfirst=options.exitfirst,
@@ -238,12 +274,13 @@ async def run_suite(
             if problem not in problems:  # the same mistake in every one of --runs N is one problem
                 problems.append(problem)
         sinks.run_finished(result)
+        _finished(tallies[result.eval_id], summary, sinks)
 
     async def flush() -> None:
         for ready in await cross.flush():
             record(ready)  # a run held for a comparison across runs may queue a repeat
 
-    grouped = _grouped(entries, options.done)
+    grouped = _grouped(survey.held, options.done)
 
     async def worker(exec_options: ExecOptions, cross: CrossRuns) -> None:
         for entry, index in control.runs(queue):
@@ -259,12 +296,15 @@ async def run_suite(
             repeats.again(tallies[result.eval_id], queue)
             control.settle(result, tallies[result.eval_id])  # a carried pass settles an early-exit eval
             sinks.run_finished(result)
+            _finished(tallies[result.eval_id], summary, sinks)
     judges = SuiteJudges(options.exec.root, no_cache=options.exec.no_cache, cache_only=options.exec.cache_only)
     use_price_memo(options.exec.root)  # .niceeval/prices.json: the prices this project's models resolved to, kept
     exec_options = replace(options.exec, judges=judges)
-    await load_off_loop(*judging_modules(entries))  # before the evals start: nothing of ours imports on the loop
-    watchdog = LoopWatchdog(entries)
-    cross = CrossRuns(entries, exec_options)
+    await load_off_loop(
+        *judging_modules(survey.functions)
+    )  # before the evals start: nothing of ours imports on the loop
+    watchdog = LoopWatchdog(survey.functions)
+    cross = CrossRuns(survey.variants, exec_options)
     try:
         async with shared_clients():
             try:

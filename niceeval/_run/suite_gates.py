@@ -80,7 +80,8 @@ class GateCollector:
     verdicts: list[GateVerdict] = field(default_factory=list)
 
     def start(self, plan: Sequence[PlannedEval], problems: Sequence[Problem]) -> None:
-        self._clusters = {p.id: p.cluster or p.id for p in plan}
+        if self.gates.min_means:  # only a mean's gate reads an eval's cluster (a dict per eval otherwise idle)
+            self._clusters = {p.id: p.cluster or p.id for p in plan}
 
     def run_finished(self, result: RunResult) -> None:
         for name, _ in self.gates.min_means:

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 from niceeval.cli._common import add_config_flag, add_judge_flags, add_selection_flags, add_store_flag, project_config
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from niceeval._eval.config import Config
     from niceeval._run.discovery import EvalEntry
     from niceeval.report.calibration import Label
@@ -37,7 +39,7 @@ def add_calibrate_command(commands: argparse._SubParsersAction[argparse.Argument
     calibrate.set_defaults(handler=calibrate_command)
 
 
-def labelled_cases(entries: list[EvalEntry], split: str | None) -> tuple[list[EvalEntry], dict[str, Label]]:
+def labelled_cases(entries: Iterable[EvalEntry], split: str | None) -> tuple[list[EvalEntry], dict[str, Label]]:
     from niceeval._core.errors import UsageError
     from niceeval.report.calibration import Label
 

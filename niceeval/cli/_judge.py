@@ -101,7 +101,7 @@ def _evals(config: Config, args: argparse.Namespace) -> Discovery:
 
     discovery = discover_with_cases(config, args)
     plan = expand(discovery.evals, root=config.root, suite_variants=config.variants)
-    discovery.evals = select(plan.evals, keyword=args.keyword)
+    discovery.evals = list(select(plan.evals, keyword=args.keyword))
     discovery.errors.extend(plan.errors)
     return discovery
 

@@ -291,7 +291,7 @@ def _run_suite(args: argparse.Namespace) -> int:
         print(f"niceeval: {exc}", file=sys.stderr)
         return EXIT_USAGE
     if getattr(args, "dry_run", False):
-        return _dry_run(config, args, entries)
+        return _dry_run(config, args, list(entries))
     suite = prepare_suite(config, discovery, entries, args)
     with paced_collection(process_ends=getattr(args, "process_ends", False)):
         summary = anyio.run(run_suite, suite.entries, suite.errors, suite.options, suite.reporters)
@@ -301,11 +301,11 @@ def _run_suite(args: argparse.Namespace) -> int:
 def _list(args: argparse.Namespace) -> int:
     from niceeval.cli._suite import load_evals
 
-    _, discovery = load_evals(args)
-    for entry in discovery.evals:
+    _, discovery, planned = load_evals(args)
+    for entry in planned:
         tags = f"  [{', '.join(entry.tags)}]" if entry.tags else ""
         print(f"{entry.id}{tags}")
     for error in discovery.errors:
         print(f"ERROR {error.describe()}", file=sys.stderr)
-    print(plural(len(discovery.evals), "eval"), file=sys.stderr)
+    print(plural(len(planned), "eval"), file=sys.stderr)
     return EXIT_USAGE if discovery.errors else EXIT_OK

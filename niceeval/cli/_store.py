@@ -25,7 +25,7 @@ from niceeval.cli._common import (
 from niceeval.cli._github import add_github_flags
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Iterable, Mapping
     from pathlib import Path
 
     from niceeval._eval.config import Config
@@ -117,7 +117,7 @@ def add_store_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
 
 
 def store_plan_for(
-    config: Config, args: argparse.Namespace, entries: list[EvalEntry], identities: Mapping[str, str] | None = None
+    config: Config, args: argparse.Namespace, entries: Iterable[EvalEntry], identities: Mapping[str, str] | None = None
 ) -> StoredPlan | None:
     """How this `niceeval run` (or one experiment of `niceeval exp`, `args.experiment`, whose slots have
     `identities`) is recorded (None with the store off); a store that cannot open exits 2."""
@@ -140,7 +140,7 @@ def store_plan_for(
     request = StoreRequest(flag=args.store, off=args.no_store, configured=config.store, root=config.root)
     experiment = getattr(args, "experiment", None)
     if experiment is not None:
-        return _experiment_plan(config, args, entries, request, identities or {})
+        return _experiment_plan(config, args, list(entries), request, identities or {})
     reads = again or run_id is not None or getattr(args, "rescore", None) is not None
     if not reads:  # a new suite run only writes: the recorder, without SQLAlchemy, when the store is ready
         recorder = open_recorder(request)
@@ -159,6 +159,7 @@ def store_plan_for(
         return None
     config_file = _config_file(config, args)
     start = suite_start(config.root, config_file, strict=args.strict, min_pass_rate=args.min_pass_rate)
+    entries = list(entries)  # a resumed, rescored or named suite run matches its stored plan against every eval
     try:
         if getattr(args, "rescore", None) is not None:
             from niceeval._run.rescore import plan_rescore

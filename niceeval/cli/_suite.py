@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from niceeval._eval.config import Config
     from niceeval._run.discovery import Discovery, EvalEntry, LoadError
     from niceeval._run.experiments import ExperimentRun
+    from niceeval._run.plan import EvalStream
     from niceeval._run.storing import StoredPlan
     from niceeval._run.suite import SuiteOptions
     from niceeval._run.suite_gates import GateCollector, SuiteGates
@@ -57,7 +58,9 @@ def _otel_endpoint(args: argparse.Namespace) -> str | None:
     return otel_endpoint(flag)
 
 
-def load_evals(args: argparse.Namespace) -> tuple[Config, Discovery]:
+def load_evals(args: argparse.Namespace) -> tuple[Config, Discovery, EvalStream]:
+    """The project's config, what discovery found (with the datasets' bad rows among its errors), and the planned
+    evals: a stream, each dataset read again as it is iterated."""
     from niceeval._run.plan import expand
     from niceeval.cli._cases import discover_with_cases
 
@@ -68,11 +71,10 @@ def load_evals(args: argparse.Namespace) -> tuple[Config, Discovery]:
         raise RefusedRun(str(exc)) from None
     discovery = discover_with_cases(config, args, reading)
     plan = expand(discovery.evals, root=config.root, suite_variants=config.variants)
-    discovery.evals = plan.evals
     discovery.errors.extend(plan.errors)
     for note in plan.notes:
         print(f"niceeval: not mapped: {note}", file=sys.stderr)
-    return config, discovery
+    return config, discovery, plan.evals
 
 
 def _adaptive(args: argparse.Namespace) -> str | None:
@@ -99,17 +101,19 @@ class RefusedRun(UsageError):
     """`run`'s flags or the evals found refuse the run before any eval starts (exit code 2)."""
 
 
-def selected_evals(args: argparse.Namespace) -> tuple[Config, Discovery, list[EvalEntry]]:
-    """The project's config, what discovery found, and the evals `-k` / `--tag` keep.
+def selected_evals(args: argparse.Namespace) -> tuple[Config, Discovery, EvalStream]:
+    """The project's config, what discovery found, and the evals `-k` / `--tag` keep (a stream: an experiment's
+    selection is held).
 
     Raises:
         RefusedRun: the flags do not go together, or no eval was found.
     """
+    from niceeval._run.plan import EvalStream
     from niceeval._run.suite import select
 
     if (problem := _adaptive(args)) is not None:
         raise RefusedRun(problem)
-    config, discovery = load_evals(args)
+    config, discovery, planned = load_evals(args)
     experiment: ExperimentRun | None = getattr(args, "experiment", None)
     if experiment is not None:
         config = experiment.configure(config)
@@ -117,26 +121,26 @@ def selected_evals(args: argparse.Namespace) -> tuple[Config, Discovery, list[Ev
         raise RefusedRun(f"--min-pass-at-k {args.min_pass_at_k[0]}:... needs --runs of at least that.")
     if args.min_pass_rate is None:
         args.min_pass_rate = 0.0 if args.min_pass_at_k else 1.0
-    entries = select(discovery.evals, keyword=args.keyword, tags=args.tag)
-    entries = experiment.select(entries) if experiment is not None else entries
+    entries = select(planned, keyword=args.keyword, tags=args.tag)
+    entries = EvalStream.of(experiment.select(list(entries))) if experiment is not None else entries
     if not entries and not discovery.errors:
         where = " ".join(args.paths or config.evals)
-        filters = " after -k/--tag filtering" if discovery.evals else ""
+        filters = " after -k/--tag filtering" if planned else ""
         raise RefusedRun(f"no evals found in {where}{filters}. Write one with `niceeval init`.")
     return config, discovery, entries
 
 
-def slot_identities(config: Config, args: argparse.Namespace, entries: list[EvalEntry]) -> Mapping[str, str]:
+def slot_identities(config: Config, args: argparse.Namespace, entries: Iterable[EvalEntry]) -> Mapping[str, str]:
     """`niceeval exp`: each eval's slot identity under the experiment (`args.experiment`); empty for `run`."""
     experiment: ExperimentRun | None = getattr(args, "experiment", None)
-    return experiment.identities(config, entries, args.grader) if experiment is not None else {}
+    return experiment.identities(config, list(entries), args.grader) if experiment is not None else {}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class PreparedSuite:
     """A suite ready to run: what `run_suite` takes, and what `conclude_suite` reads when it has run."""
 
-    entries: list[EvalEntry]
+    entries: Iterable[EvalEntry]
     errors: list[LoadError]
     options: SuiteOptions
     reporters: list[Reporter]
@@ -148,7 +152,7 @@ class PreparedSuite:
 def prepare_suite(
     config: Config,
     discovery: Discovery,
-    entries: list[EvalEntry],
+    entries: EvalStream,
     args: argparse.Namespace,
     extra: Sequence[Reporter] = (),
 ) -> PreparedSuite:
@@ -161,7 +165,7 @@ def prepare_suite(
     from niceeval.report import ConsoleReporter
 
     identities = slot_identities(config, args, entries)
-    stored, entries = _plan_runs(config, args, entries, identities)
+    stored, planned = _plan_runs(config, args, entries, identities)
     sink = stored.sink if stored else None
     jsonl = getattr(args, "jsonl", None)
     reporters: list[Reporter] = [
@@ -185,7 +189,7 @@ def prepare_suite(
     # last: they turn GitHub workflow commands back on at the end
     reporters += github_reporters(args, sink, baseline, gate.diff if gate and baseline else None)
     return PreparedSuite(
-        entries=entries,
+        entries=planned,
         errors=discovery.errors,
         options=_suite_options(config, args, stored, identities),
         reporters=reporters,
@@ -316,8 +320,8 @@ class _BaselineGate:
 
 
 def _plan_runs(
-    config: Config, args: argparse.Namespace, entries: list[EvalEntry], identities: Mapping[str, str]
-) -> tuple[StoredPlan | None, list[EvalEntry]]:
+    config: Config, args: argparse.Namespace, entries: EvalStream, identities: Mapping[str, str]
+) -> tuple[StoredPlan | None, Iterable[EvalEntry]]:
     """How `run` is recorded (None: the store is off), and the evals it runs (with --shard, the shard's)."""
     from niceeval.cli._store import store_plan_for
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from niceeval._core.results import RunResult
-from niceeval._core.summary import PlannedEval, Problem, SuiteSummary
+from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
 
 
 class Reporter(Protocol):
@@ -39,6 +39,7 @@ class ReporterSet:
     def __init__(self, reporters: Sequence[Reporter]) -> None:
         self._reporters = list(reporters)
         self._missed: dict[int, int] = {}
+        self._missed_evals: dict[int, int] = {}
 
     def _each(self, method: str, *args: object) -> None:
         for reporter in list(self._reporters):
@@ -73,6 +74,21 @@ class ReporterSet:
     def run_finished(self, result: RunResult) -> None:
         self._each("run_finished", result)
 
+    def eval_finished(self, tally: EvalTally, summary: SuiteSummary) -> None:
+        """An eval's last run was reported (`tally` has them all; `summary`, still running, has the suite's gates):
+        only reporters that define `eval_finished` (those that write an eval when it is done) are told. One that
+        raises misses that eval, as with `run_finished`."""
+        for reporter in list(self._reporters):
+            if hasattr(reporter, "eval_finished"):
+                try:
+                    reporter.eval_finished(tally, summary)
+                except SystemExit as exc:
+                    self._drop(reporter, "eval_finished", exc)
+                except Exception as exc:
+                    missed = self._missed_evals[id(reporter)] = self._missed_evals.get(id(reporter), 0) + 1
+                    if missed == 1:
+                        _warn(f"reporter {type(reporter).__name__} failed on an eval and left it out: {_describe(exc)}")
+
     async def drain(self) -> None:
         """Before `finish`, on the event loop: reporters that write from the loop (the results store on
         PostgreSQL) end their writes there. Only reporters that define `drain` are told."""
@@ -90,6 +106,8 @@ class ReporterSet:
             missed = self._missed.get(id(reporter), 0)
             if missed:
                 _warn(f"reporter {type(reporter).__name__} left out {missed} run(s) it failed on (see above)")
+            if evals := self._missed_evals.get(id(reporter), 0):
+                _warn(f"reporter {type(reporter).__name__} left out {evals} eval(s) it failed on (see above)")
 
 
 def _describe(exc: BaseException) -> str:

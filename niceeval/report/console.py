@@ -109,7 +109,9 @@ class ConsoleReporter:
         self.min_pass_rate = min_pass_rate
         self.min_pass_at_k = min_pass_at_k
         self._pending: dict[str, list[RunResult]] = {}
+        self._planned: dict[str, PlannedEval] = {}
         self._tallies: dict[str, EvalTally] = {}
+        """The evals with a run finished and not yet printed (a printed eval's tally is dropped)."""
         self._progress: LiveProgress | None = None
         self._terminal = console.is_terminal  # rich works it out anew on every access (environment, isatty)
         if self._terminal:  # a live bar only on a terminal: in CI (and piped) its rich parts are not even imported
@@ -139,9 +141,9 @@ class ConsoleReporter:
         runs = plan[0].runs if plan else 1
         label = self.runs_label or plural(runs, "run")
         self._print(Text(f"niceeval · {plural(len(plan), 'eval')} × {label}", style="bold"))
-        self._tallies = {p.id: EvalTally(eval=p) for p in plan}
-        self._known_runs = {p.id: p.runs for p in plan}
+        self._planned = {p.id: p for p in plan}
         if self._progress is not None:
+            self._known_runs = {p.id: p.runs for p in plan}  # only the live bar grows with adaptive repeats
             if total:
                 self._progress.start(total)
             else:
@@ -156,7 +158,10 @@ class ConsoleReporter:
         """Take one finished run."""
         tally = self._tallies.get(result.eval_id)
         if tally is None:
-            return
+            planned = self._planned.get(result.eval_id)
+            if planned is None:
+                return
+            tally = self._tallies[result.eval_id] = EvalTally(eval=planned)
         tally.add(result)
         self._variants.add(result)
         self._attacks.add(result)
@@ -171,6 +176,7 @@ class ConsoleReporter:
                 self._progress.add_to_total(grown)
             self._progress.run_finished(result)
         if tally.done >= tally.eval.runs:
+            del self._tallies[result.eval_id]
             self._print_eval(tally, self._pending.pop(result.eval_id))
 
     def _print_eval(self, tally: EvalTally, runs: list[RunResult]) -> None:
@@ -306,6 +312,7 @@ class ConsoleReporter:
         for eval_id, runs in self._pending.items():
             self._print_eval(self._tallies[eval_id], runs)
         self._pending.clear()
+        self._tallies.clear()
         for row in [*variant_lines(self._variants, strict=self.strict), *self._attack_lines()]:
             self._print(Text(clean(row, 2000)))
         self._print_problems(summary)

@@ -1,7 +1,10 @@
 """The JSON reporter: one document per suite, its schema versioned.
 
-Runs arrive in completion order and are spooled to a temporary file as they come, so memory stays flat;
-the document, grouped per eval in plan order, is assembled from the spool at the end and written atomically.
+Runs arrive in completion order and are spooled to a temporary file as they come. When the suite says an eval
+is done (`eval_finished`), its entry (the eval's figures, then its runs) is written to a second spool and its
+runs' places are forgotten, so memory holds only the evals under way. At the end the document is written
+atomically: the summary, then the evals in the order they finished, then those that did not (an interrupted
+suite, or a reporter driven without `eval_finished`), in plan order.
 """
 
 from __future__ import annotations
@@ -37,6 +40,10 @@ class JsonReporter:
         self._offsets: dict[str, list[tuple[int, int, int]]] = {}
         """Per eval: (run index, position, length) of each run's JSON in the spool."""
         self._plan: list[PlannedEval] = []
+        self._done: IO[bytes] | None = None
+        """The entries of the evals done, in the order they finished."""
+        self._streamed = False
+        """Whether the suite said any eval was done: then every eval not done has runs left (see `finish`)."""
         self._problems: list[Problem] = []
         self._started_at = ""
         self._variants = VariantTable()
@@ -48,6 +55,7 @@ class JsonReporter:
         self._problems = list(problems)
         self._started_at = datetime.now(UTC).isoformat()
         self._spool = tempfile.TemporaryFile()
+        self._done = tempfile.TemporaryFile()
 
     def run_finished(self, result: RunResult) -> None:
         """Take one finished run."""
@@ -59,6 +67,14 @@ class JsonReporter:
         self._spool.write(data)
         self._offsets.setdefault(result.eval_id, []).append((result.run_index, position, len(data)))
 
+    def eval_finished(self, tally: EvalTally, summary: SuiteSummary) -> None:
+        """Write a done eval's entry, with its runs, and forget where its runs were."""
+        assert self._done is not None
+        entry = self._entry(tally.eval, tally, summary)
+        self._done.write((("," if self._streamed else "") + entry).encode())
+        self._streamed = True
+        self._offsets.pop(tally.eval.id, None)
+
     def finish(self, summary: SuiteSummary) -> None:
         """Finish the report from the suite's summary."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -69,8 +85,9 @@ class JsonReporter:
             os.replace(partial, self.path)
         finally:
             partial.unlink(missing_ok=True)
-            if self._spool is not None:
-                self._spool.close()
+            for spool in (self._spool, self._done):
+                if spool is not None:
+                    spool.close()
 
     def _write(self, out: IO[str], summary: SuiteSummary) -> None:
         counts = summary.eval_counts()
@@ -112,30 +129,39 @@ class JsonReporter:
         if attacks is not None:
             head["attacks"] = attacks.describe()
         out.write(json.dumps(scrub(head))[:-1] + ', "evals": [')
-        tallies = {t.eval.id: t for t in summary.tallies}
-        for index, planned in enumerate(self._plan):
-            tally = tallies[planned.id]
-            rate = tally.pass_rate(strict=summary.strict)
-            item = {
-                "id": planned.id,
-                "file": planned.file,
-                "line": planned.line,
-                "tags": list(planned.tags),
-                "status": summary.status_of(tally) if tally.done else None,
-                "pass_rate": rate,
-                "not_counted": {"infra": tally.infra},
-                "pass_rate_interval": _interval(eval_rate(tally, strict=summary.strict)),
-                "pass_at_k": {str(k): round(v, 6) for k, v in tally.pass_at_k(strict=summary.strict).items()},
-                "pass_hat_k": {str(k): round(v, 6) for k, v in tally.pass_hat_k(strict=summary.strict).items()},
-                "mean_duration_s": round(tally.mean_duration_s, 6),
-                "latency_p50_s": _rounded(tally.latency(0.5)),
-                "latency_p95_s": _rounded(tally.latency(0.95)),
-                "points": _points(tally),
-            }
-            out.write(("," if index else "") + json.dumps(scrub(item))[:-1] + ', "runs": [')
-            out.write(",".join(self._read_runs(planned.id)))
-            out.write("]}")
+        assert self._done is not None
+        self._done.seek(0)
+        while chunk := self._done.read(1 << 16):
+            out.write(chunk.decode())
+        tallies = {t.eval.id: t for t in summary.tallies if not (self._streamed and t.done == t.eval.runs)}
+        written = self._streamed
+        for planned in self._plan:
+            tally = tallies.get(planned.id)
+            if tally is not None:
+                out.write(("," if written else "") + self._entry(planned, tally, summary))
+                written = True
         out.write("]}\n")
+
+    def _entry(self, planned: PlannedEval, tally: EvalTally, summary: SuiteSummary) -> str:
+        """One eval's entry: its figures, then its runs in run order."""
+        rate = tally.pass_rate(strict=summary.strict)
+        item = {
+            "id": planned.id,
+            "file": planned.file,
+            "line": planned.line,
+            "tags": list(planned.tags),
+            "status": summary.status_of(tally) if tally.done else None,
+            "pass_rate": rate,
+            "not_counted": {"infra": tally.infra},
+            "pass_rate_interval": _interval(eval_rate(tally, strict=summary.strict)),
+            "pass_at_k": {str(k): round(v, 6) for k, v in tally.pass_at_k(strict=summary.strict).items()},
+            "pass_hat_k": {str(k): round(v, 6) for k, v in tally.pass_hat_k(strict=summary.strict).items()},
+            "mean_duration_s": round(tally.mean_duration_s, 6),
+            "latency_p50_s": _rounded(tally.latency(0.5)),
+            "latency_p95_s": _rounded(tally.latency(0.95)),
+            "points": _points(tally),
+        }
+        return json.dumps(scrub(item))[:-1] + ', "runs": [' + ",".join(self._read_runs(planned.id)) + "]}"
 
     def _read_runs(self, eval_id: str) -> list[str]:
         """The eval's runs in run order, as the JSON pydantic wrote (copied as is: no parse and re-dump)."""

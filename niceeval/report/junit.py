@@ -120,22 +120,26 @@ class JUnitReporter:
         self.min_pass_rate = min_pass_rate
         self._spool: IO[str] | None = None
         self._counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+        self._planned: dict[str, PlannedEval] = {}
         self._tallies: dict[str, EvalTally] = {}
+        """The evals with a run finished and not yet written (a written eval's tally is dropped)."""
         self._pending: dict[str, list[RunResult]] = {}
 
     def start(self, plan: Sequence[PlannedEval], problems: Sequence[Problem]) -> None:
         """Take the plan and the problems found while loading it."""
         self._spool = tempfile.TemporaryFile("w+", encoding="utf-8")
-        self._tallies = {p.id: EvalTally(eval=p) for p in plan}
+        self._planned = {p.id: p for p in plan}
 
     def run_finished(self, result: RunResult) -> None:
         """Take one finished run."""
         tally = self._tallies.get(result.eval_id)
         if tally is None:
-            tally = self._tallies[result.eval_id] = EvalTally(eval=PlannedEval(id=result.eval_id, file="", line=0))
+            planned = self._planned.get(result.eval_id) or PlannedEval(id=result.eval_id, file="", line=0)
+            tally = self._tallies[result.eval_id] = EvalTally(eval=planned)
         tally.add(result)
         self._pending.setdefault(result.eval_id, []).append(result)
         if tally.done >= tally.eval.runs:
+            del self._tallies[result.eval_id]
             self._write_eval(tally, self._pending.pop(result.eval_id))
 
     def _write_eval(self, tally: EvalTally, runs: list[RunResult]) -> None:
@@ -203,6 +207,7 @@ class JUnitReporter:
         for eval_id, runs in self._pending.items():  # interrupted: the runs that finished, by what they show
             self._write_eval(self._tallies[eval_id], runs)
         self._pending.clear()
+        self._tallies.clear()
         for problem in summary.problems:
             if problem.kind != "load":
                 continue  # API misuse inside an eval is already that run's <failure>

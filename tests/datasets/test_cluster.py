@@ -17,7 +17,7 @@ from niceeval._run.plan import expand
 def _entries(spec: object, tmp_path: Path) -> list[EvalEntry]:
     plan = expand([EvalEntry(id="evals/x.py::e", spec=spec)], root=tmp_path)  # type: ignore[arg-type]
     assert plan.errors == [], plan.errors
-    return plan.evals
+    return list(plan.evals)
 
 
 def test_each_case_is_its_own_cluster_by_default(tmp_path: Path) -> None:
@@ -44,7 +44,7 @@ def test_without_cases_the_cluster_is_a_label_evals_share(tmp_path: Path) -> Non
 def test_a_case_without_the_cluster_field_is_a_load_error_naming_the_case(tmp_path: Path) -> None:
     spec = define_eval(cases=[{"q": 1, "doc": "a"}, {"q": 2}], cluster="doc")(lambda t: None)
     plan = expand([EvalEntry(id="evals/x.py::e", spec=spec)], root=tmp_path)
-    assert plan.evals == []
+    assert list(plan.evals) == []
     assert "define_eval(cluster='doc') names a case field" in plan.errors[0].message
     assert "has no 'doc'" in plan.errors[0].message
 

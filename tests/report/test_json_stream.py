@@ -1,0 +1,87 @@
+"""The JSON report written as evals finish: an eval's entry goes out when the suite says it is done, the evals
+not done follow at the end in plan order, and the document is the one a report written at the end would be."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from niceeval._core.results import RunResult
+from niceeval._core.summary import EvalTally, PlannedEval, SuiteSummary
+from niceeval.report import JsonReporter, ReporterSet
+
+
+def run(eval_id: str, outcome: str, index: int = 0) -> RunResult:
+    return RunResult.model_validate(
+        dict(eval_id=eval_id, file="evals/x.py", line=1, run_index=index, outcome=outcome, duration_s=0.5)
+    )
+
+
+def suite(reporter: JsonReporter | ReporterSet, runs: list[RunResult], ids: list[str], *, tell: bool) -> None:
+    """Drive `reporter` as the suite does: each run, then (with `tell`) its eval when that was its last run."""
+    plan = [PlannedEval(id=i, file="evals/x.py", line=1, runs=2) for i in ids]
+    tallies = {p.id: EvalTally(eval=p) for p in plan}
+    summary = SuiteSummary(tallies=list(tallies.values()), problems=[], duration_s=1.0, strict=False, min_pass_rate=1.0)
+    reporter.start(plan, [])
+    for one in runs:
+        tally = tallies[one.eval_id]
+        tally.add(one)
+        reporter.run_finished(one)
+        if tell and tally.done == tally.eval.runs:
+            reporter.eval_finished(tally, summary)
+    reporter.finish(summary)
+
+
+RUNS = [
+    run("b", "passed", 1),
+    run("c", "failed", 0),
+    run("b", "passed", 0),  # b is done
+    run("a", "passed", 0),
+    run("c", "passed", 1),  # c is done; a never gets its second run (interrupted)
+]
+
+
+def test_evals_are_written_in_the_order_they_finished_then_the_rest_in_plan_order(tmp_path: Path) -> None:
+    path = tmp_path / "report.json"
+    reporter = JsonReporter(path)
+    suite(reporter, RUNS, ["a", "b", "c", "d"], tell=True)
+    doc = json.loads(path.read_text())
+    assert [e["id"] for e in doc["evals"]] == ["b", "c", "a", "d"]
+    by_id = {e["id"]: e for e in doc["evals"]}
+    assert [r["run_index"] for r in by_id["b"]["runs"]] == [0, 1]
+    assert [r["outcome"] for r in by_id["c"]["runs"]] == ["failed", "passed"]
+    assert (by_id["c"]["status"], by_id["c"]["pass_rate"]) == ("failed", 0.5)
+    assert [r["run_index"] for r in by_id["a"]["runs"]] == [0] and by_id["d"]["runs"] == []
+    assert by_id["d"]["status"] is None
+    assert reporter._offsets.keys() == {"a"}  # a done eval's runs are forgotten; only a's were left to read
+
+
+def test_the_streamed_document_holds_what_one_written_at_the_end_holds(tmp_path: Path) -> None:
+    streamed, at_end = tmp_path / "streamed.json", tmp_path / "end.json"
+    suite(JsonReporter(streamed), RUNS, ["a", "b", "c", "d"], tell=True)
+    suite(JsonReporter(at_end), RUNS, ["a", "b", "c", "d"], tell=False)
+    one, other = json.loads(streamed.read_text()), json.loads(at_end.read_text())
+    assert [e["id"] for e in other["evals"]] == ["a", "b", "c", "d"]  # without the suite's word: plan order
+    for doc in (one, other):
+        for key in ("started_at", "finished_at"):
+            doc.pop(key)
+    assert one["summary"] == other["summary"]
+    assert sorted(one["evals"], key=lambda e: e["id"]) == other["evals"]
+
+
+def test_a_reporter_failing_on_an_eval_misses_it_and_still_writes_its_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    class Broken(JsonReporter):
+        def eval_finished(self, tally: EvalTally, summary: SuiteSummary) -> None:
+            raise RuntimeError("disk full")
+
+    path = tmp_path / "report.json"
+    suite(ReporterSet([Broken(path)]), RUNS, ["a", "b", "c"], tell=True)
+    err = capsys.readouterr().err
+    assert "reporter Broken failed on an eval and left it out: RuntimeError: disk full" in err
+    assert "reporter Broken left out 2 eval(s) it failed on (see above)" in err
+    # never told an eval was written: every eval is written at the end, in plan order
+    assert [e["id"] for e in json.loads(path.read_text())["evals"]] == ["a", "b", "c"]
