@@ -55,7 +55,7 @@ def case_usage(conn: Connection, suite_run_id: str, *, strict: bool) -> dict[str
     )
     passing = {"passed"} if strict else {"passed", "scored"}
     totals: dict[str, _Totals] = {}
-    for eval_id, outcome, cost in conn.execute(runs):
+    for eval_id, outcome, cost in conn.execute(runs).all():
         total = totals.setdefault(eval_id, _Totals())
         total.runs += 1
         total.passed += outcome in passing
@@ -67,7 +67,7 @@ def case_usage(conn: Connection, suite_run_id: str, *, strict: bool) -> dict[str
         .where(slots.c.outcome != "skipped", events.c.type == "message")
     )
     latencies: dict[str, list[float]] = {}
-    for eval_id, latency in conn.execute(turns):
+    for eval_id, latency in conn.execute(turns).all():
         if latency is not None:
             latencies.setdefault(eval_id, []).append(float(latency))
     return {

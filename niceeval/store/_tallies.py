@@ -13,7 +13,7 @@ their readers fold the eval runs (`tally_rows`) as they are.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pydantic_core
 
@@ -114,6 +114,50 @@ def tally_rows(session: Session, suite_run_id: str) -> tuple[list[TallyRow], Est
         clusters.append(cluster or eval_id)
     counted = [(row, key) for row, key in zip(rows, clusters, strict=True) if row.counted]
     return rows, clustered_rate([(row.passing, row.counted) for row, _ in counted], [key for _, key in counted])
+
+
+class Counts(NamedTuple):
+    """One eval's runs by outcome in a suite run, and its cluster: what `diff` and `exp compare` weigh."""
+
+    passed: int
+    scored: int
+    failed: int
+    skipped: int
+    counted: int
+    """Runs that were neither skipped nor failed for `infra`."""
+    cluster: str | None
+
+    def passing(self, *, strict: bool) -> int:
+        """Runs that count as passes: `passed`, and `scored` unless strict (`EvalTally.passing`)."""
+        return self.passed + (0 if strict else self.scored)
+
+    def tally(self, eval_id: str) -> EvalTally:
+        """The eval's `EvalTally` (for its verdict by a rule: `EvalTally.status`)."""
+        done = self.passed + self.scored + self.failed + self.skipped
+        tally = EvalTally(eval=PlannedEval(id=eval_id, file="", line=0, cluster=self.cluster))
+        tally.counts.update(
+            {"passed": self.passed, "scored": self.scored, "failed": self.failed, "skipped": self.skipped}
+        )
+        tally.infra = done - self.skipped - self.counted
+        return tally
+
+
+_KEPT_COUNTS = (
+    "SELECT t.eval_id, t.passed, t.scored, t.failed, t.skipped, t.counted, s.cluster FROM eval_tallies t "
+    "JOIN suite_evals s ON s.suite_run_id = t.suite_run_id AND s.eval_id = t.eval_id WHERE t.suite_run_id = ?"
+)
+
+
+def kept_counts(conn: Connection, suite_run_id: str) -> dict[str, Counts] | None:
+    """Each eval's counts as its suite run's kept tallies hold them; None when the suite run has none (still
+    running, or a full store could not take them): then the caller folds its eval runs."""
+    session = session_of(conn)
+    if session.execute("SELECT 1 FROM suite_tallies WHERE suite_run_id = ?", (suite_run_id,)).fetchone() is None:
+        return None
+    return {
+        row[0]: Counts(row[1], row[2], row[3], row[4], row[5], row[6])
+        for row in session.execute(_KEPT_COUNTS, (suite_run_id,))
+    }
 
 
 _SENT = "(jc.asked AND NOT jc.cached)"  # `JudgeCall.sent`: older stores kept `asked` true on cached verdicts
