@@ -262,11 +262,13 @@ def _diff(args: argparse.Namespace) -> int:
 
     from niceeval.attacks import change_lines
     from niceeval.cli._views import diff_lines, missing_runs
+    from niceeval.store._read import header
 
     with open_existing_store(args) as store:
         diff = store.diff(args.base, args.head, _diff_options(args))
-        gaps = [f"{side} run {info.id}{missing_runs(info)}" for side, info in (
-            ("base", store.run(diff.base).run), ("head", store.run(diff.head).run)) if missing_runs(info)]  # fmt: skip
+        with store.engine.connect() as conn:  # the headers alone: a run of 100,000 evals is not read whole
+            sides = [("base", header(conn, diff.base)), ("head", header(conn, diff.head))]
+        gaps = [f"{side} run {info.id}{missing_runs(info)}" for side, info in sides if missing_runs(info)]
         attacks = _attack_changes(store, diff.base, diff.head)
     if args.json:
         print(json.dumps({**diff.describe(), "attacks": [change.describe() for change in attacks]}, indent=2))
@@ -281,16 +283,12 @@ def _diff(args: argparse.Namespace) -> int:
 def _attack_changes(store: Store, base: str, head: str) -> list[RateChange]:
     """The attack success rates' moves when both runs ran attack cases (`niceeval.attacks`); a rise regresses."""
     from niceeval.attacks import FAMILIES, attack_rates, compare_rates
+    from niceeval.store._read import evals_with_case
 
     def rates(run: str) -> AttackRates | None:
-        attacked = sorted(
-            {
-                i.eval_id
-                for i in store.run(run).eval_runs
-                if (i.case_id or "").startswith(tuple(f"{f}-" for f in FAMILIES))
-            }
-        )  # only the attack evals' runs are read in full
-        return attack_rates(store.results(run, eval_ids=attacked)) if attacked else None
+        with store.engine.connect() as conn:
+            attacked = evals_with_case(conn, run, [f"{f}-" for f in FAMILIES])
+        return attack_rates(store.results(run, eval_ids=attacked)) if attacked else None  # the attack evals alone
 
     before, after = rates(base), rates(head)
     return compare_rates(before, after) if before is not None and after is not None else []

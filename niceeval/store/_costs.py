@@ -122,6 +122,7 @@ def _change(measure: str, unit: str, change: PairedChange) -> UsageChange:
             "relative_low": change.relative_low, "relative_high": change.relative_high, "note": change.note,
             "change": "noise", "evidence": _evidence(change, unit),
             "base_text": amount(change.before, unit, sign=False), "head_text": amount(change.after, unit, sign=False),
+            "method": change.method,
         }
     )  # fmt: skip
     return built.model_copy(update={"change": _dimension(built, measure).direction})
