@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, select
 
 from niceeval.stats import CaseUsage, Dimension, PairedChange, UsageComparison
+from niceeval.store._driver import session_of
 from niceeval.store._models import UsageChange
 from niceeval.store._records import slot_records
-from niceeval.store._schema import eval_runs, events
+from niceeval.store._schema import events
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -48,14 +49,15 @@ class _Totals:
     cost: float | None = 0.0
 
 
+_RUNS = "SELECT eval_id, outcome, agent_cost FROM eval_runs WHERE suite_run_id = ? AND outcome != 'skipped'"
+"""Read by the driver's cursor: 100,000 rows without a result object each."""
+
+
 def case_usage(conn: Connection, suite_run_id: str, *, strict: bool) -> dict[str, CaseUsage]:
     """Each eval's counted runs, passed runs (by the verdict rule), the agent's cost and its turns' latencies."""
-    runs = select(eval_runs.c.eval_id, eval_runs.c.outcome, eval_runs.c.agent_cost).where(
-        eval_runs.c.suite_run_id == suite_run_id, eval_runs.c.outcome != "skipped"
-    )
     passing = {"passed"} if strict else {"passed", "scored"}
     totals: dict[str, _Totals] = {}
-    for eval_id, outcome, cost in conn.execute(runs).all():
+    for eval_id, outcome, cost in session_of(conn).execute(_RUNS, (suite_run_id,)).fetchall():
         total = totals.setdefault(eval_id, _Totals())
         total.runs += 1
         total.passed += outcome in passing
