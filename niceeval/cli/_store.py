@@ -262,12 +262,10 @@ def _diff(args: argparse.Namespace) -> int:
 
     from niceeval.attacks import change_lines
     from niceeval.cli._views import diff_lines, missing_runs
-    from niceeval.store._read import header
 
     with open_existing_store(args) as store:
         diff = store.diff(args.base, args.head, _diff_options(args))
-        with store.engine.connect() as conn:  # the headers alone: a run of 100,000 evals is not read whole
-            sides = [("base", header(conn, diff.base)), ("head", header(conn, diff.head))]
+        sides = [("base", store.info(diff.base)), ("head", store.info(diff.head))]  # headers: not every eval run
         gaps = [f"{side} run {info.id}{missing_runs(info)}" for side, info in sides if missing_runs(info)]
         attacks = _attack_changes(store, diff.base, diff.head)
     if args.json:
@@ -283,11 +281,9 @@ def _diff(args: argparse.Namespace) -> int:
 def _attack_changes(store: Store, base: str, head: str) -> list[RateChange]:
     """The attack success rates' moves when both runs ran attack cases (`niceeval.attacks`); a rise regresses."""
     from niceeval.attacks import FAMILIES, attack_rates, compare_rates
-    from niceeval.store._read import evals_with_case
 
     def rates(run: str) -> AttackRates | None:
-        with store.engine.connect() as conn:
-            attacked = evals_with_case(conn, run, [f"{f}-" for f in FAMILIES])
+        attacked = store.evals_with_case(run, [f"{f}-" for f in FAMILIES])
         return attack_rates(store.results(run, eval_ids=attacked)) if attacked else None  # the attack evals alone
 
     before, after = rates(base), rates(head)

@@ -189,10 +189,7 @@ def report_run(
     shard missing, or a process killed) says what is missing and returns 1 at least: a CI job gating on it never
     passes on part of the results.
     """
-    from niceeval.store._read import header
-
-    with store.engine.connect() as conn:  # the header alone: a run of 100,000 evals is read once, by the replay
-        info = header(conn, store.resolve(ref))
+    info = store.info(ref)  # the header alone: a run of 100,000 evals is read once, by the replay
     extra = list(more(info)) if more is not None else []
     console.file.write(_header(info) + "\n")
     console_report = ConsoleReporter(console, strict=info.strict, min_pass_rate=info.min_pass_rate)
