@@ -118,8 +118,9 @@ def case_scores(conn: Connection, suite_run_id: str) -> tuple[CaseScores, set[st
 def _case_scores(sums: ScoreSums) -> tuple[CaseScores, set[str]]:
     totals: dict[str, dict[str, list[float]]] = {}
     graded: set[str] = set()
+    kinds: dict[str, str] = {}  # a suite repeats a few assertion names over every eval
     for eval_id, key, name, total, n, soft in sums:
-        identity = f"[{key}]" if key is not None else assertion_kind(name)
+        identity = f"[{key}]" if key is not None else kinds.get(name) or kinds.setdefault(name, assertion_kind(name))
         found = totals.setdefault(identity, {}).setdefault(eval_id, [0.0, 0.0])
         found[0] += total
         found[1] += n
