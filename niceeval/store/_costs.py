@@ -63,15 +63,15 @@ def case_usage(conn: Connection, suite_run_id: str, *, strict: bool) -> dict[str
         total.passed += outcome in passing
         total.cost = None if total.cost is None or cost is None else total.cost + cost
     slots = slot_records(suite_run_id)  # a carried attempt's turns are on the row it carries
+    latency = events.c.payload["latency"].as_float()
     turns = (
-        select(slots.c.eval_id, events.c.payload["latency"].as_float())
+        select(slots.c.eval_id, latency)
         .join(events, events.c.eval_run_id == slots.c.record_id)
-        .where(slots.c.outcome != "skipped", events.c.type == "message")
-    )
+        .where(slots.c.outcome != "skipped", events.c.type == "message", latency.is_not(None))
+    )  # unmeasured turns stay in the database: a suite without latencies returns no row
     latencies: dict[str, list[float]] = {}
-    for eval_id, latency in conn.execute(turns).all():
-        if latency is not None:
-            latencies.setdefault(eval_id, []).append(float(latency))
+    for eval_id, seconds in conn.execute(turns).all():
+        latencies.setdefault(eval_id, []).append(float(seconds))
     return {
         eval_id: CaseUsage(runs=t.runs, passed=t.passed, cost=t.cost, latencies=tuple(latencies.get(eval_id, ())))
         for eval_id, t in totals.items()
