@@ -124,3 +124,16 @@ def test_normal_approximation_refuses_what_it_cannot_measure() -> None:
     zero = normal.ratio(([0.0, 0.0, 0.0], [1.0, 1.0, 1.0]), ([0.0, 1.0, 0.0], [1.0, 1.0, 1.0]))
     assert zero.before == 0.0 and zero.relative is None and zero.relative_low is None
     assert zero.low is not None and zero.low < zero.difference < zero.high
+
+
+def test_diff_names_the_method_of_each_cost_and_latency_change() -> None:
+    from niceeval.store._costs import UsageLimits, weigh_usage
+
+    before, after = _cases(BOOTSTRAP_CLUSTERS + 1)
+    large = weigh_usage(before, after, clusters=None, limits=UsageLimits())
+    assert {change.measure: change.method for change in large.changes} == dict.fromkeys(
+        ("cost per eval run", "cost per passed run", "p50 latency", "p95 latency"), "normal approximation"
+    )
+    assert large.changes[0].model_dump()["method"] == "normal approximation"  # in `niceeval diff --json` too
+    small = weigh_usage(*_cases(40), clusters=None, limits=UsageLimits())
+    assert {change.method for change in small.changes} == {"paired bootstrap"}
