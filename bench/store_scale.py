@@ -5,7 +5,7 @@ run as in `viewer_pages.py`: a conversation with a tool call, up to three assert
 through the store's `Recorder` a few thousand eval runs at a time, so filling holds no whole suite run in memory.
 Then starts the real `niceeval view` on it and times the runs list, the latest run's page (first page, a filter,
 a sort, a far page), the compare page, one eval run and one eval's history (median and worst of several
-requests), and the wall time of `niceeval diff` and `niceeval report --format json` on the two latest runs.
+requests), and the wall and CPU time of `niceeval diff` and `niceeval report --json` on the two latest runs.
 
     python bench/store_scale.py [--runs 10] [--evals 100000] [--requests 7] [--compare-requests 2]
                                 [--store /tmp/scalestore/10x100k.db]
@@ -18,9 +18,11 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -126,18 +128,24 @@ def pages(url: str, latest: str, requests: int, compare_requests: int) -> None:
 
 
 def commands(url: str, base: str, head: str) -> None:
-    for name, argv in (
-        ("niceeval diff", ["diff", base, head]),
-        ("niceeval report --json", ["report", head, "--json", "/tmp/scalestore/report.json"]),
-    ):
-        started = time.perf_counter()
-        done = subprocess.run(
-            [sys.executable, "-m", "niceeval.cli", *argv, "--store", url], capture_output=True, text=True, check=False
-        )
-        wall = time.perf_counter() - started
-        print(f"{name:<30} {wall:>7.1f}s  exit {done.returncode}  ({load()})", flush=True)
-        if done.returncode not in (0, 1):
-            print(done.stderr[-2000:])
+    """Wall time and CPU time (user + system, which a loaded machine stretches far less than the wall) of each."""
+    with tempfile.TemporaryDirectory() as scratch:
+        for name, argv in (
+            ("niceeval diff", ["diff", base, head]),
+            ("niceeval report --json", ["report", head, "--json", str(Path(scratch) / "report.json")]),
+        ):
+            used = resource.getrusage(resource.RUSAGE_CHILDREN)
+            started = time.perf_counter()
+            done = subprocess.run(
+                [sys.executable, "-m", "niceeval.cli", *argv, "--store", url],
+                capture_output=True, text=True, check=False,
+            )  # fmt: skip
+            wall = time.perf_counter() - started
+            now = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = now.ru_utime - used.ru_utime + now.ru_stime - used.ru_stime
+            print(f"{name:<30} {wall:>7.1f}s wall {cpu:>7.1f}s CPU  exit {done.returncode}  ({load()})", flush=True)
+            if done.returncode not in (0, 1):
+                print(done.stderr[-2000:])
 
 
 def main() -> None:

@@ -266,8 +266,8 @@ def _diff(args: argparse.Namespace) -> int:
 
     with open_existing_store(args) as store:
         diff = store.diff(args.base, args.head, _diff_options(args))
-        gaps = [f"{side} run {info.id}{missing_runs(info)}" for side, info in (
-            ("base", store.run(diff.base).run), ("head", store.run(diff.head).run)) if missing_runs(info)]  # fmt: skip
+        sides = [("base", store.info(diff.base)), ("head", store.info(diff.head))]  # headers: not every eval run
+        gaps = [f"{side} run {info.id}{missing_runs(info)}" for side, info in sides if missing_runs(info)]
         attacks = _attack_changes(store, diff.base, diff.head)
     if args.json:
         print(json.dumps({**diff.describe(), "attacks": [change.describe() for change in attacks]}, indent=2))
@@ -284,14 +284,8 @@ def _attack_changes(store: Store, base: str, head: str) -> list[RateChange]:
     from niceeval.attacks import FAMILIES, attack_rates, compare_rates
 
     def rates(run: str) -> AttackRates | None:
-        attacked = sorted(
-            {
-                i.eval_id
-                for i in store.run(run).eval_runs
-                if (i.case_id or "").startswith(tuple(f"{f}-" for f in FAMILIES))
-            }
-        )  # only the attack evals' runs are read in full
-        return attack_rates(store.results(run, eval_ids=attacked)) if attacked else None
+        attacked = store.evals_with_case(run, [f"{f}-" for f in FAMILIES])
+        return attack_rates(store.results(run, eval_ids=attacked)) if attacked else None  # the attack evals alone
 
     before, after = rates(base), rates(head)
     return compare_rates(before, after) if before is not None and after is not None else []

@@ -189,8 +189,7 @@ def report_run(
     shard missing, or a process killed) says what is missing and returns 1 at least: a CI job gating on it never
     passes on part of the results.
     """
-    detail = store.run(ref)
-    info = detail.run
+    info = store.info(ref)  # the header alone: a run of 100,000 evals is read once, by the replay
     extra = list(more(info)) if more is not None else []
     console.file.write(_header(info) + "\n")
     console_report = ConsoleReporter(console, strict=info.strict, min_pass_rate=info.min_pass_rate)
@@ -198,7 +197,7 @@ def report_run(
     summary = _replay(store, info, store.planned(info.id), reporters)
     if info.status == "finished":
         return summary.exit_code
-    console.file.write(_incomplete(detail) + "\n")
+    console.file.write(_incomplete(store.run(info.id)) + "\n")
     return summary.exit_code or 1
 
 
@@ -262,7 +261,8 @@ def _usage_lines(diff: RunDiff) -> list[str]:
     if not diff.usage:
         return [f"cost and latency: not compared ({'; '.join(diff.usage_notes)})"] if diff.usage_notes else []
     cases = diff.usage[0].cases
-    lines = [f"cost and latency over {cases} shared case{'s' * (cases != 1)} (paired bootstrap, 95% CI):"]
+    over = f"{cases} shared case{'s' * (cases != 1)} ({diff.usage[0].method}, 95% CI)"
+    lines = [f"cost and latency over {over}:"]
     for usage in diff.usage:
         over = f" over {usage.cases} cases" if usage.cases != cases else ""
         lines.append(

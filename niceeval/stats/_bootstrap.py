@@ -50,6 +50,8 @@ class PairedChange:
     resamples: int = 0
     confidence: float = 0.95
     note: str | None = None
+    method: str = "paired bootstrap"
+    """How the interval was found: `paired bootstrap`, or `normal approximation` above `BOOTSTRAP_CLUSTERS`."""
 
 
 class PairedResampler:

@@ -143,7 +143,14 @@ def compare_runs(
     shared = sorted(e for e in before.keys() & after.keys() if before[e][1] > 0 and after[e][1] > 0)
     if not shared:
         raise ValueError("the two runs share no eval with a counted run: nothing to compare")
-    comparisons = [compare_rates(before[e], after[e], alpha=alpha) for e in shared]
+    tables: dict[tuple[tuple[int, int], tuple[int, int]], Comparison] = {}  # a suite repeats a few count tables
+    comparisons = []
+    for e in shared:
+        table = (before[e], after[e])
+        found = tables.get(table)
+        if found is None:
+            found = tables[table] = compare_rates(*table, alpha=alpha)
+        comparisons.append(found)
     score_tests = _score_tests(scores, clusters, alpha) if scores is not None else []
     q_values = benjamini_hochberg([c.p_value for c in comparisons] + [t.comparison.p_value for t in score_tests])
     changes = [

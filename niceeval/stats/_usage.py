@@ -16,6 +16,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ._bootstrap import RESAMPLES, PairedChange, PairedResampler
+from ._normal import BOOTSTRAP_CLUSTERS, METHOD, NormalPaired
 from ._results import Estimate
 
 
@@ -95,14 +96,14 @@ def compare_usage(
         return UsageComparison(cases=0, clusters=0, cost_per_run=None, cost_per_pass=None, latency_p50=None,
                                latency_p95=None, notes=("no shared case",))  # fmt: skip
     notes: list[str] = []
-    resampler = PairedResampler(len(keys), resamples=resamples, seed=seed)
+    resampler = _resampler(len(keys), resamples, seed)
     old_cases, new_cases = [pooled_b[k] for k in keys], [pooled_a[k] for k in keys]
     unpriced = sum(1 for old, new in zip(old_cases, new_cases, strict=True) if old.cost is None or new.cost is None)
     cost_per_run, cost_per_pass = _costs(resampler, old_cases, new_cases, unpriced, notes)
     timed = [k for k in keys if pooled_b[k].latencies and pooled_a[k].latencies]
     latency_p50 = latency_p95 = None
     if timed:
-        turns = PairedResampler(len(timed), resamples=resamples, seed=seed)
+        turns = _resampler(len(timed), resamples, seed)
         old, new = [pooled_b[k].latencies for k in timed], [pooled_a[k].latencies for k in timed]
         latency_p50, latency_p95 = turns.quantiles(old, new, (0.5, 0.95))
         if len(timed) < len(keys):
@@ -117,6 +118,13 @@ def compare_usage(
     )  # fmt: skip
 
 
+def _resampler(clusters: int, resamples: int, seed: int) -> PairedResampler | NormalPaired:
+    """The paired bootstrap up to `BOOTSTRAP_CLUSTERS` clusters, the normal approximation above."""
+    if clusters > BOOTSTRAP_CLUSTERS:
+        return NormalPaired(clusters)
+    return PairedResampler(clusters, resamples=resamples, seed=seed)
+
+
 def _pool(
     shared: Sequence[str], usage: Mapping[str, CaseUsage], clusters: Mapping[str, Hashable] | None
 ) -> dict[Hashable, _Pooled]:
@@ -128,7 +136,11 @@ def _pool(
 
 
 def _costs(
-    resampler: PairedResampler, before: Sequence[_Pooled], after: Sequence[_Pooled], unpriced: int, notes: list[str]
+    resampler: PairedResampler | NormalPaired,
+    before: Sequence[_Pooled],
+    after: Sequence[_Pooled],
+    unpriced: int,
+    notes: list[str],
 ) -> tuple[PairedChange | None, PairedChange | None]:
     """Cost per run and per passed run, or None with a note: an unpriced model, or no cost on either side."""
     if unpriced:
@@ -162,7 +174,9 @@ def estimate_usage(
         return UsageEstimate(cases=0, clusters=0, cost_per_run=None, cost_per_pass=None, latency_p50=None,
                              latency_p95=None, notes=("no counted run",))  # fmt: skip
     notes: list[str] = []
-    resampler = PairedResampler(len(cases), resamples=resamples, seed=seed)
+    if len(cases) > BOOTSTRAP_CLUSTERS:
+        notes.append(f"intervals by {METHOD} over {len(cases):,} clusters (a bootstrap up to {BOOTSTRAP_CLUSTERS:,})")
+    resampler = _resampler(len(cases), resamples, seed)
     unpriced = sum(1 for case in cases if case.cost is None)
     cost_per_run = cost_per_pass = None
     if unpriced:
@@ -177,7 +191,7 @@ def estimate_usage(
     timed = [case.latencies for case in cases if case.latencies]
     latency_p50 = latency_p95 = None
     if timed:
-        turns = PairedResampler(len(timed), resamples=resamples, seed=seed)
+        turns = _resampler(len(timed), resamples, seed)
         latency_p50, latency_p95 = turns.quantiles_of(timed, (0.5, 0.95))
         if len(timed) < len(cases):
             notes.append(f"latency over the {len(timed)} of {len(cases)} cases with a measured turn")

@@ -22,7 +22,7 @@ from niceeval._core.errors import ConfigError
 from niceeval.stats import Dimension, Dominance, Estimate
 from niceeval.store._compared import Measured, SetupComparison, SetupPair, SetupSummary
 from niceeval.store._costs import amount, case_usage
-from niceeval.store._diff import DiffOptions, case_scores, diff, stored_tallies
+from niceeval.store._diff import DiffOptions, case_scores, diff, run_counts
 from niceeval.store._models import RunDiff, SuiteChange
 from niceeval.store._read import resolve
 from niceeval.store._schema import suite_runs
@@ -119,9 +119,9 @@ def _summary(conn: Connection, setup: Setup, *, strict: bool, graded: set[str]) 
     from niceeval.stats import clustered_mean, clustered_rate, estimate_usage
 
     run_id = setup.suite_run_id
-    tallies = {e: t for e, t in stored_tallies(conn, run_id).items() if t.counted}
-    clusters = {e: t.eval.cluster or e for e, t in tallies.items()}
-    rate = clustered_rate([t.case_counts(strict=strict) for t in tallies.values()], list(clusters.values()))
+    tallies = {e: c for e, c in run_counts(conn, run_id).items() if c.counted}
+    clusters = {e: c.cluster or e for e, c in tallies.items()}
+    rate = clustered_rate([(c.passing(strict=strict), c.counted) for c in tallies.values()], list(clusters.values()))
     scores, _ = case_scores(conn, run_id)
     mean_scores = {
         name: _measured(

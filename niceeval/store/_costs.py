@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, select
 
 from niceeval.stats import CaseUsage, Dimension, PairedChange, UsageComparison
+from niceeval.store._driver import session_of
 from niceeval.store._models import UsageChange
 from niceeval.store._records import slot_records
-from niceeval.store._schema import eval_runs, events
+from niceeval.store._schema import events
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -48,28 +49,29 @@ class _Totals:
     cost: float | None = 0.0
 
 
+_RUNS = "SELECT eval_id, outcome, agent_cost FROM eval_runs WHERE suite_run_id = ? AND outcome != 'skipped'"
+"""Read by the driver's cursor: 100,000 rows without a result object each."""
+
+
 def case_usage(conn: Connection, suite_run_id: str, *, strict: bool) -> dict[str, CaseUsage]:
     """Each eval's counted runs, passed runs (by the verdict rule), the agent's cost and its turns' latencies."""
-    runs = select(eval_runs.c.eval_id, eval_runs.c.outcome, eval_runs.c.agent_cost).where(
-        eval_runs.c.suite_run_id == suite_run_id, eval_runs.c.outcome != "skipped"
-    )
     passing = {"passed"} if strict else {"passed", "scored"}
     totals: dict[str, _Totals] = {}
-    for eval_id, outcome, cost in conn.execute(runs):
+    for eval_id, outcome, cost in session_of(conn).execute(_RUNS, (suite_run_id,)).fetchall():
         total = totals.setdefault(eval_id, _Totals())
         total.runs += 1
         total.passed += outcome in passing
         total.cost = None if total.cost is None or cost is None else total.cost + cost
     slots = slot_records(suite_run_id)  # a carried attempt's turns are on the row it carries
+    latency = events.c.payload["latency"].as_float()
     turns = (
-        select(slots.c.eval_id, events.c.payload["latency"].as_float())
+        select(slots.c.eval_id, latency)
         .join(events, events.c.eval_run_id == slots.c.record_id)
-        .where(slots.c.outcome != "skipped", events.c.type == "message")
-    )
+        .where(slots.c.outcome != "skipped", events.c.type == "message", latency.is_not(None))
+    )  # unmeasured turns stay in the database: a suite without latencies returns no row
     latencies: dict[str, list[float]] = {}
-    for eval_id, latency in conn.execute(turns):
-        if latency is not None:
-            latencies.setdefault(eval_id, []).append(float(latency))
+    for eval_id, seconds in conn.execute(turns).all():
+        latencies.setdefault(eval_id, []).append(float(seconds))
     return {
         eval_id: CaseUsage(runs=t.runs, passed=t.passed, cost=t.cost, latencies=tuple(latencies.get(eval_id, ())))
         for eval_id, t in totals.items()
@@ -122,6 +124,7 @@ def _change(measure: str, unit: str, change: PairedChange) -> UsageChange:
             "relative_low": change.relative_low, "relative_high": change.relative_high, "note": change.note,
             "change": "noise", "evidence": _evidence(change, unit),
             "base_text": amount(change.before, unit, sign=False), "head_text": amount(change.after, unit, sign=False),
+            "method": change.method,
         }
     )  # fmt: skip
     return built.model_copy(update={"change": _dimension(built, measure).direction})

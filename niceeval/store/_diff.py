@@ -14,12 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from sqlalchemy import Connection, func, literal, select
+from sqlalchemy import Connection, and_, case, func, or_, select
 
 from niceeval._core.assertion import assertion_kind
 from niceeval._core.errors import ConfigError
 from niceeval._core.outcome import Outcome
-from niceeval._core.summary import EvalTally
 from niceeval.stats import Dimension
 from niceeval.store._costs import UsageLimits, case_usage, weigh_usage
 from niceeval.store._models import (
@@ -32,6 +31,7 @@ from niceeval.store._models import (
 )
 from niceeval.store._records import slot_records
 from niceeval.store._schema import assertions, eval_runs, judge_calls, suite_evals, suite_runs
+from niceeval.store._tallies import Counts, kept_counts
 from niceeval.store._verdicts import tallies
 
 if TYPE_CHECKING:
@@ -59,58 +59,83 @@ class DiffOptions:
     """Fail when p50 or p95 turn latency rose by more than this fraction even at its interval's low end."""
 
 
-def stored_tallies(conn: Connection, suite_run_id: str) -> dict[str, EvalTally]:
+def run_counts(conn: Connection, suite_run_id: str) -> dict[str, Counts]:
+    """Each eval's counts in a suite run: its kept tallies when it closed, else folded from its eval runs."""
+    kept = kept_counts(conn, suite_run_id)
+    if kept is not None:
+        return kept
     plan = select(suite_evals.c.eval_id, suite_evals.c.runs, suite_evals.c.cluster).where(
         suite_evals.c.suite_run_id == suite_run_id
     )
     outcomes = select(eval_runs.c.eval_id, eval_runs.c.outcome, eval_runs.c.failure_class).where(
         eval_runs.c.suite_run_id == suite_run_id
     )
-    return tallies(conn.execute(plan), conn.execute(outcomes))
+    return {
+        eval_id: Counts(
+            t.counts["passed"], t.counts["scored"], t.counts["failed"], t.counts["skipped"], t.counted, t.eval.cluster
+        )
+        for eval_id, t in tallies(conn.execute(plan), conn.execute(outcomes)).items()
+    }
 
 
-def _scores(conn: Connection, suite_run_id: str) -> dict[tuple[str, str], float]:
-    # An assertion with `.key("id")` is matched by its key (shown as `[id]`), so renaming its label keeps history.
-    identity = func.coalesce(literal("[") + assertions.c.key + literal("]"), assertions.c.name)
+ScoreSums = list[tuple[str, str | None, str, float, int, bool]]
+"""Per eval and assertion (key, name): the sum and count of its scores over the eval's runs, and whether it is
+graded (soft, or scoring between 0 and 1 at least once)."""
+
+
+def score_sums(conn: Connection, suite_run_id: str) -> ScoreSums:
+    """A suite run's scores summed in SQL per eval and assertion (inconclusive verdicts have no score)."""
     slots = slot_records(suite_run_id)  # a carried attempt's assertions are on the row it carries
+    score = assertions.c.score
+    graded = func.max(case((or_(assertions.c.severity != "gate", and_(score != 0.0, score != 1.0)), 1), else_=0))
     query = (
-        select(slots.c.eval_id, identity, func.avg(assertions.c.score))
+        select(slots.c.eval_id, assertions.c.key, assertions.c.name, func.sum(score), func.count(score), graded)
         .join(assertions, assertions.c.eval_run_id == slots.c.record_id)
-        .where(assertions.c.score.is_not(None))
-        .group_by(slots.c.eval_id, identity)
+        .where(score.is_not(None))
+        .group_by(slots.c.eval_id, assertions.c.key, assertions.c.name)
     )
-    return {(eval_id, name): float(score) for eval_id, name, score in conn.execute(query)}
+    return [(e, key, name, float(total), int(n), bool(g)) for e, key, name, total, n, g in conn.execute(query).all()]
+
+
+def _scores(sums: ScoreSums) -> dict[tuple[str, str], float]:
+    """Per eval and assertion (an assertion with `.key("id")` by its key, shown as `[id]`, so renaming its label
+    keeps history; else by its name): its mean score."""
+    totals: dict[tuple[str, str], list[float]] = {}
+    for eval_id, key, name, total, n, _ in sums:
+        found = totals.setdefault((eval_id, f"[{key}]" if key is not None else name), [0.0, 0.0])
+        found[0] += total
+        found[1] += n
+    return {identity: total / n for identity, (total, n) in totals.items()}
 
 
 def case_scores(conn: Connection, suite_run_id: str) -> tuple[CaseScores, set[str]]:
     """Per assertion (its `[key]`, else its kind: `similarity('Paris')` and `similarity('Rome')` are one), per
     eval: the mean of its scores over the eval's runs (inconclusive verdicts have no score and are left out); and
     which assertions are graded: soft, or scoring between 0 and 1 at least once."""
-    slots = slot_records(suite_run_id)
-    query = (
-        select(slots.c.eval_id, assertions.c.key, assertions.c.name, assertions.c.severity, assertions.c.score)
-        .join(assertions, assertions.c.eval_run_id == slots.c.record_id)
-        .where(assertions.c.score.is_not(None))
-    )
-    sums: dict[str, dict[str, list[float]]] = {}
+    return _case_scores(score_sums(conn, suite_run_id))
+
+
+def _case_scores(sums: ScoreSums) -> tuple[CaseScores, set[str]]:
+    totals: dict[str, dict[str, list[float]]] = {}
     graded: set[str] = set()
-    for eval_id, key, name, severity, score in conn.execute(query):
-        identity = f"[{key}]" if key is not None else assertion_kind(name)
-        total = sums.setdefault(identity, {}).setdefault(eval_id, [0.0, 0.0])
-        total[0] += score
-        total[1] += 1
-        if severity != "gate" or score not in (0.0, 1.0):
+    kinds: dict[str, str] = {}  # a suite repeats a few assertion names over every eval
+    for eval_id, key, name, total, n, soft in sums:
+        identity = f"[{key}]" if key is not None else kinds.get(name) or kinds.setdefault(name, assertion_kind(name))
+        found = totals.setdefault(identity, {}).setdefault(eval_id, [0.0, 0.0])
+        found[0] += total
+        found[1] += n
+        if soft:
             graded.add(identity)
-    return {name: {e: s / n for e, (s, n) in cases.items()} for name, cases in sums.items()}, graded
+    return {name: {e: s / n for e, (s, n) in cases.items()} for name, cases in totals.items()}, graded
 
 
-def _graded_scores(conn: Connection, base: str, head: str) -> tuple[CaseScores, CaseScores]:
+def _graded_scores(before: ScoreSums, after: ScoreSums) -> tuple[CaseScores, CaseScores]:
     """Both sides' case scores of the graded assertions. An assertion that is only ever a gate scoring 0 or 1
     (`includes`) on both sides is left out: its score is its eval's pass or fail, which the tests of pass rates
     weigh already."""
-    (before, graded_before), (after, graded_after) = case_scores(conn, base), case_scores(conn, head)
+    (old, graded_before), (new, graded_after) = _case_scores(before), _case_scores(after)
     graded = graded_before | graded_after
-    return {k: v for k, v in before.items() if k in graded}, {k: v for k, v in after.items() if k in graded}
+    return {k: v for k, v in old.items() if k in graded}, {k: v for k, v in new.items() if k in graded}
 
 
 def diff(conn: Connection, base: str, head: str, options: DiffOptions) -> RunDiff:
@@ -123,16 +148,17 @@ def diff(conn: Connection, base: str, head: str, options: DiffOptions) -> RunDif
     row = conn.execute(select(suite_runs.c.strict, suite_runs.c.min_pass_rate).where(suite_runs.c.id == head)).one()
     strict = row.strict if options.strict is None else options.strict
     min_pass_rate = row.min_pass_rate if options.min_pass_rate is None else options.min_pass_rate
-    before, after = stored_tallies(conn, base), stored_tallies(conn, head)
+    before, after = run_counts(conn, base), run_counts(conn, head)
+    sums_before, sums_after = score_sums(conn, base), score_sums(conn, head)
     clusters = _clusters(before, after)
     try:
         gate = compare_runs(
-            {e: (t.passing(strict=strict), t.counted) for e, t in before.items()},
-            {e: (t.passing(strict=strict), t.counted) for e, t in after.items()},
+            {e: (c.passing(strict=strict), c.counted) for e, c in before.items()},
+            {e: (c.passing(strict=strict), c.counted) for e, c in after.items()},
             alpha=options.alpha,
             max_drop=options.max_drop,
             clusters=clusters,
-            scores=_graded_scores(conn, base, head),
+            scores=_graded_scores(sums_before, sums_after),
         )
     except ValueError as exc:
         raise ConfigError(f"runs {base} and {head} cannot be compared: {exc}.") from None
@@ -144,7 +170,7 @@ def diff(conn: Connection, base: str, head: str, options: DiffOptions) -> RunDif
             max_cost_increase=options.max_cost_increase, max_latency_increase=options.max_latency_increase
         ),
     )
-    old_scores, new_scores = _scores(conn, base), _scores(conn, head)
+    old_scores, new_scores = _scores(sums_before), _scores(sums_after)
     scores = [
         ScoreChange(eval_id=key[0], assertion=key[1], base=old_scores[key], head=new_scores[key])
         for key in sorted(old_scores.keys() & new_scores.keys())
@@ -165,14 +191,18 @@ def diff(conn: Connection, base: str, head: str, options: DiffOptions) -> RunDif
 
 
 def _outcome_changes(
-    gate: RunComparison, before: dict[str, EvalTally], after: dict[str, EvalTally], *, strict: bool,
+    gate: RunComparison, before: dict[str, Counts], after: dict[str, Counts], *, strict: bool,
     min_pass_rate: float,
 ) -> list[OutcomeChange]:  # fmt: skip
-    """The evals whose verdict changed, or whose pass rate changed beyond noise, strongest evidence first."""
+    """The evals whose verdict changed, or whose pass rate changed beyond noise, strongest evidence first (an eval
+    whose runs ended alike on both sides has neither: its verdict is only judged when they did not)."""
     changed = []
     for change in gate.evals:
-        old = before[change.eval_id].status(strict=strict, min_pass_rate=min_pass_rate)
-        new = after[change.eval_id].status(strict=strict, min_pass_rate=min_pass_rate)
+        old_counts, new_counts = before[change.eval_id], after[change.eval_id]
+        if old_counts[:5] == new_counts[:5]:
+            continue
+        old = old_counts.tally(change.eval_id).status(strict=strict, min_pass_rate=min_pass_rate)
+        new = new_counts.tally(change.eval_id).status(strict=strict, min_pass_rate=min_pass_rate)
         if old == new and change.change != "regression" and change.change != "improvement":
             continue
         comparison = change.comparison
@@ -228,13 +258,13 @@ def _quality(suite: Comparison, mean_scores: list[MeanScoreChange]) -> list[Dime
     return dimensions
 
 
-def _clusters(before: dict[str, EvalTally], after: dict[str, EvalTally]) -> dict[str, str] | None:
+def _clusters(before: dict[str, Counts], after: dict[str, Counts]) -> dict[str, str] | None:
     """The head's cluster of each shared eval, when both runs recorded one for every shared eval (suite runs stored
     before clusters were have none: their evals are then paired one by one, as independent cases)."""
     shared = before.keys() & after.keys()
-    if any(before[e].eval.cluster is None or after[e].eval.cluster is None for e in shared):
+    if any(before[e].cluster is None or after[e].cluster is None for e in shared):
         return None
-    return {e: str(after[e].eval.cluster) for e in shared}
+    return {e: str(after[e].cluster) for e in shared}
 
 
 def _differences(conn: Connection, base: str, head: str) -> list[RunDifference]:

@@ -331,6 +331,8 @@ class UsageChange(BaseModel):
     base_text: str
     """`base` as the reports show it: `$0.0012`, `1.20s`."""
     head_text: str
+    method: str = "paired bootstrap"
+    """How the interval was found: `paired bootstrap`, or `normal approximation` over more than 5,000 cases."""
 
 
 class RunDifference(BaseModel):

@@ -114,6 +114,20 @@ def header(conn: Connection, suite_run_id: str) -> SuiteRunInfo:
     return info
 
 
+def evals_with_case(conn: Connection, suite_run_id: str, prefixes: Sequence[str]) -> list[str]:
+    """The ids of the evals of a suite run with a run whose case id starts with one of `prefixes`, sorted: the few
+    evals to read in full, found without reading every eval run of a large suite run."""
+    if not prefixes:
+        return []
+    query = (
+        select(eval_runs.c.eval_id)
+        .distinct()
+        .where(eval_runs.c.suite_run_id == suite_run_id)
+        .where(or_(*(eval_runs.c.case_id.startswith(prefix, autoescape=True) for prefix in prefixes)))
+    )
+    return sorted(conn.execute(query).scalars())
+
+
 def planned(conn: Connection, suite_run_id: str) -> list[PlannedEval]:
     """The evals a suite run planned, in plan order."""
     query = select(suite_evals).where(suite_evals.c.suite_run_id == suite_run_id).order_by(suite_evals.c.position)

@@ -113,6 +113,16 @@ class Store:
         with self._reading() as conn:
             return _read.get_run(conn, _read.resolve(conn, ref))
 
+    def info(self, ref: str) -> SuiteRunInfo:
+        """A suite run's header and totals alone, without its eval runs (one row, however large the run)."""
+        with self._reading() as conn:
+            return _read.header(conn, _read.resolve(conn, ref))
+
+    def evals_with_case(self, ref: str, prefixes: Sequence[str]) -> list[str]:
+        """The ids of a suite run's evals with a run whose case id starts with one of `prefixes`, sorted."""
+        with self._reading() as conn:
+            return _read.evals_with_case(conn, _read.resolve(conn, ref), prefixes)
+
     def planned(self, ref: str) -> list[PlannedEval]:
         """The evals a suite run planned, in plan order."""
         with self._reading() as conn:

@@ -13,7 +13,7 @@ their readers fold the eval runs (`tally_rows`) as they are.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pydantic_core
 
@@ -116,6 +116,50 @@ def tally_rows(session: Session, suite_run_id: str) -> tuple[list[TallyRow], Est
     return rows, clustered_rate([(row.passing, row.counted) for row, _ in counted], [key for _, key in counted])
 
 
+class Counts(NamedTuple):
+    """One eval's runs by outcome in a suite run, and its cluster: what `diff` and `exp compare` weigh."""
+
+    passed: int
+    scored: int
+    failed: int
+    skipped: int
+    counted: int
+    """Runs that were neither skipped nor failed for `infra`."""
+    cluster: str | None
+
+    def passing(self, *, strict: bool) -> int:
+        """Runs that count as passes: `passed`, and `scored` unless strict (`EvalTally.passing`)."""
+        return self.passed + (0 if strict else self.scored)
+
+    def tally(self, eval_id: str) -> EvalTally:
+        """The eval's `EvalTally` (for its verdict by a rule: `EvalTally.status`)."""
+        done = self.passed + self.scored + self.failed + self.skipped
+        tally = EvalTally(eval=PlannedEval(id=eval_id, file="", line=0, cluster=self.cluster))
+        tally.counts.update(
+            {"passed": self.passed, "scored": self.scored, "failed": self.failed, "skipped": self.skipped}
+        )
+        tally.infra = done - self.skipped - self.counted
+        return tally
+
+
+_KEPT_COUNTS = (
+    "SELECT t.eval_id, t.passed, t.scored, t.failed, t.skipped, t.counted, s.cluster FROM eval_tallies t "
+    "JOIN suite_evals s ON s.suite_run_id = t.suite_run_id AND s.eval_id = t.eval_id WHERE t.suite_run_id = ?"
+)
+
+
+def kept_counts(conn: Connection, suite_run_id: str) -> dict[str, Counts] | None:
+    """Each eval's counts as its suite run's kept tallies hold them; None when the suite run has none (still
+    running, or a full store could not take them): then the caller folds its eval runs."""
+    session = session_of(conn)
+    if session.execute("SELECT 1 FROM suite_tallies WHERE suite_run_id = ?", (suite_run_id,)).fetchone() is None:
+        return None
+    return {
+        row[0]: Counts(row[1], row[2], row[3], row[4], row[5], row[6])
+        for row in session.execute(_KEPT_COUNTS, (suite_run_id,))
+    }
+
+
 _SENT = "(jc.asked AND NOT jc.cached)"  # `JudgeCall.sent`: older stores kept `asked` true on cached verdicts
 _SPENT = "(jc.input_tokens + jc.output_tokens + jc.cache_read_tokens)"
 _IN_RUN = "FROM {table} JOIN eval_runs e ON e.id = a.eval_run_id WHERE e.suite_run_id = ?"
@@ -162,13 +206,63 @@ def folded_tallies(conn: Connection, suite_run_id: str) -> tuple[list[TallyRow],
     return tally_rows(session_of(conn), suite_run_id)
 
 
+_INFRA = "(e.outcome = 'failed' AND coalesce(e.failure_class, '') = 'infra')"
+_FOLD = (
+    "INSERT INTO eval_tallies ({columns}) SELECT p.suite_run_id, p.eval_id, p.position, p.file, p.line, p.tags, "
+    "p.runs, g.passed, g.scored, g.failed, g.skipped, g.passing, g.counted, CASE WHEN g.counted > 0 THEN "
+    "CAST(g.passing AS DOUBLE PRECISION) / g.counted END, g.duration_s, g.cost, 'skipped', 0, g.varied = 1 "
+    "FROM suite_evals p JOIN ("
+    "SELECT e.eval_id, sum(CASE WHEN e.outcome = 'passed' THEN 1 ELSE 0 END) AS passed, "
+    "sum(CASE WHEN e.outcome = 'scored' THEN 1 ELSE 0 END) AS scored, "
+    "sum(CASE WHEN e.outcome = 'failed' THEN 1 ELSE 0 END) AS failed, "
+    "sum(CASE WHEN e.outcome = 'skipped' THEN 1 ELSE 0 END) AS skipped, "
+    "sum(CASE WHEN e.outcome = 'passed' OR (e.outcome = 'scored' AND NOT ?) THEN 1 ELSE 0 END) AS passing, "
+    f"sum(CASE WHEN e.outcome = 'skipped' OR {_INFRA} THEN 0 ELSE 1 END) AS counted, "
+    "avg(e.duration_s) AS duration_s, "
+    "CASE WHEN count(e.agent_cost) = count(*) AND count(e.judge_cost) = count(*) THEN "
+    "sum(e.agent_cost + e.judge_cost) END AS cost, "
+    "max(CASE WHEN e.variant IS NULL OR CAST(e.variant AS TEXT) = 'null' THEN 0 ELSE 1 END) AS varied "
+    "FROM eval_runs e WHERE e.suite_run_id = ? GROUP BY e.eval_id"
+    ") g ON g.eval_id = p.eval_id WHERE p.suite_run_id = ?"
+)
+_OUTCOMES = "SELECT DISTINCT passed, scored, failed, skipped, counted FROM eval_tallies WHERE suite_run_id = ?"
+_JUDGED = (
+    "UPDATE eval_tallies SET verdict = ?, rank = ? WHERE suite_run_id = ? AND passed = ? AND scored = ? "
+    "AND failed = ? AND skipped = ? AND counted = ?"
+)
+_RATES = (
+    "SELECT t.passing, t.counted, s.cluster, t.eval_id FROM eval_tallies t JOIN suite_evals s "
+    "ON s.suite_run_id = t.suite_run_id AND s.eval_id = t.eval_id WHERE t.suite_run_id = ? AND t.counted > 0 "
+    "ORDER BY t.position"
+)
+
+_TAGS = "SELECT DISTINCT CAST(tags AS TEXT) FROM eval_tallies WHERE suite_run_id = ?"
+_VARIED = "SELECT eval_id FROM eval_tallies WHERE suite_run_id = ? AND varied ORDER BY position"
+
+
 def keep_tallies(session: Session, suite_run_id: str) -> None:
-    """Write (again) a closing suite run's tallies and pass rate, in the caller's transaction."""
-    rows, rate = tally_rows(session, suite_run_id)
+    """Write (again) a closing suite run's tallies and pass rate, in the caller's transaction: its eval runs folded
+    per eval by one `INSERT ... SELECT ... GROUP BY`, then each distinct set of counts judged once by
+    `EvalTally.status` (the rule `tally_rows` applies, in one place), the suite's rate from the kept rows."""
+    rule = session.execute("SELECT strict, min_pass_rate FROM suite_runs WHERE id = ?", (suite_run_id,)).fetchone()
     session.execute("DELETE FROM eval_tallies WHERE suite_run_id = ?", (suite_run_id,))
     session.execute("DELETE FROM suite_tallies WHERE suite_run_id = ?", (suite_run_id,))
-    tags = sorted({tag for row in rows for tag in row.tags})
-    varied = [row.eval_id for row in rows if row.varied]
+    strict, min_pass_rate = (bool(rule[0]), float(rule[1])) if rule is not None else (False, 1.0)
+    session.execute(_FOLD.format(columns=", ".join(TALLY_COLUMNS)), (strict, suite_run_id, suite_run_id))
+    judged = []
+    for found in session.execute(_OUTCOMES, (suite_run_id,)).fetchall():
+        passed, scored, failed, skipped, counted = (int(n) for n in found)
+        verdict = (
+            Counts(passed, scored, failed, skipped, counted, None)
+            .tally("")
+            .status(strict=strict, min_pass_rate=min_pass_rate)
+        )
+        judged.append((verdict, VERDICT_RANK[verdict], suite_run_id, passed, scored, failed, skipped, counted))
+    session.executemany(session.sql(_JUDGED), judged)
+    rated = session.execute(_RATES, (suite_run_id,)).fetchall()
+    rate = clustered_rate([(int(r[0]), int(r[1])) for r in rated], [r[2] or r[3] for r in rated])
+    tags = sorted({tag for (found,) in session.execute(_TAGS, (suite_run_id,)).fetchall() for tag in _list(found)})
+    varied = [eval_id for (eval_id,) in session.execute(_VARIED, (suite_run_id,)).fetchall()]
     json_mark = "?" + session.dialect.json_cast
     session.execute(
         "INSERT INTO suite_tallies (suite_run_id, pass_rate, low, high, tags, varied, judging) "
@@ -176,20 +270,11 @@ def keep_tallies(session: Session, suite_run_id: str) -> None:
         (suite_run_id, rate.value, rate.low, rate.high, _json(tags), _json(varied),
          _json(judging(session, suite_run_id))),
     )  # fmt: skip
-    values = [_values(suite_run_id, row) for row in rows]
-    if session.dialect.kind == "postgresql":
-        session.copy(f"COPY eval_tallies ({', '.join(TALLY_COLUMNS)}) FROM STDIN", values)
-        return
-    marks = ", ".join("?" for _ in TALLY_COLUMNS)
-    session.executemany(f"INSERT INTO eval_tallies ({', '.join(TALLY_COLUMNS)}) VALUES ({marks})", values)
 
 
-def _values(suite_run_id: str, row: TallyRow) -> tuple[Any, ...]:
-    return (
-        suite_run_id, row.eval_id, row.position, row.file, row.line, _json(row.tags),
-        row.runs, row.passed, row.scored, row.failed, row.skipped, row.passing, row.counted, row.pass_rate,
-        row.duration_s, row.cost, row.verdict, row.rank, row.varied,
-    )  # fmt: skip
+def _list(text: str) -> list[str]:
+    found: list[str] = pydantic_core.from_json(text)
+    return found
 
 
 def _json(value: object) -> str:
