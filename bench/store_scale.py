@@ -8,7 +8,11 @@ a sort, a far page), the compare page, one eval run and one eval's history (medi
 requests), and the wall time of `niceeval diff` and `niceeval report --format json` on the two latest runs.
 
     python bench/store_scale.py [--runs 10] [--evals 100000] [--requests 7] [--compare-requests 2]
-                                [--store /tmp/scalestore/10x100k.db]
+                                [--store /tmp/scalestore/10x100k.db | --postgres /tmp/scalestore/pg]
+
+`--postgres DIR` runs a throwaway PostgreSQL cluster from Debian's packages (`initdb`, `pg_ctl`, as
+`tests/_postgres.py` does: a Unix socket in DIR, no TCP, fsync off), its data in DIR: made on first use, started
+for the bench and stopped after it; each size gets its own database (`runs<N>x<M>`). Delete DIR to drop it.
 
 The store is kept and reused when it already has the asked size. The load average is printed with the figures.
 """
@@ -18,18 +22,23 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "web"))
+sys.path.insert(0, str(ROOT / "tests"))
 
+from _postgres import SUPERUSER, _bin_dir  # noqa: E402
 from _stored import _demo_result  # noqa: E402
 
 from niceeval._core.summary import PlannedEval  # noqa: E402
@@ -70,6 +79,44 @@ def fill(url: str, runs: int, evals: int) -> None:
         finally:
             recorder.close()
     print(f"filled {url}: {runs} x {evals} eval runs in {time.perf_counter() - started:.0f} s")
+
+
+@contextmanager
+def postgres(folder: Path, database: str) -> Iterator[str]:
+    """A cluster with its data in `folder` (made on first use), running while the block runs: `database`'s URL."""
+    bin_dir = _bin_dir()
+    if bin_dir is None:
+        raise SystemExit("PostgreSQL is not installed (Debian package `postgresql`; scripts/system-deps.sh)")
+    as_root = os.geteuid() == 0
+    prefix = ["runuser", "-u", "nobody", "--"] if as_root else []
+    data, sockets = folder / "data", folder / "run"
+
+    def run(*command: str) -> None:
+        done = subprocess.run([*prefix, *command], capture_output=True, text=True, check=False, cwd=folder)
+        if done.returncode != 0:
+            raise SystemExit(f"{' '.join(command)} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+
+    sockets.mkdir(parents=True, exist_ok=True)
+    if as_root:
+        for path in (folder, sockets):
+            os.chmod(path, 0o755)
+            shutil.chown(path, "nobody")
+    if not data.exists():
+        run(str(bin_dir / "initdb"), "-D", str(data), "-U", SUPERUSER, "--auth=trust", "--no-sync", "-E", "UTF8")
+    options = (
+        f"-c listen_addresses='' -c unix_socket_directories={sockets} -c fsync=off -c synchronous_commit=off "
+        "-c full_page_writes=off"
+    )
+    run(str(bin_dir / "pg_ctl"), "-D", str(data), "-l", str(folder / "log"), "-o", options, "-w", "start")
+    try:
+        import psycopg
+
+        with psycopg.connect(host=str(sockets), user=SUPERUSER, dbname="postgres", autocommit=True) as conn:
+            if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (database,)).fetchone() is None:
+                conn.execute(f'CREATE DATABASE "{database}"')  # type: ignore[arg-type]  # a fixed-shape name
+        yield f"postgresql+psycopg://{SUPERUSER}@/{database}?host={sockets}"
+    finally:
+        run(str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop")
 
 
 def load() -> str:
@@ -146,11 +193,19 @@ def main() -> None:
     parser.add_argument("--evals", type=int, default=100_000)
     parser.add_argument("--requests", type=int, default=7)
     parser.add_argument("--store", default="/tmp/scalestore/10x100k.db")
+    parser.add_argument("--postgres", type=Path, help="a throwaway PostgreSQL cluster with its data in this folder")
     parser.add_argument("--compare-requests", type=int, default=2, help="requests to each compare page (it runs diff)")
     parser.add_argument("--fill-only", action="store_true")
     parser.add_argument("--commands-only", action="store_true", help="time `diff` and `report` alone")
     args = parser.parse_args()
-    url = url_of(args.store)
+    if args.postgres is None:
+        measure(args, url_of(args.store))
+        return
+    with postgres(args.postgres, f"runs{args.runs}x{args.evals}") as url:
+        measure(args, url)
+
+
+def measure(args: argparse.Namespace, url: str) -> None:
     fill(url, args.runs, args.evals)
     if args.fill_only:
         return
