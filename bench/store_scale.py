@@ -14,6 +14,10 @@ requests), and the wall time of `niceeval diff` and `niceeval report --format js
 `tests/_postgres.py` does: a Unix socket in DIR, no TCP, fsync off), its data in DIR: made on first use, started
 for the bench and stopped after it; each size gets its own database (`runs<N>x<M>`). Delete DIR to drop it.
 
+`--distinct K` writes only the first K suite runs through the `Recorder`; the others are copies of them made in
+SQL (`INSERT ... SELECT`: run j copies run j mod K, with new row ids and a later start), so 1,000 x 1,000 fills in
+minutes on a loaded machine. The pages read the same rows either way; the copies' outcomes repeat every K runs.
+
 The store is kept and reused when it already has the asked size. The load average is printed with the figures.
 """
 
@@ -30,9 +34,12 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import httpx
+from sqlalchemy import ColumnElement, Connection, Table, func, insert, literal, select, text
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "web"))
@@ -42,7 +49,7 @@ from _postgres import SUPERUSER, _bin_dir  # noqa: E402
 from _stored import _demo_result  # noqa: E402
 
 from niceeval._core.summary import PlannedEval  # noqa: E402
-from niceeval.store import Store, SuiteRunStart  # noqa: E402
+from niceeval.store import Store, SuiteRunStart, tables  # noqa: E402
 from niceeval.store._recorder import Recorder, SuiteEnd  # noqa: E402
 
 CHUNK = 2000
@@ -53,7 +60,7 @@ def url_of(store: str) -> str:
     return store if "://" in store else f"sqlite:///{store}"
 
 
-def fill(url: str, runs: int, evals: int) -> None:
+def fill(url: str, runs: int, evals: int, distinct: int | None = None) -> None:
     with Store.open(url) as store:
         have = store.runs(limit=runs + 1)
         if len(have) == runs and all(r.evals == evals and r.status == "finished" for r in have):
@@ -67,7 +74,7 @@ def fill(url: str, runs: int, evals: int) -> None:
     with Store.open(url) as store:
         recorder = Recorder.of(store)
         try:
-            for variant in range(runs):
+            for variant in range(min(runs, distinct or runs)):
                 run_id = uuid.uuid4().hex[:12]
                 start = SuiteRunStart(id=run_id, command=["niceeval", "run"], git_commit="0123abcd" * 5)
                 recorder.begin(start, plan)
@@ -78,7 +85,73 @@ def fill(url: str, runs: int, evals: int) -> None:
                 print(f"  {variant + 1} suite runs written ({time.perf_counter() - started:.0f} s)", flush=True)
         finally:
             recorder.close()
+    if distinct is not None and runs > distinct:
+        copy_runs(url, runs, started)
     print(f"filled {url}: {runs} x {evals} eval runs in {time.perf_counter() - started:.0f} s")
+
+
+OWNED_BY_EVAL_RUNS = (tables.events, tables.turns, tables.spans)
+KEYED_BY_SUITE_RUN = (tables.suite_evals, tables.eval_tallies, tables.suite_tallies)
+
+
+def copy_runs(url: str, runs: int, started: float) -> None:
+    """Copy the store's suite runs (in SQL) until it holds `runs`: copy j of the K written is of run j mod K."""
+    with Store.open(url) as store, store.engine.begin() as conn:
+        sources = conn.execute(select(tables.suite_runs).order_by(tables.suite_runs.c.started_at)).mappings().all()
+        last = max(row["started_at"] for row in sources)
+        top_run = conn.execute(select(func.max(tables.eval_runs.c.id))).scalar_one()
+        top_assertion = conn.execute(select(func.max(tables.assertions.c.id))).scalar_one()
+        top_call = conn.execute(select(func.max(tables.judge_calls.c.id))).scalar() or 0
+        for j in range(len(sources), runs):
+            source, lap = sources[j % len(sources)], j // len(sources)
+            new_id = uuid.uuid4().hex[:12]
+            shift = last - sources[0]["started_at"] + timedelta(seconds=j)
+            moved = {"id": new_id, "started_at": source["started_at"] + shift}
+            if source["finished_at"] is not None:
+                moved["finished_at"] = source["finished_at"] + shift
+            conn.execute(insert(tables.suite_runs).values({**source, **moved}))
+            copy = {"suite_run_id": literal(new_id)}
+            for table in KEYED_BY_SUITE_RUN:
+                _copy(conn, table, copy, table.c.suite_run_id == source["id"])
+            runs_of = select(tables.eval_runs.c.id).where(tables.eval_runs.c.suite_run_id == source["id"])
+            _copy(
+                conn,
+                tables.eval_runs,
+                {**copy, "id": tables.eval_runs.c.id + top_run * lap},
+                tables.eval_runs.c.id.in_(runs_of),
+            )
+            for table in OWNED_BY_EVAL_RUNS:
+                _copy(
+                    conn, table, {"eval_run_id": table.c.eval_run_id + top_run * lap}, table.c.eval_run_id.in_(runs_of)
+                )
+            a = tables.assertions
+            _copy(
+                conn,
+                a,
+                {"id": a.c.id + top_assertion * lap, "eval_run_id": a.c.eval_run_id + top_run * lap},
+                a.c.eval_run_id.in_(runs_of),
+            )
+            c = tables.judge_calls
+            of_source = select(a.c.id).where(a.c.eval_run_id.in_(runs_of))
+            _copy(
+                conn,
+                c,
+                {"id": c.c.id + top_call * lap, "assertion_id": c.c.assertion_id + top_assertion * lap},
+                c.c.assertion_id.in_(of_source),
+            )
+            if j % 100 == 99:
+                print(f"  {j + 1} suite runs ({time.perf_counter() - started:.0f} s)", flush=True)
+        if conn.dialect.name == "postgresql":
+            for table in (tables.eval_runs, tables.assertions, tables.judge_calls):
+                top = f"(SELECT max(id) FROM {table.name})"
+                conn.execute(text(f"SELECT setval(pg_get_serial_sequence('{table.name}', 'id'), {top})"))
+
+
+def _copy(conn: Connection, table: Table, replaced: dict[str, Any], where: ColumnElement[bool]) -> None:
+    """`INSERT INTO table SELECT ... WHERE where`, with the `replaced` columns' values computed."""
+    names = [column.name for column in table.columns]
+    chosen = select(*(replaced[n].label(n) if n in replaced else table.c[n] for n in names)).where(where)
+    conn.execute(insert(table).from_select(names, chosen))
 
 
 @contextmanager
@@ -195,6 +268,7 @@ def main() -> None:
     parser.add_argument("--store", default="/tmp/scalestore/10x100k.db")
     parser.add_argument("--postgres", type=Path, help="a throwaway PostgreSQL cluster with its data in this folder")
     parser.add_argument("--compare-requests", type=int, default=2, help="requests to each compare page (it runs diff)")
+    parser.add_argument("--distinct", type=int, help="write K suite runs, copy the rest in SQL")
     parser.add_argument("--fill-only", action="store_true")
     parser.add_argument("--commands-only", action="store_true", help="time `diff` and `report` alone")
     args = parser.parse_args()
@@ -206,7 +280,7 @@ def main() -> None:
 
 
 def measure(args: argparse.Namespace, url: str) -> None:
-    fill(url, args.runs, args.evals)
+    fill(url, args.runs, args.evals, args.distinct)
     if args.fill_only:
         return
     with Store.open(url) as store:
