@@ -12,7 +12,8 @@ requests), and the wall time of `niceeval diff` and `niceeval report --format js
 
 `--postgres DIR` runs a throwaway PostgreSQL cluster from Debian's packages (`initdb`, `pg_ctl`, as
 `tests/_postgres.py` does: a Unix socket in DIR, no TCP, fsync off), its data in DIR: made on first use, started
-for the bench and stopped after it; each size gets its own database (`runs<N>x<M>`). Delete DIR to drop it.
+for the bench and stopped after it; each size gets its own database (`runs<N>x<M>`). Delete DIR to drop it. A
+fill on PostgreSQL ends with `VACUUM ANALYZE` (the planner's statistics of a store in use).
 
 `--distinct K` writes only the first K suite runs through the `Recorder`; the others are copies of them made in
 SQL (`INSERT ... SELECT`: run j copies run j mod K, with new row ids and a later start), so 1,000 x 1,000 fills in
@@ -87,7 +88,18 @@ def fill(url: str, runs: int, evals: int, distinct: int | None = None) -> None:
             recorder.close()
     if distinct is not None and runs > distinct:
         copy_runs(url, runs, started)
+    settle(url)
     print(f"filled {url}: {runs} x {evals} eval runs in {time.perf_counter() - started:.0f} s")
+
+
+def settle(url: str) -> None:
+    """On PostgreSQL, `VACUUM ANALYZE` the filled store: its planner's statistics as autovacuum leaves a store that
+    has been in use (right after a bulk fill they describe the empty tables, and the plans are the wrong ones)."""
+    with Store.open(url) as store:
+        if store.engine.dialect.name != "postgresql":
+            return
+        with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(text("VACUUM ANALYZE"))
 
 
 OWNED_BY_EVAL_RUNS = (tables.events, tables.turns, tables.spans)
