@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from sqlalchemy import ColumnElement, Connection, Table, func, insert, literal, select, text
+from sqlalchemy import ColumnElement, Connection, Table, case, func, insert, literal, select, text
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "web"))
@@ -104,59 +104,57 @@ def settle(url: str) -> None:
 
 OWNED_BY_EVAL_RUNS = (tables.events, tables.turns, tables.spans)
 KEYED_BY_SUITE_RUN = (tables.suite_evals, tables.eval_tallies, tables.suite_tallies)
+ID_TABLES = (tables.eval_runs, tables.assertions, tables.judge_calls)
 
 
 def copy_runs(url: str, runs: int, started: float) -> None:
-    """Copy the store's suite runs (in SQL) until it holds `runs`: copy j of the K written is of run j mod K."""
-    with Store.open(url) as store, store.engine.begin() as conn:
-        sources = conn.execute(select(tables.suite_runs).order_by(tables.suite_runs.c.started_at)).mappings().all()
+    """Copy the store's K suite runs (in SQL) until it holds `runs`, a lap of (up to) K copies per transaction:
+    copy j is of run j mod K, its row ids those of its source plus a lap's offset."""
+    with Store.open(url) as store:
+        with store.engine.connect() as conn:
+            sources = conn.execute(select(tables.suite_runs).order_by(tables.suite_runs.c.started_at)).mappings().all()
+            tops = [conn.execute(select(func.max(t.c.id))).scalar() or 0 for t in ID_TABLES]
         last = max(row["started_at"] for row in sources)
-        top_run = conn.execute(select(func.max(tables.eval_runs.c.id))).scalar_one()
-        top_assertion = conn.execute(select(func.max(tables.assertions.c.id))).scalar_one()
-        top_call = conn.execute(select(func.max(tables.judge_calls.c.id))).scalar() or 0
-        for j in range(len(sources), runs):
-            source, lap = sources[j % len(sources)], j // len(sources)
-            new_id = uuid.uuid4().hex[:12]
-            shift = last - sources[0]["started_at"] + timedelta(seconds=j)
-            moved = {"id": new_id, "started_at": source["started_at"] + shift}
-            if source["finished_at"] is not None:
-                moved["finished_at"] = source["finished_at"] + shift
-            conn.execute(insert(tables.suite_runs).values({**source, **moved}))
-            copy = {"suite_run_id": literal(new_id)}
-            for table in KEYED_BY_SUITE_RUN:
-                _copy(conn, table, copy, table.c.suite_run_id == source["id"])
-            runs_of = select(tables.eval_runs.c.id).where(tables.eval_runs.c.suite_run_id == source["id"])
-            _copy(
-                conn,
-                tables.eval_runs,
-                {**copy, "id": tables.eval_runs.c.id + top_run * lap},
-                tables.eval_runs.c.id.in_(runs_of),
+        for lap in range(1, -(-runs // len(sources))):
+            chosen = sources[: min(len(sources), runs - lap * len(sources))]
+            with store.engine.begin() as conn:
+                renamed: dict[str, str] = {}
+                for n, source in enumerate(chosen):
+                    renamed[source["id"]] = uuid.uuid4().hex[:12]
+                    shift = last - sources[0]["started_at"] + timedelta(seconds=lap * len(sources) + n)
+                    moved = {"id": renamed[source["id"]], "started_at": source["started_at"] + shift}
+                    if source["finished_at"] is not None:
+                        moved["finished_at"] = source["finished_at"] + shift
+                    conn.execute(insert(tables.suite_runs).values({**source, **moved}))
+                _copy_lap(conn, renamed, tops, lap)
+            print(
+                f"  {lap * len(sources) + len(chosen)} suite runs ({time.perf_counter() - started:.0f} s)", flush=True
             )
-            for table in OWNED_BY_EVAL_RUNS:
-                _copy(
-                    conn, table, {"eval_run_id": table.c.eval_run_id + top_run * lap}, table.c.eval_run_id.in_(runs_of)
-                )
-            a = tables.assertions
-            _copy(
-                conn,
-                a,
-                {"id": a.c.id + top_assertion * lap, "eval_run_id": a.c.eval_run_id + top_run * lap},
-                a.c.eval_run_id.in_(runs_of),
-            )
-            c = tables.judge_calls
-            of_source = select(a.c.id).where(a.c.eval_run_id.in_(runs_of))
-            _copy(
-                conn,
-                c,
-                {"id": c.c.id + top_call * lap, "assertion_id": c.c.assertion_id + top_assertion * lap},
-                c.c.assertion_id.in_(of_source),
-            )
-            if j % 100 == 99:
-                print(f"  {j + 1} suite runs ({time.perf_counter() - started:.0f} s)", flush=True)
-        if conn.dialect.name == "postgresql":
-            for table in (tables.eval_runs, tables.assertions, tables.judge_calls):
-                top = f"(SELECT max(id) FROM {table.name})"
-                conn.execute(text(f"SELECT setval(pg_get_serial_sequence('{table.name}', 'id'), {top})"))
+        if store.engine.dialect.name == "postgresql":
+            with store.engine.begin() as conn:
+                for table in ID_TABLES:
+                    top = f"(SELECT max(id) FROM {table.name})"
+                    conn.execute(text(f"SELECT setval(pg_get_serial_sequence('{table.name}', 'id'), {top})"))
+
+
+def _copy_lap(conn: Connection, renamed: dict[str, str], tops: list[int], lap: int) -> None:
+    """Copy the rows of the source suite runs `renamed` names (old id -> new id): row ids up to `tops` (the
+    sources'), moved by `lap` times them."""
+    runs, asserted, calls = ID_TABLES
+    run_offset, assertion_offset, call_offset = (top * lap for top in tops)
+    new_id = case({old: literal(new) for old, new in renamed.items()}, value=runs.c.suite_run_id)
+    for table in KEYED_BY_SUITE_RUN:
+        mapped = case({old: literal(new) for old, new in renamed.items()}, value=table.c.suite_run_id)
+        _copy(conn, table, {"suite_run_id": mapped}, table.c.suite_run_id.in_(list(renamed)))
+    _copy(conn, runs, {"suite_run_id": new_id, "id": runs.c.id + run_offset}, runs.c.suite_run_id.in_(list(renamed)))
+    of_runs = select(runs.c.id).where(runs.c.suite_run_id.in_(list(renamed)), runs.c.id <= tops[0])
+    for table in OWNED_BY_EVAL_RUNS:
+        _copy(conn, table, {"eval_run_id": table.c.eval_run_id + run_offset}, table.c.eval_run_id.in_(of_runs))
+    moved = {"id": asserted.c.id + assertion_offset, "eval_run_id": asserted.c.eval_run_id + run_offset}
+    _copy(conn, asserted, moved, asserted.c.eval_run_id.in_(of_runs))
+    of_assertions = select(asserted.c.id).where(asserted.c.eval_run_id.in_(of_runs))
+    moved = {"id": calls.c.id + call_offset, "assertion_id": calls.c.assertion_id + assertion_offset}
+    _copy(conn, calls, moved, calls.c.assertion_id.in_(of_assertions))
 
 
 def _copy(conn: Connection, table: Table, replaced: dict[str, Any], where: ColumnElement[bool]) -> None:
