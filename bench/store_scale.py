@@ -223,7 +223,7 @@ def time_page(client: httpx.Client, path: str, requests: int) -> tuple[float, fl
     return statistics.median(timings), max(timings), size
 
 
-def pages(url: str, latest: str, requests: int, compare_requests: int) -> None:
+def pages(url: str, latest: str, requests: int, compare_requests: int, *, compare: bool = True) -> None:
     server = subprocess.Popen(
         [sys.executable, "-m", "niceeval.cli", "view", "--port", "0", "--store", url], stdout=subprocess.PIPE, text=True
     )
@@ -243,6 +243,8 @@ def pages(url: str, latest: str, requests: int, compare_requests: int) -> None:
             "eval run": f"/runs/{latest}/eval?id={eval_id}",
             "eval history": f"/evals/history?id={eval_id}",
         }
+        if not compare:
+            wanted = {name: path for name, path in wanted.items() if "compare" not in name}
         with httpx.Client(base_url=base.rstrip("/"), timeout=300) as client:
             client.get("/")
             print(f"{'page':<30} {'median':>9} {'worst':>9} {'bytes':>10}   ({load()})")
@@ -281,6 +283,7 @@ def main() -> None:
     parser.add_argument("--distinct", type=int, help="write K suite runs, copy the rest in SQL")
     parser.add_argument("--fill-only", action="store_true")
     parser.add_argument("--commands-only", action="store_true", help="time `diff` and `report` alone")
+    parser.add_argument("--pages-only", action="store_true", help="the pages without compare; no commands")
     args = parser.parse_args()
     if args.postgres is None:
         measure(args, url_of(args.store))
@@ -296,8 +299,9 @@ def measure(args: argparse.Namespace, url: str) -> None:
     with Store.open(url) as store:
         head, base = (r.id for r in store.runs(limit=2))
     if not args.commands_only:
-        pages(url, head, args.requests, args.compare_requests)
-    commands(url, base, head)
+        pages(url, head, args.requests, args.compare_requests, compare=not args.pages_only)
+    if not args.pages_only:
+        commands(url, base, head)
 
 
 if __name__ == "__main__":
