@@ -15,10 +15,10 @@ from starlette.testclient import TestClient
 from niceeval._core.assertion import AssertionResult
 from niceeval._core.results import RunResult, Spend
 from niceeval._core.summary import PlannedEval
+from niceeval.attacks import RESISTED
 from niceeval.store import Store, SuiteRunStart
 from niceeval.store._recorder import Recorder, SuiteEnd
 from niceeval.store.tables import eval_tallies, suite_tallies
-from niceeval.attacks import RESISTED
 from niceeval.web import Access, ViewerSettings, create_app
 from niceeval.web._queries import attack_verdicts_query
 
