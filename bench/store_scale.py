@@ -8,7 +8,16 @@ a sort, a far page), the compare page, one eval run and one eval's history (medi
 requests), and the wall and CPU time of `niceeval diff` and `niceeval report --json` on the two latest runs.
 
     python bench/store_scale.py [--runs 10] [--evals 100000] [--requests 7] [--compare-requests 2]
-                                [--store /tmp/scalestore/10x100k.db]
+                                [--store /tmp/scalestore/10x100k.db | --postgres /tmp/scalestore/pg]
+
+`--postgres DIR` runs a throwaway PostgreSQL cluster from Debian's packages (`initdb`, `pg_ctl`, as
+`tests/_postgres.py` does: a Unix socket in DIR, no TCP, fsync off), its data in DIR: made on first use, started
+for the bench and stopped after it; each size gets its own database (`runs<N>x<M>`). Delete DIR to drop it. A
+fill on PostgreSQL ends with `VACUUM ANALYZE` (the planner's statistics of a store in use).
+
+`--distinct K` writes only the first K suite runs through the `Recorder`; the others are copies of them made in
+SQL (`INSERT ... SELECT`: run j copies run j mod K, with new row ids and a later start), so 1,000 x 1,000 fills in
+minutes on a loaded machine. The pages read the same rows either way; the copies' outcomes repeat every K runs.
 
 The store is kept and reused when it already has the asked size. The load average is printed with the figures.
 """
@@ -19,23 +28,31 @@ import argparse
 import os
 import re
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import httpx
+from sqlalchemy import ColumnElement, Connection, Table, case, func, insert, literal, select, text
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "web"))
+sys.path.insert(0, str(ROOT / "tests"))
 
+from _postgres import SUPERUSER, _bin_dir  # noqa: E402
 from _stored import _demo_result  # noqa: E402
 
 from niceeval._core.summary import PlannedEval  # noqa: E402
-from niceeval.store import Store, SuiteRunStart  # noqa: E402
+from niceeval.store import Store, SuiteRunStart, tables  # noqa: E402
 from niceeval.store._recorder import Recorder, SuiteEnd  # noqa: E402
 
 CHUNK = 2000
@@ -46,7 +63,7 @@ def url_of(store: str) -> str:
     return store if "://" in store else f"sqlite:///{store}"
 
 
-def fill(url: str, runs: int, evals: int) -> None:
+def fill(url: str, runs: int, evals: int, distinct: int | None = None) -> None:
     with Store.open(url) as store:
         have = store.runs(limit=runs + 1)
         if len(have) == runs and all(r.evals == evals and r.status == "finished" for r in have):
@@ -60,7 +77,7 @@ def fill(url: str, runs: int, evals: int) -> None:
     with Store.open(url) as store:
         recorder = Recorder.of(store)
         try:
-            for variant in range(runs):
+            for variant in range(min(runs, distinct or runs)):
                 run_id = uuid.uuid4().hex[:12]
                 start = SuiteRunStart(id=run_id, command=["niceeval", "run"], git_commit="0123abcd" * 5)
                 recorder.begin(start, plan)
@@ -71,7 +88,120 @@ def fill(url: str, runs: int, evals: int) -> None:
                 print(f"  {variant + 1} suite runs written ({time.perf_counter() - started:.0f} s)", flush=True)
         finally:
             recorder.close()
+    if distinct is not None and runs > distinct:
+        copy_runs(url, runs, started)
+    settle(url)
     print(f"filled {url}: {runs} x {evals} eval runs in {time.perf_counter() - started:.0f} s")
+
+
+def settle(url: str) -> None:
+    """On PostgreSQL, `VACUUM ANALYZE` the filled store: its planner's statistics as autovacuum leaves a store that
+    has been in use (right after a bulk fill they describe the empty tables, and the plans are the wrong ones)."""
+    with Store.open(url) as store:
+        if store.engine.dialect.name != "postgresql":
+            return
+        with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(text("VACUUM ANALYZE"))
+
+
+OWNED_BY_EVAL_RUNS = (tables.events, tables.turns, tables.spans)
+KEYED_BY_SUITE_RUN = (tables.suite_evals, tables.eval_tallies, tables.suite_tallies)
+ID_TABLES = (tables.eval_runs, tables.assertions, tables.judge_calls)
+
+
+def copy_runs(url: str, runs: int, started: float) -> None:
+    """Copy the store's K suite runs (in SQL) until it holds `runs`, a lap of (up to) K copies per transaction:
+    copy j is of run j mod K, its row ids those of its source plus a lap's offset."""
+    with Store.open(url) as store:
+        with store.engine.connect() as conn:
+            sources = conn.execute(select(tables.suite_runs).order_by(tables.suite_runs.c.started_at)).mappings().all()
+            tops = [conn.execute(select(func.max(t.c.id))).scalar() or 0 for t in ID_TABLES]
+        last = max(row["started_at"] for row in sources)
+        for lap in range(1, -(-runs // len(sources))):
+            chosen = sources[: min(len(sources), runs - lap * len(sources))]
+            with store.engine.begin() as conn:
+                renamed: dict[str, str] = {}
+                for n, source in enumerate(chosen):
+                    renamed[source["id"]] = uuid.uuid4().hex[:12]
+                    shift = last - sources[0]["started_at"] + timedelta(seconds=lap * len(sources) + n)
+                    moved = {"id": renamed[source["id"]], "started_at": source["started_at"] + shift}
+                    if source["finished_at"] is not None:
+                        moved["finished_at"] = source["finished_at"] + shift
+                    conn.execute(insert(tables.suite_runs).values({**source, **moved}))
+                _copy_lap(conn, renamed, tops, lap)
+            print(
+                f"  {lap * len(sources) + len(chosen)} suite runs ({time.perf_counter() - started:.0f} s)", flush=True
+            )
+        if store.engine.dialect.name == "postgresql":
+            with store.engine.begin() as conn:
+                for table in ID_TABLES:
+                    top = f"(SELECT max(id) FROM {table.name})"
+                    conn.execute(text(f"SELECT setval(pg_get_serial_sequence('{table.name}', 'id'), {top})"))
+
+
+def _copy_lap(conn: Connection, renamed: dict[str, str], tops: list[int], lap: int) -> None:
+    """Copy the rows of the source suite runs `renamed` names (old id -> new id): row ids up to `tops` (the
+    sources'), moved by `lap` times them."""
+    runs, asserted, calls = ID_TABLES
+    run_offset, assertion_offset, call_offset = (top * lap for top in tops)
+    new_id = case({old: literal(new) for old, new in renamed.items()}, value=runs.c.suite_run_id)
+    for table in KEYED_BY_SUITE_RUN:
+        mapped = case({old: literal(new) for old, new in renamed.items()}, value=table.c.suite_run_id)
+        _copy(conn, table, {"suite_run_id": mapped}, table.c.suite_run_id.in_(list(renamed)))
+    _copy(conn, runs, {"suite_run_id": new_id, "id": runs.c.id + run_offset}, runs.c.suite_run_id.in_(list(renamed)))
+    of_runs = select(runs.c.id).where(runs.c.suite_run_id.in_(list(renamed)), runs.c.id <= tops[0])
+    for table in OWNED_BY_EVAL_RUNS:
+        _copy(conn, table, {"eval_run_id": table.c.eval_run_id + run_offset}, table.c.eval_run_id.in_(of_runs))
+    moved = {"id": asserted.c.id + assertion_offset, "eval_run_id": asserted.c.eval_run_id + run_offset}
+    _copy(conn, asserted, moved, asserted.c.eval_run_id.in_(of_runs))
+    of_assertions = select(asserted.c.id).where(asserted.c.eval_run_id.in_(of_runs))
+    moved = {"id": calls.c.id + call_offset, "assertion_id": calls.c.assertion_id + assertion_offset}
+    _copy(conn, calls, moved, calls.c.assertion_id.in_(of_assertions))
+
+
+def _copy(conn: Connection, table: Table, replaced: dict[str, Any], where: ColumnElement[bool]) -> None:
+    """`INSERT INTO table SELECT ... WHERE where`, with the `replaced` columns' values computed."""
+    names = [column.name for column in table.columns]
+    chosen = select(*(replaced[n].label(n) if n in replaced else table.c[n] for n in names)).where(where)
+    conn.execute(insert(table).from_select(names, chosen))
+
+
+@contextmanager
+def postgres(folder: Path, database: str) -> Iterator[str]:
+    """A cluster with its data in `folder` (made on first use), running while the block runs: `database`'s URL."""
+    bin_dir = _bin_dir()
+    if bin_dir is None:
+        raise SystemExit("PostgreSQL is not installed (Debian package `postgresql`; scripts/system-deps.sh)")
+    as_root = os.geteuid() == 0
+    prefix = ["runuser", "-u", "nobody", "--"] if as_root else []
+    data, sockets = folder / "data", folder / "run"
+
+    def run(*command: str) -> None:
+        done = subprocess.run([*prefix, *command], capture_output=True, text=True, check=False, cwd=folder)
+        if done.returncode != 0:
+            raise SystemExit(f"{' '.join(command)} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+
+    sockets.mkdir(parents=True, exist_ok=True)
+    if as_root:
+        for path in (folder, sockets):
+            os.chmod(path, 0o755)
+            shutil.chown(path, "nobody")
+    if not data.exists():
+        run(str(bin_dir / "initdb"), "-D", str(data), "-U", SUPERUSER, "--auth=trust", "--no-sync", "-E", "UTF8")
+    options = (
+        f"-c listen_addresses='' -c unix_socket_directories={sockets} -c fsync=off -c synchronous_commit=off "
+        "-c full_page_writes=off"
+    )
+    run(str(bin_dir / "pg_ctl"), "-D", str(data), "-l", str(folder / "log"), "-o", options, "-w", "start")
+    try:
+        import psycopg
+
+        with psycopg.connect(host=str(sockets), user=SUPERUSER, dbname="postgres", autocommit=True) as conn:
+            if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (database,)).fetchone() is None:
+                conn.execute(f'CREATE DATABASE "{database}"')  # type: ignore[arg-type]  # a fixed-shape name
+        yield f"postgresql+psycopg://{SUPERUSER}@/{database}?host={sockets}"
+    finally:
+        run(str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop")
 
 
 def load() -> str:
@@ -95,7 +225,7 @@ def time_page(client: httpx.Client, path: str, requests: int) -> tuple[float, fl
     return statistics.median(timings), max(timings), size
 
 
-def pages(url: str, latest: str, requests: int, compare_requests: int) -> None:
+def pages(url: str, latest: str, requests: int, compare_requests: int, *, compare: bool = True) -> None:
     server = subprocess.Popen(
         [sys.executable, "-m", "niceeval.cli", "view", "--port", "0", "--store", url], stdout=subprocess.PIPE, text=True
     )
@@ -115,6 +245,8 @@ def pages(url: str, latest: str, requests: int, compare_requests: int) -> None:
             "eval run": f"/runs/{latest}/eval?id={eval_id}",
             "eval history": f"/evals/history?id={eval_id}",
         }
+        if not compare:
+            wanted = {name: path for name, path in wanted.items() if "compare" not in name}
         with httpx.Client(base_url=base.rstrip("/"), timeout=300) as client:
             client.get("/")
             print(f"{'page':<30} {'median':>9} {'worst':>9} {'bytes':>10}   ({load()})")
@@ -154,19 +286,30 @@ def main() -> None:
     parser.add_argument("--evals", type=int, default=100_000)
     parser.add_argument("--requests", type=int, default=7)
     parser.add_argument("--store", default="/tmp/scalestore/10x100k.db")
+    parser.add_argument("--postgres", type=Path, help="a throwaway PostgreSQL cluster with its data in this folder")
     parser.add_argument("--compare-requests", type=int, default=2, help="requests to each compare page (it runs diff)")
+    parser.add_argument("--distinct", type=int, help="write K suite runs, copy the rest in SQL")
     parser.add_argument("--fill-only", action="store_true")
     parser.add_argument("--commands-only", action="store_true", help="time `diff` and `report` alone")
+    parser.add_argument("--pages-only", action="store_true", help="the pages without compare; no commands")
     args = parser.parse_args()
-    url = url_of(args.store)
-    fill(url, args.runs, args.evals)
+    if args.postgres is None:
+        measure(args, url_of(args.store))
+        return
+    with postgres(args.postgres, f"runs{args.runs}x{args.evals}") as url:
+        measure(args, url)
+
+
+def measure(args: argparse.Namespace, url: str) -> None:
+    fill(url, args.runs, args.evals, args.distinct)
     if args.fill_only:
         return
     with Store.open(url) as store:
         head, base = (r.id for r in store.runs(limit=2))
     if not args.commands_only:
-        pages(url, head, args.requests, args.compare_requests)
-    commands(url, base, head)
+        pages(url, head, args.requests, args.compare_requests, compare=not args.pages_only)
+    if not args.pages_only:
+        commands(url, base, head)
 
 
 if __name__ == "__main__":

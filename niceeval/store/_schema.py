@@ -24,6 +24,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     false,
+    text,
 )
 
 from niceeval.store._meta import SCHEMA_REVISION as SCHEMA_REVISION
@@ -41,6 +42,8 @@ Json = JSON()
 # SQLite only makes INTEGER PRIMARY KEY an alias of the rowid (auto-incremented); PostgreSQL wants BIGINT.
 RowId = BigInteger().with_variant(Integer(), "sqlite")
 When = DateTime(timezone=True)
+RESISTED = text("name = 'resisted attack'")
+"""The `resisted attack` verdicts (`niceeval.attacks`), indexed apart: the run page asks for them by name."""
 
 store_info = Table(
     "store_info",
@@ -213,6 +216,7 @@ assertions = Table(
     Column("unstable", Boolean, nullable=False, server_default=false()),
     Column("points", Float),
     Index(None, "eval_run_id", "position"),
+    Index("ix_assertions_resisted", "eval_run_id", sqlite_where=RESISTED, postgresql_where=RESISTED),
 )
 
 judge_calls = Table(
@@ -318,7 +322,7 @@ eval_tallies = Table(
     Column("verdict", String(16), nullable=False),
     Column("rank", Integer, nullable=False),
     Column("varied", Boolean, nullable=False),
-    Index(None, "suite_run_id", "rank", "position"),
+    Index(None, "suite_run_id", "rank", "position", "eval_id"),
 )
 """Each eval with a stored run in a closed suite run, folded over its runs by the suite run's rule (`_tallies`):
 the run page and compare read a page of these instead of every eval run. Written when the suite run closes."""

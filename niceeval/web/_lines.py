@@ -1,7 +1,9 @@
 """The run page's eval lines: filtered, sorted and paginated in the store, one page of rows per request.
 
 A closed suite run's evals are read from `eval_tallies` (kept when it closed) by SQL: the filters in the WHERE
-clause, the order in ORDER BY, the page by LIMIT/OFFSET, so a run of 100,000 evals costs one page of rows. A
+clause, the order in ORDER BY, the page by LIMIT/OFFSET over the eval ids alone (then that page's rows read whole:
+in the default order a deep page is skipped in the index `(suite_run_id, rank, position, eval_id)`, and a sort
+orders ids, not whole rows), so a run of 100,000 evals costs one page of rows. A
 suite run still `running` has no tallies yet: its evals are folded from its eval runs (`folded_tallies`) and filtered
 and sorted by the same rules here. Each shown line's first miss and the run to open are looked up for that page's
 evals alone.
@@ -203,12 +205,19 @@ def _from_kept(conn: Connection, suite_run_id: str, query: LineQuery, page: int,
     ordered = column.desc() if query.order == "desc" else column.asc()
     if column.nullable:
         ordered = ordered.nulls_last()
-    rows: Select[Any] = (
-        select(*(eval_tallies.c[field.name] for field in fields(TallyRow)))
+    shown = (
+        select(eval_tallies.c.eval_id)
         .where(*wanted)
         .order_by(ordered, eval_tallies.c.position)
         .limit(per_page)
         .offset((page - 1) * per_page)
+        .subquery()
+    )
+    rows: Select[Any] = (
+        select(*(eval_tallies.c[field.name] for field in fields(TallyRow)))
+        .join(shown, eval_tallies.c.eval_id == shown.c.eval_id)
+        .where(in_run)
+        .order_by(ordered, eval_tallies.c.position)
     )
     return _Found(
         rows=[TallyRow(**row) for row in conn.execute(rows).mappings()], matched=matched, total=total,

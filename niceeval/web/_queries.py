@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import Select, func, literal, select
 from starlette.exceptions import HTTPException
 
 from niceeval._core.assertion import AssertionResult, JudgeCall
@@ -254,10 +255,17 @@ def run_info(store: Store, ref: str) -> SuiteRunInfo:
 
 def attack_verdicts(store: Store, suite_run_id: str) -> list[tuple[str | None, dict[str, str] | None, str]]:
     """`(case id, variant, state)` of every `resisted attack` assertion of the suite run (`niceeval.attacks`)."""
-    query = (
-        select(eval_runs.c.case_id, eval_runs.c.variant, assertions.c.state)
-        .join(assertions, assertions.c.eval_run_id == eval_runs.c.id)
-        .where(eval_runs.c.suite_run_id == suite_run_id, assertions.c.name == RESISTED)
-    )
+    query = attack_verdicts_query(suite_run_id)
     with store.engine.connect() as conn:
         return [(case_id, variant, state) for case_id, variant, state in conn.execute(query)]
+
+
+def attack_verdicts_query(suite_run_id: str) -> Select[str, Any, str]:
+    """`attack_verdicts`' query. The name is written into the SQL, not bound: the store's partial index of these
+    verdicts (`ix_assertions_resisted`) serves a query whose WHERE names its value, so a suite run without attacks
+    costs one index probe, not a scan of every assertion in the store."""
+    return (
+        select(eval_runs.c.case_id, eval_runs.c.variant, assertions.c.state)
+        .join(assertions, assertions.c.eval_run_id == eval_runs.c.id)
+        .where(eval_runs.c.suite_run_id == suite_run_id, assertions.c.name == literal(RESISTED, literal_execute=True))
+    )

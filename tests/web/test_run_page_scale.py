@@ -6,17 +6,21 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 import pytest
 from _stored import ErrorInfo, result
 from starlette.testclient import TestClient
 
+from niceeval._core.assertion import AssertionResult
 from niceeval._core.results import RunResult, Spend
 from niceeval._core.summary import PlannedEval
+from niceeval.attacks import RESISTED
 from niceeval.store import Store, SuiteRunStart
 from niceeval.store._recorder import Recorder, SuiteEnd
 from niceeval.store.tables import eval_tallies, suite_tallies
 from niceeval.web import Access, ViewerSettings, create_app
+from niceeval.web._queries import attack_verdicts_query
 
 PER_PAGE = 200
 
@@ -242,3 +246,37 @@ def test_a_resumed_run_is_folded_while_it_runs_and_kept_anew_when_it_closes(open
     ]  # fmt: skip
     assert [r["pass_rate"] for r in rate] == [pytest.approx(2 / 3)]
     assert ids(viewer.get(f"/runs/{run}").text) == ["evals/a.py::y", "evals/a.py::z", "evals/a.py::x"]
+
+
+def attacked(family: str, n: int, state: str) -> RunResult:
+    """An attack run of `family`: its case id names the family, its `resisted attack` verdict is `state`."""
+    verdict = AssertionResult(name=RESISTED, severity="gate", score=None, threshold=1.0, state=state)  # type: ignore[arg-type]
+    run = result(f"evals/attack.py::resists[{family}-{n}]", "passed" if state == "passed" else "failed",
+                 assertions=[verdict])  # fmt: skip
+    return run.model_copy(update={"case_id": f"{family}-{n}"})
+
+
+def test_the_run_page_counts_the_runs_attack_verdicts_and_no_other_runs(opened: Store, viewer: TestClient) -> None:
+    plain = stored(opened, many(30))
+    states = ("passed", "failed", "passed", "passed")
+    attacks = stored(opened, [attacked("instruction_override", n, state) for n, state in enumerate(states)])
+    stored(opened, [attacked("data_exfiltration", n, "failed") for n in range(3)])
+
+    table = viewer.get(f"/runs/{attacks}").text.split('<table class="data attacks">', 1)[1].split("</table>", 1)[0]
+    cells = re.findall(r'<td class="id">([^<]+)</td><td class="num">(\d+/\d+)</td>', table)
+    assert cells == [("overall", "1/4"), ("instruction_override", "1/4")]
+    assert "data attacks" not in viewer.get(f"/runs/{plain}").text
+
+
+def test_attack_verdicts_are_looked_up_by_their_partial_index(tmp_path: Path) -> None:
+    """The verdicts' name is in the SQL, so SQLite (like PostgreSQL) can use the partial index that holds them."""
+    with Store.open(f"sqlite:///{tmp_path / 'store.db'}") as store:
+        run = stored(store, [attacked("instruction_override", 0, "failed"), *many(3)])
+        query = attack_verdicts_query(run)
+        compiled = query.compile(store.engine, compile_kwargs={"render_postcompile": True})
+        assert "'resisted attack'" in str(compiled)
+        with store.engine.connect() as conn:
+            plan = conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {compiled}", (run,)).all()
+            found = conn.execute(query).all()
+    assert any("ix_assertions_resisted" in str(step) for step in plan), plan
+    assert found == [("instruction_override-0", None, "failed")]
