@@ -14,13 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from sqlalchemy import Connection, and_, case, func, or_, select
+from sqlalchemy import Connection, select
 
 from niceeval._core.assertion import assertion_kind
 from niceeval._core.errors import ConfigError
 from niceeval._core.outcome import Outcome
 from niceeval.stats import Dimension
 from niceeval.store._costs import UsageLimits, case_usage, weigh_usage
+from niceeval.store._driver import session_of
 from niceeval.store._models import (
     MeanScoreChange,
     OutcomeChange,
@@ -29,7 +30,6 @@ from niceeval.store._models import (
     ScoreChange,
     SuiteChange,
 )
-from niceeval.store._records import slot_records
 from niceeval.store._schema import assertions, eval_runs, judge_calls, suite_evals, suite_runs
 from niceeval.store._tallies import Counts, kept_counts
 from niceeval.store._verdicts import tallies
@@ -82,29 +82,48 @@ ScoreSums = list[tuple[str, str | None, str, float, int, bool]]
 """Per eval and assertion (key, name): the sum and count of its scores over the eval's runs, and whether it is
 graded (soft, or scoring between 0 and 1 at least once)."""
 
+_SCORE_SUMS = (
+    "SELECT slot.eval_id, a.\"key\", a.name, sum(a.score), count(a.score), max(CASE WHEN a.severity != 'gate' OR "
+    "(a.score != 0.0 AND a.score != 1.0) THEN 1 ELSE 0 END) FROM eval_runs slot JOIN eval_runs record "
+    "ON record.suite_run_id = coalesce(slot.carried_from, slot.suite_run_id) AND record.eval_id = slot.eval_id "
+    "AND record.run_index = coalesce(slot.carried_index, slot.run_index) "
+    "JOIN assertions a ON a.eval_run_id = record.id WHERE slot.suite_run_id = ? AND a.score IS NOT NULL "
+    'GROUP BY slot.eval_id, a."key", a.name'
+)
+"""A carried attempt's assertions are on the row it carries (`_records.slot_records`); read by the driver's cursor:
+200,000 rows without a result object each."""
+
 
 def score_sums(conn: Connection, suite_run_id: str) -> ScoreSums:
     """A suite run's scores summed in SQL per eval and assertion (inconclusive verdicts have no score)."""
-    slots = slot_records(suite_run_id)  # a carried attempt's assertions are on the row it carries
-    score = assertions.c.score
-    graded = func.max(case((or_(assertions.c.severity != "gate", and_(score != 0.0, score != 1.0)), 1), else_=0))
-    query = (
-        select(slots.c.eval_id, assertions.c.key, assertions.c.name, func.sum(score), func.count(score), graded)
-        .join(assertions, assertions.c.eval_run_id == slots.c.record_id)
-        .where(score.is_not(None))
-        .group_by(slots.c.eval_id, assertions.c.key, assertions.c.name)
-    )
-    return [(e, key, name, float(total), int(n), bool(g)) for e, key, name, total, n, g in conn.execute(query).all()]
+    return [
+        (e, key, name, float(total), int(n), bool(g))
+        for e, key, name, total, n, g in session_of(conn).execute(_SCORE_SUMS, (suite_run_id,)).fetchall()
+    ]
 
 
-def _scores(sums: ScoreSums) -> dict[tuple[str, str], float]:
-    """Per eval and assertion (an assertion with `.key("id")` by its key, shown as `[id]`, so renaming its label
-    keeps history; else by its name): its mean score."""
+class _Identities(dict[tuple[str | None, str], tuple[str, str]]):
+    """An assertion's two identities by its (key, name): by key or name (`[id]`, or its label: renaming the label of
+    a keyed assertion keeps its history), and by key or kind (`similarity('Paris')` and `similarity('Rome')` are
+    one). A suite repeats a few assertions over every eval: each is worked out once."""
+
+    def __missing__(self, found: tuple[str | None, str]) -> tuple[str, str]:
+        key, name = found
+        self[found] = identities = (f"[{key}]", f"[{key}]") if key is not None else (name, assertion_kind(name))
+        return identities
+
+
+def _scores(sums: ScoreSums, identities: _Identities) -> dict[tuple[str, str], float]:
+    """Per eval and assertion by key or name: its mean score."""
     totals: dict[tuple[str, str], list[float]] = {}
     for eval_id, key, name, total, n, _ in sums:
-        found = totals.setdefault((eval_id, f"[{key}]" if key is not None else name), [0.0, 0.0])
-        found[0] += total
-        found[1] += n
+        identity = (eval_id, identities[key, name][0])
+        found = totals.get(identity)
+        if found is None:
+            totals[identity] = [total, n]
+        else:
+            found[0] += total
+            found[1] += n
     return {identity: total / n for identity, (total, n) in totals.items()}
 
 
@@ -112,30 +131,52 @@ def case_scores(conn: Connection, suite_run_id: str) -> tuple[CaseScores, set[st
     """Per assertion (its `[key]`, else its kind: `similarity('Paris')` and `similarity('Rome')` are one), per
     eval: the mean of its scores over the eval's runs (inconclusive verdicts have no score and are left out); and
     which assertions are graded: soft, or scoring between 0 and 1 at least once."""
-    return _case_scores(score_sums(conn, suite_run_id))
+    sums, identities = score_sums(conn, suite_run_id), _Identities()
+    graded = _graded(sums, identities)
+    return _case_scores(sums, identities, None), graded
 
 
-def _case_scores(sums: ScoreSums) -> tuple[CaseScores, set[str]]:
+def _graded(sums: ScoreSums, identities: _Identities) -> set[str]:
+    """The assertions (by key or kind) graded on this side: soft, or scoring between 0 and 1 at least once."""
+    return {identities[key, name][1] for _, key, name, _, _, soft in sums if soft}
+
+
+def _case_scores(sums: ScoreSums, identities: _Identities, kept: set[str] | None) -> CaseScores:
+    """Per assertion by key or kind (only the `kept` ones; None: all), per eval: its mean score."""
     totals: dict[str, dict[str, list[float]]] = {}
-    graded: set[str] = set()
-    kinds: dict[str, str] = {}  # a suite repeats a few assertion names over every eval
-    for eval_id, key, name, total, n, soft in sums:
-        identity = f"[{key}]" if key is not None else kinds.get(name) or kinds.setdefault(name, assertion_kind(name))
-        found = totals.setdefault(identity, {}).setdefault(eval_id, [0.0, 0.0])
-        found[0] += total
-        found[1] += n
-        if soft:
-            graded.add(identity)
-    return {name: {e: s / n for e, (s, n) in cases.items()} for name, cases in totals.items()}, graded
+    for eval_id, key, name, total, n, _ in sums:
+        identity = identities[key, name][1]
+        if kept is not None and identity not in kept:
+            continue
+        cases = totals.get(identity)
+        if cases is None:
+            cases = totals[identity] = {}
+        found = cases.get(eval_id)
+        if found is None:
+            cases[eval_id] = [total, n]
+        else:
+            found[0] += total
+            found[1] += n
+    return {name: {e: s / n for e, (s, n) in cases.items()} for name, cases in totals.items()}
 
 
-def _graded_scores(before: ScoreSums, after: ScoreSums) -> tuple[CaseScores, CaseScores]:
+def _graded_scores(before: ScoreSums, after: ScoreSums, identities: _Identities) -> tuple[CaseScores, CaseScores]:
     """Both sides' case scores of the graded assertions. An assertion that is only ever a gate scoring 0 or 1
     (`includes`) on both sides is left out: its score is its eval's pass or fail, which the tests of pass rates
     weigh already."""
-    (old, graded_before), (new, graded_after) = _case_scores(before), _case_scores(after)
-    graded = graded_before | graded_after
-    return {k: v for k, v in old.items() if k in graded}, {k: v for k, v in new.items() if k in graded}
+    graded = _graded(before, identities) | _graded(after, identities)
+    return _case_scores(before, identities, graded), _case_scores(after, identities, graded)
+
+
+def _score_changes(before: ScoreSums, after: ScoreSums, identities: _Identities, threshold: float) -> list[ScoreChange]:
+    """Each eval's assertions (by key or name) whose mean score moved by more than `threshold`, by eval and name."""
+    old, new = _scores(before, identities), _scores(after, identities)
+    moved = [
+        ScoreChange(eval_id=identity[0], assertion=identity[1], base=base, head=head)
+        for identity, head in new.items()
+        if (base := old.get(identity)) is not None and abs(head - base) > threshold + 1e-9
+    ]
+    return sorted(moved, key=lambda change: (change.eval_id, change.assertion))
 
 
 def diff(conn: Connection, base: str, head: str, options: DiffOptions) -> RunDiff:
@@ -150,6 +191,7 @@ def diff(conn: Connection, base: str, head: str, options: DiffOptions) -> RunDif
     min_pass_rate = row.min_pass_rate if options.min_pass_rate is None else options.min_pass_rate
     before, after = run_counts(conn, base), run_counts(conn, head)
     sums_before, sums_after = score_sums(conn, base), score_sums(conn, head)
+    identities = _Identities()
     clusters = _clusters(before, after)
     try:
         gate = compare_runs(
@@ -158,7 +200,8 @@ def diff(conn: Connection, base: str, head: str, options: DiffOptions) -> RunDif
             alpha=options.alpha,
             max_drop=options.max_drop,
             clusters=clusters,
-            scores=_graded_scores(sums_before, sums_after),
+            scores=_graded_scores(sums_before, sums_after, identities),
+            listed=_moved(before, after),
         )
     except ValueError as exc:
         raise ConfigError(f"runs {base} and {head} cannot be compared: {exc}.") from None
@@ -170,12 +213,7 @@ def diff(conn: Connection, base: str, head: str, options: DiffOptions) -> RunDif
             max_cost_increase=options.max_cost_increase, max_latency_increase=options.max_latency_increase
         ),
     )
-    old_scores, new_scores = _scores(sums_before), _scores(sums_after)
-    scores = [
-        ScoreChange(eval_id=key[0], assertion=key[1], base=old_scores[key], head=new_scores[key])
-        for key in sorted(old_scores.keys() & new_scores.keys())
-        if abs(new_scores[key] - old_scores[key]) > options.threshold + 1e-9
-    ]
+    scores = _score_changes(sums_before, sums_after, identities, options.threshold)
     mean_scores = _mean_score_changes(gate, options.max_drop)
     judged = verdict([*_quality(gate.suite, mean_scores), *usage.dimensions])
     return RunDiff(
@@ -188,6 +226,12 @@ def diff(conn: Connection, base: str, head: str, options: DiffOptions) -> RunDif
         max_latency_increase=options.max_latency_increase, usage=usage.changes, usage_notes=usage.notes,
         verdict=judged.kind, verdict_line=judged.text,
     )  # fmt: skip
+
+
+def _moved(before: dict[str, Counts], after: dict[str, Counts]) -> set[str]:
+    """The shared evals whose runs ended otherwise on the two sides: the only ones whose verdict or pass rate can
+    have changed (`_outcome_changes`); the others weigh in the suite test and the q-values unlisted."""
+    return {e for e, new in after.items() if (old := before.get(e)) is not None and old[:5] != new[:5]}
 
 
 def _outcome_changes(
@@ -233,7 +277,7 @@ def _mean_score_changes(gate: RunComparison, max_drop: float | None) -> list[Mea
 def _suite_change(gate: RunComparison) -> SuiteChange:
     suite = gate.suite
     return SuiteChange(
-        test=suite.test, cases=len(gate.evals), clusters=suite.n, base_rate=gate.before_rate.value,
+        test=suite.test, cases=gate.shared, clusters=suite.n, base_rate=gate.before_rate.value,
         head_rate=gate.after_rate.value, difference=suite.difference, low=suite.low, high=suite.high,
         p_value=suite.p_value, note=suite.note, evidence=str(suite),
     )  # fmt: skip
