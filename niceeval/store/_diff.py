@@ -31,7 +31,7 @@ from niceeval.store._models import (
     SuiteChange,
 )
 from niceeval.store._schema import assertions, eval_runs, judge_calls, suite_evals, suite_runs
-from niceeval.store._tallies import Counts, kept_counts
+from niceeval.store._tallies import CountRow, Counts, kept_counts
 from niceeval.store._verdicts import tallies
 
 if TYPE_CHECKING:
@@ -61,6 +61,11 @@ class DiffOptions:
 
 def run_counts(conn: Connection, suite_run_id: str) -> dict[str, Counts]:
     """Each eval's counts in a suite run: its kept tallies when it closed, else folded from its eval runs."""
+    return {eval_id: Counts(*row) for eval_id, row in count_rows(conn, suite_run_id).items()}
+
+
+def count_rows(conn: Connection, suite_run_id: str) -> dict[str, CountRow]:
+    """`run_counts` as plain tuples (`diff` builds a `Counts` only for the evals whose runs ended otherwise)."""
     kept = kept_counts(conn, suite_run_id)
     if kept is not None:
         return kept
@@ -71,8 +76,13 @@ def run_counts(conn: Connection, suite_run_id: str) -> dict[str, Counts]:
         eval_runs.c.suite_run_id == suite_run_id
     )
     return {
-        eval_id: Counts(
-            t.counts["passed"], t.counts["scored"], t.counts["failed"], t.counts["skipped"], t.counted, t.eval.cluster
+        eval_id: (
+            t.counts["passed"],
+            t.counts["scored"],
+            t.counts["failed"],
+            t.counts["skipped"],
+            t.counted,
+            t.eval.cluster,
         )
         for eval_id, t in tallies(conn.execute(plan), conn.execute(outcomes)).items()
     }
@@ -115,6 +125,9 @@ class _Identities(dict[tuple[str | None, str], tuple[str, str]]):
 
 def _scores(sums: ScoreSums, identities: _Identities) -> dict[tuple[str, str], float]:
     """Per eval and assertion by key or name: its mean score."""
+    means = {(eval_id, identities[key, name][0]): total / n for eval_id, key, name, total, n, _ in sums}
+    if len(means) == len(sums):  # each eval's assertion on one row (no label renamed under one key): none to merge
+        return means
     totals: dict[tuple[str, str], list[float]] = {}
     for eval_id, key, name, total, n, _ in sums:
         identity = (eval_id, identities[key, name][0])
@@ -189,19 +202,20 @@ def diff(conn: Connection, base: str, head: str, options: DiffOptions) -> RunDif
     row = conn.execute(select(suite_runs.c.strict, suite_runs.c.min_pass_rate).where(suite_runs.c.id == head)).one()
     strict = row.strict if options.strict is None else options.strict
     min_pass_rate = row.min_pass_rate if options.min_pass_rate is None else options.min_pass_rate
-    before, after = run_counts(conn, base), run_counts(conn, head)
+    before, after = count_rows(conn, base), count_rows(conn, head)
     sums_before, sums_after = score_sums(conn, base), score_sums(conn, head)
     identities = _Identities()
     clusters = _clusters(before, after)
+    moved = _moved(before, after)
     try:
         gate = compare_runs(
-            {e: (c.passing(strict=strict), c.counted) for e, c in before.items()},
-            {e: (c.passing(strict=strict), c.counted) for e, c in after.items()},
+            _tables(before, strict=strict),
+            _tables(after, strict=strict),
             alpha=options.alpha,
             max_drop=options.max_drop,
             clusters=clusters,
             scores=_graded_scores(sums_before, sums_after, identities),
-            listed=_moved(before, after),
+            listed=moved,
         )
     except ValueError as exc:
         raise ConfigError(f"runs {base} and {head} cannot be compared: {exc}.") from None
@@ -219,7 +233,7 @@ def diff(conn: Connection, base: str, head: str, options: DiffOptions) -> RunDif
     return RunDiff(
         base=base, head=head, threshold=options.threshold, strict=strict, min_pass_rate=min_pass_rate,
         alpha=options.alpha, max_drop=options.max_drop,
-        changed=_outcome_changes(gate, before, after, strict=strict, min_pass_rate=min_pass_rate),
+        changed=_outcome_changes(gate, moved, strict=strict, min_pass_rate=min_pass_rate),
         new=sorted(after.keys() - before.keys()), gone=sorted(before.keys() - after.keys()), scores=scores,
         mean_scores=mean_scores, suite=_suite_change(gate), differences=_differences(conn, base, head),
         reasons=gate.reasons + usage.reasons, max_cost_increase=options.max_cost_increase,
@@ -228,23 +242,31 @@ def diff(conn: Connection, base: str, head: str, options: DiffOptions) -> RunDif
     )  # fmt: skip
 
 
-def _moved(before: dict[str, Counts], after: dict[str, Counts]) -> set[str]:
-    """The shared evals whose runs ended otherwise on the two sides: the only ones whose verdict or pass rate can
-    have changed (`_outcome_changes`); the others weigh in the suite test and the q-values unlisted."""
-    return {e for e, new in after.items() if (old := before.get(e)) is not None and old[:5] != new[:5]}
+def _tables(counts: dict[str, CountRow], *, strict: bool) -> dict[str, tuple[int, int]]:
+    """Each eval's passing and counted runs (`Counts.passing`, `Counts.counted`), as `compare_runs` weighs them."""
+    if strict:
+        return {e: (passed, counted) for e, (passed, _, _, _, counted, _) in counts.items()}
+    return {e: (passed + scored, counted) for e, (passed, scored, _, _, counted, _) in counts.items()}
+
+
+def _moved(before: dict[str, CountRow], after: dict[str, CountRow]) -> dict[str, tuple[Counts, Counts]]:
+    """The shared evals whose runs ended otherwise on the two sides, with their counts: the only ones whose verdict
+    or pass rate can have changed; the others weigh in the suite test and the q-values unlisted."""
+    return {
+        e: (Counts(*old), Counts(*new))
+        for e, new in after.items()
+        if (old := before.get(e)) is not None and old[:5] != new[:5]
+    }
 
 
 def _outcome_changes(
-    gate: RunComparison, before: dict[str, Counts], after: dict[str, Counts], *, strict: bool,
-    min_pass_rate: float,
-) -> list[OutcomeChange]:  # fmt: skip
+    gate: RunComparison, moved: dict[str, tuple[Counts, Counts]], *, strict: bool, min_pass_rate: float
+) -> list[OutcomeChange]:
     """The evals whose verdict changed, or whose pass rate changed beyond noise, strongest evidence first (an eval
     whose runs ended alike on both sides has neither: its verdict is only judged when they did not)."""
     changed = []
     for change in gate.evals:
-        old_counts, new_counts = before[change.eval_id], after[change.eval_id]
-        if old_counts[:5] == new_counts[:5]:
-            continue
+        old_counts, new_counts = moved[change.eval_id]
         old = old_counts.tally(change.eval_id).status(strict=strict, min_pass_rate=min_pass_rate)
         new = new_counts.tally(change.eval_id).status(strict=strict, min_pass_rate=min_pass_rate)
         if old == new and change.change != "regression" and change.change != "improvement":
@@ -302,13 +324,13 @@ def _quality(suite: Comparison, mean_scores: list[MeanScoreChange]) -> list[Dime
     return dimensions
 
 
-def _clusters(before: dict[str, Counts], after: dict[str, Counts]) -> dict[str, str] | None:
+def _clusters(before: dict[str, CountRow], after: dict[str, CountRow]) -> dict[str, str] | None:
     """The head's cluster of each shared eval, when both runs recorded one for every shared eval (suite runs stored
     before clusters were have none: their evals are then paired one by one, as independent cases)."""
     shared = before.keys() & after.keys()
-    if any(before[e].cluster is None or after[e].cluster is None for e in shared):
+    if any(before[e][5] is None or after[e][5] is None for e in shared):
         return None
-    return {e: str(after[e].cluster) for e in shared}
+    return {e: str(after[e][5]) for e in shared}
 
 
 def _differences(conn: Connection, base: str, head: str) -> list[RunDifference]:
