@@ -88,9 +88,9 @@ def count_rows(conn: Connection, suite_run_id: str) -> dict[str, CountRow]:
     }
 
 
-ScoreSums = list[tuple[str, str | None, str, float, int, bool]]
+ScoreSums = list[tuple[str, str | None, str, float, int, int]]
 """Per eval and assertion (key, name): the sum and count of its scores over the eval's runs, and whether it is
-graded (soft, or scoring between 0 and 1 at least once)."""
+graded (1: soft, or scoring between 0 and 1 at least once; else 0)."""
 
 _SCORE_SUMS = (
     "SELECT slot.eval_id, a.\"key\", a.name, sum(a.score), count(a.score), max(CASE WHEN a.severity != 'gate' OR "
@@ -105,11 +105,10 @@ _SCORE_SUMS = (
 
 
 def score_sums(conn: Connection, suite_run_id: str) -> ScoreSums:
-    """A suite run's scores summed in SQL per eval and assertion (inconclusive verdicts have no score)."""
-    return [
-        (e, key, name, float(total), int(n), bool(g))
-        for e, key, name, total, n, g in session_of(conn).execute(_SCORE_SUMS, (suite_run_id,)).fetchall()
-    ]
+    """A suite run's scores summed in SQL per eval and assertion (inconclusive verdicts have no score), as the
+    driver returns them: the sum of a float column is a float on SQLite and PostgreSQL, a count an int."""
+    sums: ScoreSums = session_of(conn).execute(_SCORE_SUMS, (suite_run_id,)).fetchall()
+    return sums
 
 
 class _Identities(dict[tuple[str | None, str], tuple[str, str]]):
