@@ -12,7 +12,7 @@ score dropped by more than `max_drop`.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Collection, Hashable, Mapping
 from dataclasses import dataclass, field, replace
 from statistics import fmean  # exactly rounded: the same mean on every Python (3.12 changed `sum`)
 from typing import Literal
@@ -82,6 +82,9 @@ class RunComparison:
     """Two runs compared: per-eval changes sorted by evidence, the suite's paired test, and the gate's verdict."""
 
     evals: list[EvalChange]
+    """Every shared eval, or the ones `compare_runs` was asked to list (`listed`)."""
+    shared: int
+    """The evals both runs counted a run of (each in the suite test and the q-values, listed or not)."""
     suite: Comparison
     before_rate: Estimate
     after_rate: Estimate
@@ -134,11 +137,14 @@ def compare_runs(
     max_drop: float | None = None,
     clusters: Mapping[str, Hashable] | None = None,
     scores: tuple[Scores, Scores] | None = None,
+    listed: Collection[str] | None = None,
 ) -> RunComparison:
     """Compare the evals two runs share; raises ValueError when they share none (nothing to compare).
 
     `scores` is `(before, after)`, each `{assertion: {case: mean score}}`; each assertion scored on both sides
     gets a paired t test over the cases it scored on both (clustered like the suite test when `clusters` is given).
+    `listed` names the evals to return an `EvalChange` for (None: every shared eval): the others still weigh in
+    the suite test and the q-values, so a caller that only shows what changed need not build 100,000 of them.
     """
     shared = sorted(e for e in before.keys() & after.keys() if before[e][1] > 0 and after[e][1] > 0)
     if not shared:
@@ -156,6 +162,7 @@ def compare_runs(
     changes = [
         EvalChange(eval_id=e, before=before[e], after=after[e], comparison=c, q_value=q)
         for e, c, q in zip(shared, comparisons, q_values[: len(comparisons)], strict=True)
+        if listed is None or e in listed
     ]
     changes.sort(key=_evidence)
     tested = [replace(t, q_value=q) for t, q in zip(score_tests, q_values[len(comparisons) :], strict=True)]
@@ -172,6 +179,7 @@ def compare_runs(
         suite = replace(suite, low=max(-1.0, suite.low), high=min(1.0, suite.high))
     return RunComparison(
         evals=changes,
+        shared=len(shared),
         suite=suite,
         before_rate=clustered_rate([before[e] for e in shared], keys),
         after_rate=clustered_rate([after[e] for e in shared], keys),

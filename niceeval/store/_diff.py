@@ -14,13 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from sqlalchemy import Connection, and_, case, func, or_, select
+from sqlalchemy import Connection, select
 
 from niceeval._core.assertion import assertion_kind
 from niceeval._core.errors import ConfigError
 from niceeval._core.outcome import Outcome
 from niceeval.stats import Dimension
 from niceeval.store._costs import UsageLimits, case_usage, weigh_usage
+from niceeval.store._driver import session_of
 from niceeval.store._models import (
     MeanScoreChange,
     OutcomeChange,
@@ -29,9 +30,8 @@ from niceeval.store._models import (
     ScoreChange,
     SuiteChange,
 )
-from niceeval.store._records import slot_records
 from niceeval.store._schema import assertions, eval_runs, judge_calls, suite_evals, suite_runs
-from niceeval.store._tallies import Counts, kept_counts
+from niceeval.store._tallies import CountRow, Counts, kept_counts
 from niceeval.store._verdicts import tallies
 
 if TYPE_CHECKING:
@@ -61,6 +61,11 @@ class DiffOptions:
 
 def run_counts(conn: Connection, suite_run_id: str) -> dict[str, Counts]:
     """Each eval's counts in a suite run: its kept tallies when it closed, else folded from its eval runs."""
+    return {eval_id: Counts(*row) for eval_id, row in count_rows(conn, suite_run_id).items()}
+
+
+def count_rows(conn: Connection, suite_run_id: str) -> dict[str, CountRow]:
+    """`run_counts` as plain tuples (`diff` builds a `Counts` only for the evals whose runs ended otherwise)."""
     kept = kept_counts(conn, suite_run_id)
     if kept is not None:
         return kept
@@ -71,40 +76,66 @@ def run_counts(conn: Connection, suite_run_id: str) -> dict[str, Counts]:
         eval_runs.c.suite_run_id == suite_run_id
     )
     return {
-        eval_id: Counts(
-            t.counts["passed"], t.counts["scored"], t.counts["failed"], t.counts["skipped"], t.counted, t.eval.cluster
+        eval_id: (
+            t.counts["passed"],
+            t.counts["scored"],
+            t.counts["failed"],
+            t.counts["skipped"],
+            t.counted,
+            t.eval.cluster,
         )
         for eval_id, t in tallies(conn.execute(plan), conn.execute(outcomes)).items()
     }
 
 
-ScoreSums = list[tuple[str, str | None, str, float, int, bool]]
+ScoreSums = list[tuple[str, str | None, str, float, int, int]]
 """Per eval and assertion (key, name): the sum and count of its scores over the eval's runs, and whether it is
-graded (soft, or scoring between 0 and 1 at least once)."""
+graded (1: soft, or scoring between 0 and 1 at least once; else 0)."""
+
+_SCORE_SUMS = (
+    "SELECT slot.eval_id, a.\"key\", a.name, sum(a.score), count(a.score), max(CASE WHEN a.severity != 'gate' OR "
+    "(a.score != 0.0 AND a.score != 1.0) THEN 1 ELSE 0 END) FROM eval_runs slot JOIN eval_runs record "
+    "ON record.suite_run_id = coalesce(slot.carried_from, slot.suite_run_id) AND record.eval_id = slot.eval_id "
+    "AND record.run_index = coalesce(slot.carried_index, slot.run_index) "
+    "JOIN assertions a ON a.eval_run_id = record.id WHERE slot.suite_run_id = ? AND a.score IS NOT NULL "
+    'GROUP BY slot.eval_id, a."key", a.name'
+)
+"""A carried attempt's assertions are on the row it carries (`_records.slot_records`); read by the driver's cursor:
+200,000 rows without a result object each."""
 
 
 def score_sums(conn: Connection, suite_run_id: str) -> ScoreSums:
-    """A suite run's scores summed in SQL per eval and assertion (inconclusive verdicts have no score)."""
-    slots = slot_records(suite_run_id)  # a carried attempt's assertions are on the row it carries
-    score = assertions.c.score
-    graded = func.max(case((or_(assertions.c.severity != "gate", and_(score != 0.0, score != 1.0)), 1), else_=0))
-    query = (
-        select(slots.c.eval_id, assertions.c.key, assertions.c.name, func.sum(score), func.count(score), graded)
-        .join(assertions, assertions.c.eval_run_id == slots.c.record_id)
-        .where(score.is_not(None))
-        .group_by(slots.c.eval_id, assertions.c.key, assertions.c.name)
-    )
-    return [(e, key, name, float(total), int(n), bool(g)) for e, key, name, total, n, g in conn.execute(query).all()]
+    """A suite run's scores summed in SQL per eval and assertion (inconclusive verdicts have no score), as the
+    driver returns them: the sum of a float column is a float on SQLite and PostgreSQL, a count an int."""
+    sums: ScoreSums = session_of(conn).execute(_SCORE_SUMS, (suite_run_id,)).fetchall()
+    return sums
 
 
-def _scores(sums: ScoreSums) -> dict[tuple[str, str], float]:
-    """Per eval and assertion (an assertion with `.key("id")` by its key, shown as `[id]`, so renaming its label
-    keeps history; else by its name): its mean score."""
+class _Identities(dict[tuple[str | None, str], tuple[str, str]]):
+    """An assertion's two identities by its (key, name): by key or name (`[id]`, or its label: renaming the label of
+    a keyed assertion keeps its history), and by key or kind (`similarity('Paris')` and `similarity('Rome')` are
+    one). A suite repeats a few assertions over every eval: each is worked out once."""
+
+    def __missing__(self, found: tuple[str | None, str]) -> tuple[str, str]:
+        key, name = found
+        self[found] = identities = (f"[{key}]", f"[{key}]") if key is not None else (name, assertion_kind(name))
+        return identities
+
+
+def _scores(sums: ScoreSums, identities: _Identities) -> dict[tuple[str, str], float]:
+    """Per eval and assertion by key or name: its mean score."""
+    means = {(eval_id, identities[key, name][0]): total / n for eval_id, key, name, total, n, _ in sums}
+    if len(means) == len(sums):  # each eval's assertion on one row (no label renamed under one key): none to merge
+        return means
     totals: dict[tuple[str, str], list[float]] = {}
     for eval_id, key, name, total, n, _ in sums:
-        found = totals.setdefault((eval_id, f"[{key}]" if key is not None else name), [0.0, 0.0])
-        found[0] += total
-        found[1] += n
+        identity = (eval_id, identities[key, name][0])
+        found = totals.get(identity)
+        if found is None:
+            totals[identity] = [total, n]
+        else:
+            found[0] += total
+            found[1] += n
     return {identity: total / n for identity, (total, n) in totals.items()}
 
 
@@ -112,30 +143,52 @@ def case_scores(conn: Connection, suite_run_id: str) -> tuple[CaseScores, set[st
     """Per assertion (its `[key]`, else its kind: `similarity('Paris')` and `similarity('Rome')` are one), per
     eval: the mean of its scores over the eval's runs (inconclusive verdicts have no score and are left out); and
     which assertions are graded: soft, or scoring between 0 and 1 at least once."""
-    return _case_scores(score_sums(conn, suite_run_id))
+    sums, identities = score_sums(conn, suite_run_id), _Identities()
+    graded = _graded(sums, identities)
+    return _case_scores(sums, identities, None), graded
 
 
-def _case_scores(sums: ScoreSums) -> tuple[CaseScores, set[str]]:
+def _graded(sums: ScoreSums, identities: _Identities) -> set[str]:
+    """The assertions (by key or kind) graded on this side: soft, or scoring between 0 and 1 at least once."""
+    return {identities[key, name][1] for _, key, name, _, _, soft in sums if soft}
+
+
+def _case_scores(sums: ScoreSums, identities: _Identities, kept: set[str] | None) -> CaseScores:
+    """Per assertion by key or kind (only the `kept` ones; None: all), per eval: its mean score."""
     totals: dict[str, dict[str, list[float]]] = {}
-    graded: set[str] = set()
-    kinds: dict[str, str] = {}  # a suite repeats a few assertion names over every eval
-    for eval_id, key, name, total, n, soft in sums:
-        identity = f"[{key}]" if key is not None else kinds.get(name) or kinds.setdefault(name, assertion_kind(name))
-        found = totals.setdefault(identity, {}).setdefault(eval_id, [0.0, 0.0])
-        found[0] += total
-        found[1] += n
-        if soft:
-            graded.add(identity)
-    return {name: {e: s / n for e, (s, n) in cases.items()} for name, cases in totals.items()}, graded
+    for eval_id, key, name, total, n, _ in sums:
+        identity = identities[key, name][1]
+        if kept is not None and identity not in kept:
+            continue
+        cases = totals.get(identity)
+        if cases is None:
+            cases = totals[identity] = {}
+        found = cases.get(eval_id)
+        if found is None:
+            cases[eval_id] = [total, n]
+        else:
+            found[0] += total
+            found[1] += n
+    return {name: {e: s / n for e, (s, n) in cases.items()} for name, cases in totals.items()}
 
 
-def _graded_scores(before: ScoreSums, after: ScoreSums) -> tuple[CaseScores, CaseScores]:
+def _graded_scores(before: ScoreSums, after: ScoreSums, identities: _Identities) -> tuple[CaseScores, CaseScores]:
     """Both sides' case scores of the graded assertions. An assertion that is only ever a gate scoring 0 or 1
     (`includes`) on both sides is left out: its score is its eval's pass or fail, which the tests of pass rates
     weigh already."""
-    (old, graded_before), (new, graded_after) = _case_scores(before), _case_scores(after)
-    graded = graded_before | graded_after
-    return {k: v for k, v in old.items() if k in graded}, {k: v for k, v in new.items() if k in graded}
+    graded = _graded(before, identities) | _graded(after, identities)
+    return _case_scores(before, identities, graded), _case_scores(after, identities, graded)
+
+
+def _score_changes(before: ScoreSums, after: ScoreSums, identities: _Identities, threshold: float) -> list[ScoreChange]:
+    """Each eval's assertions (by key or name) whose mean score moved by more than `threshold`, by eval and name."""
+    old, new = _scores(before, identities), _scores(after, identities)
+    moved = [
+        ScoreChange(eval_id=identity[0], assertion=identity[1], base=base, head=head)
+        for identity, head in new.items()
+        if (base := old.get(identity)) is not None and abs(head - base) > threshold + 1e-9
+    ]
+    return sorted(moved, key=lambda change: (change.eval_id, change.assertion))
 
 
 def diff(conn: Connection, base: str, head: str, options: DiffOptions) -> RunDiff:
@@ -148,17 +201,20 @@ def diff(conn: Connection, base: str, head: str, options: DiffOptions) -> RunDif
     row = conn.execute(select(suite_runs.c.strict, suite_runs.c.min_pass_rate).where(suite_runs.c.id == head)).one()
     strict = row.strict if options.strict is None else options.strict
     min_pass_rate = row.min_pass_rate if options.min_pass_rate is None else options.min_pass_rate
-    before, after = run_counts(conn, base), run_counts(conn, head)
+    before, after = count_rows(conn, base), count_rows(conn, head)
     sums_before, sums_after = score_sums(conn, base), score_sums(conn, head)
+    identities = _Identities()
     clusters = _clusters(before, after)
+    moved = _moved(before, after)
     try:
         gate = compare_runs(
-            {e: (c.passing(strict=strict), c.counted) for e, c in before.items()},
-            {e: (c.passing(strict=strict), c.counted) for e, c in after.items()},
+            _tables(before, strict=strict),
+            _tables(after, strict=strict),
             alpha=options.alpha,
             max_drop=options.max_drop,
             clusters=clusters,
-            scores=_graded_scores(sums_before, sums_after),
+            scores=_graded_scores(sums_before, sums_after, identities),
+            listed=moved,
         )
     except ValueError as exc:
         raise ConfigError(f"runs {base} and {head} cannot be compared: {exc}.") from None
@@ -170,18 +226,13 @@ def diff(conn: Connection, base: str, head: str, options: DiffOptions) -> RunDif
             max_cost_increase=options.max_cost_increase, max_latency_increase=options.max_latency_increase
         ),
     )
-    old_scores, new_scores = _scores(sums_before), _scores(sums_after)
-    scores = [
-        ScoreChange(eval_id=key[0], assertion=key[1], base=old_scores[key], head=new_scores[key])
-        for key in sorted(old_scores.keys() & new_scores.keys())
-        if abs(new_scores[key] - old_scores[key]) > options.threshold + 1e-9
-    ]
+    scores = _score_changes(sums_before, sums_after, identities, options.threshold)
     mean_scores = _mean_score_changes(gate, options.max_drop)
     judged = verdict([*_quality(gate.suite, mean_scores), *usage.dimensions])
     return RunDiff(
         base=base, head=head, threshold=options.threshold, strict=strict, min_pass_rate=min_pass_rate,
         alpha=options.alpha, max_drop=options.max_drop,
-        changed=_outcome_changes(gate, before, after, strict=strict, min_pass_rate=min_pass_rate),
+        changed=_outcome_changes(gate, moved, strict=strict, min_pass_rate=min_pass_rate),
         new=sorted(after.keys() - before.keys()), gone=sorted(before.keys() - after.keys()), scores=scores,
         mean_scores=mean_scores, suite=_suite_change(gate), differences=_differences(conn, base, head),
         reasons=gate.reasons + usage.reasons, max_cost_increase=options.max_cost_increase,
@@ -190,17 +241,31 @@ def diff(conn: Connection, base: str, head: str, options: DiffOptions) -> RunDif
     )  # fmt: skip
 
 
+def _tables(counts: dict[str, CountRow], *, strict: bool) -> dict[str, tuple[int, int]]:
+    """Each eval's passing and counted runs (`Counts.passing`, `Counts.counted`), as `compare_runs` weighs them."""
+    if strict:
+        return {e: (passed, counted) for e, (passed, _, _, _, counted, _) in counts.items()}
+    return {e: (passed + scored, counted) for e, (passed, scored, _, _, counted, _) in counts.items()}
+
+
+def _moved(before: dict[str, CountRow], after: dict[str, CountRow]) -> dict[str, tuple[Counts, Counts]]:
+    """The shared evals whose runs ended otherwise on the two sides, with their counts: the only ones whose verdict
+    or pass rate can have changed; the others weigh in the suite test and the q-values unlisted."""
+    return {
+        e: (Counts(*old), Counts(*new))
+        for e, new in after.items()
+        if (old := before.get(e)) is not None and old[:5] != new[:5]
+    }
+
+
 def _outcome_changes(
-    gate: RunComparison, before: dict[str, Counts], after: dict[str, Counts], *, strict: bool,
-    min_pass_rate: float,
-) -> list[OutcomeChange]:  # fmt: skip
+    gate: RunComparison, moved: dict[str, tuple[Counts, Counts]], *, strict: bool, min_pass_rate: float
+) -> list[OutcomeChange]:
     """The evals whose verdict changed, or whose pass rate changed beyond noise, strongest evidence first (an eval
     whose runs ended alike on both sides has neither: its verdict is only judged when they did not)."""
     changed = []
     for change in gate.evals:
-        old_counts, new_counts = before[change.eval_id], after[change.eval_id]
-        if old_counts[:5] == new_counts[:5]:
-            continue
+        old_counts, new_counts = moved[change.eval_id]
         old = old_counts.tally(change.eval_id).status(strict=strict, min_pass_rate=min_pass_rate)
         new = new_counts.tally(change.eval_id).status(strict=strict, min_pass_rate=min_pass_rate)
         if old == new and change.change != "regression" and change.change != "improvement":
@@ -233,7 +298,7 @@ def _mean_score_changes(gate: RunComparison, max_drop: float | None) -> list[Mea
 def _suite_change(gate: RunComparison) -> SuiteChange:
     suite = gate.suite
     return SuiteChange(
-        test=suite.test, cases=len(gate.evals), clusters=suite.n, base_rate=gate.before_rate.value,
+        test=suite.test, cases=gate.shared, clusters=suite.n, base_rate=gate.before_rate.value,
         head_rate=gate.after_rate.value, difference=suite.difference, low=suite.low, high=suite.high,
         p_value=suite.p_value, note=suite.note, evidence=str(suite),
     )  # fmt: skip
@@ -258,13 +323,13 @@ def _quality(suite: Comparison, mean_scores: list[MeanScoreChange]) -> list[Dime
     return dimensions
 
 
-def _clusters(before: dict[str, Counts], after: dict[str, Counts]) -> dict[str, str] | None:
+def _clusters(before: dict[str, CountRow], after: dict[str, CountRow]) -> dict[str, str] | None:
     """The head's cluster of each shared eval, when both runs recorded one for every shared eval (suite runs stored
     before clusters were have none: their evals are then paired one by one, as independent cases)."""
     shared = before.keys() & after.keys()
-    if any(before[e].cluster is None or after[e].cluster is None for e in shared):
+    if any(before[e][5] is None or after[e][5] is None for e in shared):
         return None
-    return {e: str(after[e].cluster) for e in shared}
+    return {e: str(after[e][5]) for e in shared}
 
 
 def _differences(conn: Connection, base: str, head: str) -> list[RunDifference]:

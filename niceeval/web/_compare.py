@@ -1,9 +1,16 @@
 """Comparing two suite runs (changes by evidence, score deltas, new and gone evals), and one eval's two runs side
-by side."""
+by side.
+
+The changed evals and the score changes are sorted and paged on the server (`?page=&sort=`, as on the run page):
+`diff` lists only what changed, and a page renders at most `CHANGES_PER_PAGE` of each, so a pair of 100,000-eval
+runs with thousands of flips costs the page no more to draw than ten.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -13,7 +20,7 @@ from niceeval._core.assertion import AssertionResult
 from niceeval._core.errors import ConfigError
 from niceeval._core.results import RunResult
 from niceeval.render import rounds
-from niceeval.store import DiffOptions, RunNotFound, Store, SuiteRunInfo
+from niceeval.store import DiffOptions, OutcomeChange, RunNotFound, ScoreChange, Store, SuiteRunInfo
 from niceeval.web import _queries
 from niceeval.web._lines import pair_page
 from niceeval.web._pages import render
@@ -21,6 +28,57 @@ from niceeval.web._requests import page_number, required, store_of
 
 PICKER_RUNS = 50
 PAIRS_PER_PAGE = 200
+CHANGES_PER_PAGE = 200
+
+_CHANGE_RANK = {"regression": 0, "improvement": 1, "noise": 2, "unchanged": 3}
+CHANGE_SORTS: dict[str, Callable[[OutcomeChange], Any] | None] = {
+    "evidence": None,  # diff's own order: smallest q-value, then the largest move
+    "eval": lambda c: c.eval_id,
+    "change": lambda c: (_CHANGE_RANK[c.change], not c.worse),
+}
+"""`?sort=` names for the changed evals and the order each gives (ties in evidence order; score changes follow by
+eval id for `eval`, else by the largest move)."""
+SORT_WORDS = {"evidence": "strongest evidence first", "eval": "by eval id", "change": "regressions first"}
+
+
+@dataclass(frozen=True, slots=True)
+class ChangePage:
+    """One page of a comparison's changed evals and per-eval score changes."""
+
+    flips: list[OutcomeChange]
+    scores: list[ScoreChange]
+    page: int
+    """The page shown: the one asked for, or the last when it asked past the end."""
+    pages: int
+    sort: str
+
+    @property
+    def has_next(self) -> bool:
+        return self.page < self.pages
+
+
+def change_page(
+    flips: Sequence[OutcomeChange], scores: Sequence[ScoreChange], sort: str, page: int, per_page: int
+) -> ChangePage:
+    """Page `page` (1-based; past the end: the last) of the changes sorted by `sort` (a key of `CHANGE_SORTS`)."""
+    order = CHANGE_SORTS[sort]
+    ordered = list(flips) if order is None else sorted(flips, key=order)
+    by_score = sorted(scores, key=(lambda s: (s.eval_id, s.assertion)) if sort == "eval" else lambda s: -abs(s.delta))
+    pages = max(1, -(-max(len(ordered), len(by_score)) // per_page))
+    shown = min(page, pages)
+    start = (shown - 1) * per_page
+    return ChangePage(
+        flips=ordered[start : start + per_page], scores=by_score[start : start + per_page], page=shown, pages=pages,
+        sort=sort,
+    )  # fmt: skip
+
+
+def _sort(request: Request) -> str:
+    """`?sort=` of the changes, or a 400 page naming the ones allowed."""
+    sort = request.query_params.get("sort") or "evidence"
+    if sort not in CHANGE_SORTS:
+        raise HTTPException(400, f"unknown sort {sort!r}: use one of {', '.join(CHANGE_SORTS)}.")
+    return sort
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,16 +107,18 @@ def compare_page(request: Request) -> Response:
         store, request.query_params.get("base") or _queries.previous_run(store, head) or recent[1].id
     )
     threshold = _threshold(request.query_params.get("threshold", "0.1"))
+    sort = _sort(request)
     try:
         diff = store.diff(base.id, head.id, DiffOptions(threshold=threshold))
     except ConfigError as exc:  # the same run twice, or runs with no eval in common: pick others
         picked = "base" in request.query_params or "head" in request.query_params
         return render(
             request, "compare.html", ready=True, recent=recent, base=base, head=head, problem=str(exc),
-            show_all=False, threshold=threshold, status_code=400 if picked else 200,
+            show_all=False, threshold=threshold, sort=sort, sorts=CHANGE_SORTS, status_code=400 if picked else 200,
         )  # fmt: skip
     show_all = request.query_params.get("show") == "all"
     pairs = pair_page(store, base, head, page_number(request), PAIRS_PER_PAGE) if show_all else None
+    changes = change_page(diff.changed, diff.scores, sort, 1 if show_all else page_number(request), CHANGES_PER_PAGE)
     return render(
         request,
         "compare.html",
@@ -69,10 +129,14 @@ def compare_page(request: Request) -> Response:
         diff=diff,
         problem=None,
         flips=diff.changed,
+        changes=changes,
         changed={c.eval_id for c in diff.changed} | {s.eval_id for s in diff.scores},
         pairs=pairs,
         show_all=show_all,
         threshold=threshold,
+        sort=sort,
+        sorts=CHANGE_SORTS,
+        sort_words=SORT_WORDS,
     )
 
 

@@ -280,3 +280,37 @@ def test_attack_verdicts_are_looked_up_by_their_partial_index(tmp_path: Path) ->
             found = conn.execute(query).all()
     assert any("ix_assertions_resisted" in str(step) for step in plan), plan
     assert found == [("instruction_override-0", None, "failed")]
+def flipped(html: str) -> list[str]:
+    """The eval ids of the compare page's changes table, in order."""
+    body = html.split('<table class="data flips">', 1)[1].split("</table>", 1)[0] if "data flips" in html else ""
+    return re.findall(r'<td class="id">([^<]+)</td>', body)
+
+
+def test_compare_pages_and_sorts_the_changed_evals_on_the_server(opened: Store, viewer: TestClient) -> None:
+    base = stored(opened, [result(f"evals/a.py::case_{n:04d}") for n in range(460)])
+    head = stored(opened, [result(f"evals/a.py::case_{n:04d}", "failed" if n % 23 else "passed")
+                           for n in reversed(range(460))])  # fmt: skip
+    expected = [f"evals/a.py::case_{n:04d}" for n in range(460) if n % 23]
+    url = f"/compare?base={base}&head={head}"
+    first = viewer.get(url).text
+    assert 'Changes <span class="faint">440, strongest evidence first' in first and "page 1 of 3" in first
+    assert '<div class="label">Within noise</div><div class="value">440</div>' in first
+    pages = {page: flipped(viewer.get(f"{url}&page={page}&sort=eval").text) for page in (1, 2, 3, 10000)}
+    assert [len(pages[p]) for p in (1, 2, 3)] == [200, 200, 40] and pages[10000] == pages[3]
+    assert pages[1] + pages[2] + pages[3] == expected
+    assert (
+        sorted(flipped(first) + flipped(viewer.get(f"{url}&page=2").text) + flipped(viewer.get(f"{url}&page=3").text))
+        == expected
+    )
+    last = viewer.get(f"{url}&page=10000&sort=change").text
+    assert "page 3 of 3" in last and "Next →" not in last and len(flipped(last)) == 40
+    every = viewer.get(f"{url}&show=all&sort=eval").text
+    assert flipped(every) == expected[:200] and "show changed only" in every
+
+
+def test_compare_names_the_sorts_it_knows_for_an_unknown_one(opened: Store, viewer: TestClient) -> None:
+    base = stored(opened, many(3))
+    head = stored(opened, many(3))
+    response = viewer.get(f"/compare?base={base}&head={head}&sort=cost")
+    assert response.status_code == 400
+    assert "unknown sort &#39;cost&#39;: use one of evidence, eval, change." in response.text
