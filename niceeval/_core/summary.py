@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 from niceeval._core.events import latencies
 from niceeval._core.failure import FailureClass
@@ -30,6 +30,39 @@ class PlannedEval:
     first_runs: int | None = None
     """With `--runs LOW..HIGH`: LOW, the runs made whatever the eval showed, which the suite's pass rate counts
     (how many more it got depended on what these showed, and would bias its rate); None: every run counts."""
+
+
+class Plan(Sequence[PlannedEval]):
+    """The evals a suite plans, in order, and each by its id: what the suite hands its reporters, which read an
+    eval's record from it as its runs finish. `lookup` is the suite's own index (an index per reporter grew with
+    every eval)."""
+
+    __slots__ = ("_evals", "_lookup")
+
+    def __init__(self, evals: list[PlannedEval], lookup: Callable[[str], PlannedEval | None]) -> None:
+        self._evals = evals
+        self._lookup = lookup
+
+    @overload
+    def __getitem__(self, index: int) -> PlannedEval: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[PlannedEval]: ...
+    def __getitem__(self, index: int | slice) -> PlannedEval | list[PlannedEval]:
+        return self._evals[index]
+
+    def __len__(self) -> int:
+        return len(self._evals)
+
+    def get(self, eval_id: str) -> PlannedEval | None:
+        """The planned eval with id `eval_id`; None when the suite does not plan it."""
+        return self._lookup(eval_id)
+
+
+def plan_index(plan: Sequence[PlannedEval]) -> Plan:
+    """`plan` looked up by eval id: the suite's own `Plan` as it is, any other sequence indexed."""
+    if isinstance(plan, Plan):
+        return plan
+    return Plan(list(plan), {p.id: p for p in plan}.get)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
