@@ -229,3 +229,32 @@ def test_reporters_look_planned_evals_up_in_the_suites_plan_not_an_index_of_thei
     assert (console._planned.get(evals[7].id), junit._planned.get("evals/qa.py::gone")) == (evals[7], None)
     listed = plan_index(evals[:2])  # a reporter started on a plain list (pytest's store, `niceeval view`) indexes it
     assert (len(listed), listed.get(evals[1].id), listed[0]) == (2, evals[1], evals[0])
+
+
+def test_a_tally_counts_outcomes_in_fields_and_holds_no_list_until_a_run_earns_points() -> None:
+    import tracemalloc
+
+    evals = [PlannedEval(id=f"evals/qa.py::qa[q{i}]", file="evals/qa.py", line=4) for i in range(20_000)]
+    tracemalloc.start()
+    tallies = [EvalTally(eval=p) for p in evals]
+    for tally in tallies:
+        tally.count_run("passed")
+        tally.add_points(None, None)
+    size, _ = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert size / len(tallies) < 200  # with a dict of its four counts and an empty list each: some 400 bytes
+    tally = tallies[0]
+    for outcome in ("scored", "failed", "failed", "skipped"):
+        tally.count_run(outcome)  # type: ignore[arg-type]
+    tally.count_run("failed", "infra")
+    assert tally.counts == {"passed": 1, "scored": 1, "failed": 3, "skipped": 1}
+    assert (tally.done, tally.counted, tally.infra, tally.passing(strict=False), tally.points_earned) == (
+        6,
+        4,
+        1,
+        2,
+        [],
+    )
+    tally.add_points(2.0, 4.0)
+    tally.add_points(4.0, 4.0)
+    assert (tally.points_earned, tally.points_fractions) == ([2.0, 4.0], [0.5, 1.0])
