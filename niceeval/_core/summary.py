@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, overload
 
@@ -52,6 +52,9 @@ class Plan(Sequence[PlannedEval]):
 
     def __len__(self) -> int:
         return len(self._evals)
+
+    def __iter__(self) -> Iterator[PlannedEval]:
+        return iter(self._evals)
 
     def get(self, eval_id: str) -> PlannedEval | None:
         """The planned eval with id `eval_id`; None when the suite does not plan it."""

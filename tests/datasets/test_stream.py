@@ -228,7 +228,7 @@ def test_reporters_look_planned_evals_up_in_the_suites_plan_not_an_index_of_thei
     assert grown < 50_000  # an index of every eval each was some 2.5 MB at 50,000 evals
     assert (console._planned.get(evals[7].id), junit._planned.get("evals/qa.py::gone")) == (evals[7], None)
     listed = plan_index(evals[:2])  # a reporter started on a plain list (pytest's store, `niceeval view`) indexes it
-    assert (len(listed), listed.get(evals[1].id), listed[0]) == (2, evals[1], evals[0])
+    assert (len(listed), listed.get(evals[1].id), listed[0], list(listed)) == (2, evals[1], evals[0], evals[:2])
 
 
 def test_a_tally_counts_outcomes_in_fields_and_holds_no_list_until_a_run_earns_points() -> None:
