@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 from niceeval._core.events import latencies
 from niceeval._core.failure import FailureClass
@@ -30,6 +30,42 @@ class PlannedEval:
     first_runs: int | None = None
     """With `--runs LOW..HIGH`: LOW, the runs made whatever the eval showed, which the suite's pass rate counts
     (how many more it got depended on what these showed, and would bias its rate); None: every run counts."""
+
+
+class Plan(Sequence[PlannedEval]):
+    """The evals a suite plans, in order, and each by its id: what the suite hands its reporters, which read an
+    eval's record from it as its runs finish. `lookup` is the suite's own index (an index per reporter grew with
+    every eval)."""
+
+    __slots__ = ("_evals", "_lookup")
+
+    def __init__(self, evals: list[PlannedEval], lookup: Callable[[str], PlannedEval | None]) -> None:
+        self._evals = evals
+        self._lookup = lookup
+
+    @overload
+    def __getitem__(self, index: int) -> PlannedEval: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[PlannedEval]: ...
+    def __getitem__(self, index: int | slice) -> PlannedEval | list[PlannedEval]:
+        return self._evals[index]
+
+    def __len__(self) -> int:
+        return len(self._evals)
+
+    def __iter__(self) -> Iterator[PlannedEval]:
+        return iter(self._evals)
+
+    def get(self, eval_id: str) -> PlannedEval | None:
+        """The planned eval with id `eval_id`; None when the suite does not plan it."""
+        return self._lookup(eval_id)
+
+
+def plan_index(plan: Sequence[PlannedEval]) -> Plan:
+    """`plan` looked up by eval id: the suite's own `Plan` as it is, any other sequence indexed."""
+    if isinstance(plan, Plan):
+        return plan
+    return Plan(list(plan), {p.id: p for p in plan}.get)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -120,7 +156,12 @@ class EvalTally:
     """Running totals for one eval across its runs: small and constant in size."""
 
     eval: PlannedEval
-    counts: dict[Outcome, int] = field(default_factory=lambda: dict.fromkeys(OUTCOMES, 0))
+    passed: int = 0
+    scored: int = 0
+    failed: int = 0
+    skipped: int = 0
+    """Runs by outcome (`counts` reads them as a dict): four fields, not a dict each (a suite holds a tally per
+    eval, and a dict of four counts is larger than the rest of its tally)."""
     total_duration_s: float = 0.0
     inconclusive: int = 0
     unstable: int = 0
@@ -136,18 +177,35 @@ class EvalTally:
     """With `eval.first_runs`: the passed, scored and counted runs among them."""
     points_possible: float | None = None
     """A score eval's points a run can earn (`define_eval(points=N)`); None for a pass/fail eval."""
-    points_earned: list[float] = field(default_factory=list)
-    """A score eval's points earned by each run that was not skipped, in the order they finished."""
+    _earned: list[float] | None = field(default=None, repr=False)
+    """`points_earned`; None until a run earned points (most tallies never do)."""
     infra: int = 0
     """Runs that failed for `infra` (after their retries): in `counts` as `failed`, left out of the pass rate."""
 
     @property
+    def counts(self) -> dict[Outcome, int]:
+        """Runs by outcome (a new dict: counting goes through `count_run`)."""
+        return {"passed": self.passed, "scored": self.scored, "failed": self.failed, "skipped": self.skipped}
+
+    @property
+    def points_earned(self) -> list[float]:
+        """A score eval's points earned by each run that was not skipped, in the order they finished."""
+        return [] if self._earned is None else self._earned
+
+    @property
     def done(self) -> int:
-        return sum(self.counts.values())
+        return self.passed + self.scored + self.failed + self.skipped
 
     def count_run(self, outcome: Outcome, failure: FailureClass | None = None, *, run_index: int = 0) -> None:
         """Count one run's outcome (an `infra` failure apart: it is not counted in the pass rate)."""
-        self.counts[outcome] += 1
+        if outcome == "passed":
+            self.passed += 1
+        elif outcome == "scored":
+            self.scored += 1
+        elif outcome == "failed":
+            self.failed += 1
+        else:
+            self.skipped += 1
         infra = outcome == "failed" and failure == "infra"
         self.infra += infra
         if self.eval.first_runs is not None and run_index < self.eval.first_runs:
@@ -179,7 +237,9 @@ class EvalTally:
         """Count a non-skipped run's points (nothing for a run of a pass/fail eval)."""
         if earned is not None and possible:
             self.points_possible = possible
-            self.points_earned.append(earned)
+            if self._earned is None:
+                self._earned = []
+            self._earned.append(earned)
 
     @property
     def agent_spend(self) -> Spend | None:
@@ -193,12 +253,12 @@ class EvalTally:
 
     def passing(self, *, strict: bool) -> int:
         """Runs that count as passes: `passed`, and `scored` unless strict."""
-        return self.counts["passed"] + (0 if strict else self.counts["scored"])
+        return self.passed + (0 if strict else self.scored)
 
     @property
     def counted(self) -> int:
         """Runs the pass rate is taken over: every run that was not skipped and did not fail for `infra`."""
-        return self.done - self.counts["skipped"] - self.infra
+        return self.done - self.skipped - self.infra
 
     def case_counts(self, *, strict: bool) -> tuple[int, int]:
         """`(passes, runs)` as the suite's pass rate counts them: every run, or the first runs (`eval.first_runs`)."""
@@ -272,7 +332,7 @@ class EvalTally:
             k, wanted = min_pass_at_k
             if pass_at_k(self.counted, self.passing(strict=strict), min(k, self.counted)) + 1e-9 < wanted:
                 return "failed"
-        return "passed" if self.counts["passed"] == self.counted else "scored"
+        return "passed" if self.passed == self.counted else "scored"
 
     def succeeded(self, *, strict: bool, min_pass_rate: float, min_pass_at_k: tuple[int, float] | None = None) -> bool:
         """Whether this eval lets the suite pass (its status is not `failed`)."""

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from array import array
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -328,6 +329,49 @@ def _make_case(row: _Row, shown: str, model: type[BaseModel] | None) -> Case:
     return Case(id=case_id, data=data, metadata=kept, tags=tuple(tags), source=where)
 
 
+class CaseIds:
+    """The case ids a dataset used so far, for the check that no id repeats: their 64-bit hashes, in `array`s by
+    the hashes' low 16 bits (a dict of each id and its row's place grew with every case by ten times as much).
+
+    Two different ids share a hash about once in 2**64 / n: `add` then says "maybe used" and the caller reads the
+    dataset again to find the first use (`_first_use`), which settles it.
+    """
+
+    def __init__(self) -> None:
+        self._buckets: dict[int, array[int]] = {}
+
+    def add(self, case_id: str) -> bool:
+        """Note `case_id`; False when it may have been noted before (its hash was)."""
+        digest = hash(case_id) & 0xFFFF_FFFF_FFFF_FFFF
+        bucket = self._buckets.get(digest & 0xFFFF)
+        if bucket is None:
+            self._buckets[digest & 0xFFFF] = array("Q", (digest,))
+            return True
+        if digest in bucket:
+            return False
+        bucket.append(digest)
+        return True
+
+
+def _first_use(case: Case, dataset: _Dataset, model: type[BaseModel] | None, reading: Reading | None) -> str | None:
+    """Where a row before `case`'s used its id (the dataset read again up to it); None when none did (another id
+    had the same hash)."""
+    for row in dataset.read():
+        if row.note is not None:
+            continue
+        if reading is not None and reading.fields:
+            row = _mapped(row, reading)
+        converted = None if row.error is not None else _converted(row, dataset.run_as_is, [])
+        if converted is None:
+            continue
+        earlier = _make_case(converted, dataset.shown, model)
+        if earlier.source == case.source:
+            return None
+        if earlier.id == case.id:
+            return earlier.source
+    return None
+
+
 def dataset_path(cases: str | Path, eval_file: Path, root: Path) -> Path:
     """Where a `cases="..."` file is: beside the eval file first, then under the project root."""
     path = Path(cases)
@@ -337,6 +381,31 @@ def dataset_path(cases: str | Path, eval_file: Path, root: Path) -> Path:
         if (base / path).is_file():
             return base / path
     return eval_file.parent / path
+
+
+@dataclass(frozen=True, slots=True)
+class _Dataset:
+    """Where a dataset's rows come from, read as often as asked (a repeated case id reads it again)."""
+
+    shown: str
+    read: Callable[[], Iterator[_Row]]
+    run_as_is: bool
+    """The dataset file is the eval file itself."""
+
+
+def _dataset(source: str | Path | Sequence[Any], eval_file: Path, root: Path, reading: Reading | None) -> _Dataset:
+    if not isinstance(source, str | Path):
+        rows = source
+        shown = f"{relative(str(eval_file))}: define_eval(cases=[...])"
+        return _Dataset(shown, lambda: (_Row(index=i, line=None, value=v) for i, v in enumerate(rows)), False)
+    path = dataset_path(source, eval_file, root)
+    shown = relative(str(path))
+    reader = _READERS.get(path.suffix.lower())
+    if reader is None:
+        raise CaseError(shown, None, f"unknown dataset format; use one of {', '.join(FORMATS)}")
+    if not path.is_file():
+        raise CaseError(shown, None, "dataset file not found (paths are relative to the eval file or the root)")
+    return _Dataset(shown, lambda: reader(path, shown, reading or Reading()), path.resolve() == eval_file.resolve())
 
 
 def iter_cases(
@@ -358,23 +427,13 @@ def iter_cases(
     Raises:
         CaseError: A missing or unknown file, or a bad row (naming the file and line).
     """
-    if isinstance(source, str | Path):
-        path = dataset_path(source, eval_file, root)
-        shown = relative(str(path))
-        reader = _READERS.get(path.suffix.lower())
-        if reader is None:
-            raise CaseError(shown, None, f"unknown dataset format; use one of {', '.join(FORMATS)}")
-        if not path.is_file():
-            raise CaseError(shown, None, "dataset file not found (paths are relative to the eval file or the root)")
-        rows: Iterator[_Row] = reader(path, shown, reading or Reading())
-    else:
-        shown = f"{relative(str(eval_file))}: define_eval(cases=[...])"
-        rows = (_Row(index=i, line=None, value=v) for i, v in enumerate(source))
-    seen: dict[str, str] = {}
+    dataset = _dataset(source, eval_file, root, reading)
+    shown = dataset.shown
+    seen = CaseIds()
     notes: list[str] = []
-    run_as_is = isinstance(source, str | Path) and path.resolve() == eval_file.resolve()
+    run_as_is = dataset.run_as_is
     no_input: list[_Row] = []
-    for row in rows:
+    for row in dataset.read():
         if row.note is not None:
             notes.append(row.note)
             continue
@@ -389,9 +448,8 @@ def iter_cases(
             continue
         row = converted
         case = _make_case(row, shown, model)
-        if case.id in seen:
-            raise _row_error(shown, row, f"case id {case.id!r} is used twice (first at {seen[case.id]})")
-        seen[case.id] = case.source
+        if not seen.add(case.id) and (first := _first_use(case, dataset, model, reading)):
+            raise _row_error(shown, row, f"case id {case.id!r} is used twice (first at {first})")
         yield case
     if no_input:
         _peer_problem(shown, _Row(index=-1, line=None, value=None, error=_no_input(no_input)), loading)

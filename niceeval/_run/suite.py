@@ -16,7 +16,7 @@ from niceeval._core.failure import DEFAULT_INFRA_RETRIES
 from niceeval._core.redact import Redactor, redacting
 from niceeval._core.results import RunResult
 from niceeval._core.stopping import was_terminated
-from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
+from niceeval._core.summary import EvalTally, Plan, PlannedEval, Problem, SuiteSummary
 from niceeval._core.threads import load_off_loop
 from niceeval._eval.compare import Comparison
 from niceeval._run.cross_runs import CrossRuns
@@ -229,8 +229,8 @@ async def run_suite(
     """
     entries = EvalStream.of(entries)
     survey = _survey(entries, options.runs, options.adaptive)
-    plan = survey.plan
-    tallies = {p.id: EvalTally(eval=p) for p in plan}
+    tallies = {p.id: EvalTally(eval=p) for p in survey.plan}
+    plan = Plan(survey.plan, lambda eval_id: tally.eval if (tally := tallies.get(eval_id)) else None)
     redactor = _redactor(survey.functions, options)
     problems = [
         Problem(location=f"{e.file}:{e.line}" if e.line else e.file, message=redactor.text(e.message))

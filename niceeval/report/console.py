@@ -17,7 +17,7 @@ from niceeval._core.assertion import AssertionResult
 from niceeval._core.failure import FAILURE_CLASSES
 from niceeval._core.outcome import Outcome
 from niceeval._core.results import RunResult, Spend
-from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary, latency_text
+from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary, latency_text, plan_index
 from niceeval._core.text import clean, clean_lines
 from niceeval._core.wording import judge_calls, not_counted, plural, usd
 from niceeval.attacks import AttackTally
@@ -109,7 +109,7 @@ class ConsoleReporter:
         self.min_pass_rate = min_pass_rate
         self.min_pass_at_k = min_pass_at_k
         self._pending: dict[str, list[RunResult]] = {}
-        self._planned: dict[str, PlannedEval] = {}
+        self._planned = plan_index(())
         self._tallies: dict[str, EvalTally] = {}
         """The evals with a run finished and not yet printed (a printed eval's tally is dropped)."""
         self._progress: LiveProgress | None = None
@@ -141,7 +141,7 @@ class ConsoleReporter:
         runs = plan[0].runs if plan else 1
         label = self.runs_label or plural(runs, "run")
         self._print(Text(f"niceeval · {plural(len(plan), 'eval')} × {label}", style="bold"))
-        self._planned = {p.id: p for p in plan}
+        self._planned = plan_index(plan)
         if self._progress is not None:
             self._known_runs = {p.id: p.runs for p in plan}  # only the live bar grows with adaptive repeats
             if total:

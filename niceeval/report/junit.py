@@ -20,7 +20,7 @@ from typing import IO
 
 from niceeval._core.outcome import is_success
 from niceeval._core.results import RunResult
-from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
+from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary, plan_index
 from niceeval.render import eval_rate, points_text, suite_points, suite_rate
 from niceeval.stats import Estimate
 
@@ -120,7 +120,7 @@ class JUnitReporter:
         self.min_pass_rate = min_pass_rate
         self._spool: IO[str] | None = None
         self._counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
-        self._planned: dict[str, PlannedEval] = {}
+        self._planned = plan_index(())
         self._tallies: dict[str, EvalTally] = {}
         """The evals with a run finished and not yet written (a written eval's tally is dropped)."""
         self._pending: dict[str, list[RunResult]] = {}
@@ -128,7 +128,7 @@ class JUnitReporter:
     def start(self, plan: Sequence[PlannedEval], problems: Sequence[Problem]) -> None:
         """Take the plan and the problems found while loading it."""
         self._spool = tempfile.TemporaryFile("w+", encoding="utf-8")
-        self._planned = {p.id: p for p in plan}
+        self._planned = plan_index(plan)
 
     def run_finished(self, result: RunResult) -> None:
         """Take one finished run."""

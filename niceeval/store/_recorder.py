@@ -270,7 +270,8 @@ class StoreSink:
         self._stored: set[tuple[str, int]] = set()
         """On resume or a shard's retry: eval runs already in the suite run (replayed to reporters; not written)."""
         self._planned: dict[str, int] = {}
-        """Each eval's planned runs at the start (adaptive repeats raise them as the suite goes)."""
+        """Each adaptive eval's planned runs at the start (its repeats raise them as the suite goes; no other eval's
+        runs grow)."""
 
     @property
     def unstored(self) -> int:
@@ -305,7 +306,7 @@ class StoreSink:
         self.recorder.close()
 
     def start(self, plan: Sequence[PlannedEval], problems: Sequence[Problem]) -> None:
-        self._planned = {p.id: p.runs for p in plan}
+        self._planned = {p.id: p.runs for p in plan if p.first_runs is not None}
         try:
             if self.resume or self.shard is not None:
                 self._stored = set(self.recorder.outcomes(self.run_id))

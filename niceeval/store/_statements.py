@@ -162,21 +162,27 @@ def insert_suite(
     add_plan(session, start.id, plan)
 
 
+PLAN_BATCH = 4096
+"""Planned evals written per batch: the rows of a plan of 100,000 cases are never all built at once."""
+
+
 def add_plan(session: Session, suite_run_id: str, plan: Sequence[PlannedEval]) -> None:
-    """Plan more evals in a suite run, after those it plans (a resume that raised `--runs` updates theirs)."""
+    """Plan more evals in a suite run, after those it plans (a resume that raised `--runs` updates theirs).
+
+    The rows are built and written `PLAN_BATCH` at a time."""
     if not plan:
         return
     query = "SELECT eval_id, runs FROM suite_evals WHERE suite_run_id = ?"
-    known = dict(session.execute(query, (suite_run_id,)).fetchall())
-    fresh = [p for p in plan if p.id not in known]
-    _insert_rows(
-        session,
-        SUITE_EVALS,
-        [
-            (suite_run_id, p.id, len(known) + i, p.file, p.line, _json(p.tags).decode(), p.runs, p.cluster)
-            for i, p in enumerate(fresh)
-        ],
-    )
+    known: dict[str, int] = dict(session.execute(query, (suite_run_id,)).fetchall())
+    position = len(known)
+    for first in range(0, len(plan), PLAN_BATCH):
+        batch = plan[first : first + PLAN_BATCH]
+        rows = []
+        for p in batch:
+            if p.id not in known:
+                rows.append((suite_run_id, p.id, position, p.file, p.line, _json(p.tags).decode(), p.runs, p.cluster))
+                position += 1
+        _insert_rows(session, SUITE_EVALS, rows)
     grown = [(p.runs, suite_run_id, p.id) for p in plan if p.id in known and p.runs > known[p.id]]
     session.executemany(session.sql("UPDATE suite_evals SET runs = ? WHERE suite_run_id = ? AND eval_id = ?"), grown)
 

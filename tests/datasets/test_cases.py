@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
+import tracemalloc
 from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
 
-from niceeval._eval.cases import CaseError, Loading, iter_cases
+from niceeval._eval.cases import CaseError, CaseIds, Loading, _dataset, _first_use, _make_case, iter_cases
 
 from ._helpers import run_project, write
 
@@ -58,6 +59,41 @@ def test_a_repeated_case_id_names_both_rows(tmp_path: Path) -> None:
     path = write(tmp_path, "qa.jsonl", '{"id": "a"}\n{"id": "a"}\n')
     with pytest.raises(CaseError, match=r"qa\.jsonl:2: case id 'a' is used twice \(first at .*qa\.jsonl:1\)"):
         cases_of(path)
+
+
+def test_a_repeated_id_after_other_rows_and_a_bad_one_names_its_first_use(tmp_path: Path) -> None:
+    rows = [f'{{"id": "k{i}"}}' for i in range(3000)]
+    rows[1200] = '{"id": "k7",'  # cut short: a problem of its own, the other rows still load
+    path = write(tmp_path, "qa.jsonl", "\n".join([*rows, '{"id": "k2999"}']) + "\n")
+    with pytest.raises(CaseError, match=r"qa\.jsonl:3001: case id 'k2999' is used twice \(first at .*qa\.jsonl:3000\)"):
+        cases_of(path, loading=Loading())
+    listed = [{"id": "x"}, {"id": "y"}, {"id": 5}, {"id": "5"}]
+    with pytest.raises(CaseError, match=r"define_eval\(cases=\[...\]\): row 3: case id '5' is used twice \(first at "):
+        list(iter_cases(listed, eval_file=tmp_path / "x.py", root=tmp_path))
+
+
+def test_case_ids_are_kept_as_hashes_a_shared_hash_is_settled_by_reading_the_rows_again(tmp_path: Path) -> None:
+    ids = CaseIds()
+    assert [ids.add(f"q{i}") for i in range(20_000)] == [True] * 20_000
+    assert (ids.add("q17"), ids.add("q20000")) == (False, True)
+    path = write(tmp_path, "qa.jsonl", '{"id": "a"}\n{"id": "b"}\n{"id": "a"}\n')
+    dataset = _dataset(path.name, tmp_path / "x.py", tmp_path, None)
+    first, second, again = [_make_case(row, dataset.shown, None) for row in dataset.read()]
+    assert _first_use(again, dataset, None, None) == first.source  # a real repeat: where the id was first used
+    assert _first_use(second, dataset, None, None) is None  # "b" only shares a hash: no row before it used it
+
+
+def test_case_ids_past_100_000_take_under_24_bytes_a_case() -> None:
+    ids = CaseIds()
+    tracemalloc.start()
+    for i in range(100_000):
+        ids.add(f"evals/qa.py::qa[q{i}]")
+    before, _ = tracemalloc.get_traced_memory()
+    for i in range(100_000, 250_000):
+        ids.add(f"evals/qa.py::qa[q{i}]")
+    after, _ = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert (after - before) / 150_000 < 24  # a dict of each id and its row's place grew by some 150 bytes a case
 
 
 def test_a_row_that_does_not_fit_the_case_model_names_its_line_and_field(tmp_path: Path) -> None:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
 
-from niceeval._core.summary import LATENCY_SAMPLE, EvalTally, LatencySample, PlannedEval, percentile
+from niceeval._core.summary import LATENCY_SAMPLE, EvalTally, LatencySample, PlannedEval, Problem, percentile
 from niceeval._run.discovery import EvalEntry, discover
 from niceeval._run.plan import EvalStream, expand
 from niceeval._run.shard import Shard
@@ -187,3 +187,74 @@ def test_the_suite_reads_the_planned_evals_twice_once_to_plan_once_to_run(tmp_pa
     anyio.run(run_suite, EvalStream(read, count=4), [], options, [kept])
     assert len(passes) == 2
     assert sorted(r.eval_id for r in kept.results) == sorted(e.id for e in planned)
+
+
+def test_reporters_look_planned_evals_up_in_the_suites_plan_not_an_index_of_their_own(tmp_path: Path) -> None:
+    import tracemalloc
+    from io import StringIO
+
+    import anyio
+    from rich.console import Console
+
+    from niceeval._core.summary import Plan, plan_index
+    from niceeval._run.execute import ExecOptions
+    from niceeval._run.suite import SuiteOptions, run_suite
+    from niceeval.report import JUnitReporter
+
+    from ._helpers import Kept
+
+    class Given(Kept):
+        def start(self, plan: Sequence[PlannedEval], problems: Sequence[Problem]) -> None:
+            super().start(plan, problems)
+            self.given = plan
+
+    _project(tmp_path, 3)
+    given = Given()
+    options = SuiteOptions(exec=ExecOptions(timeout=30, root=tmp_path, no_cache=True))
+    anyio.run(run_suite, _plan(tmp_path), [], options, [given])
+    assert isinstance(given.given, Plan) and plan_index(given.given) is given.given  # the suite's own, shared
+    assert given.given.get("evals/qa.py::qa[q2]") == given.plan[2] and len(given.results) == 3
+    evals = [PlannedEval(id=f"evals/qa.py::qa[q{i}]", file="evals/qa.py", line=4) for i in range(50_000)]
+    by_id = {p.id: p for p in evals}
+    plan = Plan(evals, by_id.get)
+    console = ConsoleReporter(Console(file=StringIO(), force_terminal=False, width=200))
+    junit = JUnitReporter(tmp_path / "junit.xml")
+    tracemalloc.start()
+    console.start(plan, [])
+    junit.start(plan, [])
+    grown, _ = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    junit._spool.close()
+    assert grown < 50_000  # an index of every eval each was some 2.5 MB at 50,000 evals
+    assert (console._planned.get(evals[7].id), junit._planned.get("evals/qa.py::gone")) == (evals[7], None)
+    listed = plan_index(evals[:2])  # a reporter started on a plain list (pytest's store, `niceeval view`) indexes it
+    assert (len(listed), listed.get(evals[1].id), listed[0], list(listed)) == (2, evals[1], evals[0], evals[:2])
+
+
+def test_a_tally_counts_outcomes_in_fields_and_holds_no_list_until_a_run_earns_points() -> None:
+    import tracemalloc
+
+    evals = [PlannedEval(id=f"evals/qa.py::qa[q{i}]", file="evals/qa.py", line=4) for i in range(20_000)]
+    tracemalloc.start()
+    tallies = [EvalTally(eval=p) for p in evals]
+    for tally in tallies:
+        tally.count_run("passed")
+        tally.add_points(None, None)
+    size, _ = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert size / len(tallies) < 200  # with a dict of its four counts and an empty list each: some 400 bytes
+    tally = tallies[0]
+    for outcome in ("scored", "failed", "failed", "skipped"):
+        tally.count_run(outcome)  # type: ignore[arg-type]
+    tally.count_run("failed", "infra")
+    assert tally.counts == {"passed": 1, "scored": 1, "failed": 3, "skipped": 1}
+    assert (tally.done, tally.counted, tally.infra, tally.passing(strict=False), tally.points_earned) == (
+        6,
+        4,
+        1,
+        2,
+        [],
+    )
+    tally.add_points(2.0, 4.0)
+    tally.add_points(4.0, 4.0)
+    assert (tally.points_earned, tally.points_fractions) == ([2.0, 4.0], [0.5, 1.0])

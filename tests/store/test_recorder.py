@@ -26,7 +26,7 @@ from niceeval.store._connection import WriteConnection
 from niceeval.store._driver import connect, parse_url, stamp_sqlite, store_wide
 from niceeval.store._recorder import Recorder
 from niceeval.store._schema import metadata
-from niceeval.store._statements import SUITE_START, WRITTEN
+from niceeval.store._statements import PLAN_BATCH, SUITE_START, WRITTEN
 from niceeval.store._suite_run import SuiteEnd
 
 from .test_sink import summary_of, wait_until_stored
@@ -445,3 +445,19 @@ def test_two_threads_writing_through_one_recorder_never_meet_in_a_transaction(wr
         thread.join()
     assert errors == []
     assert (len(writer.store.outcomes("s1")), len(writer.store.planned("s1"))) == (100, 200)
+
+
+def test_a_plan_larger_than_a_batch_is_stored_whole_in_order_and_extended_after_it(
+    writer: Recorder, store_url: str
+) -> None:
+    ids = [f"evals/a.py::qa[q{i}]" for i in range(PLAN_BATCH * 2 + 3)]
+    writer.begin(SuiteRunStart(id="big"), planned(*ids))
+    more = planned(ids[-1], "evals/a.py::late", runs=3)  # one already planned (its runs raised), one new
+    writer.extend("big", more)
+    with Store.open(store_url) as store:
+        stored = store.planned("big")
+        info = store.run("big").run
+    assert [p.id for p in stored] == [*ids, "evals/a.py::late"]
+    assert [p.line for p in stored[:3]] == [1, 2, 3] and stored[-1].line == 2
+    assert (stored[-2].runs, stored[-1].runs, stored[0].runs) == (3, 3, 1)
+    assert (info.evals, info.runs_planned) == (len(ids) + 1, len(ids) - 1 + 3 + 3)
