@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Literal, overload
 
 from niceeval._core.events import latencies
@@ -183,9 +184,11 @@ class EvalTally:
     """Runs that failed for `infra` (after their retries): in `counts` as `failed`, left out of the pass rate."""
 
     @property
-    def counts(self) -> dict[Outcome, int]:
-        """Runs by outcome (a new dict: counting goes through `count_run`)."""
-        return {"passed": self.passed, "scored": self.scored, "failed": self.failed, "skipped": self.skipped}
+    def counts(self) -> Mapping[Outcome, int]:
+        """Runs by outcome, read-only (counting goes through `count_run`)."""
+        return MappingProxyType(
+            {"passed": self.passed, "scored": self.scored, "failed": self.failed, "skipped": self.skipped}
+        )
 
     @property
     def points_earned(self) -> list[float]:

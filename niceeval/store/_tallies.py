@@ -134,9 +134,12 @@ class Counts(NamedTuple):
     def tally(self, eval_id: str) -> EvalTally:
         """The eval's `EvalTally` (for its verdict by a rule: `EvalTally.status`)."""
         done = self.passed + self.scored + self.failed + self.skipped
-        tally = EvalTally(eval=PlannedEval(id=eval_id, file="", line=0, cluster=self.cluster))
-        tally.counts.update(
-            {"passed": self.passed, "scored": self.scored, "failed": self.failed, "skipped": self.skipped}
+        tally = EvalTally(
+            eval=PlannedEval(id=eval_id, file="", line=0, cluster=self.cluster),
+            passed=self.passed,
+            scored=self.scored,
+            failed=self.failed,
+            skipped=self.skipped,
         )
         tally.infra = done - self.skipped - self.counted
         return tally
