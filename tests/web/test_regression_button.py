@@ -6,6 +6,7 @@ module, and a forged request; no GET side effect."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from html import unescape
 from pathlib import Path
 
@@ -25,10 +26,10 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]
 
 
 @pytest.fixture
-def viewer(project: tuple[Path, str]) -> TestClient:
-    store = Store.open(str(project[0] / ".niceeval" / "results.db"))
-    app = create_app(ViewerSettings(store=store, access=Access(token=None, loopback=True)))
-    return TestClient(app, base_url="http://127.0.0.1:7575")
+def viewer(project: tuple[Path, str]) -> Iterator[TestClient]:
+    with Store.open(str(project[0] / ".niceeval" / "results.db")) as store:
+        app = create_app(ViewerSettings(store=store, access=Access(token=None, loopback=True)))
+        yield TestClient(app, base_url="http://127.0.0.1:7575")
 
 
 def form_of(html: str) -> dict[str, str]:
@@ -89,12 +90,12 @@ def test_a_request_without_the_pages_token_or_csrf_is_refused_and_writes_nothing
 
 def test_a_token_from_another_viewer_process_is_refused(project: tuple[Path, str], viewer: TestClient) -> None:
     fields = form_of(viewer.get("/online").text)
-    other = create_app(
-        ViewerSettings(store=Store.open(str(project[0] / ".niceeval" / "results.db")), access=Access(None, True))
-    )
-    client = TestClient(other, base_url="http://127.0.0.1:7575")
-    client.get("/online")  # its own CSRF cookie; the page token is still the first viewer's
-    answer = client.post("/online/regressions", data={**fields, "csrf": client.cookies["niceeval_csrf"]})
+    with Store.open(str(project[0] / ".niceeval" / "results.db")) as store:
+        client = TestClient(
+            create_app(ViewerSettings(store=store, access=Access(None, True))), base_url="http://127.0.0.1:7575"
+        )
+        client.get("/online")  # its own CSRF cookie; the page token is still the first viewer's
+        answer = client.post("/online/regressions", data={**fields, "csrf": client.cookies["niceeval_csrf"]})
     assert answer.status_code == 403
 
 
