@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 
-SCHEMA_REVISION = "0017_pgindex"
+SCHEMA_REVISION = "0018_cmp"
 """The Alembic revision this niceeval writes and reads (the head of `_migrations/versions`)."""
 
 

@@ -188,7 +188,8 @@ def _newer(conn: Connection, engine: Engine, revision: str) -> str:
 
 
 def _known_revisions() -> set[str]:
-    return {path.name.split("_", 1)[0] for path in (_MIGRATIONS / "versions").glob("*.py")}
+    """Each migration's revision: its file's number (`0016_tallies.py` is `0016`) or whole stem (`0017_pgindex`)."""
+    return {name for path in (_MIGRATIONS / "versions").glob("*.py") for name in (path.stem, path.stem.split("_")[0])}
 
 
 def upgrade_with_alembic(conn: Connection) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import Connection, delete, func, select
 
+from niceeval.store._kept_diffs import forget_all
 from niceeval.store._schema import eval_runs, suite_runs
 
 
@@ -22,4 +23,5 @@ def delete_old(conn: Connection, keep: int) -> tuple[int, int]:
         select(func.count()).select_from(eval_runs).where(eval_runs.c.suite_run_id.in_(doomed))
     ).scalar_one()
     conn.execute(delete(suite_runs).where(suite_runs.c.id.in_(doomed)))
+    forget_all(conn)
     return len(doomed), int(runs)

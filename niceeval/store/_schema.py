@@ -342,3 +342,20 @@ suite_tallies = Table(
 the 95% interval clustered by case, `render.suite_rate`), every tag of its evals (sorted), the evals that ran
 with variants (in plan order), and its judge calls by model, inconclusive causes and most missed assertions
 (`_tallies.judging`)."""
+
+kept_diffs = Table(
+    "kept_diffs",
+    metadata,
+    Column("base", String(32), ForeignKey("suite_runs.id", ondelete="CASCADE"), primary_key=True),
+    Column("head", String(32), ForeignKey("suite_runs.id", ondelete="CASCADE"), primary_key=True),
+    Column("options", String(64), primary_key=True),
+    Column("base_closed", String(40), nullable=False),
+    Column("head_closed", String(40), nullable=False),
+    Column("niceeval_version", String(32), nullable=False),
+    Column("diff", Text, nullable=False),
+    Index(None, "head"),
+)
+"""`Store.diff`'s result for two closed suite runs and one set of options (`options`: their digest), as JSON
+(`_kept_diffs`): read again while both runs keep the close stamps it was computed at (`finished_at`, ISO 8601) and niceeval is
+the one that computed it. Reopening a run clears its stamp; deleting one deletes its rows; `niceeval gc` empties the
+table (a carried run's records may be among those it deleted)."""

@@ -13,7 +13,7 @@ from sqlalchemy import Connection, Engine
 from niceeval._core.outcome import Outcome
 from niceeval._core.results import RunResult
 from niceeval._core.summary import PlannedEval
-from niceeval.store import _compare, _diff, _experiments, _frames, _read, _shards
+from niceeval.store import _compare, _diff, _experiments, _frames, _kept_diffs, _read, _shards
 from niceeval.store._compare import CompareOptions
 from niceeval.store._compared import SetupComparison
 from niceeval.store._damage import damage_message, integrity_problems
@@ -225,11 +225,20 @@ class Store:
     def diff(self, base: str, head: str, options: DiffOptions | None = None) -> RunDiff:
         """What changed from suite run `base` to `head`, both judged by one verdict rule, weighed against noise.
 
-        A run compared with itself, or two runs with no eval in common, raise ConfigError.
+        A run compared with itself, or two runs with no eval in common, raise ConfigError. The diff of two closed
+        runs is kept in the store and read back while neither changes (`_kept_diffs`).
         """
         options = options or DiffOptions()
         with self._reading() as conn:
-            return _diff.diff(conn, _read.resolve(conn, base), _read.resolve(conn, head), options)
+            base_id, head_id = _read.resolve(conn, base), _read.resolve(conn, head)
+            key = _kept_diffs.pair_key(conn, base_id, head_id, options)
+            kept = None if key is None else _kept_diffs.recall(conn, key)
+            if kept is not None:
+                return kept
+            found = _diff.diff(conn, base_id, head_id, options)
+        if key is not None:
+            _kept_diffs.keep(self.engine, key, found)
+        return found
 
     def compare(self, refs: Sequence[str], options: CompareOptions | None = None) -> SetupComparison:
         """Several setups side by side, each measured on its own with its intervals, each pair on the cases both
