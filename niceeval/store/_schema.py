@@ -356,6 +356,6 @@ kept_diffs = Table(
     Index(None, "head"),
 )
 """`Store.diff`'s result for two closed suite runs and one set of options (`options`: their digest), as JSON
-(`_kept_diffs`): read again while both runs keep the close stamps it was computed at (`finished_at`, ISO 8601) and niceeval is
-the one that computed it. Reopening a run clears its stamp; deleting one deletes its rows; `niceeval gc` empties the
-table (a carried run's records may be among those it deleted)."""
+(`_kept_diffs`): read again while both runs keep the close stamps it was computed at (`finished_at`, ISO 8601) and
+niceeval is the one that computed it. Reopening a run clears its stamp; deleting one deletes its rows; `niceeval gc`
+empties the table (a carried run's records may be among those it deleted)."""
