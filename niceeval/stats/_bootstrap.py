@@ -20,8 +20,13 @@ from typing import TYPE_CHECKING, Any
 from ._results import Estimate
 
 if TYPE_CHECKING:
+    from typing import TypeAlias
+
     import numpy as np
     from numpy.typing import NDArray
+
+    Column: TypeAlias = Sequence[float] | NDArray[np.float64]
+    """One value per cluster: a list, or a numpy column (`_usage` pools its cases into columns)."""
 
 RESAMPLES = 2000
 _CELLS_PER_CHUNK = 250_000
@@ -78,9 +83,7 @@ class PairedResampler:
         self._sums: NDArray[np.float64] = self._weights.astype(float)
         """The same counts as floats: a resample's sum is then a row's dot product."""
 
-    def ratio(
-        self, before: tuple[Sequence[float], Sequence[float]], after: tuple[Sequence[float], Sequence[float]]
-    ) -> PairedChange:
+    def ratio(self, before: tuple[Column, Column], after: tuple[Column, Column]) -> PairedChange:
         """The ratio of sums on each side (`(numerators, denominators)`, one of each per cluster): the cost per
         run is each cluster's summed cost over its summed runs."""
         import numpy as np
@@ -120,7 +123,7 @@ class PairedResampler:
         points_a, resampled_a = self._quantiles(after, qs)
         return [self._change(points_b[i], points_a[i], resampled_b[:, i], resampled_a[:, i]) for i in range(len(qs))]
 
-    def ratio_of(self, side: tuple[Sequence[float], Sequence[float]]) -> Estimate:
+    def ratio_of(self, side: tuple[Column, Column]) -> Estimate:
         """One side's ratio of sums (`(numerators, denominators)`, one of each per cluster) with the expanded
         percentile interval of its resamples: what one setup's cost per run is, on its own."""
         import numpy as np
@@ -155,7 +158,7 @@ class PairedResampler:
         low, high = np.quantile(resampled, [tail, 1 - tail])
         return replace(found, low=float(low), high=float(high))
 
-    def _column(self, values: Sequence[float]) -> NDArray[np.float64]:
+    def _column(self, values: Column) -> NDArray[np.float64]:
         import numpy as np
 
         if len(values) != self.clusters:

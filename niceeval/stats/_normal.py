@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
+    from ._bootstrap import Column
+
 BOOTSTRAP_CLUSTERS = 5000
 """Up to this many clusters the bootstrap resamples; above it the normal approximation measures."""
 METHOD = "normal approximation"
@@ -51,9 +53,7 @@ class NormalPaired:
         self.confidence = confidence
         self._t = t_quantile(0.5 + confidence / 2, clusters - 1)
 
-    def ratio(
-        self, before: tuple[Sequence[float], Sequence[float]], after: tuple[Sequence[float], Sequence[float]]
-    ) -> PairedChange:
+    def ratio(self, before: tuple[Column, Column], after: tuple[Column, Column]) -> PairedChange:
         """As `PairedResampler.ratio`: each side's ratio of sums, and the interval of its change."""
         (top_b, bottom_b), (top_a, bottom_a) = (self._column(v) for v in before), (self._column(v) for v in after)
         if bottom_b.sum() == 0 or bottom_a.sum() == 0:
@@ -65,7 +65,7 @@ class NormalPaired:
         point_a, influence_a = _ratio(top_a, bottom_a)
         return self._change(point_b, point_a, influence_b, influence_a)
 
-    def ratio_of(self, side: tuple[Sequence[float], Sequence[float]]) -> Estimate:
+    def ratio_of(self, side: tuple[Column, Column]) -> Estimate:
         """As `PairedResampler.ratio_of`: one side's ratio of sums with its interval."""
         top, bottom = (self._column(v) for v in side)
         if bottom.sum() == 0:
@@ -141,7 +141,7 @@ class NormalPaired:
             note=f"{METHOD} over {self.clusters:,} clusters",
         )  # fmt: skip
 
-    def _column(self, values: Sequence[float]) -> NDArray[np.float64]:
+    def _column(self, values: Column) -> NDArray[np.float64]:
         import numpy as np
 
         if len(values) != self.clusters:

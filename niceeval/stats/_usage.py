@@ -12,12 +12,18 @@ every turn, as the run reports do; a case resampled twice brings its turns twice
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from ._bootstrap import RESAMPLES, PairedChange, PairedResampler
 from ._normal import BOOTSTRAP_CLUSTERS, METHOD, NormalPaired
 from ._results import Estimate
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -65,18 +71,22 @@ class UsageEstimate:
     notes: tuple[str, ...] = ()
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, kw_only=True)
 class _Pooled:
-    runs: int = 0
-    passed: int = 0
-    cost: float | None = 0.0
-    latencies: list[float] = field(default_factory=list)
+    """The cases pooled by cluster, as columns (one entry per cluster, in the order the clusters first appear)."""
 
-    def add(self, usage: CaseUsage) -> None:
-        self.runs += usage.runs
-        self.passed += usage.passed
-        self.cost = None if self.cost is None or usage.cost is None else self.cost + usage.cost
-        self.latencies.extend(usage.latencies)
+    runs: NDArray[np.float64]
+    passed: NDArray[np.float64]
+    cost: NDArray[np.float64]
+    """The clusters' summed cost; 0 where `unpriced`."""
+    unpriced: NDArray[np.bool_]
+    """A case of the cluster called a model with no price."""
+    latencies: list[list[float]]
+    """Every measured turn's seconds, per cluster."""
+
+    @property
+    def clusters(self) -> int:
+        return len(self.runs)
 
 
 def compare_usage(
@@ -90,30 +100,29 @@ def compare_usage(
     """Compare the cases both sides ran (at least one counted run each), resampling `clusters` (default: each case
     its own)."""
     shared = sorted(c for c in before.keys() & after.keys() if before[c].runs > 0 and after[c].runs > 0)
-    pooled_b, pooled_a = _pool(shared, before, clusters), _pool(shared, after, clusters)
-    keys = list(pooled_b)
-    if not keys:
+    owner, clusters_found = _owners(shared, clusters)
+    if not clusters_found:
         return UsageComparison(cases=0, clusters=0, cost_per_run=None, cost_per_pass=None, latency_p50=None,
                                latency_p95=None, notes=("no shared case",))  # fmt: skip
+    pooled_b, pooled_a = _pool(shared, before, owner, clusters_found), _pool(shared, after, owner, clusters_found)
     notes: list[str] = []
-    resampler = _resampler(len(keys), resamples, seed)
-    old_cases, new_cases = [pooled_b[k] for k in keys], [pooled_a[k] for k in keys]
-    unpriced = sum(1 for old, new in zip(old_cases, new_cases, strict=True) if old.cost is None or new.cost is None)
-    cost_per_run, cost_per_pass = _costs(resampler, old_cases, new_cases, unpriced, notes)
-    timed = [k for k in keys if pooled_b[k].latencies and pooled_a[k].latencies]
+    resampler = _resampler(clusters_found, resamples, seed)
+    unpriced = int((pooled_b.unpriced | pooled_a.unpriced).sum())
+    cost_per_run, cost_per_pass = _costs(resampler, pooled_b, pooled_a, unpriced, notes)
+    timed = [k for k in range(clusters_found) if pooled_b.latencies[k] and pooled_a.latencies[k]]
     latency_p50 = latency_p95 = None
     if timed:
         turns = _resampler(len(timed), resamples, seed)
-        old, new = [pooled_b[k].latencies for k in timed], [pooled_a[k].latencies for k in timed]
+        old, new = [pooled_b.latencies[k] for k in timed], [pooled_a.latencies[k] for k in timed]
         latency_p50, latency_p95 = turns.quantiles(old, new, (0.5, 0.95))
-        if len(timed) < len(keys):
+        if len(timed) < clusters_found:
             notes.append(
-                f"latency over the {len(timed)} of {len(keys)} shared cases with a measured turn on both sides"
+                f"latency over the {len(timed)} of {clusters_found} shared cases with a measured turn on both sides"
             )
     else:
         notes.append("no turn latency measured on both sides of any shared case")
     return UsageComparison(
-        cases=len(shared), clusters=len(keys), cost_per_run=cost_per_run, cost_per_pass=cost_per_pass,
+        cases=len(shared), clusters=clusters_found, cost_per_run=cost_per_run, cost_per_pass=cost_per_pass,
         latency_p50=latency_p50, latency_p95=latency_p95, unpriced=unpriced, notes=tuple(notes),
     )  # fmt: skip
 
@@ -125,36 +134,61 @@ def _resampler(clusters: int, resamples: int, seed: int) -> PairedResampler | No
     return PairedResampler(clusters, resamples=resamples, seed=seed)
 
 
-def _pool(
-    shared: Sequence[str], usage: Mapping[str, CaseUsage], clusters: Mapping[str, Hashable] | None
-) -> dict[Hashable, _Pooled]:
-    pooled: dict[Hashable, _Pooled] = {}
-    for case in shared:
-        key = clusters.get(case, case) if clusters is not None else case
-        pooled.setdefault(key, _Pooled()).add(usage[case])
-    return pooled
+def _owners(cases: Sequence[str], clusters: Mapping[str, Hashable] | None) -> tuple[NDArray[np.int64], int]:
+    """Each case's cluster as a number (clusters numbered as they first appear in `cases`), and how many there are."""
+    import numpy as np
+
+    if clusters is None:
+        return np.arange(len(cases)), len(cases)
+    numbers: dict[Hashable, int] = {}
+    owner = np.fromiter(
+        (numbers.setdefault(clusters.get(c, c), len(numbers)) for c in cases), dtype=np.int64, count=len(cases)
+    )
+    return owner, len(numbers)
+
+
+def _pool(cases: Sequence[str], usage: Mapping[str, CaseUsage], owner: NDArray[np.int64], clusters: int) -> _Pooled:
+    """The cases' runs, passes, cost and turns summed per cluster (`owner`: each case's cluster number)."""
+    import numpy as np
+
+    found = [usage[c] for c in cases]
+    costs = np.fromiter((math.nan if u.cost is None else u.cost for u in found), dtype=float, count=len(found))
+    missing = np.isnan(costs)
+    latencies: list[list[float]] = [[] for _ in range(clusters)]
+    for cluster, case in zip(owner.tolist(), found, strict=True):
+        if case.latencies:
+            latencies[cluster].extend(case.latencies)
+    return _Pooled(
+        runs=_summed(owner, [u.runs for u in found], clusters),
+        passed=_summed(owner, [u.passed for u in found], clusters),
+        cost=_summed(owner, np.where(missing, 0.0, costs), clusters),
+        unpriced=_summed(owner, missing, clusters) > 0,
+        latencies=latencies,
+    )
+
+
+def _summed(owner: NDArray[np.int64], values: Sequence[float] | NDArray[Any], clusters: int) -> NDArray[np.float64]:
+    """`values` summed per cluster, in the order they come (a cluster's sum adds its cases one after another)."""
+    import numpy as np
+
+    return np.asarray(np.bincount(owner, weights=values, minlength=clusters), dtype=float)
 
 
 def _costs(
-    resampler: PairedResampler | NormalPaired,
-    before: Sequence[_Pooled],
-    after: Sequence[_Pooled],
-    unpriced: int,
-    notes: list[str],
+    resampler: PairedResampler | NormalPaired, before: _Pooled, after: _Pooled, unpriced: int, notes: list[str]
 ) -> tuple[PairedChange | None, PairedChange | None]:
     """Cost per run and per passed run, or None with a note: an unpriced model, or no cost on either side."""
     if unpriced:
         notes.append(f"cost not compared: {unpriced} shared case(s) called a model with no price (set pricing=)")
         return None, None
-    old_costs, new_costs = [p.cost or 0.0 for p in before], [p.cost or 0.0 for p in after]
-    if not any(old_costs) and not any(new_costs):
+    if not before.cost.any() and not after.cost.any():
         notes.append("cost not compared: the agent spent nothing on either side")
         return None, None
-    per_run = resampler.ratio((old_costs, [p.runs for p in before]), (new_costs, [p.runs for p in after]))
-    if not any(p.passed for p in before) or not any(p.passed for p in after):
+    per_run = resampler.ratio((before.cost, before.runs), (after.cost, after.runs))
+    if not before.passed.any() or not after.passed.any():
         notes.append("cost per passed run not compared: no run passed on one side")
         return per_run, None
-    per_pass = resampler.ratio((old_costs, [p.passed for p in before]), (new_costs, [p.passed for p in after]))
+    per_pass = resampler.ratio((before.cost, before.passed), (after.cost, after.passed))
     return per_run, per_pass
 
 
@@ -168,36 +202,37 @@ def estimate_usage(
     """One side's cost per run and per passed run, p50 and p95 turn latency, over its cases with a counted run,
     resampling `clusters` (default: each case its own)."""
     counted = sorted(c for c, u in usage.items() if u.runs > 0)
-    pooled = _pool(counted, usage, clusters)
-    cases = list(pooled.values())
-    if not cases:
+    owner, clusters_found = _owners(counted, clusters)
+    if not clusters_found:
         return UsageEstimate(cases=0, clusters=0, cost_per_run=None, cost_per_pass=None, latency_p50=None,
                              latency_p95=None, notes=("no counted run",))  # fmt: skip
+    pooled = _pool(counted, usage, owner, clusters_found)
     notes: list[str] = []
-    if len(cases) > BOOTSTRAP_CLUSTERS:
-        notes.append(f"intervals by {METHOD} over {len(cases):,} clusters (a bootstrap up to {BOOTSTRAP_CLUSTERS:,})")
-    resampler = _resampler(len(cases), resamples, seed)
-    unpriced = sum(1 for case in cases if case.cost is None)
+    if clusters_found > BOOTSTRAP_CLUSTERS:
+        notes.append(
+            f"intervals by {METHOD} over {clusters_found:,} clusters (a bootstrap up to {BOOTSTRAP_CLUSTERS:,})"
+        )
+    resampler = _resampler(clusters_found, resamples, seed)
+    unpriced = int(pooled.unpriced.sum())
     cost_per_run = cost_per_pass = None
     if unpriced:
         notes.append(f"cost not estimated: {unpriced} case(s) called a model with no price (set pricing=)")
     else:
-        costs = [case.cost or 0.0 for case in cases]
-        cost_per_run = resampler.ratio_of((costs, [case.runs for case in cases]))
-        if any(case.passed for case in cases):
-            cost_per_pass = resampler.ratio_of((costs, [case.passed for case in cases]))
+        cost_per_run = resampler.ratio_of((pooled.cost, pooled.runs))
+        if pooled.passed.any():
+            cost_per_pass = resampler.ratio_of((pooled.cost, pooled.passed))
         else:
             notes.append("cost per passed run not estimated: no run passed")
-    timed = [case.latencies for case in cases if case.latencies]
+    timed = [turns for turns in pooled.latencies if turns]
     latency_p50 = latency_p95 = None
     if timed:
         turns = _resampler(len(timed), resamples, seed)
         latency_p50, latency_p95 = turns.quantiles_of(timed, (0.5, 0.95))
-        if len(timed) < len(cases):
-            notes.append(f"latency over the {len(timed)} of {len(cases)} cases with a measured turn")
+        if len(timed) < clusters_found:
+            notes.append(f"latency over the {len(timed)} of {clusters_found} cases with a measured turn")
     else:
         notes.append("no turn latency measured")
     return UsageEstimate(
-        cases=len(counted), clusters=len(cases), cost_per_run=cost_per_run, cost_per_pass=cost_per_pass,
+        cases=len(counted), clusters=clusters_found, cost_per_run=cost_per_run, cost_per_pass=cost_per_pass,
         latency_p50=latency_p50, latency_p95=latency_p95, unpriced=unpriced, notes=tuple(notes),
     )  # fmt: skip

@@ -42,26 +42,20 @@ class WeighedUsage:
     dimensions: list[Dimension]
 
 
-@dataclass(slots=True)
-class _Totals:
-    runs: int = 0
-    passed: int = 0
-    cost: float | None = 0.0
-
-
-_RUNS = "SELECT eval_id, outcome, agent_cost FROM eval_runs WHERE suite_run_id = ? AND outcome != 'skipped'"
-"""Read by the driver's cursor: 100,000 rows without a result object each."""
+_RUNS = (
+    "SELECT eval_id, count(*), sum(CASE WHEN outcome IN ({passing}) THEN 1 ELSE 0 END), "
+    "CASE WHEN count(agent_cost) = count(*) THEN sum(agent_cost) END "
+    "FROM eval_runs WHERE suite_run_id = ? AND outcome != 'skipped' GROUP BY eval_id"
+)
+"""Each eval's counted runs, passed runs and the agent's cost summed in SQL (None when a run's model had no price),
+read by the driver's cursor: 100,000 rows without a result object each."""
+_PASSING = {True: "'passed'", False: "'passed', 'scored'"}
 
 
 def case_usage(conn: Connection, suite_run_id: str, *, strict: bool) -> dict[str, CaseUsage]:
     """Each eval's counted runs, passed runs (by the verdict rule), the agent's cost and its turns' latencies."""
-    passing = {"passed"} if strict else {"passed", "scored"}
-    totals: dict[str, _Totals] = {}
-    for eval_id, outcome, cost in session_of(conn).execute(_RUNS, (suite_run_id,)).fetchall():
-        total = totals.setdefault(eval_id, _Totals())
-        total.runs += 1
-        total.passed += outcome in passing
-        total.cost = None if total.cost is None or cost is None else total.cost + cost
+    session = session_of(conn)
+    totals = session.execute(_RUNS.format(passing=_PASSING[strict]), (suite_run_id,)).fetchall()
     slots = slot_records(suite_run_id)  # a carried attempt's turns are on the row it carries
     latency = events.c.payload["latency"].as_float()
     turns = (
@@ -73,8 +67,8 @@ def case_usage(conn: Connection, suite_run_id: str, *, strict: bool) -> dict[str
     for eval_id, seconds in conn.execute(turns).all():
         latencies.setdefault(eval_id, []).append(float(seconds))
     return {
-        eval_id: CaseUsage(runs=t.runs, passed=t.passed, cost=t.cost, latencies=tuple(latencies.get(eval_id, ())))
-        for eval_id, t in totals.items()
+        eval_id: CaseUsage(runs=runs, passed=passed, cost=cost, latencies=tuple(latencies.get(eval_id, ())))
+        for eval_id, runs, passed, cost in totals
     }
 
 
