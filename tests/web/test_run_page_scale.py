@@ -187,6 +187,24 @@ def test_compare_pages_every_eval_the_compared_runs_first_then_the_gone_ones(ope
     assert '<span class="faint">new</span>' in closed and closed.count('<span class="faint">gone</span>') == 2
 
 
+def test_compare_pages_two_closed_runs_from_their_tallies_in_the_same_order(opened: Store, viewer: TestClient) -> None:
+    """Two closed runs are paged in SQL from their kept tallies (not every id of both read): the same pages, the
+    head's evals in plan order, then the gone ones, a page split between them, a page past the end the last."""
+    gone = [result(f"evals/z.py::gone_{n}", "failed" if n % 2 else "passed") for n in range(150)]
+    base = stored(opened, [*many(250)[::-1], *gone])
+    head = stored(opened, many(330))
+    pages = {}
+    for page in (1, 2, 3, 4, 10000):
+        html = viewer.get(f"/compare?base={base}&head={head}&show=all&page={page}").text
+        body = html.split('<table class="data pairs">', 1)[1].split("</table>", 1)[0]
+        pages[page] = re.findall(r'<td class="id">([^<]+)</td>', body)
+        assert ("page 3 of 3" in html) == (page >= 3), page
+    assert pages[1] + pages[2] + pages[3] == [f"evals/a.py::case_{n:04d}" for n in range(330)] + [
+        f"evals/z.py::gone_{n}" for n in range(150)
+    ]
+    assert pages[4] == pages[10000] == pages[3] and len(pages[2]) == 200 and len(pages[3]) == 80
+
+
 def test_a_store_from_before_tallies_gets_them_for_its_closed_runs(store_url: str) -> None:
     from alembic import command
     from alembic.config import Config
