@@ -5,9 +5,10 @@ run as in `viewer_pages.py`: a conversation with a tool call, up to three assert
 through the store's `Recorder` a few thousand eval runs at a time, so filling holds no whole suite run in memory.
 Then starts the real `niceeval view` on it and times the runs list, the latest run's page (first page, a filter,
 a sort, a far page), the compare page, one eval run and one eval's history (median and worst of several
-requests), and the wall and CPU time of `niceeval diff` and `niceeval report --json` on the two latest runs.
+requests; the compare page's first request, which computes and keeps the diff, apart), and the wall and CPU time
+of `niceeval diff` (computed, then kept) and `niceeval report --json` on the two latest runs.
 
-    python bench/store_scale.py [--runs 10] [--evals 100000] [--requests 7] [--compare-requests 2]
+    python bench/store_scale.py [--runs 10] [--evals 100000] [--requests 7] [--compare-requests 2] [--compare-only]
                                 [--store /tmp/scalestore/10x100k.db | --postgres /tmp/scalestore/pg]
 
 `--postgres DIR` runs a throwaway PostgreSQL cluster from Debian's packages (`initdb`, `pg_ctl`, as
@@ -208,9 +209,21 @@ def load() -> str:
     return "load average " + " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
+def server_cpu(pid: int) -> float:
+    """The process's CPU seconds so far (user + system)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def peak_rss_mb(pid: int) -> float:
     found = re.search(r"VmHWM:\s+(\d+) kB", Path(f"/proc/{pid}/status").read_text())
     return int(found.group(1)) / 1024 if found else float("nan")
+
+
+def forget_diffs(url: str) -> None:
+    """Empty `kept_diffs`, so the next diff of a pair is computed (what the first request after two runs close pays)."""
+    with Store.open(url) as store, store.engine.begin() as conn:
+        conn.execute(tables.kept_diffs.delete())
 
 
 def time_page(client: httpx.Client, path: str, requests: int) -> tuple[float, float, int]:
@@ -225,7 +238,9 @@ def time_page(client: httpx.Client, path: str, requests: int) -> tuple[float, fl
     return statistics.median(timings), max(timings), size
 
 
-def pages(url: str, latest: str, requests: int, compare_requests: int, *, compare: bool = True) -> None:
+def pages(
+    url: str, latest: str, requests: int, compare_requests: int, *, compare: bool = True, others: bool = True
+) -> None:
     server = subprocess.Popen(
         [sys.executable, "-m", "niceeval.cli", "view", "--port", "0", "--store", url], stdout=subprocess.PIPE, text=True
     )
@@ -245,26 +260,37 @@ def pages(url: str, latest: str, requests: int, compare_requests: int, *, compar
             "eval run": f"/runs/{latest}/eval?id={eval_id}",
             "eval history": f"/evals/history?id={eval_id}",
         }
-        if not compare:
-            wanted = {name: path for name, path in wanted.items() if "compare" not in name}
+        wanted = {name: path for name, path in wanted.items() if ("compare" in name and compare) or others}
         with httpx.Client(base_url=base.rstrip("/"), timeout=300) as client:
             client.get("/")
             print(f"{'page':<30} {'median':>9} {'worst':>9} {'bytes':>10}   ({load()})")
             for name, path in wanted.items():
+                if name == "compare (latest vs previous)":
+                    forget_diffs(url)
+                    started, used = time.perf_counter(), server_cpu(server.pid)
+                    client.get(path)
+                    cpu = server_cpu(server.pid) - used
+                    first = f"{(time.perf_counter() - started) * 1000:.0f}ms wall, {cpu * 1000:.0f}ms server CPU"
+                    print(f"{'compare, first request':<30} {first} (the diff computed and kept)", flush=True)
+                used = server_cpu(server.pid)
                 median, worst, size = time_page(client, path, compare_requests if "compare" in name else requests)
-                print(f"{name:<30} {median * 1000:>7.0f}ms {worst * 1000:>7.0f}ms {size:>10,}", flush=True)
+                cpu = (server_cpu(server.pid) - used) / (compare_requests if "compare" in name else requests)
+                times = f"{median * 1000:>7.0f}ms {worst * 1000:>7.0f}ms {size:>10,}  {cpu * 1000:>5.0f}ms CPU"
+                print(f"{name:<30} {times}", flush=True)
         print(f"server peak: {peak_rss_mb(server.pid):.0f} MB RSS")
     finally:
         server.terminate()
         server.wait(timeout=10)
 
 
-def commands(url: str, base: str, head: str) -> None:
+def commands(url: str, base: str, head: str, *, diff_only: bool = False) -> None:
     """Wall time and CPU time (user + system, which a loaded machine stretches far less than the wall) of each."""
     with tempfile.TemporaryDirectory() as scratch:
+        forget_diffs(url)
         for name, argv in (
-            ("niceeval diff", ["diff", base, head]),
-            ("niceeval report --json", ["report", head, "--json", str(Path(scratch) / "report.json")]),
+            ("niceeval diff (computed)", ["diff", base, head]),
+            ("niceeval diff (kept)", ["diff", base, head]),
+            *([] if diff_only else [("niceeval report --json", ["report", head, "--json", f"{scratch}/report.json"])]),
         ):
             used = resource.getrusage(resource.RUSAGE_CHILDREN)
             started = time.perf_counter()
@@ -292,6 +318,7 @@ def main() -> None:
     parser.add_argument("--fill-only", action="store_true")
     parser.add_argument("--commands-only", action="store_true", help="time `diff` and `report` alone")
     parser.add_argument("--pages-only", action="store_true", help="the pages without compare; no commands")
+    parser.add_argument("--compare-only", action="store_true", help="the compare pages and `diff` alone")
     args = parser.parse_args()
     if args.postgres is None:
         measure(args, url_of(args.store))
@@ -307,9 +334,11 @@ def measure(args: argparse.Namespace, url: str) -> None:
     with Store.open(url) as store:
         head, base = (r.id for r in store.runs(limit=2))
     if not args.commands_only:
-        pages(url, head, args.requests, args.compare_requests, compare=not args.pages_only)
+        pages(
+            url, head, args.requests, args.compare_requests, compare=not args.pages_only, others=not args.compare_only
+        )
     if not args.pages_only:
-        commands(url, base, head)
+        commands(url, base, head, diff_only=args.compare_only)
 
 
 if __name__ == "__main__":
