@@ -116,18 +116,17 @@ def clustered_mean(
     of freedom, so a handful of cases gives the wide interval it deserves. `bounds` clips the interval to the
     values' possible range (`(0, 1)` for pass rates).
     """
-    if clusters is not None and len(clusters) != len(values):
+    if clusters is None:  # each value its own cluster: its sum is the value (no grouping pass over 100,000)
+        estimate = clustered_mean_of_sums([(value, 1) for value in values], confidence=confidence, bounds=bounds)
+        return replace(estimate, note="1 value: no spread to measure") if estimate.clusters == 1 else estimate
+    if len(clusters) != len(values):
         raise ValueError(f"{len(values)} values but {len(clusters)} cluster keys: give one key per value")
-    keys: Sequence[Hashable] = clusters if clusters is not None else range(len(values))
     sums: dict[Hashable, list[float]] = {}
-    for key, value in zip(keys, values, strict=True):
+    for key, value in zip(clusters, values, strict=True):
         total = sums.setdefault(key, [0.0, 0.0])
         total[0] += value
         total[1] += 1
-    estimate = clustered_mean_of_sums([(s, n) for s, n in sums.values()], confidence=confidence, bounds=bounds)
-    if estimate.clusters == 1 and clusters is None:
-        return replace(estimate, note="1 value: no spread to measure")
-    return estimate
+    return clustered_mean_of_sums([(s, n) for s, n in sums.values()], confidence=confidence, bounds=bounds)
 
 
 def clustered_mean_of_sums(

@@ -63,9 +63,9 @@ def mcnemar(before: Sequence[bool], after: Sequence[bool], *, alpha: float = 0.0
     _check_alpha(alpha)
     _check_paired(before, after)
     n = len(before)
-    broke = sum(1 for b, a in zip(before, after, strict=True) if b and not a)
-    fixed = sum(1 for b, a in zip(before, after, strict=True) if a and not b)
-    spread = clustered_mean([float(a) - float(b) for b, a in zip(before, after, strict=True)])
+    differences = [float(a) - float(b) for b, a in zip(before, after, strict=True)]
+    broke, fixed = differences.count(-1.0), differences.count(1.0)
+    spread = clustered_mean(differences)
     result = _from_spread("mcnemar", n, spread, alpha)
     if n < min_pairs(alpha):
         return replace(result, note=_not_enough(n))
