@@ -15,6 +15,7 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass
 
+from pydantic import ValidationError
 from sqlalchemy import Connection, Engine, delete, insert, select
 from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
@@ -54,7 +55,7 @@ def pair_key(conn: Connection, base: str, head: str, options: DiffOptions) -> Pa
 
 
 def recall(conn: Connection, key: PairKey) -> RunDiff | None:
-    """The diff kept under `key`, when one was computed at these close stamps by this niceeval."""
+    """The diff kept under `key`, when one was computed at these close stamps by this niceeval (and still parses)."""
     kept = conn.execute(
         select(kept_diffs.c.diff).where(
             kept_diffs.c.base == key.base,
@@ -65,7 +66,12 @@ def recall(conn: Connection, key: PairKey) -> RunDiff | None:
             kept_diffs.c.niceeval_version == niceeval_version(),
         )
     ).scalar()
-    return None if kept is None else RunDiff.model_validate_json(kept)
+    if kept is None:
+        return None
+    try:
+        return RunDiff.model_validate_json(kept)
+    except ValidationError:  # a row garbled outside niceeval: computed again, and kept anew
+        return None
 
 
 def keep(engine: Engine, key: PairKey, found: RunDiff) -> None:

@@ -77,6 +77,16 @@ def test_the_second_request_reads_the_kept_diff_back(store: Store) -> None:
     assert second.model_copy(update={"verdict_line": first.verdict_line}) == first
 
 
+def test_a_garbled_kept_diff_is_computed_again_and_kept_anew(store: Store) -> None:
+    record_pair(store)
+    first = store.diff("base", "head")
+    with store.engine.begin() as conn:
+        conn.execute(update(kept_diffs).values(diff='{"base": "base", "head": '))
+    assert store.diff("base", "head") == first
+    with store.engine.connect() as conn:
+        assert conn.execute(select(kept_diffs.c.diff)).scalar_one() == first.model_dump_json()
+
+
 def test_a_run_reopened_and_closed_again_is_compared_afresh(store: Store) -> None:
     record_pair(store)
     before = store.diff("base", "head")
