@@ -186,3 +186,23 @@ def test_a_diff_imports_scipys_special_functions_not_scipy_stats(tmp_path: Path)
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
     assert done.stdout.split() == ["worse", "True", "False"], done.stderr
+
+
+def test_a_store_from_before_kept_diffs_is_upgraded_and_keeps_them(store_url: str) -> None:
+    """A store an older niceeval left at 0017_pgindex (a revision named by its file's whole stem) is upgraded."""
+    from alembic import command
+    from alembic.config import Config
+    from sqlalchemy import inspect
+
+    from niceeval.store._open import _MIGRATIONS
+
+    with Store.open(store_url) as store:
+        record_pair(store)
+        with store.engine.begin() as conn:
+            config = Config()
+            config.set_main_option("script_location", str(_MIGRATIONS))
+            config.attributes["connection"] = conn
+            command.downgrade(config, "0017_pgindex")
+        assert "kept_diffs" not in inspect(store.engine).get_table_names()
+    with Store.open(store_url) as store:
+        assert store.diff("base", "head") == store.diff("base", "head") and kept_rows(store) == 1
