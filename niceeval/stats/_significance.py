@@ -3,9 +3,6 @@
 Every test is two-sided; a regression is a significant change whose difference is negative. When no outcome on
 the data at hand could reach `alpha` (three runs against three cannot: Fisher's smallest p-value there is 0.1),
 the result carries a note instead of a p-value. scipy is imported inside each function: it takes seconds to load.
-The tests a diff of two runs makes (Fisher's, McNemar's, the paired t test, Benjamini-Hochberg) need only
-`scipy.special`'s distribution functions or exact integer sums, a quarter of `scipy.stats`' import (each pinned to
-`scipy.stats` by a test); `paired_bootstrap` imports `scipy.stats` when it is called.
 """
 
 from __future__ import annotations
@@ -44,15 +41,11 @@ def compare_rates(before: tuple[int, int], after: tuple[int, int], *, alpha: flo
 
 @functools.lru_cache(maxsize=4096)
 def _fisher(k1: int, n1: int, k2: int, n2: int) -> float:
-    """Fisher's two-sided p-value (`scipy.stats.fisher_exact`'s): the hypergeometric probability of every table with
-    the same margins as likely as the observed one or less (within scipy's relative 1e-7, for tables equal but for
-    rounding), summed in exact integers. Cached: a suite repeats the same few tables (3 runs: 16 of them)."""
-    passes = k1 + k2
-    low, high = max(0, passes - n2), min(n1, passes)
-    observed = math.comb(n1, k1) * math.comb(n2, k2)
-    ways = (math.comb(n1, k) * math.comb(n2, passes - k) for k in range(low, high + 1))
-    as_likely = sum(w for w in ways if w * 10_000_000 <= observed * 10_000_001)
-    return min(1.0, as_likely / math.comb(n1 + n2, passes))
+    """Fisher's two-sided p-value; cached, since a suite repeats the same few tables (3 runs: 16 of them)."""
+    import numpy as np
+    from scipy.stats import fisher_exact
+
+    return min(1.0, float(fisher_exact(np.array([[k1, n1 - k1], [k2, n2 - k2]])).pvalue))
 
 
 def mcnemar(before: Sequence[bool], after: Sequence[bool], *, alpha: float = 0.05) -> Comparison:
@@ -60,27 +53,19 @@ def mcnemar(before: Sequence[bool], after: Sequence[bool], *, alpha: float = 0.0
 
     Only the cases that flipped carry evidence; `p = binomtest(fixed, flipped, 0.5)`.
     """
+    from scipy.stats import binomtest
+
     _check_alpha(alpha)
     _check_paired(before, after)
     n = len(before)
-    differences = [float(a) - float(b) for b, a in zip(before, after, strict=True)]
-    broke, fixed = differences.count(-1.0), differences.count(1.0)
-    spread = clustered_mean(differences)
+    broke = sum(1 for b, a in zip(before, after, strict=True) if b and not a)
+    fixed = sum(1 for b, a in zip(before, after, strict=True) if a and not b)
+    spread = clustered_mean([float(a) - float(b) for b, a in zip(before, after, strict=True)])
     result = _from_spread("mcnemar", n, spread, alpha)
     if n < min_pairs(alpha):
         return replace(result, note=_not_enough(n))
-    return replace(result, p_value=_sign_test(fixed, broke + fixed))
-
-
-def _sign_test(k: int, n: int) -> float:
-    """The two-sided exact binomial test of `k` successes in `n` at p = 1/2: the distribution is symmetric, so the
-    outcomes as unlikely as `k` are the two tails beyond it (`scipy.stats.binomtest(k, n).pvalue` to 1e-9 where
-    that is above 1e-40)."""
-    from scipy.special import bdtr
-
-    if n == 0 or 2 * k == n:
-        return 1.0
-    return min(1.0, 2 * float(bdtr(min(k, n - k), n, 0.5)))
+    p_value = 1.0 if broke + fixed == 0 else float(binomtest(fixed, broke + fixed, 0.5).pvalue)
+    return replace(result, p_value=p_value)
 
 
 def paired_t(
@@ -95,7 +80,7 @@ def paired_t(
     With `clusters` the standard error is cluster-robust and t has (clusters - 1) degrees of freedom; without,
     this is exactly `scipy.stats.ttest_rel`.
     """
-    from scipy.special import stdtr
+    from scipy.stats import t as student_t
 
     _check_alpha(alpha)
     _check_paired(before, after)
@@ -108,7 +93,7 @@ def paired_t(
     if spread.stderr == 0:
         return replace(result, p_value=1.0 if spread.value == 0 else 0.0)
     statistic = spread.value / spread.stderr
-    p_value = float(2 * stdtr(spread.clusters - 1, -abs(statistic)))  # `scipy.stats.t.sf(|t|, df)`, both tails
+    p_value = float(2 * student_t.sf(abs(statistic), spread.clusters - 1))
     return replace(result, p_value=p_value)
 
 
@@ -187,20 +172,13 @@ def benjamini_hochberg(p_values: Sequence[float | None]) -> list[float | None]:
     Compare each q-value with alpha: at most alpha of the changes called significant are expected to be noise,
     so a 500-eval suite does not fail by chance. None (not enough data) stays None and takes no part.
     """
-    import numpy as np
+    from scipy.stats import false_discovery_control
 
-    present = np.array([p for p in p_values if p is not None], dtype=float)
-    if not len(present):
+    present = [p for p in p_values if p is not None]
+    if not present:
         return [None] * len(p_values)
-    # `scipy.stats.false_discovery_control(present, method="bh")`, step by step (scipy.stats takes 0.5 s to import):
-    # each sorted p-value times m / rank, then the smallest of those at or above each rank, in the p-values' order
-    order = np.argsort(present)
-    ranked = present[order] * (len(present) / np.arange(1, len(present) + 1))
-    np.minimum.accumulate(ranked[::-1], out=ranked[::-1])
-    adjusted = np.empty_like(ranked)
-    adjusted[order] = ranked
-    found = iter(np.clip(adjusted, 0.0, 1.0).tolist())
-    return [None if p is None else next(found) for p in p_values]
+    adjusted = iter(float(q) for q in false_discovery_control(present, method="bh"))
+    return [None if p is None else next(adjusted) for p in p_values]
 
 
 def min_pairs(alpha: float) -> int:

@@ -171,23 +171,6 @@ def test_deleting_a_run_deletes_its_kept_diffs(store: Store) -> None:
     assert kept_rows(store) == 0
 
 
-def test_a_diff_imports_scipys_special_functions_not_scipy_stats(tmp_path: Path) -> None:
-    """scipy.stats takes half a second to import: a diff whose evals are too few runs for Fisher's test to tell
-    needs only `scipy.special` (McNemar's and the t test's distributions) and numpy (the intervals)."""
-    code = (
-        "import sys\n"
-        f"sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
-        "from _seeded_pair import record_pair\n"
-        "from niceeval.store import Store\n"
-        f"with Store.open({f'sqlite:///{tmp_path}/results.db'!r}) as store:\n"
-        "    record_pair(store)\n"
-        "    found = store.diff('base', 'head')\n"
-        "print(found.verdict, 'scipy.special' in sys.modules, 'scipy.stats' in sys.modules)\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
-    assert done.stdout.split() == ["worse", "True", "False"], done.stderr
-
-
 def test_a_store_from_before_kept_diffs_is_upgraded_and_keeps_them(store_url: str) -> None:
     """A store an older niceeval left at 0017_pgindex (a revision named by its file's whole stem) is upgraded."""
     from alembic import command
