@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import math
 import random
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
