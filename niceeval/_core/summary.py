@@ -10,9 +10,10 @@ from typing import Any, Literal, overload
 
 from niceeval._core.events import latencies
 from niceeval._core.failure import FailureClass
-from niceeval._core.outcome import OUTCOMES, Outcome
+from niceeval._core.outcome import Outcome
 from niceeval._core.passk import pass_at_k, pass_hat_k
 from niceeval._core.results import RunResult, Spend
+from niceeval._core.suite_totals import SuiteTotals
 
 
 @dataclass(kw_only=True, slots=True)
@@ -357,23 +358,28 @@ def points_by_cluster(tallies: Iterable[EvalTally]) -> list[tuple[float, float]]
 
 @dataclass(kw_only=True, slots=True)
 class SuiteSummary:
-    """What the whole suite came to; the exit code follows from it."""
+    """What the whole suite came to; the exit code follows from it.
 
-    # Not in the repr: asyncio reprs the main task, result included, when it restores the SIGINT handler at the
-    # end of `anyio.run`, and a repr of every tally grows with the suite (bench/NOTES.md, "Memory").
-    tallies: list[EvalTally] = field(repr=False)
+    It holds no tally per eval: each eval is folded into `totals` when its last run is reported (`SuiteTotals`),
+    so a suite of a million cases keeps the memory of a few. `unfinished` keeps the tallies of the evals no
+    reporter was told were done (docs/design/runner.md, "Flat memory").
+    """
+
+    totals: SuiteTotals = field(repr=False)
     problems: list[Problem]
     duration_s: float
-    strict: bool
-    min_pass_rate: float
+    # Not in the repr: asyncio reprs the main task, result included, when it restores the SIGINT handler at the
+    # end of `anyio.run` (bench/NOTES.md, "Memory").
+    unfinished: list[EvalTally] = field(default_factory=list, repr=False)
+    """The evals with runs left when the suite ended (interrupted or stopped early: those never started too, with
+    no run), or, in a summary built by `SuiteSummary.of`, every eval: reporters that write an eval when it is done
+    write these at the end."""
     interrupted: bool = False
     terminated: bool = False
     """Interrupted by SIGTERM rather than Ctrl-C (exit code 143, not 130)."""
     missing_runs: int = 0
     """Eval runs a stored suite run planned but does not hold (`incomplete`, `running` or `interrupted` when
     reported from the store); every report states them."""
-    min_pass_at_k: tuple[int, float] | None = None
-    """`--min-pass-at-k K:RATE`: an eval with `--runs N` fails when its pass@K is under RATE."""
     stopped: str | None = None
     """Why the suite stopped starting runs early (`--budget` reached, `-x/--exitfirst`); None when it did not."""
     not_started: int = 0
@@ -386,41 +392,72 @@ class SuiteSummary:
     """With `--runs LOW..HIGH`: the runs a fixed `--runs HIGH` would have made beyond those made (evals with
     `define_eval(runs=N)` left out); None otherwise."""
 
+    @classmethod
+    def of(
+        cls,
+        tallies: Iterable[EvalTally],
+        *,
+        strict: bool,
+        min_pass_rate: float,
+        min_pass_at_k: tuple[int, float] | None = None,
+        **fields: Any,
+    ) -> SuiteSummary:
+        """The summary of a suite whose every tally is at hand (a stored run, a pytest session), in plan order;
+        `fields` are `SuiteSummary`'s others."""
+        held = list(tallies)
+        totals = SuiteTotals.of(held, strict=strict, min_pass_rate=min_pass_rate, min_pass_at_k=min_pass_at_k)
+        return cls(totals=totals, unfinished=held, **fields)
+
+    @property
+    def strict(self) -> bool:
+        return self.totals.strict
+
+    @property
+    def min_pass_rate(self) -> float:
+        return self.totals.min_pass_rate
+
+    @property
+    def min_pass_at_k(self) -> tuple[int, float] | None:
+        """`--min-pass-at-k K:RATE`: an eval with `--runs N` fails when its pass@K is under RATE."""
+        return self.totals.min_pass_at_k
+
+    @property
+    def evals(self) -> int:
+        """The evals the suite planned."""
+        return self.totals.planned
+
     def eval_counts(self) -> dict[Outcome, int]:
-        counts: dict[Outcome, int] = dict.fromkeys(OUTCOMES, 0)
-        for tally in self.tallies:
-            if tally.done:
-                counts[self.status_of(tally)] += 1
-        return counts
+        """Evals with a run, by verdict."""
+        return dict(self.totals.verdicts)
 
     def status_of(self, tally: EvalTally) -> Outcome:
         """One eval's verdict under this suite's gates (`--strict`, `--min-pass-rate`, `--min-pass-at-k`)."""
-        return tally.status(strict=self.strict, min_pass_rate=self.min_pass_rate, min_pass_at_k=self.min_pass_at_k)
+        return self.totals.status_of(tally)
 
     @property
     def runs_done(self) -> int:
-        return sum(t.done for t in self.tallies)
+        return self.totals.runs_done
 
     @property
     def inconclusive(self) -> int:
-        return sum(t.inconclusive for t in self.tallies)
+        return self.totals.inconclusive
 
     @property
     def infra(self) -> int:
         """Runs not counted in any pass rate because they failed for `infra` (after their retries)."""
-        return sum(t.infra for t in self.tallies)
+        return self.totals.infra
 
     @property
     def unstable(self) -> int:
-        return sum(t.unstable for t in self.tallies)
+        return self.totals.unstable
 
     @property
     def agent_spend(self) -> Spend:
-        return sum((t.agent_spend for t in self.tallies if t.agent_spend is not None), Spend())
+        return self.totals.agent_spend
 
     @property
     def judge_spend(self) -> Spend:
-        return sum((t.judge_spend for t in self.tallies if t.judge_spend is not None), Spend())
+        return self.totals.judge_spend
 
     @property
     def exit_code(self) -> int:
@@ -429,5 +466,4 @@ class SuiteSummary:
             return 143 if self.terminated else 130
         if self.problems:
             return 2
-        ok = all(self.status_of(t) != "failed" for t in self.tallies)
-        return 0 if ok and self.stopped is None else 1
+        return 0 if not self.totals.failed and self.stopped is None else 1

@@ -40,10 +40,10 @@ from niceeval.render import (
     commands,
     environment,
     eval_points_text,
+    folded_rate,
     interval_text,
     rounds,
     runs_rate,
-    suite_rate,
 )
 from niceeval.report._grouping import Miss, MissGroups, runs_text
 
@@ -154,6 +154,8 @@ class _EvalRecord:
     miss: tuple[int, str] | None = None
     """(run index, words) of the first thing that went wrong, from the lowest run index that had one."""
     misses: MissGroups = field(default_factory=MissGroups)
+    tally: EvalTally | None = None
+    """The eval's tally once its last run was reported (the suite keeps none: its summary is folded)."""
 
     def note_miss(self, result: RunResult) -> None:
         if result.outcome in ("passed", "skipped") or (self.miss and self.miss[0] <= result.run_index):
@@ -211,6 +213,13 @@ class HtmlReporter:
         record.note_miss(result)
         record.misses.add(result)
 
+    def eval_finished(self, tally: EvalTally, summary: SuiteSummary) -> None:
+        """Keep a done eval's tally for its row (the page lists every eval: it holds a record per eval anyway)."""
+        del summary  # its gates are read when the rows are written
+        record = self._evals.get(tally.eval.id)
+        if record is not None:
+            record.tally = tally
+
     def _render_run(self, result: RunResult, planned_runs: int) -> str:
         try:
             return str(self._parts.run(result, rounds(result), commands(result), planned_runs))
@@ -242,8 +251,8 @@ class HtmlReporter:
             "summary": summary,
             "counts": counts,
             # over runs, as the console and the JSON report say it (the eval counts are the cards beside it)
-            "pass_rate": suite_rate(summary.tallies, strict=summary.strict).value,
-            "run_rate": suite_rate(summary.tallies, strict=summary.strict),
+            "pass_rate": folded_rate(summary.totals).value,
+            "run_rate": folded_rate(summary.totals),
             "verdict": _VERDICTS.get(summary.exit_code, "failed"),
             "rows": rows,
             "runs_planned": sum(record.planned.runs for record in self._evals.values()),
@@ -274,9 +283,9 @@ class HtmlReporter:
             length -= len(chunk)
 
     def _rows(self, summary: SuiteSummary) -> list[EvalRow]:
-        tallies = {t.eval.id: t for t in summary.tallies}
+        unfinished = {t.eval.id: t for t in summary.unfinished}
         rows = [
-            _row(record, tallies.get(record.planned.id), summary)
+            _row(record, record.tally or unfinished.get(record.planned.id), summary)
             for record in sorted(self._evals.values(), key=lambda r: r.position)
         ]
         return sorted(rows, key=lambda row: _ORDER[row.status])  # stable: plan order within a status

@@ -46,8 +46,8 @@ def github_output(
     strict = bool(options.get("strict", False))
     min_pass_rate = float(options.get("min_pass_rate", 1.0))  # type: ignore[arg-type]
     reporter.finish(
-        SuiteSummary(
-            tallies=list(tallies.values()),
+        SuiteSummary.of(
+            list(tallies.values()),
             problems=problems or [],
             duration_s=1.25,
             strict=strict,
