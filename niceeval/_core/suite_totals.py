@@ -12,13 +12,10 @@ import math
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from niceeval._core.outcome import OUTCOMES, Outcome
 from niceeval._core.results import Spend
-
-if TYPE_CHECKING:
-    from niceeval._core.summary import EvalTally  # the tallies folded here (summary.py holds a SuiteTotals)
+from niceeval._core.tally import EvalTally
 
 
 @dataclass(kw_only=True, slots=True)
