@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any, Literal, overload
 
 from niceeval._core.outcome import Outcome
@@ -19,31 +20,48 @@ from niceeval._core.tally import points_by_cluster as points_by_cluster
 
 
 class Plan(Sequence[PlannedEval]):
-    """The evals a suite plans, in order, and each by its id: what the suite hands its reporters, which read an
-    eval's record from it as its runs finish. `lookup` is the suite's own index (an index per reporter grew with
-    every eval)."""
+    """The evals a suite plans, in order, and each eval under way by its id: what the suite hands its reporters,
+    which read an eval's record from it as its runs finish.
 
-    __slots__ = ("_evals", "_lookup")
+    The suite's plan holds no record per eval: iterating it reads the planned evals again (a dataset's rows, each
+    made into its `PlannedEval`), so a reporter that walks it costs a pass over the datasets, not their memory.
+    `lookup` is the suite's own index of the evals under way (and of those it holds: adaptive, eval groups).
+    """
 
-    def __init__(self, evals: list[PlannedEval], lookup: Callable[[str], PlannedEval | None]) -> None:
-        self._evals = evals
+    __slots__ = ("_count", "_lookup", "_read")
+
+    def __init__(
+        self, read: Callable[[], Iterator[PlannedEval]], count: int, lookup: Callable[[str], PlannedEval | None]
+    ) -> None:
+        self._read = read
+        self._count = count
         self._lookup = lookup
+
+    @classmethod
+    def of(cls, evals: Sequence[PlannedEval]) -> Plan:
+        """A plan over records at hand, each looked up by its id."""
+        held = list(evals)
+        return cls(lambda: iter(held), len(held), {p.id: p for p in held}.get)
 
     @overload
     def __getitem__(self, index: int) -> PlannedEval: ...
     @overload
     def __getitem__(self, index: slice) -> list[PlannedEval]: ...
     def __getitem__(self, index: int | slice) -> PlannedEval | list[PlannedEval]:
-        return self._evals[index]
+        if isinstance(index, slice):
+            return list(self)[index]  # a pass that lists every eval: nothing slices the suite's plan
+        position = range(self._count)[index]  # an IndexError past the end, as a list's
+        return next(islice(self, position, None))
 
     def __len__(self) -> int:
-        return len(self._evals)
+        return self._count
 
     def __iter__(self) -> Iterator[PlannedEval]:
-        return iter(self._evals)
+        return self._read()
 
     def get(self, eval_id: str) -> PlannedEval | None:
-        """The planned eval with id `eval_id`; None when the suite does not plan it."""
+        """The planned eval with id `eval_id` while its runs are under way (the record its tally counts against,
+        whose `runs` repeats may raise); None when the suite does not plan it or the eval is done."""
         return self._lookup(eval_id)
 
 
@@ -51,7 +69,7 @@ def plan_index(plan: Sequence[PlannedEval]) -> Plan:
     """`plan` looked up by eval id: the suite's own `Plan` as it is, any other sequence indexed."""
     if isinstance(plan, Plan):
         return plan
-    return Plan(list(plan), {p.id: p for p in plan}.get)
+    return Plan.of(plan)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

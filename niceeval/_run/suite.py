@@ -106,9 +106,17 @@ def _redactor(entries: Iterable[EvalEntry], options: SuiteOptions) -> Redactor:
 @dataclass(kw_only=True)
 class _Survey:
     """What the suite needs before its first run, from one pass over the planned evals (the stream is read again
-    for the runs): nothing here grows with a dataset's cases but the small per-eval plan record."""
+    for the runs): nothing here grows with a dataset's cases (but the count of each case's variants)."""
 
-    plan: list[PlannedEval] = field(default_factory=list)
+    runs: int
+    """`--runs N`, or LOW."""
+    adaptive: AdaptiveRuns | None
+    count: int = 0
+    """The planned evals."""
+    runs_total: int = 0
+    """The runs they plan at first."""
+    planned: dict[str, PlannedEval] = field(default_factory=dict)
+    """The plan records of the evals held (below): adaptive repeats raise their runs, and the store reads them."""
     functions: list[EvalEntry] = field(default_factory=list)
     """One eval per eval function (their agents' secrets, the judge's modules, the loop watchdog read these)."""
     held: list[EvalEntry] = field(default_factory=list)
@@ -121,22 +129,26 @@ class _Survey:
     clustered: bool = False
     """Whether some eval's cluster is not its own."""
 
+    def planned_of(self, e: EvalEntry) -> PlannedEval:
+        """The eval's plan record: the one held for it, or a new one (made again at each pass)."""
+        return self.planned.get(e.id) or PlannedEval(
+            id=e.id, file=e.file, line=e.spec.line, tags=e.tags, runs=runs_of(e, self.runs), cluster=e.cluster,
+            first_runs=first_runs(e, self.adaptive),
+        )  # fmt: skip
+
 
 def _survey(entries: Iterable[EvalEntry], runs: int, adaptive: AdaptiveRuns | None) -> _Survey:
-    survey = _Survey()
+    survey = _Survey(runs=runs, adaptive=adaptive)
     seen: set[int] = set()
     for e in entries:
-        survey.plan.append(
-            PlannedEval(
-                id=e.id, file=e.file, line=e.spec.line, tags=e.tags, runs=runs_of(e, runs), cluster=e.cluster,
-                first_runs=first_runs(e, adaptive),
-            )
-        )  # fmt: skip
+        survey.count += 1
+        survey.runs_total += runs_of(e, runs)
         if id(e.spec) not in seen:
             seen.add(id(e.spec))
             survey.functions.append(e)
         if e.eval_group is not None or (adaptive is not None and e.spec.runs is None):
             survey.held.append(e)
+            survey.planned[e.id] = survey.planned_of(e)
         if e.group is not None:
             survey.variants[e.group] += 1
         if (cluster := e.cluster) != e.id:
@@ -218,28 +230,44 @@ async def _run_item(
 
 
 class _Tallies:
-    """The tallies of the evals with a run started and not yet done: an eval's is made when its first run starts
-    and folded into the summary (then dropped) when its last run is reported, so what the suite holds does not
-    grow with its evals (the adaptive evals' runs made are kept for `runs_saved`)."""
+    """The tallies of the evals with a run started and not yet done: an eval's is made (with its plan record)
+    when its first run starts and folded into the summary (then dropped) when its last run is reported, so what
+    the suite holds does not grow with its evals (the adaptive evals' runs made are kept for `runs_saved`)."""
 
-    def __init__(self, planned: Callable[[str], PlannedEval], summary: SuiteSummary, sinks: ReporterSet) -> None:
-        self._planned = planned
+    def __init__(self, survey: _Survey, summary: SuiteSummary, sinks: ReporterSet) -> None:
+        self._survey = survey
         self._summary = summary
         self._sinks = sinks
         self.open: dict[str, EvalTally] = {}
         self.made: dict[str, int] = {}
         """Runs made by the adaptive evals (`Repeats.entries`) folded so far."""
 
-    def of(self, eval_id: str) -> EvalTally:
-        """The eval's tally, made on first asking."""
+    def planned(self, eval_id: str) -> PlannedEval | None:
+        """The plan record of an eval under way, or held by the suite (the plan's lookup)."""
         tally = self.open.get(eval_id)
+        return tally.eval if tally is not None else self._survey.planned.get(eval_id)
+
+    def record_of(self, entry: EvalEntry) -> PlannedEval:
+        """A new plan record for `entry` (as the plan makes at each pass)."""
+        return self._survey.planned_of(entry)
+
+    def begin(self, planned: PlannedEval) -> EvalTally:
+        """The eval's tally, made on first asking."""
+        tally = self.open.get(planned.id)
         if tally is None:
-            tally = self.open[eval_id] = EvalTally(eval=self._planned(eval_id))
+            tally = self.open[planned.id] = EvalTally(eval=planned)
         return tally
 
-    def carried(self, result: RunResult, repeats: Repeats, queue: RunQueue, control: RunControl) -> None:
+    def of(self, eval_id: str) -> EvalTally:
+        """The tally of an eval under way (or held: an eval group's members start within their group's item)."""
+        tally = self.open.get(eval_id)
+        return tally if tally is not None else self.begin(self._survey.planned[eval_id])
+
+    def carried(
+        self, result: RunResult, planned: PlannedEval, repeats: Repeats, queue: RunQueue, control: RunControl
+    ) -> None:
         """A run made before (`--resume`, an experiment's carried attempt), counted as if made now."""
-        tally = self.of(result.eval_id)
+        tally = self.begin(planned)
         tally.add(result)
         repeats.again(tally, queue)
         control.settle(result, tally)  # a carried pass settles an early-exit eval
@@ -279,8 +307,23 @@ class _Tallies:
 def _left(queue: RunQueue, tallies: _Tallies) -> Iterator[WorkItem]:
     """The work no worker took, each eval given a tally with no run (reports list every planned eval)."""
     for entry, indices in queue:
-        tallies.of(entry.id)
+        tallies.begin(tallies.planned(entry.id) or tallies.record_of(entry))
         yield entry, indices
+
+
+def _carry(
+    prior: Iterable[RunResult], plan: Plan, tallies: _Tallies, going: tuple[Repeats, RunQueue, RunControl]
+) -> None:
+    """Count the runs made before (`--resume`, an experiment's carried attempts) as if made now: their evals'
+    plan records are found in one pass over the plan (only when there are such runs)."""
+    carried = list(prior)
+    if not carried:
+        return
+    wanted = {result.eval_id for result in carried}
+    records = {planned.id: planned for planned in plan if planned.id in wanted}
+    for result in carried:
+        if (planned := tallies.planned(result.eval_id) or records.get(result.eval_id)) is not None:
+            tallies.carried(result, planned, *going)
 
 
 def _summary(survey: _Survey, options: SuiteOptions, problems: list[Problem]) -> SuiteSummary:
@@ -289,7 +332,7 @@ def _summary(survey: _Survey, options: SuiteOptions, problems: list[Problem]) ->
         strict=options.strict,
         min_pass_rate=options.min_pass_rate,
         min_pass_at_k=options.min_pass_at_k,
-        planned=len(survey.plan),
+        planned=survey.count,
         clustered=survey.clustered,
         shared=survey.shared,
     )
@@ -312,8 +355,6 @@ async def run_suite(
     """
     entries = EvalStream.of(entries)
     survey = _survey(entries, options.runs, options.adaptive)
-    planned = {p.id: p for p in survey.plan}
-    plan = Plan(survey.plan, planned.get)
     redactor = _redactor(survey.functions, options)
     problems = [
         Problem(location=f"{e.file}:{e.line}" if e.line else e.file, message=redactor.text(e.message))
@@ -321,13 +362,14 @@ async def run_suite(
     ]
     gate = {"gate": options.min_pass_rate, "strict": options.strict}
     repeats = Repeats.plan(options.adaptive, survey.held, options.done, **gate)
-    repeats.planned(plan, options.done)
+    repeats.planned(list(survey.planned.values()), options.done)
     sinks = ReporterSet(reporters)
+    summary = _summary(survey, options, problems)
+    tallies = _Tallies(survey, summary, sinks)
+    plan = Plan(lambda: map(survey.planned_of, entries), survey.count, tallies.planned)
     sinks.start(plan, problems)
     queue = RunQueue(work(entries, options.runs, options.done, options.shard, in_order=options.early_exit))
     started = time.perf_counter()
-    summary = _summary(survey, options, problems)
-    tallies = _Tallies(planned.__getitem__, summary, sinks)
 
     sizes = Counter(key for e in survey.held if (key := e.eval_group_key) is not None)
     control = RunControl(
@@ -359,15 +401,14 @@ async def run_suite(
 
     async def worker(exec_options: ExecOptions, cross: CrossRuns) -> None:
         for entry, index in control.runs(queue):
+            tallies.begin(tallies.planned(entry.id) or tallies.record_of(entry))
             item = await _run_item(
                 entry, index, exec_options, grouped, tallies.started, cross, options.infra_retries, control.going_on
             )
             for ready in item:
                 record(ready)
 
-    for result in options.prior:
-        if result.eval_id in planned:
-            tallies.carried(result, repeats, queue, control)
+    _carry(options.prior, plan, tallies, (repeats, queue, control))
     judges = SuiteJudges(options.exec.root, no_cache=options.exec.no_cache, cache_only=options.exec.cache_only)
     use_price_memo(options.exec.root)  # .niceeval/prices.json: the prices this project's models resolved to, kept
     exec_options = replace(options.exec, judges=judges)
@@ -380,7 +421,7 @@ async def run_suite(
         async with shared_clients():
             try:
                 async with watchdog.watching():
-                    workers = min(options.concurrency, sum(p.runs for p in plan))
+                    workers = min(options.concurrency, survey.runs_total)
                     with redacting(redactor):  # what a run shortens is first scrubbed of the suite's secrets too
                         await _rounds(queue, control, lambda: worker(exec_options, cross), workers, flush)
                 control.count_left(_left(queue, tallies))

@@ -47,7 +47,8 @@ class JsonReporter:
         self._spool: IO[bytes] | None = None
         self._offsets: dict[str, list[tuple[int, int, int]]] = {}
         """Per eval: (run index, position, length) of each run's JSON in the spool."""
-        self._plan: list[PlannedEval] = []
+        self._plan: Sequence[PlannedEval] = ()
+        """The plan as the suite gave it (the suite's is read again when walked: only for the evals not done)."""
         self._done: IO[bytes] | None = None
         """The entries of the evals done, in the order they finished."""
         self._streamed = False
@@ -59,7 +60,7 @@ class JsonReporter:
 
     def start(self, plan: Sequence[PlannedEval], problems: Sequence[Problem]) -> None:
         """Take the plan and the problems found while loading it."""
-        self._plan = list(plan)
+        self._plan = plan
         self._problems = list(problems)
         self._started_at = datetime.now(UTC).isoformat()
         self._spool = tempfile.TemporaryFile()
@@ -143,7 +144,7 @@ class JsonReporter:
             out.write(chunk.decode())
         tallies = {t.eval.id: t for t in summary.unfinished if not (self._streamed and t.done == t.eval.runs)}
         written = self._streamed
-        for planned in self._plan:
+        for planned in self._plan if tallies else ():
             tally = tallies.get(planned.id)
             if tally is not None:
                 out.write(("," if written else "") + self._entry(planned, tally, summary))
