@@ -30,7 +30,7 @@ from urllib.parse import quote
 from markupsafe import Markup
 
 from niceeval._core.results import RunResult, Spend
-from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
+from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary, plan_index
 from niceeval._core.wording import miss_words
 from niceeval.attacks import AttackTally
 from niceeval.render import (
@@ -183,6 +183,7 @@ class HtmlReporter:
         self.started_at = started_at
         self._spool: IO[bytes] | None = None
         self._evals: dict[str, _EvalRecord] = {}
+        self._lookup = plan_index(())
         self._variants = VariantTable()
         self._judging = _Judging()
         self._attacks = AttackTally()
@@ -192,6 +193,7 @@ class HtmlReporter:
         """Take the plan and the problems found while loading it."""
         del problems  # the summary carries them, with any found while running
         self._evals = {p.id: _EvalRecord(planned=p, position=i) for i, p in enumerate(plan)}
+        self._lookup = plan_index(plan)
         self.started_at = self.started_at or datetime.now(UTC)
         self._parts = _templates().get_template("report.html").module
         self._spool = tempfile.TemporaryFile()
@@ -200,6 +202,8 @@ class HtmlReporter:
         """Take one finished run."""
         assert self._spool is not None
         record = self._evals.get(result.eval_id)
+        if record is not None and (current := self._lookup.get(result.eval_id)) is not None:
+            record.planned = current  # the suite's record of an eval under way: its runs, as repeats change them
         if record is None:  # a run the plan did not name: shown after the planned evals
             planned = PlannedEval(id=result.eval_id, file=result.file, line=result.line)
             record = self._evals[result.eval_id] = _EvalRecord(planned=planned, position=len(self._evals))
