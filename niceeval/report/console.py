@@ -143,7 +143,8 @@ class ConsoleReporter:
         self._print(Text(f"niceeval · {plural(len(plan), 'eval')} × {label}", style="bold"))
         self._planned = plan_index(plan)
         if self._progress is not None:
-            self._known_runs = {p.id: p.runs for p in plan}  # only the live bar grows with adaptive repeats
+            # only the live bar grows with adaptive repeats, and only an adaptive eval's runs grow
+            self._known_runs = {p.id: p.runs for p in plan if p.first_runs is not None}
             if total:
                 self._progress.start(total)
             else:
