@@ -270,9 +270,9 @@ class StoreSink:
         self._stored: set[tuple[str, int]] = set()
         """On resume or a shard's retry: eval runs already in the suite run (replayed to reporters; not written)."""
         self._planned: dict[str, int] = {}
-        self._adaptive: list[PlannedEval] = []
         """Each adaptive eval's planned runs at the start (its repeats raise them as the suite goes; no other eval's
         runs grow)."""
+        self._adaptive: list[PlannedEval] = []
 
     @property
     def unstored(self) -> int:
