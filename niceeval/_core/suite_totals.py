@@ -1,6 +1,6 @@
 """What a suite's figures need from its evals, folded as each eval finishes: memory that does not grow with its cases.
 
-A suite of a million cases cannot keep a tally per eval (docs/design/runner.md, "Flat memory"). Each eval's tally
+A suite of a million cases cannot keep a tally per eval (docs/design/runner.md, "Memory"). Each eval's tally
 is folded here once it is done (its last run reported), or when the suite ends with it unfinished, then dropped:
 counts by verdict, runs, spend, and the sums the clustered estimates are taken from (`ClusterSums`: a cluster's
 sums are held only until its last planned eval is folded).

@@ -88,7 +88,7 @@ class SuiteSummary:
 
     It holds no tally per eval: each eval is folded into `totals` when its last run is reported (`SuiteTotals`),
     so a suite of a million cases keeps the memory of a few. `unfinished` keeps the tallies of the evals no
-    reporter was told were done (docs/design/runner.md, "Flat memory").
+    reporter was told were done (docs/design/runner.md, "Memory").
     """
 
     totals: SuiteTotals = field(repr=False)
