@@ -12,8 +12,14 @@ For each size it writes a JSONL of N rows (~150 bytes: an id, a question, an ans
 
 The figures are ratios taken in one run: niceeval's wall over the loop's, and each size's peak RSS over the
 smallest size's (flat memory means a ratio near 1.0), with the slope in KiB per case between consecutive sizes.
+niceeval's RSS is also sampled every half second while it runs (`rss_at_mib`: at a quarter, half and three
+quarters of its wall time; the peak, `rss_mib`, may come at the close, when the store finishes the run), and
+its CPU time (user + sys) is given beside the wall: on a shared machine the CPU is the steadier figure.
 The issue's target size is a million cases (`--sizes 10000,1000000`); on a busy machine that takes long enough
 that the slope between 100,000 and 300,000 is the figure to project from.
+
+`--base DIR` runs another copy of the package (a folder holding `niceeval/`, e.g. `git archive BASE niceeval`
+unpacked) with this environment's dependencies, for a before/after in one session.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import json
 import os
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -67,8 +74,29 @@ def _write_project(root: Path, size: int) -> None:
             out.write(json.dumps(row) + "\n")
 
 
-def _timed(command: list[str], cwd: Path) -> tuple[float, int]:
-    """Wall seconds and the peak RSS in KiB of one child (`wait4` reports that child's own usage)."""
+class _Sampler(threading.Thread):
+    """The child's resident set size every half second, from /proc (empty where there is no /proc)."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(daemon=True)
+        self.pid = pid
+        self.samples: list[int] = []
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(0.5):
+            try:
+                status = Path(f"/proc/{self.pid}/status").read_text()
+            except OSError:
+                return
+            for line in status.splitlines():
+                if line.startswith("VmRSS:"):
+                    self.samples.append(int(line.split()[1]))
+
+
+def _timed(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, float, int, list[int]]:
+    """Wall and CPU seconds, the peak RSS in KiB of one child (`wait4` reports that child's own usage), and its
+    RSS sampled while it ran."""
     started = time.perf_counter()
     pid = os.fork()
     if pid == 0:
@@ -76,20 +104,33 @@ def _timed(command: list[str], cwd: Path) -> tuple[float, int]:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, 1)
         os.dup2(devnull, 2)
-        os.execv(command[0], command)
+        os.execve(command[0], command, env if env is not None else os.environ)
+    sampler = _Sampler(pid)
+    sampler.start()
     _, status, usage = os.wait4(pid, 0)
     wall = time.perf_counter() - started
+    sampler.done.set()
     if os.waitstatus_to_exitcode(status) not in (0, 1):
         raise SystemExit(f"{' '.join(command)} exited {os.waitstatus_to_exitcode(status)}")
-    return wall, usage.ru_maxrss
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, sampler.samples
+
+
+def _at(samples: list[int], share: float) -> float | None:
+    return round(samples[int(share * (len(samples) - 1))] / 1024, 1) if samples else None
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--no-store", action="store_true")
+    parser.add_argument("--base", type=Path, help="a folder holding another niceeval/ to run instead")
     args = parser.parse_args()
-    niceeval = str(Path(sys.executable).with_name("niceeval"))
+    niceeval = [str(Path(sys.executable).with_name("niceeval"))]
+    env = None
+    if args.base is not None:  # without site (the editable install's finder), this environment's packages on the path
+        site = next(p for p in sys.path if p.endswith("site-packages"))
+        env = {**os.environ, "PYTHONPATH": f"{args.base.resolve()}{os.pathsep}{site}"}
+        niceeval = [sys.executable, "-S", "-m", "niceeval"]
     rows = []
     for size in map(int, args.sizes.split(",")):
         with tempfile.TemporaryDirectory() as folder:
@@ -97,16 +138,18 @@ def main() -> None:
             _write_project(root, size)
             (root / "loop.py").write_text(LOOP)
             store = ["--no-store"] if args.no_store else []
-            run = [niceeval, "run", "evals", "--runs", "1", "--json", "report.json", *store]
-            wall, rss = _timed(run, root)
+            run = [*niceeval, "run", "evals", "--runs", "1", "--json", "report.json", *store]
+            wall, cpu, rss, samples = _timed(run, root, env)
             report = json.loads((root / "report.json").read_text())
-            loop_wall, loop_rss = _timed([sys.executable, "loop.py", "evals/qa.jsonl", "loop.json"], root)
+            loop_wall, _, loop_rss, _ = _timed([sys.executable, "loop.py", "evals/qa.jsonl", "loop.json"], root)
             data = {
                 "cases": size,
                 "row_bytes": round((root / "evals" / "qa.jsonl").stat().st_size / size),
                 "evals_reported": len(report["evals"]),
                 "wall_s": round(wall, 2),
+                "cpu_s": round(cpu, 2),
                 "rss_mib": round(rss / 1024, 1),
+                "rss_at_mib": [_at(samples, share) for share in (0.25, 0.5, 0.75)],
                 "loop_wall_s": round(loop_wall, 2),
                 "loop_rss_mib": round(loop_rss / 1024, 1),
                 "wall_over_loop": round(wall / loop_wall, 2),

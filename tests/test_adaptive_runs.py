@@ -12,12 +12,13 @@ import pytest
 from rich.console import Console
 
 from niceeval import EvalContext, define_eval
-from niceeval._core.summary import SuiteSummary
+from niceeval._core.summary import EvalTally, SuiteSummary
 from niceeval._eval.spec import EvalSpec
 from niceeval._run.discovery import EvalEntry
 from niceeval._run.execute import ExecOptions
 from niceeval._run.suite import SuiteOptions, run_suite
 from niceeval.cli import main
+from niceeval.cli._api import KeptRuns
 from niceeval.expect import equals
 from niceeval.report import ConsoleReporter
 from niceeval.stats import AdaptiveRuns
@@ -60,7 +61,9 @@ async def pinned(t: EvalContext) -> None:
     calls["pinned"] += 1
 
 
-def suite(specs: list[EvalSpec], runs: int | AdaptiveRuns, gate: float = 1.0) -> tuple[SuiteSummary, str]:
+def suite(
+    specs: list[EvalSpec], runs: int | AdaptiveRuns, gate: float = 1.0
+) -> tuple[SuiteSummary, str, list[EvalTally]]:
     calls.clear()
     adaptive = runs if isinstance(runs, AdaptiveRuns) else None
     options = SuiteOptions(
@@ -73,21 +76,22 @@ def suite(specs: list[EvalSpec], runs: int | AdaptiveRuns, gate: float = 1.0) ->
     out = io.StringIO()
     console = ConsoleReporter(Console(file=out, width=200, highlight=False), min_pass_rate=gate)
     entries = [EvalEntry(id=f"x.py::{spec.name}", spec=spec) for spec in specs]
-    summary = anyio.run(run_suite, entries, [], options, [console])
-    return summary, out.getvalue()
+    kept = KeptRuns()
+    summary = anyio.run(run_suite, entries, [], options, [console, kept])
+    return summary, out.getvalue(), kept.tallies()
 
 
-def done(summary: SuiteSummary) -> dict[str, int]:
-    return {t.eval.id.split("::")[1]: t.done for t in summary.tallies}
+def done(tallies: list[EvalTally]) -> dict[str, int]:
+    return {t.eval.id.split("::")[1]: t.done for t in tallies}
 
 
 def test_below_one_a_steady_eval_stops_early_and_a_flaky_one_repeats_to_the_bound() -> None:
-    summary, out = suite([steady, flaky, broken], AdaptiveRuns(least=3, most=20), gate=0.8)
+    summary, out, summary_tallies = suite([steady, flaky, broken], AdaptiveRuns(least=3, most=20), gate=0.8)
     # 16 of 16: Wilson 0.806-1.00 clears 0.8; 3 of 4 keeps straddling it up to 20; 0 of 3 (0.00-0.56) is below
-    assert done(summary) == {"steady": 16, "flaky": 20, "broken": 3}
+    assert done(summary_tallies) == {"steady": 16, "flaky": 20, "broken": 3}
     assert dict(calls) == {"steady": 16, "flaky": 20, "broken": 3}
     assert summary.runs_saved == 4 + 0 + 17 and summary.adaptive_most == 20
-    assert [t.eval.runs for t in summary.tallies] == [16, 20, 3]
+    assert [t.eval.runs for t in summary_tallies] == [16, 20, 3]
     assert "adaptive repeats: 39 runs made, 21 runs saved against --runs 20" in out
     # each eval is reported once, after its last run, with every run counted
     assert out.count("x.py::steady") == 1 and "16/16 runs passed" in out
@@ -96,8 +100,8 @@ def test_below_one_a_steady_eval_stops_early_and_a_flaky_one_repeats_to_the_boun
 
 
 def test_at_the_default_gate_passes_repeat_to_the_bound_and_a_failure_stops() -> None:
-    summary, out = suite([steady, broken], AdaptiveRuns(least=3, most=6))
-    assert done(summary) == {"steady": 6, "broken": 3}
+    summary, out, summary_tallies = suite([steady, broken], AdaptiveRuns(least=3, most=6))
+    assert done(summary_tallies) == {"steady": 6, "broken": 3}
     assert summary.runs_saved == 3
     assert "6/6 runs passed" in out and "0/3 runs passed" in out
 
@@ -105,9 +109,9 @@ def test_at_the_default_gate_passes_repeat_to_the_bound_and_a_failure_stops() ->
 def test_at_the_default_gate_passing_evals_stop_once_a_tolerated_flake_rate_is_ruled_out() -> None:
     """Issue 41: with `--runs auto` an always-passing and a judged eval ran 20 times each and a flaky one 3, so
     every run saved came from the flaky eval; then the suite's rate pooled the runs (98%, 42 of 43)."""
-    summary, out = suite([steady, judged, missed_once], AdaptiveRuns(least=3, most=20))
+    summary, out, summary_tallies = suite([steady, judged, missed_once], AdaptiveRuns(least=3, most=20))
     # 16 passes in a row put the failure rate's upper bound (0.194) under the tolerated 0.2; a miss decides
-    assert done(summary) == {"steady": 16, "judged": 16, "missed_once": 3}
+    assert done(summary_tallies) == {"steady": 16, "judged": 16, "missed_once": 3}
     assert summary.runs_saved == 4 + 4 + 17
     assert "adaptive repeats: 35 runs made, 25 runs saved against --runs 20" in out
     # each eval weighs the same, and counts its first 3 runs: (3/3 + 3/3 + 2/3) / 3, not 34 of 35 runs
@@ -115,23 +119,23 @@ def test_at_the_default_gate_passing_evals_stop_once_a_tolerated_flake_rate_is_r
 
 
 def test_a_tolerated_flake_rate_of_zero_repeats_passing_evals_to_the_bound() -> None:
-    summary, _ = suite([steady, broken], AdaptiveRuns(least=3, most=20, tolerated_flake_rate=0.0))
-    assert done(summary) == {"steady": 20, "broken": 3}
+    summary, _, summary_tallies = suite([steady, broken], AdaptiveRuns(least=3, most=20, tolerated_flake_rate=0.0))
+    assert done(summary_tallies) == {"steady": 20, "broken": 3}
 
 
 def test_a_flaky_eval_is_caught_by_repeats_that_a_fixed_low_count_misses() -> None:
-    fixed, _ = suite([flaky], 3)
-    assert fixed.exit_code == 0 and done(fixed) == {"flaky": 3}  # 3 of 3 passed: the flake was not seen
-    adaptive, _ = suite([flaky], AdaptiveRuns(least=3, most=10))
-    assert adaptive.exit_code == 1 and done(adaptive) == {"flaky": 4}  # the 4th run failed: settled
+    fixed, _, fixed_tallies = suite([flaky], 3)
+    assert fixed.exit_code == 0 and done(fixed_tallies) == {"flaky": 3}  # 3 of 3 passed: the flake was not seen
+    adaptive, _, adaptive_tallies = suite([flaky], AdaptiveRuns(least=3, most=10))
+    assert adaptive.exit_code == 1 and done(adaptive_tallies) == {"flaky": 4}  # the 4th run failed: settled
 
 
 def test_define_eval_runs_wins_over_the_flag() -> None:
-    summary, _ = suite([pinned, steady], AdaptiveRuns(least=3, most=5))
-    assert done(summary) == {"pinned": 2, "steady": 5}
+    summary, _, summary_tallies = suite([pinned, steady], AdaptiveRuns(least=3, most=5))
+    assert done(summary_tallies) == {"pinned": 2, "steady": 5}
     assert summary.runs_saved == 0  # only adaptive evals are weighed against HIGH
-    fixed, _ = suite([pinned, steady], 4)
-    assert done(fixed) == {"pinned": 2, "steady": 4} and fixed.runs_saved is None
+    fixed, _, fixed_tallies = suite([pinned, steady], 4)
+    assert done(fixed_tallies) == {"pinned": 2, "steady": 4} and fixed.runs_saved is None
 
 
 def test_define_eval_runs_must_be_a_positive_whole_number() -> None:

@@ -227,8 +227,8 @@ class SessionRecording:
         sink, self._sink = self._sink, None
         if sink is None:
             return self.note
-        summary = SuiteSummary(
-            tallies=list(self._tallies.values()),
+        summary = SuiteSummary.of(
+            self._tallies.values(),
             problems=self._problems,
             duration_s=time.perf_counter() - self._started,
             strict=self.options.strict,

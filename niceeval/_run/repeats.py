@@ -9,7 +9,7 @@ eval's planned count is raised first, so a reporter that waits for an eval's las
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Container, Iterable, Iterator, Sequence
+from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -134,8 +134,9 @@ class Repeats:
         self.next_index[entry.id] = index + 1
         queue.add(entry, index)
 
-    def saved(self, tallies: Sequence[EvalTally]) -> int | None:
-        """The runs a fixed `--runs HIGH` would have made beyond those made (adaptive evals only); None without."""
+    def saved(self, made: Mapping[str, int]) -> int | None:
+        """The runs a fixed `--runs HIGH` would have made beyond those `made` (by eval id; adaptive evals only, an
+        eval not in `made` made none); None without."""
         if self.policy is None:
             return None
-        return sum(max(0, self.policy.most - t.done) for t in tallies if t.eval.id in self.entries)
+        return sum(max(0, self.policy.most - made.get(eval_id, 0)) for eval_id in self.entries)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -16,6 +16,7 @@ from niceeval._core.failure import DEFAULT_INFRA_RETRIES
 from niceeval._core.redact import Redactor, redacting
 from niceeval._core.results import RunResult
 from niceeval._core.stopping import was_terminated
+from niceeval._core.suite_totals import SuiteTotals
 from niceeval._core.summary import EvalTally, Plan, PlannedEval, Problem, SuiteSummary
 from niceeval._core.threads import load_off_loop
 from niceeval._eval.compare import Comparison
@@ -26,7 +27,7 @@ from niceeval._run.execute import ExecOptions, execute_run
 from niceeval._run.failures import retried
 from niceeval._run.judging import SuiteJudges, judging_modules
 from niceeval._run.plan import EvalStream
-from niceeval._run.repeats import Repeats, RunQueue, first_runs, runs_of, work
+from niceeval._run.repeats import Repeats, RunQueue, WorkItem, first_runs, runs_of, work
 from niceeval._run.watchdog import LoopWatchdog
 from niceeval.providers import save_price_memo, shared_clients, use_price_memo
 from niceeval.report import Reporter, ReporterSet
@@ -105,34 +106,54 @@ def _redactor(entries: Iterable[EvalEntry], options: SuiteOptions) -> Redactor:
 @dataclass(kw_only=True)
 class _Survey:
     """What the suite needs before its first run, from one pass over the planned evals (the stream is read again
-    for the runs): nothing here grows with a dataset's cases but the small per-eval plan record."""
+    for the runs): nothing here grows with a dataset's cases (but the count of each case's variants)."""
 
-    plan: list[PlannedEval] = field(default_factory=list)
+    runs: int
+    """`--runs N`, or LOW."""
+    adaptive: AdaptiveRuns | None
+    count: int = 0
+    """The planned evals."""
+    runs_total: int = 0
+    """The runs they plan at first."""
+    planned: dict[str, PlannedEval] = field(default_factory=dict)
+    """The plan records of the evals held (below): adaptive repeats raise their runs, and the store reads them."""
     functions: list[EvalEntry] = field(default_factory=list)
     """One eval per eval function (their agents' secrets, the judge's modules, the loop watchdog read these)."""
     held: list[EvalEntry] = field(default_factory=list)
     """The evals that run as a group (eval-group members) or may repeat (adaptive runs): held for the suite."""
     variants: Counter[str] = field(default_factory=Counter)
     """How many variants of each case are planned (max-score and select-best wait for all of them)."""
+    shared: Counter[str] = field(default_factory=Counter)
+    """How many planned evals share each cluster that is not one eval's own (a case's variants, a `cluster=`
+    key): the suite's figures hold such a cluster's sums until its last eval is done (`SuiteTotals`)."""
+    clustered: bool = False
+    """Whether some eval's cluster is not its own."""
+
+    def planned_of(self, e: EvalEntry) -> PlannedEval:
+        """The eval's plan record: the one held for it, or a new one (made again at each pass)."""
+        return self.planned.get(e.id) or PlannedEval(
+            id=e.id, file=e.file, line=e.spec.line, tags=e.tags, runs=runs_of(e, self.runs), cluster=e.cluster,
+            first_runs=first_runs(e, self.adaptive),
+        )  # fmt: skip
 
 
 def _survey(entries: Iterable[EvalEntry], runs: int, adaptive: AdaptiveRuns | None) -> _Survey:
-    survey = _Survey()
+    survey = _Survey(runs=runs, adaptive=adaptive)
     seen: set[int] = set()
     for e in entries:
-        survey.plan.append(
-            PlannedEval(
-                id=e.id, file=e.file, line=e.spec.line, tags=e.tags, runs=runs_of(e, runs), cluster=e.cluster,
-                first_runs=first_runs(e, adaptive),
-            )
-        )  # fmt: skip
+        survey.count += 1
+        survey.runs_total += runs_of(e, runs)
         if id(e.spec) not in seen:
             seen.add(id(e.spec))
             survey.functions.append(e)
         if e.eval_group is not None or (adaptive is not None and e.spec.runs is None):
             survey.held.append(e)
+            survey.planned[e.id] = survey.planned_of(e)
         if e.group is not None:
             survey.variants[e.group] += 1
+        if (cluster := e.cluster) != e.id:
+            survey.shared[cluster] += 1
+            survey.clustered = True
     return survey
 
 
@@ -208,11 +229,115 @@ async def _run_item(
     ]
 
 
-def _finished(tally: EvalTally, summary: SuiteSummary, sinks: ReporterSet) -> None:
-    """After a run was reported: when it was its eval's last (a repeat is queued before, raising the count), the
-    reporters that write an eval when it is done are told."""
-    if tally.done == tally.eval.runs:
-        sinks.eval_finished(tally, summary)
+class _Tallies:
+    """The tallies of the evals with a run started and not yet done: an eval's is made (with its plan record)
+    when its first run starts and folded into the summary (then dropped) when its last run is reported, so what
+    the suite holds does not grow with its evals (the adaptive evals' runs made are kept for `runs_saved`)."""
+
+    def __init__(self, survey: _Survey, summary: SuiteSummary, sinks: ReporterSet) -> None:
+        self._survey = survey
+        self._summary = summary
+        self._sinks = sinks
+        self.open: dict[str, EvalTally] = {}
+        self.made: dict[str, int] = {}
+        """Runs made by the adaptive evals (`Repeats.entries`) folded so far."""
+
+    def planned(self, eval_id: str) -> PlannedEval | None:
+        """The plan record of an eval under way, or held by the suite (the plan's lookup)."""
+        tally = self.open.get(eval_id)
+        return tally.eval if tally is not None else self._survey.planned.get(eval_id)
+
+    def record_of(self, entry: EvalEntry) -> PlannedEval:
+        """A new plan record for `entry` (as the plan makes at each pass)."""
+        return self._survey.planned_of(entry)
+
+    def begin(self, planned: PlannedEval) -> EvalTally:
+        """The eval's tally, made on first asking."""
+        tally = self.open.get(planned.id)
+        if tally is None:
+            tally = self.open[planned.id] = EvalTally(eval=planned)
+        return tally
+
+    def of(self, eval_id: str) -> EvalTally:
+        """The tally of an eval under way (or held: an eval group's members start within their group's item)."""
+        tally = self.open.get(eval_id)
+        return tally if tally is not None else self.begin(self._survey.planned[eval_id])
+
+    def carried(
+        self, result: RunResult, planned: PlannedEval, repeats: Repeats, queue: RunQueue, control: RunControl
+    ) -> None:
+        """A run made before (`--resume`, an experiment's carried attempt), counted as if made now."""
+        tally = self.begin(planned)
+        tally.add(result)
+        repeats.again(tally, queue)
+        control.settle(result, tally)  # a carried pass settles an early-exit eval
+        self.reported(result, tally, repeats)
+
+    def started(self, eval_id: str, run_index: int) -> None:
+        """A run began: its eval gets its tally (one cut short before a run finished is still reported)."""
+        self.of(eval_id)
+        self._sinks.run_started(eval_id, run_index)
+
+    def reported(self, result: RunResult, tally: EvalTally, repeats: Repeats) -> None:
+        """The reporters are given `result` (already added to `tally`); when it was its eval's last run (a repeat
+        is queued before, raising the count), those that write an eval when it is done are told, and the tally is
+        folded."""
+        self._sinks.run_finished(result)
+        if tally.done != tally.eval.runs:
+            return
+        self._sinks.eval_finished(tally, self._summary)
+        self._summary.totals.add(tally)
+        if tally.eval.id in repeats.entries:
+            self.made[tally.eval.id] = tally.done
+        del self.open[tally.eval.id]
+
+    def close(self, repeats: Repeats) -> None:
+        """The suite ended: the evals not done are folded as they are, and kept for the reporters' `finish`; the
+        runs adaptive repeats saved are counted (when it was not interrupted)."""
+        for tally in self.open.values():
+            self._summary.totals.add(tally)
+            if tally.eval.id in repeats.entries:
+                self.made[tally.eval.id] = tally.done
+        self._summary.totals.close()
+        self._summary.unfinished = list(self.open.values())
+        if not self._summary.interrupted:
+            self._summary.runs_saved = repeats.saved(self.made)
+
+
+def _left(queue: RunQueue, tallies: _Tallies) -> Iterator[WorkItem]:
+    """The work no worker took, each eval given a tally with no run (reports list every planned eval)."""
+    for entry, indices in queue:
+        tallies.begin(tallies.planned(entry.id) or tallies.record_of(entry))
+        yield entry, indices
+
+
+def _carry(
+    prior: Iterable[RunResult], plan: Plan, tallies: _Tallies, going: tuple[Repeats, RunQueue, RunControl]
+) -> None:
+    """Count the runs made before (`--resume`, an experiment's carried attempts) as if made now: their evals'
+    plan records are found in one pass over the plan (only when there are such runs)."""
+    carried = list(prior)
+    if not carried:
+        return
+    wanted = {result.eval_id for result in carried}
+    records = {planned.id: planned for planned in plan if planned.id in wanted}
+    for result in carried:
+        if (planned := tallies.planned(result.eval_id) or records.get(result.eval_id)) is not None:
+            tallies.carried(result, planned, *going)
+
+
+def _summary(survey: _Survey, options: SuiteOptions, problems: list[Problem]) -> SuiteSummary:
+    """The summary the suite folds its evals into as they finish (`interrupted` until it ends normally)."""
+    totals = SuiteTotals(
+        strict=options.strict,
+        min_pass_rate=options.min_pass_rate,
+        min_pass_at_k=options.min_pass_at_k,
+        planned=survey.count,
+        clustered=survey.clustered,
+        shared=survey.shared,
+    )
+    adaptive_most = options.adaptive.most if options.adaptive else None
+    return SuiteSummary(totals=totals, problems=problems, duration_s=0.0, interrupted=True, adaptive_most=adaptive_most)
 
 
 async def run_suite(
@@ -224,13 +349,12 @@ async def run_suite(
     """Execute every planned run and return the summary; reporters see each run as it finishes.
 
     `entries` is read twice, as a stream (`EvalStream`; a list will do): once to plan, once as the runs are
-    pulled one at a time by `concurrency` workers. Only a small record and tally per eval is kept here, and the
-    evals that run as a group or may repeat (see `_Survey`).
+    pulled one at a time by `concurrency` workers. Only a small record per planned eval is kept here, a tally per
+    eval with runs under way (folded into the summary when its last run is reported: `_Tallies`), and the evals
+    that run as a group or may repeat (see `_Survey`).
     """
     entries = EvalStream.of(entries)
     survey = _survey(entries, options.runs, options.adaptive)
-    tallies = {p.id: EvalTally(eval=p) for p in survey.plan}
-    plan = Plan(survey.plan, lambda eval_id: tally.eval if (tally := tallies.get(eval_id)) else None)
     redactor = _redactor(survey.functions, options)
     problems = [
         Problem(location=f"{e.file}:{e.line}" if e.line else e.file, message=redactor.text(e.message))
@@ -238,21 +362,14 @@ async def run_suite(
     ]
     gate = {"gate": options.min_pass_rate, "strict": options.strict}
     repeats = Repeats.plan(options.adaptive, survey.held, options.done, **gate)
-    repeats.planned(plan, options.done)
+    repeats.planned(list(survey.planned.values()), options.done)
     sinks = ReporterSet(reporters)
+    summary = _summary(survey, options, problems)
+    tallies = _Tallies(survey, summary, sinks)
+    plan = Plan(lambda: map(survey.planned_of, entries), survey.count, tallies.planned)
     sinks.start(plan, problems)
     queue = RunQueue(work(entries, options.runs, options.done, options.shard, in_order=options.early_exit))
     started = time.perf_counter()
-    summary = SuiteSummary(
-        tallies=list(tallies.values()),
-        problems=problems,
-        duration_s=0.0,
-        strict=options.strict,
-        min_pass_rate=options.min_pass_rate,
-        min_pass_at_k=options.min_pass_at_k,
-        interrupted=True,
-        adaptive_most=options.adaptive.most if options.adaptive else None,
-    )
 
     sizes = Counter(key for e in survey.held if (key := e.eval_group_key) is not None)
     control = RunControl(
@@ -265,16 +382,16 @@ async def run_suite(
 
     def record(finished: RunResult) -> None:
         result = redactor.run(finished)
-        tallies[result.eval_id].add(result)
-        repeats.again(tallies[result.eval_id], queue)
-        if (stop_problem := control.after(result, tallies[result.eval_id], summary)) is not None:
+        tally = tallies.of(result.eval_id)
+        tally.add(result)
+        repeats.again(tally, queue)
+        if (stop_problem := control.after(result, tally, summary)) is not None:
             problems.append(stop_problem)
         if result.error is not None and result.error.kind == "usage":
             problem = Problem(location=result.error.location or result.file, message=result.error.message, kind="usage")
             if problem not in problems:  # the same mistake in every one of --runs N is one problem
                 problems.append(problem)
-        sinks.run_finished(result)
-        _finished(tallies[result.eval_id], summary, sinks)
+        tallies.reported(result, tally, repeats)
 
     async def flush() -> None:
         for ready in await cross.flush():
@@ -284,19 +401,14 @@ async def run_suite(
 
     async def worker(exec_options: ExecOptions, cross: CrossRuns) -> None:
         for entry, index in control.runs(queue):
+            tallies.begin(tallies.planned(entry.id) or tallies.record_of(entry))
             item = await _run_item(
-                entry, index, exec_options, grouped, sinks.run_started, cross, options.infra_retries, control.going_on
+                entry, index, exec_options, grouped, tallies.started, cross, options.infra_retries, control.going_on
             )
             for ready in item:
                 record(ready)
 
-    for result in options.prior:
-        if result.eval_id in tallies:
-            tallies[result.eval_id].add(result)
-            repeats.again(tallies[result.eval_id], queue)
-            control.settle(result, tallies[result.eval_id])  # a carried pass settles an early-exit eval
-            sinks.run_finished(result)
-            _finished(tallies[result.eval_id], summary, sinks)
+    _carry(options.prior, plan, tallies, (repeats, queue, control))
     judges = SuiteJudges(options.exec.root, no_cache=options.exec.no_cache, cache_only=options.exec.cache_only)
     use_price_memo(options.exec.root)  # .niceeval/prices.json: the prices this project's models resolved to, kept
     exec_options = replace(options.exec, judges=judges)
@@ -309,11 +421,10 @@ async def run_suite(
         async with shared_clients():
             try:
                 async with watchdog.watching():
-                    workers = min(options.concurrency, sum(p.runs for p in plan))
+                    workers = min(options.concurrency, survey.runs_total)
                     with redacting(redactor):  # what a run shortens is first scrubbed of the suite's secrets too
                         await _rounds(queue, control, lambda: worker(exec_options, cross), workers, flush)
-                control.count_left(queue)
-                summary.runs_saved = repeats.saved(summary.tallies)
+                control.count_left(_left(queue, tallies))
                 summary.stopped, summary.not_started = control.stopped, control.not_started
                 summary.halted = control.halted
             finally:
@@ -325,6 +436,7 @@ async def run_suite(
         use_price_memo(None)
         summary.duration_s = time.perf_counter() - started
         summary.terminated = summary.interrupted and was_terminated()
+        tallies.close(repeats)
         with anyio.CancelScope(shield=True):
             await sinks.drain()  # the store's last runs, written from the loop (PostgreSQL)
             await _release_sandboxes()

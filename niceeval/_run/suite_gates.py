@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from niceeval._core.assertion import assertion_kind
 from niceeval._core.errors import UsageError
 from niceeval._core.results import RunResult
-from niceeval._core.summary import PlannedEval, Problem, SuiteSummary, points_by_cluster
-from niceeval.stats import Estimate, clustered_mean, clustered_mean_of_sums, clustered_rate
+from niceeval._core.summary import PlannedEval, Problem, SuiteSummary
+from niceeval.render import folded_case_rate, folded_points
+from niceeval.stats import Estimate, clustered_mean
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -94,13 +95,8 @@ class GateCollector:
     def finish(self, summary: SuiteSummary) -> None:
         self.verdicts = []
         if self.gates.min_pass_rate is not None:
-            verdicts = {t.eval.id: summary.status_of(t) for t in summary.tallies if t.done}
             # a case whose every run failed for infra measured nothing: left out, as its runs are from its rate
-            counted = [t for t in summary.tallies if verdicts.get(t.eval.id, "skipped") != "skipped" and t.counted]
-            estimate = clustered_rate(
-                [(int(verdicts[t.eval.id] != "failed"), 1) for t in counted],
-                [t.eval.cluster or t.eval.id for t in counted],
-            )
+            estimate = folded_case_rate(summary.totals)
             wanted = self.gates.min_pass_rate
             passed = estimate.value is not None and estimate.value + 1e-9 >= wanted
             verdict = GateVerdict(name="suite pass rate", estimate=estimate, threshold=wanted, passed=passed)
@@ -120,10 +116,8 @@ class GateCollector:
 
 def _points_verdict(summary: SuiteSummary, threshold: float) -> GateVerdict:
     """`--min-mean-points R`: the score evals' mean share of their points, clustered by case, against R."""
-    sums = points_by_cluster(summary.tallies)
-    if sums:
-        estimate = clustered_mean_of_sums(sums, bounds=(0.0, 1.0))
-    else:
+    estimate = folded_points(summary.totals)
+    if estimate.value is None:
         estimate = Estimate(value=None, note="no score eval ran (define_eval(points=N))")
     passed = estimate.value is not None and estimate.value + 1e-9 >= threshold
     return GateVerdict(name="mean points", estimate=estimate, threshold=threshold, passed=passed)

@@ -17,7 +17,7 @@ from niceeval.cli._run import add_run_commands
 
 if TYPE_CHECKING:
     from niceeval._core.results import RunResult
-    from niceeval._core.summary import PlannedEval, Problem, SuiteSummary
+    from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
     from niceeval.cli._suite_result import SuiteResult
 
 Paths = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
@@ -112,19 +112,34 @@ def _text(value: object) -> str:
 
 
 class KeptRuns:
-    """A reporter that keeps every finished run, for the `SuiteResult` (the command keeps none)."""
+    """A reporter that keeps every finished run and every eval's tally, for the `SuiteResult` (the command keeps
+    neither: its summary is folded as evals finish)."""
 
     def __init__(self) -> None:
         self.runs: list[RunResult] = []
+        self._order: dict[str, int] = {}
+        self._tallies: dict[str, EvalTally] = {}
 
     def start(self, plan: Sequence[PlannedEval], problems: Sequence[Problem]) -> None:
         self.runs.clear()
+        self._tallies.clear()
+        self._order = {planned.id: position for position, planned in enumerate(plan)}
 
     def run_finished(self, result: RunResult) -> None:
         self.runs.append(result)
 
+    def eval_finished(self, tally: EvalTally, summary: SuiteSummary) -> None:
+        self._tallies[tally.eval.id] = tally
+
     def finish(self, summary: SuiteSummary) -> None:
-        """Nothing to write: the runs are read from `runs`."""
+        """Nothing to write: the runs and tallies are read from `runs` and `tallies()`."""
+        for tally in summary.unfinished:
+            self._tallies.setdefault(tally.eval.id, tally)
+
+    def tallies(self) -> list[EvalTally]:
+        """Every eval's tally (those that never started too, when the suite stopped early), in plan order."""
+        last = len(self._order)
+        return sorted(self._tallies.values(), key=lambda tally: self._order.get(tally.eval.id, last))
 
 
 async def run_parsed(args: argparse.Namespace) -> SuiteResult:
@@ -138,7 +153,8 @@ async def run_parsed(args: argparse.Namespace) -> SuiteResult:
     suite = prepare_suite(config, discovery, entries, args, extra=[kept])
     summary = await run_suite(suite.entries, suite.errors, suite.options, suite.reporters)
     code = conclude_suite(suite, summary)
-    return SuiteResult.of(summary, kept.runs, run_id=suite.sink.run_id if suite.sink else None, exit_code=code)
+    run_id = suite.sink.run_id if suite.sink else None
+    return SuiteResult.of(summary, kept.runs, kept.tallies(), run_id=run_id, exit_code=code)
 
 
 def loop_running() -> bool:

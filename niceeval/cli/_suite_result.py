@@ -26,7 +26,9 @@ class SuiteResult:
     """
 
     summary: SuiteSummary = field(repr=False)
-    """The suite's totals: per-eval tallies, problems, duration, spend (what the console reporter prints)."""
+    """The suite's totals: problems, duration, spend, the figures every report prints."""
+    tallies: tuple[EvalTally, ...] = field(repr=False)
+    """Every eval's tally over its runs, in plan order (the rows of the table)."""
     runs: tuple[RunResult, ...] = field(repr=False)
     """Every eval run, in plan order (then by run index), each with its assertions, events and spend."""
     run_id: str | None
@@ -35,11 +37,19 @@ class SuiteResult:
     """What `niceeval run` would exit with: 0 passed, 1 an eval failed, 2 problems, 130 interrupted."""
 
     @classmethod
-    def of(cls, summary: SuiteSummary, runs: list[RunResult], *, run_id: str | None, exit_code: int) -> SuiteResult:
-        """The result of a finished suite; `runs` in any order (they are put in plan order)."""
-        order = {tally.eval.id: position for position, tally in enumerate(summary.tallies)}
+    def of(
+        cls,
+        summary: SuiteSummary,
+        runs: list[RunResult],
+        tallies: list[EvalTally],
+        *,
+        run_id: str | None,
+        exit_code: int,
+    ) -> SuiteResult:
+        """The result of a finished suite; `tallies` in plan order, `runs` in any order (they are put in plan order)."""
+        order = {tally.eval.id: position for position, tally in enumerate(tallies)}
         ordered = sorted(runs, key=lambda run: (order.get(run.eval_id, len(order)), run.run_index))
-        return cls(summary=summary, runs=tuple(ordered), run_id=run_id, exit_code=exit_code)
+        return cls(summary=summary, tallies=tuple(tallies), runs=tuple(ordered), run_id=run_id, exit_code=exit_code)
 
     @property
     def passed(self) -> bool:
@@ -52,7 +62,7 @@ class SuiteResult:
 
     def rows(self) -> list[tuple[str, ...]]:
         """One row of text per eval, under `COLUMNS`."""
-        return [self._row(tally) for tally in self.summary.tallies if tally.done]
+        return [self._row(tally) for tally in self.tallies if tally.done]
 
     def _row(self, tally: EvalTally) -> tuple[str, ...]:
         strict = self.summary.strict

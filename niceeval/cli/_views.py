@@ -96,8 +96,8 @@ def _replay(
         if result.eval_id in tallies:
             tallies[result.eval_id].add(result)
             sinks.run_finished(result)
-    summary = SuiteSummary(
-        tallies=list(tallies.values()),
+    summary = SuiteSummary.of(
+        tallies.values(),
         problems=[Problem(location=e["location"], message=e["message"]) for e in info.errors] if not only else [],
         duration_s=info.duration_s or 0.0,
         strict=info.strict,

@@ -20,12 +20,23 @@ from niceeval._core.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from niceeval.render._judging import JudgeModelUse
-    from niceeval.render._points import eval_points, eval_points_text, points_text, suite_points, suite_points_text
+    from niceeval.render._points import (
+        eval_points,
+        eval_points_text,
+        folded_points,
+        folded_points_text,
+        points_text,
+        suite_points,
+        suite_points_text,
+    )
     from niceeval.render._rounds import Round, commands, rounds
     from niceeval.render._templates import STATIC_DIR, TEXT_LIMIT, environment, when
     from niceeval.render._uncertainty import (
         estimate_json,
         eval_rate,
+        folded_case_rate,
+        folded_power,
+        folded_rate,
         interval_text,
         percent,
         power_text,
@@ -50,6 +61,11 @@ __all__ = [
     "eval_points",
     "eval_points_text",
     "eval_rate",
+    "folded_case_rate",
+    "folded_points",
+    "folded_points_text",
+    "folded_power",
+    "folded_rate",
     "interval_text",
     "percent",
     "points_text",
@@ -72,6 +88,8 @@ __getattr__ = lazy_getattr(
         "eval_points": "niceeval.render._points",
         "eval_points_text": "niceeval.render._points",
         "points_text": "niceeval.render._points",
+        "folded_points": "niceeval.render._points",
+        "folded_points_text": "niceeval.render._points",
         "suite_points": "niceeval.render._points",
         "suite_points_text": "niceeval.render._points",
         "Round": "niceeval.render._rounds",
@@ -83,6 +101,9 @@ __getattr__ = lazy_getattr(
         "when": "niceeval.render._templates",
         "estimate_json": "niceeval.render._uncertainty",
         "eval_rate": "niceeval.render._uncertainty",
+        "folded_case_rate": "niceeval.render._uncertainty",
+        "folded_power": "niceeval.render._uncertainty",
+        "folded_rate": "niceeval.render._uncertainty",
         "interval_text": "niceeval.render._uncertainty",
         "percent": "niceeval.render._uncertainty",
         "power_text": "niceeval.render._uncertainty",

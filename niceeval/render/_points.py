@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from math import fsum
 
+from niceeval._core.suite_totals import SuiteTotals
 from niceeval._core.summary import EvalTally, points_by_cluster
 from niceeval._core.wording import plural
-from niceeval.render._uncertainty import interval_text
-from niceeval.stats import Estimate, clustered_mean, clustered_mean_of_sums
+from niceeval.render._uncertainty import interval_text, moments_of
+from niceeval.stats import Estimate, clustered_mean, clustered_mean_of, clustered_mean_of_sums
 
 
 def points_text(earned: float, possible: float) -> str:
@@ -48,9 +49,24 @@ def suite_points(tallies: Iterable[EvalTally]) -> Estimate:
     return clustered_mean_of_sums(sums, bounds=(0.0, 1.0))
 
 
+def folded_points(totals: SuiteTotals) -> Estimate:
+    """`suite_points` of a suite folded as it ran (`SuiteSummary.totals`)."""
+    if not totals.points.items:
+        return Estimate(value=None, note="no score evals")
+    return clustered_mean_of(moments_of(totals.points), bounds=(0.0, 1.0))
+
+
 def suite_points_text(tallies: Iterable[EvalTally]) -> str:
     """`mean points 67% of possible (95% CI 40-90%) over 3 cases`; "" when the suite has no score eval."""
-    estimate = suite_points(tallies)
+    return _mean_points_text(suite_points(tallies))
+
+
+def folded_points_text(totals: SuiteTotals) -> str:
+    """`suite_points_text` of a suite folded as it ran (`SuiteSummary.totals`)."""
+    return _mean_points_text(folded_points(totals))
+
+
+def _mean_points_text(estimate: Estimate) -> str:
     if estimate.value is None:
         return ""
     interval = interval_text(estimate) or (estimate.note or "")

@@ -13,8 +13,19 @@ from collections import Counter
 from collections.abc import Hashable, Iterable, Sequence
 from typing import Any
 
+from niceeval._core.suite_totals import ClusterSums, SuiteTotals
 from niceeval._core.summary import EvalTally
-from niceeval.stats import Estimate, Power, clustered_mean_of_sums, clustered_rate, power, wilson
+from niceeval.stats import (
+    ClusterMoments,
+    Estimate,
+    Power,
+    clustered_mean_of_sums,
+    clustered_rate,
+    clustered_rate_of,
+    power,
+    power_of,
+    wilson,
+)
 
 
 def eval_rate(tally: EvalTally, *, strict: bool) -> Estimate:
@@ -44,6 +55,37 @@ def suite_power(tallies: Iterable[EvalTally], *, strict: bool) -> Power:
     counts = [c for c in (t.case_counts(strict=strict) for t in tallies) if c[1]]
     runs = Counter(n for _, n in counts).most_common(1)
     return power([k / n for k, n in counts], runs[0][0] if runs else 1)
+
+
+def moments_of(sums: ClusterSums) -> ClusterMoments:
+    """A suite's folded sums as `niceeval.stats` takes them."""
+    return ClusterMoments(
+        clusters=sums.clusters,
+        items=sums.items,
+        total=sums.total,
+        squares=sums.squares,
+        runs=sums.runs,
+        inverse_runs=sums.inverse_runs,
+        cluster_squares=sums.cluster_squares,
+        cluster_cross=sums.cluster_cross,
+        cluster_size_squares=sums.cluster_size_squares,
+    )
+
+
+def folded_rate(totals: SuiteTotals) -> Estimate:
+    """`suite_rate` of a suite folded as it ran (`SuiteSummary.totals`): what every report of a run shows."""
+    return clustered_rate_of(moments_of(totals.rates))
+
+
+def folded_power(totals: SuiteTotals) -> Power:
+    """`suite_power` of a suite folded as it ran (ties in the most common runs per case: the first folded)."""
+    return power_of(moments_of(totals.rates), totals.runs_per_case())
+
+
+def folded_case_rate(totals: SuiteTotals) -> Estimate:
+    """The share of cases whose verdict is not `failed` (skipped cases and cases that measured nothing left
+    out), clustered: `--min-suite-pass-rate`'s rate."""
+    return clustered_rate_of(moments_of(totals.cases))
 
 
 def power_text(result: Power) -> str:

@@ -19,7 +19,7 @@ from niceeval._core.outcome import Outcome
 from niceeval._core.results import Spend
 from niceeval._core.summary import Problem, SuiteSummary
 from niceeval._core.wording import judge_calls, plural, usd
-from niceeval.render import interval_text, suite_points_text, suite_rate
+from niceeval.render import folded_points_text, folded_rate, interval_text
 
 if TYPE_CHECKING:
     from niceeval.store import RunDiff
@@ -96,8 +96,8 @@ def _pass_rate(counts: dict[Outcome, int]) -> str:
 def _rate_lines(summary: SuiteSummary) -> list[str]:
     """The pass rate of runs over cases with its uncertainty (docs/statistics.md), nothing for one case; and the
     score evals' mean points, when the suite has any."""
-    rate = suite_rate(summary.tallies, strict=summary.strict)
-    points = suite_points_text(summary.tallies)
+    rate = folded_rate(summary.totals)
+    points = folded_points_text(summary.totals)
     lines = [f"{points[0].upper()}{points[1:]}", ""] if points else []
     if rate.value is None or rate.stderr is None:
         return lines
@@ -209,7 +209,7 @@ def render(step: StepSummary) -> str:
     lines = [
         f"## niceeval{named}: {_verdict(summary)}",
         "",
-        f"{totals} · {plural(len(summary.tallies), 'eval')}, {plural(summary.runs_done, 'run')} · "
+        f"{totals} · {plural(summary.evals, 'eval')}, {plural(summary.runs_done, 'run')} · "
         f"pass rate {_pass_rate(counts)} · {summary.duration_s:.2f} s",
         "",
         *_rate_lines(summary),

@@ -25,11 +25,11 @@ from niceeval.render import (
     VariantTable,
     eval_points_text,
     eval_rate,
+    folded_points_text,
+    folded_power,
+    folded_rate,
     interval_text,
     power_text,
-    suite_points_text,
-    suite_power,
-    suite_rate,
 )
 from niceeval.report._grouping import container_lines, group_misses, runs_text
 from niceeval.report._variants import variant_lines
@@ -70,11 +70,11 @@ def _saved_text(summary: SuiteSummary) -> str | None:
 
 def _suite_rate_text(summary: SuiteSummary) -> str:
     """`pass rate 82% (95% CI 74-90%; standard error 4% over 50 cases)`; empty for fewer than two cases."""
-    rate = suite_rate(summary.tallies, strict=summary.strict)
+    rate = folded_rate(summary.totals)
     if rate.value is None or rate.stderr is None:
         return ""
-    units = "clusters" if any(t.eval.cluster not in (None, t.eval.id) for t in summary.tallies) else "cases"
-    detects = power_text(suite_power(summary.tallies, strict=summary.strict))
+    units = "clusters" if summary.totals.clustered else "cases"
+    detects = power_text(folded_power(summary.totals))
     return (
         f"pass rate {rate.value:.0%} ({interval_text(rate)}; standard error {rate.stderr:.0%} over "
         f"{rate.clusters} {units})" + (f"\npower: {detects}" if detects else "")
@@ -143,7 +143,8 @@ class ConsoleReporter:
         self._print(Text(f"niceeval · {plural(len(plan), 'eval')} × {label}", style="bold"))
         self._planned = plan_index(plan)
         if self._progress is not None:
-            self._known_runs = {p.id: p.runs for p in plan}  # only the live bar grows with adaptive repeats
+            # only the live bar grows with adaptive repeats, and only an adaptive eval's runs grow
+            self._known_runs = {p.id: p.runs for p in plan if p.first_runs is not None}
             if total:
                 self._progress.start(total)
             else:
@@ -319,7 +320,7 @@ class ConsoleReporter:
         counts = summary.eval_counts()
         parts = [f"{counts[o]} {o}" for o in ("passed", "scored", "failed", "skipped")]
         line = Text(", ".join(parts), style="bold")
-        size = f"{plural(len(summary.tallies), 'eval')}, {plural(summary.runs_done, 'run')}"
+        size = f"{plural(summary.evals, 'eval')}, {plural(summary.runs_done, 'run')}"
         line.append(f" ({size}) in {summary.duration_s:.2f}s")
         for note in _judge_notes(summary):
             line.append(f" · {note}", style="yellow")
@@ -330,7 +331,7 @@ class ConsoleReporter:
         self._stops(summary, line)
         line.stylize("green" if summary.exit_code == 0 else "red", 0, len(", ".join(parts)))
         self._print_carried()
-        for dim in (_suite_rate_text(summary), suite_points_text(summary.tallies), _saved_text(summary)):
+        for dim in (_suite_rate_text(summary), folded_points_text(summary.totals), _saved_text(summary)):
             if dim:
                 self._print(Text(dim, style="dim"))
         self._print(line)

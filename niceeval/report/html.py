@@ -30,7 +30,7 @@ from urllib.parse import quote
 from markupsafe import Markup
 
 from niceeval._core.results import RunResult, Spend
-from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
+from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary, plan_index
 from niceeval._core.wording import miss_words
 from niceeval.attacks import AttackTally
 from niceeval.render import (
@@ -40,10 +40,10 @@ from niceeval.render import (
     commands,
     environment,
     eval_points_text,
+    folded_rate,
     interval_text,
     rounds,
     runs_rate,
-    suite_rate,
 )
 from niceeval.report._grouping import Miss, MissGroups, runs_text
 
@@ -154,6 +154,8 @@ class _EvalRecord:
     miss: tuple[int, str] | None = None
     """(run index, words) of the first thing that went wrong, from the lowest run index that had one."""
     misses: MissGroups = field(default_factory=MissGroups)
+    tally: EvalTally | None = None
+    """The eval's tally once its last run was reported (the suite keeps none: its summary is folded)."""
 
     def note_miss(self, result: RunResult) -> None:
         if result.outcome in ("passed", "skipped") or (self.miss and self.miss[0] <= result.run_index):
@@ -181,6 +183,7 @@ class HtmlReporter:
         self.started_at = started_at
         self._spool: IO[bytes] | None = None
         self._evals: dict[str, _EvalRecord] = {}
+        self._lookup = plan_index(())
         self._variants = VariantTable()
         self._judging = _Judging()
         self._attacks = AttackTally()
@@ -190,6 +193,7 @@ class HtmlReporter:
         """Take the plan and the problems found while loading it."""
         del problems  # the summary carries them, with any found while running
         self._evals = {p.id: _EvalRecord(planned=p, position=i) for i, p in enumerate(plan)}
+        self._lookup = plan_index(plan)
         self.started_at = self.started_at or datetime.now(UTC)
         self._parts = _templates().get_template("report.html").module
         self._spool = tempfile.TemporaryFile()
@@ -198,6 +202,8 @@ class HtmlReporter:
         """Take one finished run."""
         assert self._spool is not None
         record = self._evals.get(result.eval_id)
+        if record is not None and (current := self._lookup.get(result.eval_id)) is not None:
+            record.planned = current  # the suite's record of an eval under way: its runs, as repeats change them
         if record is None:  # a run the plan did not name: shown after the planned evals
             planned = PlannedEval(id=result.eval_id, file=result.file, line=result.line)
             record = self._evals[result.eval_id] = _EvalRecord(planned=planned, position=len(self._evals))
@@ -210,6 +216,13 @@ class HtmlReporter:
         record.runs.append((result.run_index, position, len(data)))
         record.note_miss(result)
         record.misses.add(result)
+
+    def eval_finished(self, tally: EvalTally, summary: SuiteSummary) -> None:
+        """Keep a done eval's tally for its row (the page lists every eval: it holds a record per eval anyway)."""
+        del summary  # its gates are read when the rows are written
+        record = self._evals.get(tally.eval.id)
+        if record is not None:
+            record.tally = tally
 
     def _render_run(self, result: RunResult, planned_runs: int) -> str:
         try:
@@ -242,8 +255,8 @@ class HtmlReporter:
             "summary": summary,
             "counts": counts,
             # over runs, as the console and the JSON report say it (the eval counts are the cards beside it)
-            "pass_rate": suite_rate(summary.tallies, strict=summary.strict).value,
-            "run_rate": suite_rate(summary.tallies, strict=summary.strict),
+            "pass_rate": folded_rate(summary.totals).value,
+            "run_rate": folded_rate(summary.totals),
             "verdict": _VERDICTS.get(summary.exit_code, "failed"),
             "rows": rows,
             "runs_planned": sum(record.planned.runs for record in self._evals.values()),
@@ -274,9 +287,9 @@ class HtmlReporter:
             length -= len(chunk)
 
     def _rows(self, summary: SuiteSummary) -> list[EvalRow]:
-        tallies = {t.eval.id: t for t in summary.tallies}
+        unfinished = {t.eval.id: t for t in summary.unfinished}
         rows = [
-            _row(record, tallies.get(record.planned.id), summary)
+            _row(record, record.tally or unfinished.get(record.planned.id), summary)
             for record in sorted(self._evals.values(), key=lambda r: r.position)
         ]
         return sorted(rows, key=lambda row: _ORDER[row.status])  # stable: plan order within a status

@@ -21,7 +21,15 @@ from niceeval._core.results import RunResult
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
 from niceeval._core.text import scrub
 from niceeval.attacks import AttackTally
-from niceeval.render import VariantTable, estimate_json, eval_points, eval_rate, suite_points, suite_power, suite_rate
+from niceeval.render import (
+    VariantTable,
+    estimate_json,
+    eval_points,
+    eval_rate,
+    folded_points,
+    folded_power,
+    folded_rate,
+)
 from niceeval.report._variants import variant_records
 from niceeval.stats import Estimate
 
@@ -39,7 +47,8 @@ class JsonReporter:
         self._spool: IO[bytes] | None = None
         self._offsets: dict[str, list[tuple[int, int, int]]] = {}
         """Per eval: (run index, position, length) of each run's JSON in the spool."""
-        self._plan: list[PlannedEval] = []
+        self._plan: Sequence[PlannedEval] = ()
+        """The plan as the suite gave it (the suite's is read again when walked: only for the evals not done)."""
         self._done: IO[bytes] | None = None
         """The entries of the evals done, in the order they finished."""
         self._streamed = False
@@ -51,7 +60,7 @@ class JsonReporter:
 
     def start(self, plan: Sequence[PlannedEval], problems: Sequence[Problem]) -> None:
         """Take the plan and the problems found while loading it."""
-        self._plan = list(plan)
+        self._plan = plan
         self._problems = list(problems)
         self._started_at = datetime.now(UTC).isoformat()
         self._spool = tempfile.TemporaryFile()
@@ -107,7 +116,7 @@ class JsonReporter:
             "missing_runs": summary.missing_runs,
             "exit_code": summary.exit_code,
             "summary": {
-                "evals": len(summary.tallies),
+                "evals": summary.evals,
                 "runs": summary.runs_done,
                 "runs_high": summary.adaptive_most,
                 "runs_saved": summary.runs_saved,
@@ -118,9 +127,9 @@ class JsonReporter:
                 "agent_spend": summary.agent_spend.model_dump(),
                 "judge_spend": summary.judge_spend.model_dump(),
                 "errors": len(summary.problems),
-                "pass_rate": estimate_json(suite_rate(summary.tallies, strict=summary.strict)),
-                "detectable_drop": suite_power(summary.tallies, strict=summary.strict).detectable_drop,
-                "mean_points": estimate_json(suite_points(summary.tallies)),
+                "pass_rate": estimate_json(folded_rate(summary.totals)),
+                "detectable_drop": folded_power(summary.totals).detectable_drop,
+                "mean_points": estimate_json(folded_points(summary.totals)),
             },
             "errors": [{"location": p.location, "message": p.message} for p in summary.problems],
             "variants": variant_records(self._variants, strict=summary.strict),
@@ -133,9 +142,9 @@ class JsonReporter:
         self._done.seek(0)
         while chunk := self._done.read(1 << 16):
             out.write(chunk.decode())
-        tallies = {t.eval.id: t for t in summary.tallies if not (self._streamed and t.done == t.eval.runs)}
+        tallies = {t.eval.id: t for t in summary.unfinished if not (self._streamed and t.done == t.eval.runs)}
         written = self._streamed
-        for planned in self._plan:
+        for planned in self._plan if tallies else ():
             tally = tallies.get(planned.id)
             if tally is not None:
                 out.write(("," if written else "") + self._entry(planned, tally, summary))

@@ -21,7 +21,7 @@ from typing import IO
 from niceeval._core.outcome import is_success
 from niceeval._core.results import RunResult
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary, plan_index
-from niceeval.render import eval_rate, points_text, suite_points, suite_rate
+from niceeval.render import eval_rate, folded_points, folded_rate, points_text
 from niceeval.stats import Estimate
 
 # Characters XML 1.0 forbids even escaped (lone surrogates too: UTF-8 cannot encode them); model output may
@@ -95,14 +95,14 @@ def _suite_properties(summary: SuiteSummary) -> str:
     The suite's pass rate over its cases, with its clustered standard error and 95% interval; the eval runs a
     stored suite run is missing.
     """
-    rate = suite_rate(summary.tallies, strict=summary.strict)
-    if rate.value is None and not summary.missing_runs and not any(t.points_earned for t in summary.tallies):
+    rate = folded_rate(summary.totals)
+    if rate.value is None and not summary.missing_runs and not summary.totals.points.items:
         return ""
     properties = ET.Element("properties")
     rows: list[tuple[str, float | int | None]] = [("pass_rate", rate.value), ("pass_rate_stderr", rate.stderr)]
     rows += [("pass_rate_low", rate.low), ("pass_rate_high", rate.high), ("pass_rate_clusters", rate.clusters)]
     rows += [("missing_runs", summary.missing_runs or None)]
-    points = suite_points(summary.tallies)
+    points = folded_points(summary.totals)
     rows += [("mean_points", points.value), ("mean_points_low", points.low), ("mean_points_high", points.high)]
     for name, value in rows:
         if value is not None:

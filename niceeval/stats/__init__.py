@@ -24,8 +24,17 @@ if TYPE_CHECKING:
     from ._bootstrap import PairedChange, PairedResampler
     from ._front import Dominance, dominance, pareto_front
     from ._gate import EvalChange, RunComparison, ScoreTest, compare_runs
-    from ._intervals import clustered_mean, clustered_mean_of_sums, clustered_rate, t_quantile, wilson
-    from ._power import power
+    from ._intervals import (
+        ClusterMoments,
+        clustered_mean,
+        clustered_mean_of,
+        clustered_mean_of_sums,
+        clustered_rate,
+        clustered_rate_of,
+        t_quantile,
+        wilson,
+    )
+    from ._power import power, power_of
     from ._results import Comparison, Estimate, Power
     from ._sequential import DriftMonitor, evidence_paths, mean_lower_bound
     from ._significance import benjamini_hochberg, compare_rates, mcnemar, min_pairs, paired_bootstrap, paired_t
@@ -64,6 +73,10 @@ _HOMES = {
     "clustered_mean": "niceeval.stats._intervals",
     "clustered_mean_of_sums": "niceeval.stats._intervals",
     "clustered_rate": "niceeval.stats._intervals",
+    "ClusterMoments": "niceeval.stats._intervals",
+    "clustered_mean_of": "niceeval.stats._intervals",
+    "clustered_rate_of": "niceeval.stats._intervals",
+    "power_of": "niceeval.stats._power",
     "t_quantile": "niceeval.stats._intervals",
     "wilson": "niceeval.stats._intervals",
     "power": "niceeval.stats._power",
@@ -79,6 +92,7 @@ __all__ = [
     "AdaptiveRuns",
     "Agreement",
     "CaseUsage",
+    "ClusterMoments",
     "Comparison",
     "Dimension",
     "Dominance",
@@ -96,8 +110,10 @@ __all__ = [
     "agreement",
     "benjamini_hochberg",
     "clustered_mean",
+    "clustered_mean_of",
     "clustered_mean_of_sums",
     "clustered_rate",
+    "clustered_rate_of",
     "cohen_kappa",
     "compare_rates",
     "compare_runs",
@@ -113,6 +129,7 @@ __all__ = [
     "parse_runs",
     "pareto_front",
     "power",
+    "power_of",
     "t_quantile",
     "verdict",
     "wilson",

@@ -9,8 +9,8 @@ against scipy's to 1e-9.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, replace
 from statistics import NormalDist
 
 from ._results import Estimate
@@ -64,24 +64,99 @@ def clustered_rate(
             runs += made
             inverse_runs += 1 / made
     rates = [rate for group in groups.values() for rate in group]
-    if not rates:
+    rate_sum = math.fsum(rates)
+
+    def spread(shrunk: float) -> float:
+        return math.fsum(math.fsum(rate - shrunk for rate in group) ** 2 for group in groups.values())
+
+    cases = _Cases(count=len(rates), rate_sum=rate_sum, runs=runs, inverse_runs=inverse_runs, clusters=len(groups))
+    return _rate_estimate(cases, spread, confidence)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ClusterMoments:
+    """What a clustered estimate needs, as sums a suite folds one cluster at a time (memory that does not grow
+    with its cases): each cluster `c` contributes a total `T_c` over its `m_c` items.
+
+    For a pass rate (`clustered_rate_of`) the items are cases, `T_c` the sum of their rates, and `runs` and
+    `inverse_runs` sum each case's runs and their reciprocals; for a mean (`clustered_mean_of`) the items are
+    values and `T_c` their sum. `squares` sums each item's square (a pass rate's power reads it).
+    """
+
+    clusters: int = 0
+    items: int = 0
+    total: float = 0.0
+    squares: float = 0.0
+    runs: int = 0
+    inverse_runs: float = 0.0
+    cluster_squares: float = 0.0
+    """Σ_c T_c²."""
+    cluster_cross: float = 0.0
+    """Σ_c T_c·m_c."""
+    cluster_size_squares: float = 0.0
+    """Σ_c m_c²."""
+
+    def spread(self, centre: float) -> float:
+        """Σ_c (T_c - centre·m_c)²: the clusters' summed deviations from `centre`, squared and added."""
+        expanded = self.cluster_squares - 2 * centre * self.cluster_cross + centre * centre * self.cluster_size_squares
+        return max(0.0, expanded)
+
+
+def clustered_rate_of(moments: ClusterMoments, *, confidence: float = 0.95) -> Estimate:
+    """`clustered_rate` from a suite's folded `ClusterMoments` (to rounding: the spread is taken from sums)."""
+    _check_confidence(confidence)
+    cases = _Cases(
+        count=moments.items,
+        rate_sum=moments.total,
+        runs=moments.runs,
+        inverse_runs=moments.inverse_runs,
+        clusters=moments.clusters,
+    )
+    return _rate_estimate(cases, moments.spread, confidence)
+
+
+def clustered_mean_of(
+    moments: ClusterMoments, *, confidence: float = 0.95, bounds: tuple[float, float] | None = None
+) -> Estimate:
+    """`clustered_mean_of_sums` from a suite's folded `ClusterMoments` (to rounding)."""
+    _check_confidence(confidence)
+    if moments.items == 0:
+        return Estimate(value=None, confidence=confidence, note="no values")
+    mean = moments.total / moments.items
+    return _mean_estimate(mean, moments.items, moments.clusters, moments.spread(mean), confidence, bounds)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Cases:
+    count: int
+    rate_sum: float
+    runs: int
+    inverse_runs: float
+    clusters: int
+
+
+def _rate_estimate(cases: _Cases, spread: Callable[[float], float], confidence: float) -> Estimate:
+    """The suite's rate and its interval from its cases; `spread(shrunk)` is Σ_c (R_c - shrunk·m_c)²."""
+    if not cases.count:
         return Estimate(value=None, confidence=confidence, note="no runs")
-    value = math.fsum(rates) / len(rates)
-    if len(groups) < 2:
-        unit = "case" if len(rates) == 1 else "cluster"
+    value = cases.rate_sum / cases.count
+    if cases.clusters < 2:
+        unit = "case" if cases.count == 1 else "cluster"
         note = f"1 {unit}: no spread to measure"
-        return Estimate(value=value, n=runs, clusters=1, confidence=confidence, note=note)
-    effective = len(rates) ** 2 / inverse_runs / _design_effect(list(groups.values()), inverse_runs)
+        return Estimate(value=value, n=cases.runs, clusters=1, confidence=confidence, note=note)
+    effective = cases.count**2 / cases.inverse_runs / _design_effect(cases, spread)
     low, high = _wilson_bounds(value, effective, confidence)
     stderr = math.sqrt(value * (1 - value) / effective)
-    return Estimate(value=value, low=low, high=high, stderr=stderr, n=runs, clusters=len(groups), confidence=confidence)
+    return Estimate(
+        value=value, low=low, high=high, stderr=stderr, n=cases.runs, clusters=cases.clusters, confidence=confidence
+    )
 
 
 PSEUDO_CASE = 0.5
 """Half a case that always passes and half one that always fails, added when the design effect is measured."""
 
 
-def _design_effect(groups: list[list[float]], inverse_runs: float) -> float:
+def _design_effect(cases: _Cases, spread_about: Callable[[float], float]) -> float:
     """How many times the variance of the mean of the case rates exceeds what independent runs would give (>= 1).
 
     The clustered variance is the spread of the clusters' summed deviations from the mean; independent runs of
@@ -90,13 +165,11 @@ def _design_effect(groups: list[list[float]], inverse_runs: float) -> float:
     without the pseudo-cases 50 cases of 3 passing runs would count as 150 independent runs. With one run per
     case the ratio is exactly 1 (the variance of 0/1 outcomes is `p(1-p)` whatever the weights).
     """
-    cases = sum(len(group) for group in groups)
-    total = cases + 2 * PSEUDO_CASE
-    shrunk = (math.fsum(rate for group in groups for rate in group) + PSEUDO_CASE) / total
-    spread = math.fsum(math.fsum(rate - shrunk for rate in group) ** 2 for group in groups)
-    spread += PSEUDO_CASE * ((1 - shrunk) ** 2 + shrunk**2)
+    total = cases.count + 2 * PSEUDO_CASE
+    shrunk = (cases.rate_sum + PSEUDO_CASE) / total
+    spread = spread_about(shrunk) + PSEUDO_CASE * ((1 - shrunk) ** 2 + shrunk**2)
     clustered = spread / (total * total)
-    independent = shrunk * (1 - shrunk) * inverse_runs / (total * cases)
+    independent = shrunk * (1 - shrunk) * cases.inverse_runs / (total * cases.count)
     return max(1.0, clustered / independent)
 
 
@@ -142,10 +215,17 @@ def clustered_mean_of_sums(
     if n == 0:
         return Estimate(value=None, confidence=confidence, note="no values")
     mean = math.fsum(total for total, _ in sums) / n
+    deviations = math.fsum((total - size_c * mean) ** 2 for total, size_c in sums if size_c > 0) if count > 1 else 0.0
+    return _mean_estimate(mean, n, count, deviations, confidence, bounds)
+
+
+def _mean_estimate(
+    mean: float, n: float, count: int, deviations: float, confidence: float, bounds: tuple[float, float] | None
+) -> Estimate:
+    """A clustered mean's interval: `count` clusters of `n` values in all, `deviations` = Σ_c (S_c - n_c·mean)²."""
     size = round(n)
     if count < 2:
         return Estimate(value=mean, n=size, clusters=count, confidence=confidence, note="1 case: no spread to measure")
-    deviations = math.fsum((total - size_c * mean) ** 2 for total, size_c in sums if size_c > 0)
     stderr = math.sqrt(count / (count - 1) * deviations) / n
     half = t_quantile(0.5 + confidence / 2, count - 1) * stderr
     low, high = mean - half, mean + half

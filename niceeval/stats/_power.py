@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from statistics import NormalDist
 
+from ._intervals import ClusterMoments
 from ._results import Power
 
 
@@ -27,13 +28,35 @@ def power(
     `detect`, a drop in pass rate (e.g. 0.05), also asks how many cases (at these runs) or runs (at these cases)
     would detect it.
     """
+    rates = _Rates(len(case_rates), math.fsum(case_rates), math.fsum(p * (1 - p) for p in case_rates))
+    return _power(rates, runs, detect=detect, alpha=alpha, power=power)
+
+
+def power_of(
+    moments: ClusterMoments, runs: int, *, detect: float | None = None, alpha: float = 0.05, power: float = 0.8
+) -> Power:
+    """`power` from a suite's folded case rates (`ClusterMoments`: their count, sum and sum of squares)."""
+    rates = _Rates(moments.items, moments.total, max(0.0, moments.total - moments.squares))
+    return _power(rates, runs, detect=detect, alpha=alpha, power=power)
+
+
+@dataclass(frozen=True, slots=True)
+class _Rates:
+    cases: int
+    total: float
+    """Σ p_i."""
+    variances: float
+    """Σ p_i·(1 - p_i)."""
+
+
+def _power(rates: _Rates, runs: int, *, detect: float | None, alpha: float, power: float) -> Power:
     if not 0 < alpha < 1 or not 0 < power < 1:
         raise ValueError(f"alpha and power must be between 0 and 1, got alpha={alpha}, power={power}")
     if detect is not None and not 0 < detect <= 1:
         raise ValueError(f"the drop to detect must be between 0 and 1 (e.g. 0.05), got {detect}")
     if runs < 1:
         raise ValueError(f"runs per case must be at least 1, got {runs}")
-    n = len(case_rates)
+    n = rates.cases
     nothing = Power(
         cases=n,
         runs=runs,
@@ -46,11 +69,8 @@ def power(
     )
     if n == 0:
         return replace(nothing, note="no cases")
-    mean = math.fsum(case_rates) / n
-    if runs > 1:
-        variance = math.fsum(p * (1 - p) for p in case_rates) / n * runs / (runs - 1)
-    else:
-        variance = mean * (1 - mean)
+    mean = rates.total / n
+    variance = rates.variances / n * runs / (runs - 1) if runs > 1 else mean * (1 - mean)
     z = NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
     noise = 2 * variance / runs
     result = replace(

@@ -272,6 +272,7 @@ class StoreSink:
         self._planned: dict[str, int] = {}
         """Each adaptive eval's planned runs at the start (its repeats raise them as the suite goes; no other eval's
         runs grow)."""
+        self._adaptive: list[PlannedEval] = []
 
     @property
     def unstored(self) -> int:
@@ -306,7 +307,8 @@ class StoreSink:
         self.recorder.close()
 
     def start(self, plan: Sequence[PlannedEval], problems: Sequence[Problem]) -> None:
-        self._planned = {p.id: p.runs for p in plan if p.first_runs is not None}
+        self._adaptive = [p for p in plan if p.first_runs is not None]
+        self._planned = {p.id: p.runs for p in self._adaptive}
         try:
             if self.resume or self.shard is not None:
                 self._stored = set(self.recorder.outcomes(self.run_id))
@@ -349,7 +351,7 @@ class StoreSink:
         """The suite ended: the writer takes the last runs and closes the suite run while the other reporters
         write theirs (their summaries, not the store, are what a user waits for). Whatever reads the outcome
         (`unstored`, `error`, `store`, `close`) waits for the writer first, and so does the process's exit."""
-        whole = self.shard is None and not self._grown(summary)
+        whole = self.shard is None and not self._grown()
         closing = Closing(
             end=(lambda: self._end(summary)) if whole else None,
             record=lambda: self._record_end(summary),
@@ -374,9 +376,10 @@ class StoreSink:
         if self._unstored.count:
             self._warn()
 
-    def _grown(self, summary: SuiteSummary) -> list[PlannedEval]:
-        """Evals whose adaptive repeats ran more than planned (the suite run records how many each got)."""
-        return [t.eval for t in summary.tallies if t.eval.runs > self._planned.get(t.eval.id, t.eval.runs)]
+    def _grown(self) -> list[PlannedEval]:
+        """Evals whose adaptive repeats ran more than planned (the suite run records how many each got): the
+        planned evals are the suite's own records, their runs raised in place as repeats are queued."""
+        return [planned for planned in self._adaptive if planned.runs > self._planned[planned.id]]
 
     def _end(self, summary: SuiteSummary) -> SuiteEnd:
         """How the suite ended, as the store records it (`incomplete` when some of its runs were not stored)."""
@@ -395,7 +398,7 @@ class StoreSink:
             if self.shard is not None:
                 self.recorder.finish_shard(self.run_id, self.shard, self._end(summary))
                 return True
-            grown = self._grown(summary)
+            grown = self._grown()
             if grown:  # adaptive repeats: the suite run records how many runs each eval got
                 self.recorder.extend(self.run_id, grown)
             self.recorder.finish(self.run_id, self._end(summary))

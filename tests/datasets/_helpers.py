@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 
 from niceeval._core.results import RunResult
-from niceeval._core.summary import PlannedEval, Problem, SuiteSummary
+from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
 from niceeval._eval.config import load_config
 from niceeval._run.discovery import discover
 from niceeval._run.execute import ExecOptions
@@ -27,6 +27,8 @@ class Kept:
     problems: list[Problem] = field(default_factory=list)
     results: list[RunResult] = field(default_factory=list)
     summary: SuiteSummary | None = None
+    tallies: list[EvalTally] = field(default_factory=list)
+    """Each eval's tally, as its last run was reported (then those unfinished when the suite ended)."""
 
     def start(self, plan: Sequence[PlannedEval], problems: Sequence[Problem]) -> None:
         self.plan, self.problems = list(plan), list(problems)
@@ -34,8 +36,12 @@ class Kept:
     def run_finished(self, result: RunResult) -> None:
         self.results.append(result)
 
+    def eval_finished(self, tally: EvalTally, summary: SuiteSummary) -> None:
+        self.tallies.append(tally)
+
     def finish(self, summary: SuiteSummary) -> None:
         self.summary = summary
+        self.tallies.extend(summary.unfinished)
 
     def by_id(self) -> dict[str, RunResult]:
         return {r.eval_id: r for r in self.results}

@@ -48,7 +48,7 @@ def test_each_eval_reports_pass_at_k_and_pass_hat_k_for_every_k_up_to_the_runs(t
     write(tmp_path, "evals/flaky_k.py", FLAKY)
     kept = run_project(tmp_path, runs=6, min_pass_rate=0.0)
     assert kept.summary is not None
-    (tally,) = kept.summary.tallies
+    (tally,) = kept.tallies
     assert list(tally.pass_at_k(strict=False)) == [1, 2, 3, 4, 5, 6]
     assert tally.pass_at_k(strict=False)[3] == pytest.approx(pass_at_k(6, 2, 3))
     assert tally.pass_hat_k(strict=False)[2] == pytest.approx(pass_hat_k(6, 2, 2))
@@ -61,7 +61,7 @@ def test_min_pass_at_k_fails_an_eval_whose_pass_at_k_is_under_the_rate(
     write(tmp_path, "evals/flaky_gate.py", FLAKY)
     kept = run_project(tmp_path, runs=6, min_pass_rate=0.0, min_pass_at_k=gate)  # 2 of 6 pass: pass@3 = 0.8
     assert kept.summary is not None
-    assert kept.summary.status_of(kept.summary.tallies[0]) == status
+    assert kept.summary.status_of(kept.tallies[0]) == status
 
 
 def test_min_pass_at_k_beyond_the_runs_is_a_usage_error(

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from niceeval._core.results import RunResult
 from niceeval._core.summary import LATENCY_SAMPLE, EvalTally, LatencySample, PlannedEval, Problem, percentile
 from niceeval._run.discovery import EvalEntry, discover
 from niceeval._run.plan import EvalStream, expand
@@ -182,11 +183,20 @@ def test_the_suite_reads_the_planned_evals_twice_once_to_plan_once_to_run(tmp_pa
         passes.append(1)
         return iter(planned)
 
-    kept = Kept()
+    class Results(Kept):
+        def start(self, plan: Sequence[PlannedEval], problems: Sequence[Problem]) -> None:
+            self.problems = list(problems)  # the plan is not walked
+
+    kept = Results()
     options = SuiteOptions(concurrency=2, exec=ExecOptions(timeout=30, root=tmp_path, no_cache=True))
     anyio.run(run_suite, EvalStream(read, count=4), [], options, [kept])
     assert len(passes) == 2
     assert sorted(r.eval_id for r in kept.results) == sorted(e.id for e in planned)
+
+    listing = Kept()  # a reporter that walks the plan reads it again: the suite's plan holds no record per eval
+    anyio.run(run_suite, EvalStream(read, count=4), [], options, [listing])
+    assert len(passes) == 2 + 3
+    assert [p.id for p in listing.plan] == [e.id for e in planned]
 
 
 def test_reporters_look_planned_evals_up_in_the_suites_plan_not_an_index_of_their_own(tmp_path: Path) -> None:
@@ -207,16 +217,22 @@ def test_reporters_look_planned_evals_up_in_the_suites_plan_not_an_index_of_thei
         def start(self, plan: Sequence[PlannedEval], problems: Sequence[Problem]) -> None:
             super().start(plan, problems)
             self.given = plan
+            self.looked: dict[str, PlannedEval | None] = {}
+
+        def run_finished(self, result: RunResult) -> None:
+            super().run_finished(result)
+            self.looked[result.eval_id] = plan_index(self.given).get(result.eval_id)
 
     _project(tmp_path, 3)
     given = Given()
     options = SuiteOptions(exec=ExecOptions(timeout=30, root=tmp_path, no_cache=True))
     anyio.run(run_suite, _plan(tmp_path), [], options, [given])
     assert isinstance(given.given, Plan) and plan_index(given.given) is given.given  # the suite's own, shared
-    assert given.given.get("evals/qa.py::qa[q2]") == given.plan[2] and len(given.results) == 3
+    assert given.looked["evals/qa.py::qa[q2]"] == given.plan[2] and len(given.results) == 3  # while it runs
+    assert given.given.get("evals/qa.py::qa[q2]") is None  # a done eval's record is not kept
     evals = [PlannedEval(id=f"evals/qa.py::qa[q{i}]", file="evals/qa.py", line=4) for i in range(50_000)]
     by_id = {p.id: p for p in evals}
-    plan = Plan(evals, by_id.get)
+    plan = Plan(lambda: iter(evals), len(evals), by_id.get)
     console = ConsoleReporter(Console(file=StringIO(), force_terminal=False, width=200))
     junit = JUnitReporter(tmp_path / "junit.xml")
     tracemalloc.start()

@@ -43,11 +43,12 @@ def github_output(
     for run in runs:
         tallies[run.eval_id].add(run)
         reporter.run_finished(run)
+    assert set(reporter._tallies) == set(reporter._pending)  # a done eval's tally is dropped, none held per eval
     strict = bool(options.get("strict", False))
     min_pass_rate = float(options.get("min_pass_rate", 1.0))  # type: ignore[arg-type]
     reporter.finish(
-        SuiteSummary(
-            tallies=list(tallies.values()),
+        SuiteSummary.of(
+            list(tallies.values()),
             problems=problems or [],
             duration_s=1.25,
             strict=strict,

@@ -264,7 +264,7 @@ def test_an_eval_the_pass_rate_tolerates_is_scored_and_the_suite_passes(tmp_path
     for run in runs:
         tally.add(run)
         reporter.run_finished(run)
-    reporter.finish(SuiteSummary(tallies=[tally], problems=[], duration_s=1.0, strict=False, min_pass_rate=0.5))
+    reporter.finish(SuiteSummary.of([tally], problems=[], duration_s=1.0, strict=False, min_pass_rate=0.5))
     page = parse(path)
     assert section(page, "a::flaky").one(cls="badge").text == "scored"
     assert page.one(cls="verdict-banner").one(cls="badge").text == "passed"
@@ -333,7 +333,7 @@ def test_an_interrupted_suite_keeps_its_finished_runs_and_lists_the_rest_as_not_
     finished = result("a::done", "passed")
     tallies[0].add(finished)
     reporter.run_finished(finished)
-    summary = SuiteSummary(tallies=tallies, problems=[], duration_s=1.0, strict=False, min_pass_rate=1.0)
+    summary = SuiteSummary.of(tallies, problems=[], duration_s=1.0, strict=False, min_pass_rate=1.0)
     summary.interrupted = True
     reporter.finish(summary)
     page = parse(path)
@@ -361,7 +361,7 @@ def test_the_reporter_keeps_no_run_once_it_is_written_to_the_spool(tmp_path: Pat
     del run
     gc.collect()
     assert seen() is None
-    reporter.finish(SuiteSummary(tallies=[], problems=[], duration_s=0.1, strict=False, min_pass_rate=1.0))
+    reporter.finish(SuiteSummary.of([], problems=[], duration_s=0.1, strict=False, min_pass_rate=1.0))
 
 
 def test_writing_the_html_report_does_not_import_the_web_server() -> None:

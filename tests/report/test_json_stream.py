@@ -23,7 +23,7 @@ def suite(reporter: JsonReporter | ReporterSet, runs: list[RunResult], ids: list
     """Drive `reporter` as the suite does: each run, then (with `tell`) its eval when that was its last run."""
     plan = [PlannedEval(id=i, file="evals/x.py", line=1, runs=2) for i in ids]
     tallies = {p.id: EvalTally(eval=p) for p in plan}
-    summary = SuiteSummary(tallies=list(tallies.values()), problems=[], duration_s=1.0, strict=False, min_pass_rate=1.0)
+    summary = SuiteSummary.of(list(tallies.values()), problems=[], duration_s=1.0, strict=False, min_pass_rate=1.0)
     reporter.start(plan, [])
     for one in runs:
         tally = tallies[one.eval_id]

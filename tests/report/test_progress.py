@@ -124,7 +124,7 @@ def test_console_reporter_draws_progress_on_a_terminal_and_clears_it() -> None:
     finished = run("evals/a.py::one", "passed")
     tally.add(finished)
     reporter.run_finished(finished)
-    reporter.finish(SuiteSummary(tallies=[tally], problems=[], duration_s=1.0, strict=False, min_pass_rate=1.0))
+    reporter.finish(SuiteSummary.of([tally], problems=[], duration_s=1.0, strict=False, min_pass_rate=1.0))
     assert "1 passed" in out.getvalue()
 
 

@@ -49,9 +49,7 @@ def drive(reporter: Reporter, runs: list[RunResult], *, strict: bool = False, n_
     for run in runs:
         tallies[run.eval_id].add(run)
         reporter.run_finished(run)
-    summary = SuiteSummary(
-        tallies=list(tallies.values()), problems=[], duration_s=1.25, strict=strict, min_pass_rate=1.0
-    )
+    summary = SuiteSummary.of(list(tallies.values()), problems=[], duration_s=1.25, strict=strict, min_pass_rate=1.0)
     reporter.finish(summary)
     return summary
 

@@ -25,17 +25,13 @@ def drive(
     reporter: Reporter, runs: list[RunResult], n_runs: int, clusters: dict[str, str] | None = None
 ) -> SuiteSummary:
     ids = list(dict.fromkeys(r.eval_id for r in runs))
-    plan = [
-        PlannedEval(id=i, file="evals/x.py", line=1, runs=n_runs, cluster=(clusters or {}).get(i)) for i in ids
-    ]
+    plan = [PlannedEval(id=i, file="evals/x.py", line=1, runs=n_runs, cluster=(clusters or {}).get(i)) for i in ids]
     tallies = {p.id: EvalTally(eval=p) for p in plan}
     reporter.start(plan, [])
     for one in runs:
         tallies[one.eval_id].add(one)
         reporter.run_finished(one)
-    summary = SuiteSummary(
-        tallies=list(tallies.values()), problems=[], duration_s=1.0, strict=False, min_pass_rate=0.5
-    )
+    summary = SuiteSummary.of(list(tallies.values()), problems=[], duration_s=1.0, strict=False, min_pass_rate=0.5)
     reporter.finish(summary)
     return summary
 

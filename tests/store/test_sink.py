@@ -50,8 +50,8 @@ def summary_of(plan_ids: list[str], *, interrupted: bool = False) -> SuiteSummar
     tallies = [EvalTally(eval=p) for p in planned(*plan_ids)]
     for tally in tallies:
         tally.add(result(tally.eval.id))
-    return SuiteSummary(
-        tallies=tallies,
+    return SuiteSummary.of(
+        tallies,
         problems=[],
         duration_s=2.0,
         strict=False,
