@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
@@ -32,10 +32,17 @@ _RUN_FIELDS = {"eval_id", "file", "line"}
 class JsonReporter:
     """Writes the suite's results to `path` as one JSON document (see docs/json-report.md)."""
 
-    def __init__(self, path: Path, *, run_id: str | None = None) -> None:
+    def __init__(
+        self, path: Path, *, run_id: str | None = None, record: Callable[[RunResult], bytes] | None = None
+    ) -> None:
+        """Write to `path`; `record`: how a run becomes its JSON (default `run_json`).
+
+        `niceeval report` hands the record it made from the run's stored rows (the same bytes).
+        """
         self.path = path
         self.run_id = run_id
         """The suite run's id in the results store (None: not stored)."""
+        self._record = record or run_json
         self._spool: IO[bytes] | None = None
         self._offsets: dict[str, list[tuple[int, int, int]]] = {}
         """Per eval: (run index, position, length) of each run's JSON in the spool."""
@@ -62,7 +69,7 @@ class JsonReporter:
         assert self._spool is not None
         self._variants.add(result)
         self._attacks.add(result)
-        data = run_json(result)
+        data = self._record(result)
         position = self._spool.seek(0, os.SEEK_END)
         self._spool.write(data)
         self._offsets.setdefault(result.eval_id, []).append((result.run_index, position, len(data)))

@@ -1,0 +1,271 @@
+"""A suite run's eval runs read for its reports: each run's JSON record made from its rows, and a light `RunResult`.
+
+`niceeval report` and `export` of a run of 100,000 evals read every eval run. Building the full `RunResult` of
+each (a pydantic model per assertion, judge call and event) and dumping it again was most of their time. Here the
+rows are read in batches of consecutive eval run ids through the database driver (no SQLAlchemy row processing),
+and each run's record in the JSON report is assembled from them: the JSON columns (events' payloads, errors,
+variants, sandboxes, spans) are spliced as they are stored (pydantic's compact JSON, what the report writes), the
+rest is encoded by pydantic's serializer, so the record is the bytes `run_json` writes for the `RunResult` that
+`_read.results` builds from the same rows (a test compares the two). Beside it, the `RunResult` the reporters'
+tallies and the console, JUnit and GitHub reporters read: its row's fields, its assertions without their judge
+calls, and of its events only the replies that timed a turn (what `latencies` reads).
+
+A carried or accepted slot (an experiment's) holds no record of its own: it is read in full by `_read.results`
+(its `json` is None: the report writes its `RunResult`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pydantic_core
+
+from niceeval._core.events import MessageEvent
+from niceeval._core.results import RunResult
+from niceeval.store._driver import Session, session_of
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection
+
+BATCH = 1000
+"""Eval runs read per round trip (their assertions, judge calls, events and spans in one query each)."""
+
+_RUN_COLUMNS = (
+    "id, eval_id, run_index, file, line, outcome, duration_s, {error}, skip_reason, sandbox_path, workspace_diff, "
+    "agent_calls, agent_tokens, agent_cost, judge_calls, judge_tokens, judge_cost, judge_cached, {unpriced}, case_id, "
+    "{variant}, points, points_possible, failure_class, attempts, identity, provenance, carried_from, carried_index, "
+    "{sandbox}, {warnings}"
+)
+_ASSERTION_NAMES = ("name", "severity", "score", "threshold", "state", "reason", "expected", "actual", "location")
+_JUDGE_NAMES = ("model", "messages", "input", "score", "passed", "reason", "input_tokens", "output_tokens",
+                "cache_read_tokens", "cost", "latency", "cached", "fallback", "asked", "cause")  # fmt: skip
+_to_json = pydantic_core.to_json
+_from_json = pydantic_core.from_json
+_NULL = b"null"
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRun:
+    """One stored eval run as the reports read it."""
+
+    result: RunResult
+    """The run for tallies and the console, JUnit and GitHub reporters: everything but its assertions' judge calls
+    and its events other than the replies that timed a turn (for a carried slot: the run in full)."""
+    json: bytes | None
+    """Its record in the JSON report (`report.json_report.run_json`'s bytes); None for a carried slot."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Sql:
+    """The batch queries in one dialect: JSON columns read as their text, times as the report writes them."""
+
+    ids: str
+    runs: str
+    assertions: str
+    judge_calls: str
+    events: str
+    spans: str
+
+
+def _queries(session: Session) -> _Sql:
+    postgresql = session.dialect.kind == "postgresql"
+
+    def text(column: str) -> str:
+        return f"{column}::text" if postgresql else column  # psycopg hands a `json` column back decoded
+
+    stamp = "to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')" if postgresql else "at"
+    latency = (
+        "CASE WHEN type = 'message' THEN (payload->>'latency')::float8 END"
+        if postgresql
+        else "CASE WHEN type = 'message' THEN json_extract(payload, '$.latency') END"
+    )
+    columns = _RUN_COLUMNS.format(
+        error=text("error"),
+        unpriced=text("unpriced"),
+        variant=text("variant"),
+        sandbox=text("sandbox"),
+        warnings=text("warnings"),
+    )
+    return _Sql(
+        ids="SELECT id FROM eval_runs WHERE suite_run_id = ? ORDER BY id",
+        runs=f"SELECT {columns} FROM eval_runs WHERE id BETWEEN ? AND ? AND suite_run_id = ? ORDER BY id",
+        assertions=(
+            "SELECT id, eval_run_id, name, severity, score, threshold, state, reason, expected, actual, location, "
+            "optional, cause, key, unstable, points FROM assertions WHERE eval_run_id BETWEEN ? AND ? "
+            "ORDER BY eval_run_id, position"
+        ),
+        judge_calls=(
+            f"SELECT assertion_id, model, {text('messages')}, input, score, passed, reason, input_tokens, "
+            "output_tokens, cache_read_tokens, cost, latency, cached, fallback, asked, cause FROM judge_calls "
+            "WHERE assertion_id BETWEEN ? AND ? ORDER BY assertion_id, position"
+        ),
+        events=(
+            f"SELECT eval_run_id, seq, type, {stamp}, {text('payload')}, {latency} FROM events "
+            "WHERE eval_run_id BETWEEN ? AND ? ORDER BY eval_run_id, seq"
+        ),
+        spans=(
+            f"SELECT eval_run_id, {text('payload')} FROM spans WHERE eval_run_id BETWEEN ? AND ? "
+            "ORDER BY eval_run_id, position"
+        ),
+    )
+
+
+def stored_runs(conn: Connection, suite_run_id: str, *, batch: int = BATCH) -> Iterator[StoredRun]:
+    """Every eval run of a suite run in the order it was stored (as `_read.results` streams them)."""
+    from niceeval.store._read import results
+
+    session = session_of(conn)
+    sql = _queries(session)
+    ids = [row[0] for row in session.execute(sql.ids, (suite_run_id,))]
+    for start in range(0, len(ids), batch):
+        chunk = ids[start : start + batch]
+        rows = session.execute(sql.runs, (chunk[0], chunk[-1], suite_run_id)).fetchall()
+        carried = [row[1:3] for row in rows if row[26] != "executed"]
+        full = {}
+        if carried:
+            wanted = sorted({eval_id for eval_id, _ in carried})
+            full = {(r.eval_id, r.run_index): r for r in results(conn, suite_run_id, eval_ids=wanted)}
+        records = _Batch(session, sql, chunk[0], chunk[-1])
+        for row in rows:
+            if row[26] != "executed":
+                yield StoredRun(result=full[row[1], row[2]], json=None)
+            else:
+                yield records.run(row)
+
+
+class _Batch:
+    """The child rows of a batch of eval runs (ids `low` to `high`), grouped by their eval run."""
+
+    def __init__(self, session: Session, sql: _Sql, low: int, high: int) -> None:
+        self.assertions: dict[int, list[tuple[Any, ...]]] = {}
+        for row in session.execute(sql.assertions, (low, high)):
+            self.assertions.setdefault(row[1], []).append(row)
+        self.calls: dict[int, list[dict[str, Any]]] = {}
+        owners = [a[0] for rows in self.assertions.values() for a in rows]
+        if owners:
+            for row in session.execute(sql.judge_calls, (min(owners), max(owners))):
+                self.calls.setdefault(row[0], []).append(_judge_call(row))
+        self.events: dict[int, list[tuple[Any, ...]]] = {}
+        for row in session.execute(sql.events, (low, high)):
+            self.events.setdefault(row[0], []).append(row)
+        self.spans: dict[int, list[str]] = {}
+        for row in session.execute(sql.spans, (low, high)):
+            self.spans.setdefault(row[0], []).append(row[1])
+
+    def run(self, row: Sequence[Any]) -> StoredRun:
+        """The stored run of an `eval_runs` row (in `_RUN_COLUMNS`' order) of this batch."""
+        run_id = row[0]
+        assertions = [_assertion(a) for a in self.assertions.get(run_id, ())]
+        events = [_event_json(e) for e in self.events.get(run_id, ())]
+        timed = [
+            MessageEvent.model_validate_json(json)
+            for e, json in zip(self.events.get(run_id, ()), events, strict=True)
+            if e[5] is not None
+        ]
+        agent, judge = _spends(row)
+        summary = RunResult.model_validate(
+            {
+                "eval_id": row[1], "file": row[3], "line": row[4], "run_index": row[2], "outcome": row[5],
+                "duration_s": row[6], "error": _value(row[7]), "skip_reason": row[8], "assertions": assertions,
+                "events": timed, "sandbox_path": row[9], "workspace_diff": row[10], "agent_spend": agent,
+                "judge_spend": judge, "case_id": row[19], "variant": _value(row[20]), "points": row[21],
+                "points_possible": row[22], "failure": row[23], "attempts": row[24] or 1, "identity": row[25],
+                "provenance": row[26], "carried_from": row[27], "carried_index": row[28],
+                "warnings": _value(row[30]) or [], "sandbox": _value(row[29]),
+            }
+        )  # fmt: skip
+        for assertion in assertions:
+            assertion["judge_calls"] = self.calls.get(assertion.pop("id"), [])
+        return StoredRun(
+            result=summary, json=_run_json(row, assertions, events, self.spans.get(run_id, ()), agent, judge)
+        )
+
+
+def _value(text: str | None) -> Any:
+    """A JSON column's value (SQL NULL and JSON `null` alike: None)."""
+    return None if text is None or text == "null" else _from_json(text)
+
+
+def _raw(text: str | None) -> bytes:
+    """A JSON column's stored text, to splice into the record (SQL NULL as JSON `null`)."""
+    return _NULL if text is None else text.encode()
+
+
+def _assertion(row: Sequence[Any]) -> dict[str, Any]:
+    """An assertion's fields in `AssertionResult`'s order (its id first, for its judge calls; they go in later)."""
+    fields: dict[str, Any] = {"id": row[0]}
+    fields.update(zip(_ASSERTION_NAMES, row[2:11], strict=True))
+    fields["optional"] = bool(row[11])
+    fields["cause"] = row[12]
+    fields["judge_calls"] = []
+    fields["key"] = row[13]
+    fields["unstable"] = bool(row[14])
+    fields["points"] = row[15]
+    return fields
+
+
+def _judge_call(row: Sequence[Any]) -> dict[str, Any]:
+    """A judge call's fields in `JudgeCall`'s order (SQLite's booleans are integers)."""
+    call = dict(zip(_JUDGE_NAMES, row[1:], strict=True))
+    call["messages"] = _from_json(call["messages"])
+    call["passed"] = None if call["passed"] is None else bool(call["passed"])
+    for flag in ("cached", "fallback", "asked"):
+        call[flag] = bool(call[flag])
+    return call
+
+
+def _event_json(row: Sequence[Any]) -> bytes:
+    """An event's record: `seq`, `at` and `type` (its own columns), then its stored payload's fields."""
+    _, seq, kind, at, payload, _ = row
+    stamp = str(at)
+    fraction = stamp[19:]
+    when = stamp[:10] + "T" + stamp[11:19] + ("" if fraction in ("", ".000000") else fraction) + "Z"
+    head = f'{{"seq":{seq},"at":"{when}","type":"{kind}"'.encode()
+    body = payload.encode()
+    return head + (b"}" if body == b"{}" else b"," + body[1:])
+
+
+def _spends(row: Sequence[Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The agent's and the judges' spend as `_rows.from_rows` reads them back (tokens by kind are not stored)."""
+    unpriced = _value(row[18]) or {}
+    agent = {"calls": row[11], "tokens": row[12], "input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0,
+             "cost": row[13], "cached": 0, "unpriced": unpriced.get("agent", [])}  # fmt: skip
+    judge = {"calls": row[14], "tokens": row[15], "input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0,
+             "cost": row[16], "cached": row[17], "unpriced": unpriced.get("judge", [])}  # fmt: skip
+    return agent, judge
+
+
+def _run_json(
+    row: Sequence[Any],
+    assertions: list[dict[str, Any]],
+    events: list[bytes],
+    spans: Sequence[str],
+    agent: dict[str, Any],
+    judge: dict[str, Any],
+) -> bytes:
+    """The run's record in `RunResult`'s field order without `eval_id`, `file` and `line` (`run_json`'s)."""
+    head = _to_json({"run_index": row[2], "outcome": row[5], "duration_s": row[6]})
+    middle = _to_json(
+        {
+            "sandbox_path": row[9], "workspace_diff": row[10], "agent_spend": agent, "judge_spend": judge,
+            "case_id": row[19], "metadata": {},
+        }
+    )  # fmt: skip
+    tail = _to_json(
+        {
+            "points": row[21], "points_possible": row[22], "failure": row[23], "attempts": row[24] or 1,
+            "identity": row[25], "provenance": row[26], "carried_from": row[27], "carried_index": row[28],
+        }
+    )  # fmt: skip
+    warnings = row[30]
+    return b"".join(
+        (
+            head[:-1], b',"error":', _raw(row[7]), b',"skip_reason":', _to_json(row[8]),
+            b',"assertions":', _to_json(assertions), b',"events":[', b",".join(events), b"],",
+            middle[1:-1], b',"variant":', _raw(row[20]), b',"group":null,"warnings":',
+            b"[]" if warnings is None or warnings == "null" else warnings.encode(),
+            b',"spans":[', ",".join(spans).encode(), b"],", tail[1:-1], b',"sandbox":', _raw(row[29]), b"}",
+        )
+    )  # fmt: skip
