@@ -19,7 +19,7 @@ from typing import IO, Any
 
 from niceeval._core.results import RunResult
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
-from niceeval._core.text import scrub
+from niceeval._core.text import scrub, without_surrogates
 from niceeval.attacks import AttackTally
 from niceeval.render import VariantTable, estimate_json, eval_points, eval_rate, suite_points, suite_power, suite_rate
 from niceeval.report._variants import variant_records
@@ -152,11 +152,11 @@ class JsonReporter:
     def _entry(self, planned: PlannedEval, tally: EvalTally, summary: SuiteSummary) -> str:
         """One eval's entry: its figures, then its runs in run order."""
         rate = tally.pass_rate(strict=summary.strict)
-        item = {
-            "id": planned.id,
-            "file": planned.file,
+        item = {  # its only text from outside is the eval's id, file and tags: scrubbed, the rest is niceeval's
+            "id": without_surrogates(planned.id),
+            "file": without_surrogates(planned.file),
             "line": planned.line,
-            "tags": list(planned.tags),
+            "tags": [without_surrogates(tag) for tag in planned.tags],
             "status": summary.status_of(tally) if tally.done else None,
             "pass_rate": rate,
             "not_counted": {"infra": tally.infra},
@@ -168,7 +168,7 @@ class JsonReporter:
             "latency_p95_s": _rounded(tally.latency(0.95)),
             "points": _points(tally),
         }
-        return json.dumps(scrub(item))[:-1] + ', "runs": [' + ",".join(self._read_runs(planned.id)) + "]}"
+        return json.dumps(item)[:-1] + ', "runs": [' + ",".join(self._read_runs(planned.id)) + "]}"
 
     def _read_runs(self, eval_id: str) -> list[str]:
         """The eval's runs in run order, as the JSON pydantic wrote (copied as is: no parse and re-dump)."""

@@ -75,7 +75,21 @@ def _queries(session: Session) -> _Sql:
     def text(column: str) -> str:
         return f"{column}::text" if postgresql else column  # psycopg hands a `json` column back decoded
 
-    stamp = "to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')" if postgresql else "at"
+    if postgresql:
+        utc = "at AT TIME ZONE 'UTC'"
+        when = (
+            f"""to_char({utc}, 'YYYY-MM-DD"T"HH24:MI:SS') || """
+            f"""CASE WHEN extract(microseconds FROM {utc})::int % 1000000 = 0 THEN '' ELSE to_char({utc}, '.US') END"""
+        )
+    else:  # SQLite keeps `YYYY-MM-DD HH:MM:SS.ffffff`, in UTC
+        when = "replace(CASE WHEN substr(at, 20) = '.000000' THEN substr(at, 1, 19) ELSE at END, ' ', 'T')"
+    payload = text("payload")
+    # An event's record, made by the database: `seq`, `at` (as pydantic writes it: ISO 8601, `Z`, no fraction when
+    # it is zero), `type`, then the fields of its stored payload.
+    event = (
+        f"""'{{"seq":' || seq || ',"at":"' || {when} || 'Z","type":"' || type || '"' || """
+        f"""CASE WHEN {payload} = '{{}}' THEN '}}' ELSE ',' || substr({payload}, 2) END"""
+    )
     latency = (
         "CASE WHEN type = 'message' THEN (payload->>'latency')::float8 END"
         if postgresql
@@ -90,7 +104,7 @@ def _queries(session: Session) -> _Sql:
     )
     return _Sql(
         ids="SELECT id FROM eval_runs WHERE suite_run_id = ? ORDER BY id",
-        runs=f"SELECT {columns} FROM eval_runs WHERE id BETWEEN ? AND ? AND suite_run_id = ? ORDER BY id",
+        runs=f"SELECT {columns} FROM eval_runs WHERE id BETWEEN ? AND ? ORDER BY id",  # by the key: see `stored_runs`
         assertions=(
             "SELECT id, eval_run_id, name, severity, score, threshold, state, reason, expected, actual, location, "
             "optional, cause, key, unstable, points FROM assertions WHERE eval_run_id BETWEEN ? AND ? "
@@ -102,7 +116,7 @@ def _queries(session: Session) -> _Sql:
             "WHERE assertion_id BETWEEN ? AND ? ORDER BY assertion_id, position"
         ),
         events=(
-            f"SELECT eval_run_id, seq, type, {stamp}, {text('payload')}, {latency} FROM events "
+            f"SELECT eval_run_id, {event}, {latency} FROM events "
             "WHERE eval_run_id BETWEEN ? AND ? ORDER BY eval_run_id, seq"
         ),
         spans=(
@@ -121,7 +135,10 @@ def stored_runs(conn: Connection, suite_run_id: str, *, batch: int = BATCH) -> I
     ids = [row[0] for row in session.execute(sql.ids, (suite_run_id,))]
     for start in range(0, len(ids), batch):
         chunk = ids[start : start + batch]
-        rows = session.execute(sql.runs, (chunk[0], chunk[-1], suite_run_id)).fetchall()
+        # Read by the key's range, the rows of another suite run in it (written at the same time) skipped: asked by
+        # suite run too, SQLite reads the suite run's whole index for each batch.
+        mine = set(chunk)
+        rows = [row for row in session.execute(sql.runs, (chunk[0], chunk[-1])) if row[0] in mine]
         carried = [row[1:3] for row in rows if row[26] != "executed"]
         full = {}
         if carried:
@@ -158,12 +175,8 @@ class _Batch:
         """The stored run of an `eval_runs` row (in `_RUN_COLUMNS`' order) of this batch."""
         run_id = row[0]
         assertions = [_assertion(a) for a in self.assertions.get(run_id, ())]
-        events = [_event_json(e) for e in self.events.get(run_id, ())]
-        timed = [
-            MessageEvent.model_validate_json(json)
-            for e, json in zip(self.events.get(run_id, ()), events, strict=True)
-            if e[5] is not None
-        ]
+        stream = self.events.get(run_id, ())
+        timed = [MessageEvent.model_validate_json(e[1]) for e in stream if e[2] is not None]
         agent, judge = _spends(row)
         summary = RunResult.model_validate(
             {
@@ -178,9 +191,9 @@ class _Batch:
         )  # fmt: skip
         for assertion in assertions:
             assertion["judge_calls"] = self.calls.get(assertion.pop("id"), [])
-        return StoredRun(
-            result=summary, json=_run_json(row, assertions, events, self.spans.get(run_id, ()), agent, judge)
-        )
+        events = [e[1] for e in stream]
+        spans = self.spans.get(run_id, ())
+        return StoredRun(result=summary, json=_run_json(row, assertions, events, spans, agent, judge))
 
 
 def _value(text: str | None) -> Any:
@@ -216,17 +229,6 @@ def _judge_call(row: Sequence[Any]) -> dict[str, Any]:
     return call
 
 
-def _event_json(row: Sequence[Any]) -> bytes:
-    """An event's record: `seq`, `at` and `type` (its own columns), then its stored payload's fields."""
-    _, seq, kind, at, payload, _ = row
-    stamp = str(at)
-    fraction = stamp[19:]
-    when = stamp[:10] + "T" + stamp[11:19] + ("" if fraction in ("", ".000000") else fraction) + "Z"
-    head = f'{{"seq":{seq},"at":"{when}","type":"{kind}"'.encode()
-    body = payload.encode()
-    return head + (b"}" if body == b"{}" else b"," + body[1:])
-
-
 def _spends(row: Sequence[Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """The agent's and the judges' spend as `_rows.from_rows` reads them back (tokens by kind are not stored)."""
     unpriced = _value(row[18]) or {}
@@ -240,7 +242,7 @@ def _spends(row: Sequence[Any]) -> tuple[dict[str, Any], dict[str, Any]]:
 def _run_json(
     row: Sequence[Any],
     assertions: list[dict[str, Any]],
-    events: list[bytes],
+    events: list[str],
     spans: Sequence[str],
     agent: dict[str, Any],
     judge: dict[str, Any],
@@ -263,7 +265,7 @@ def _run_json(
     return b"".join(
         (
             head[:-1], b',"error":', _raw(row[7]), b',"skip_reason":', _to_json(row[8]),
-            b',"assertions":', _to_json(assertions), b',"events":[', b",".join(events), b"],",
+            b',"assertions":', _to_json(assertions), b',"events":[', ",".join(events).encode(), b"],",
             middle[1:-1], b',"variant":', _raw(row[20]), b',"group":null,"warnings":',
             b"[]" if warnings is None or warnings == "null" else warnings.encode(),
             b',"spans":[', ",".join(spans).encode(), b"],", tail[1:-1], b',"sandbox":', _raw(row[29]), b"}",
