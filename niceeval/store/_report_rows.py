@@ -8,7 +8,7 @@ variants, sandboxes, spans) are spliced as they are stored (pydantic's compact J
 rest is encoded by pydantic's serializer, so the record is the bytes `run_json` writes for the `RunResult` that
 `_read.results` builds from the same rows (a test compares the two). Beside it, the `RunResult` the reporters'
 tallies and the console, JUnit and GitHub reporters read: its row's fields, its assertions without their judge
-calls, and of its events only the replies that timed a turn (what `latencies` reads).
+calls, of its events only the replies that timed a turn (what `latencies` reads), no spans.
 
 A carried or accepted slot (an experiment's) holds no record of its own: it is read in full by `_read.results`
 (its `json` is None: the report writes its `RunResult`).
@@ -51,8 +51,8 @@ class StoredRun:
     """One stored eval run as the reports read it."""
 
     result: RunResult
-    """The run for tallies and the console, JUnit and GitHub reporters: everything but its assertions' judge calls
-    and its events other than the replies that timed a turn (for a carried slot: the run in full)."""
+    """The run for tallies and the console, JUnit and GitHub reporters: everything but its assertions' judge calls,
+    its spans and its events other than the replies that timed a turn (for a carried slot: the run in full)."""
     json: bytes | None
     """Its record in the JSON report (`report.json_report.run_json`'s bytes); None for a carried slot."""
 
@@ -79,7 +79,8 @@ def _queries(session: Session) -> _Sql:
         utc = "at AT TIME ZONE 'UTC'"
         when = (
             f"""to_char({utc}, 'YYYY-MM-DD"T"HH24:MI:SS') || """
-            f"""CASE WHEN extract(microseconds FROM {utc})::int % 1000000 = 0 THEN '' ELSE to_char({utc}, '.US') END"""
+            f"CASE WHEN mod(extract(microseconds FROM {utc})::bigint, 1000000) = 0 THEN '' "
+            f"ELSE to_char({utc}, '.US') END"
         )
     else:  # SQLite keeps `YYYY-MM-DD HH:MM:SS.ffffff`, in UTC
         when = "replace(CASE WHEN substr(at, 20) = '.000000' THEN substr(at, 1, 19) ELSE at END, ' ', 'T')"
