@@ -11,7 +11,7 @@ import pytest
 
 from niceeval import AssertionResult, RunResult
 from niceeval._core.errors import ErrorInfo
-from niceeval._core.events import ActionCalledEvent, ErrorEvent, MessageEvent, UsageEvent
+from niceeval._core.events import ErrorEvent, MessageEvent, UsageEvent
 from niceeval._core.results import SandboxRecord, Spend
 from niceeval._core.spans import SpanRecord
 from niceeval._core.summary import PlannedEval
