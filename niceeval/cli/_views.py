@@ -115,7 +115,9 @@ def _replay(
     *,
     one: bool = False,
 ) -> SuiteSummary:
-    """Hand a stored suite run to reporters as if it ran now: plan, every stored eval run (`runs`), the summary.
+    """Hand a stored suite run to reporters as if it ran now: plan, every stored eval run (`runs`, in the order they
+    were stored: the order they finished), each eval done once its last run is in (as the suite tells them, so the
+    JSON report lists its evals in the same order), the summary.
 
     `one`: the plan is one eval picked from the suite run (the suite's load errors are left out). Returns the
     summary the reporters were given (its exit code is the one `niceeval run` would have had).
@@ -123,20 +125,23 @@ def _replay(
     sinks = ReporterSet(reporters)
     sinks.start(plan, [])
     tallies = {p.id: EvalTally(eval=p) for p in plan}
-    only = [p.id for p in plan] if one else None
-    for result in runs:
-        if result.eval_id in tallies:
-            tallies[result.eval_id].add(result)
-            sinks.run_finished(result)
     summary = SuiteSummary(
         tallies=list(tallies.values()),
-        problems=[Problem(location=e["location"], message=e["message"]) for e in info.errors] if not only else [],
+        problems=[Problem(location=e["location"], message=e["message"]) for e in info.errors] if not one else [],
         duration_s=info.duration_s or 0.0,
         strict=info.strict,
         min_pass_rate=info.min_pass_rate,
         interrupted=info.status == "interrupted",
-        missing_runs=0 if info.status == "finished" or only else max(0, info.runs_planned - info.runs_done),
+        missing_runs=0 if info.status == "finished" or one else max(0, info.runs_planned - info.runs_done),
     )
+    for result in runs:
+        tally = tallies.get(result.eval_id)
+        if tally is None:
+            continue
+        tally.add(result)
+        sinks.run_finished(result)
+        if tally.done == tally.eval.runs:
+            sinks.eval_finished(tally, summary)
     sinks.finish(summary)
     return summary
 
