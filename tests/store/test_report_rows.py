@@ -4,10 +4,12 @@ PostgreSQL)."""
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
+from rich.console import Console
 
 from niceeval import AssertionResult, RunResult
 from niceeval._core.errors import ErrorInfo
@@ -157,3 +159,19 @@ def test_a_suite_run_without_eval_runs_reads_none(store: Store) -> None:
         recorder.begin(SuiteRunStart(id="s1", command=["niceeval", "run"]), planned("a"))
         recorder.finish("s1", SuiteEnd(status="interrupted", exit_code=130, duration_s=0.1))
     assert list(store.stored_runs("s1")) == []
+
+
+def test_report_prints_the_first_evals_then_failures_and_counts_the_rest(store: Store) -> None:
+    from niceeval.cli._views import REPORT_MOST_EVALS, report_run
+
+    ids = [f"evals/a.py::e{n:03d}" for n in range(REPORT_MOST_EVALS + 5)]
+    runs = [result(i, "failed" if n % 100 == 99 else "passed", score=0.0 if n % 100 == 99 else 1.0)
+            for n, i in enumerate(ids)]  # fmt: skip
+    record(store, "s1", runs)
+    out = io.StringIO()
+    assert report_run(store, "s1", Console(file=out, width=200)) == 1
+    text = out.getvalue()
+    assert " FAIL   evals/a.py::e099" in text and " FAIL   evals/a.py::e199" in text
+    assert " PASS   evals/a.py::e198" in text and "evals/a.py::e200" not in text
+    assert "... 5 more evals not shown (5 passed)" in text
+    assert "203 passed, 0 scored, 2 failed, 0 skipped (205 evals, 205 runs)" in text
