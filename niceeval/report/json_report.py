@@ -9,6 +9,7 @@ suite, or a reporter driven without `eval_finished`), in plan order.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import tempfile
@@ -17,11 +18,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
+from niceeval._core.passk import pass_at_k, pass_hat_k
 from niceeval._core.results import RunResult
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
 from niceeval._core.text import scrub, without_surrogates
 from niceeval.attacks import AttackTally
-from niceeval.render import VariantTable, estimate_json, eval_points, eval_rate, suite_points, suite_power, suite_rate
+from niceeval.render import (
+    VariantTable,
+    estimate_json,
+    eval_points,
+    runs_rate,
+    suite_points,
+    suite_power,
+    suite_rate,
+)
 from niceeval.report._variants import variant_records
 from niceeval.stats import Estimate
 
@@ -160,9 +170,7 @@ class JsonReporter:
             "status": summary.status_of(tally) if tally.done else None,
             "pass_rate": rate,
             "not_counted": {"infra": tally.infra},
-            "pass_rate_interval": _interval(eval_rate(tally, strict=summary.strict)),
-            "pass_at_k": {str(k): round(v, 6) for k, v in tally.pass_at_k(strict=summary.strict).items()},
-            "pass_hat_k": {str(k): round(v, 6) for k, v in tally.pass_hat_k(strict=summary.strict).items()},
+            **_rate_figures(tally.passing(strict=summary.strict), tally.counted),
             "mean_duration_s": round(tally.mean_duration_s, 6),
             "latency_p50_s": _rounded(tally.latency(0.5)),
             "latency_p95_s": _rounded(tally.latency(0.95)),
@@ -178,6 +186,20 @@ class JsonReporter:
             self._spool.seek(position)
             runs.append(self._spool.read(length).decode())
         return runs
+
+
+@functools.lru_cache(maxsize=1024)
+def _rate_figures(passing: int, counted: int) -> dict[str, Any]:
+    """An eval's rate interval, pass@k and pass^k, worked out once per pair of passing and counted runs.
+
+    They depend on that pair alone, and a suite of 100,000 evals has a handful of pairs. Read-only: entries share
+    them.
+    """
+    return {
+        "pass_rate_interval": _interval(runs_rate(passing, counted)),
+        "pass_at_k": {str(k): round(pass_at_k(counted, passing, k), 6) for k in range(1, counted + 1)},
+        "pass_hat_k": {str(k): round(pass_hat_k(counted, passing, k), 6) for k in range(1, counted + 1)},
+    }
 
 
 def _points(tally: EvalTally) -> dict[str, Any] | None:
