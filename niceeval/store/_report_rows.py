@@ -18,13 +18,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pydantic_core
 
 from niceeval._core.events import MessageEvent
 from niceeval._core.results import RunResult
 from niceeval.store._driver import Session, session_of
+from niceeval.store._read import results
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
@@ -32,12 +33,44 @@ if TYPE_CHECKING:
 BATCH = 1000
 """Eval runs read per round trip (their assertions, judge calls, events and spans in one query each)."""
 
-_RUN_COLUMNS = (
-    "id, eval_id, run_index, file, line, outcome, duration_s, {error}, skip_reason, sandbox_path, workspace_diff, "
-    "agent_calls, agent_tokens, agent_cost, judge_calls, judge_tokens, judge_cost, judge_cached, {unpriced}, case_id, "
-    "{variant}, points, points_possible, failure_class, attempts, identity, provenance, carried_from, carried_index, "
-    "{sandbox}, {warnings}"
-)
+
+class _RunRow(NamedTuple):
+    """An `eval_runs` row as the batch query reads it (its JSON columns as their text)."""
+
+    id: int
+    eval_id: str
+    run_index: int
+    file: str
+    line: int
+    outcome: str
+    duration_s: float
+    error: str | None
+    skip_reason: str | None
+    sandbox_path: str | None
+    workspace_diff: str | None
+    agent_calls: int
+    agent_tokens: int
+    agent_cost: float | None
+    judge_calls: int
+    judge_tokens: int
+    judge_cost: float | None
+    judge_cached: int
+    unpriced: str | None
+    case_id: str | None
+    variant: str | None
+    points: float | None
+    points_possible: float | None
+    failure_class: str | None
+    attempts: int | None
+    identity: str | None
+    provenance: str
+    carried_from: str | None
+    carried_index: int | None
+    sandbox: str | None
+    warnings: str | None
+
+
+_JSON_COLUMNS = frozenset({"error", "unpriced", "variant", "sandbox", "warnings"})
 _ASSERTION_NAMES = ("name", "severity", "score", "threshold", "state", "reason", "expected", "actual", "location")
 _JUDGE_NAMES = ("model", "messages", "input", "score", "passed", "reason", "input_tokens", "output_tokens",
                 "cache_read_tokens", "cost", "latency", "cached", "fallback", "asked", "cause")  # fmt: skip
@@ -96,13 +129,7 @@ def _queries(session: Session) -> _Sql:
         if postgresql
         else "CASE WHEN type = 'message' THEN json_extract(payload, '$.latency') END"
     )
-    columns = _RUN_COLUMNS.format(
-        error=text("error"),
-        unpriced=text("unpriced"),
-        variant=text("variant"),
-        sandbox=text("sandbox"),
-        warnings=text("warnings"),
-    )
+    columns = ", ".join(text(name) if name in _JSON_COLUMNS else name for name in _RunRow._fields)
     return _Sql(
         ids="SELECT id FROM eval_runs WHERE suite_run_id = ? ORDER BY id",
         runs=f"SELECT {columns} FROM eval_runs WHERE id BETWEEN ? AND ? ORDER BY id",  # by the key: see `stored_runs`
@@ -129,8 +156,6 @@ def _queries(session: Session) -> _Sql:
 
 def stored_runs(conn: Connection, suite_run_id: str, *, batch: int = BATCH) -> Iterator[StoredRun]:
     """Every eval run of a suite run in the order it was stored (as `_read.results` streams them)."""
-    from niceeval.store._read import results
-
     session = session_of(conn)
     sql = _queries(session)
     ids = [row[0] for row in session.execute(sql.ids, (suite_run_id,))]
@@ -139,16 +164,13 @@ def stored_runs(conn: Connection, suite_run_id: str, *, batch: int = BATCH) -> I
         # Read by the key's range, the rows of another suite run in it (written at the same time) skipped: asked by
         # suite run too, SQLite reads the suite run's whole index for each batch.
         mine = set(chunk)
-        rows = [row for row in session.execute(sql.runs, (chunk[0], chunk[-1])) if row[0] in mine]
-        carried = [row[1:3] for row in rows if row[26] != "executed"]
-        full = {}
-        if carried:
-            wanted = sorted({eval_id for eval_id, _ in carried})
-            full = {(r.eval_id, r.run_index): r for r in results(conn, suite_run_id, eval_ids=wanted)}
+        rows = [_RunRow._make(row) for row in session.execute(sql.runs, (chunk[0], chunk[-1])) if row[0] in mine]
+        carried = sorted({row.eval_id for row in rows if row.provenance != "executed"})
+        full = {(r.eval_id, r.run_index): r for r in results(conn, suite_run_id, eval_ids=carried)} if carried else {}
         records = _Batch(session, sql, chunk[0], chunk[-1])
         for row in rows:
-            if row[26] != "executed":
-                yield StoredRun(result=full[row[1], row[2]], json=None)
+            if row.provenance != "executed":
+                yield StoredRun(result=full[row.eval_id, row.run_index], json=None)
             else:
                 yield records.run(row)
 
@@ -172,28 +194,29 @@ class _Batch:
         for row in session.execute(sql.spans, (low, high)):
             self.spans.setdefault(row[0], []).append(row[1])
 
-    def run(self, row: Sequence[Any]) -> StoredRun:
-        """The stored run of an `eval_runs` row (in `_RUN_COLUMNS`' order) of this batch."""
-        run_id = row[0]
-        assertions = [_assertion(a) for a in self.assertions.get(run_id, ())]
-        stream = self.events.get(run_id, ())
+    def run(self, row: _RunRow) -> StoredRun:
+        """The stored run of an eval run of this batch."""
+        assertions = [_assertion(a) for a in self.assertions.get(row.id, ())]
+        stream = self.events.get(row.id, ())
         timed = [MessageEvent.model_validate_json(e[1]) for e in stream if e[2] is not None]
         agent, judge = _spends(row)
         summary = RunResult.model_validate(
             {
-                "eval_id": row[1], "file": row[3], "line": row[4], "run_index": row[2], "outcome": row[5],
-                "duration_s": row[6], "error": _value(row[7]), "skip_reason": row[8], "assertions": assertions,
-                "events": timed, "sandbox_path": row[9], "workspace_diff": row[10], "agent_spend": agent,
-                "judge_spend": judge, "case_id": row[19], "variant": _value(row[20]), "points": row[21],
-                "points_possible": row[22], "failure": row[23], "attempts": row[24] or 1, "identity": row[25],
-                "provenance": row[26], "carried_from": row[27], "carried_index": row[28],
-                "warnings": _value(row[30]) or [], "sandbox": _value(row[29]),
+                "eval_id": row.eval_id, "file": row.file, "line": row.line, "run_index": row.run_index,
+                "outcome": row.outcome, "duration_s": row.duration_s, "error": _value(row.error),
+                "skip_reason": row.skip_reason, "assertions": assertions, "events": timed,
+                "sandbox_path": row.sandbox_path, "workspace_diff": row.workspace_diff, "agent_spend": agent,
+                "judge_spend": judge, "case_id": row.case_id, "variant": _value(row.variant), "points": row.points,
+                "points_possible": row.points_possible, "failure": row.failure_class, "attempts": row.attempts or 1,
+                "identity": row.identity, "provenance": row.provenance, "carried_from": row.carried_from,
+                "carried_index": row.carried_index, "warnings": _value(row.warnings) or [],
+                "sandbox": _value(row.sandbox),
             }
         )  # fmt: skip
         for assertion in assertions:
             assertion["judge_calls"] = self.calls.get(assertion.pop("id"), [])
         events = [e[1] for e in stream]
-        spans = self.spans.get(run_id, ())
+        spans = self.spans.get(row.id, ())
         return StoredRun(result=summary, json=_run_json(row, assertions, events, spans, agent, judge))
 
 
@@ -230,18 +253,27 @@ def _judge_call(row: Sequence[Any]) -> dict[str, Any]:
     return call
 
 
-def _spends(row: Sequence[Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+def _spends(row: _RunRow) -> tuple[dict[str, Any], dict[str, Any]]:
     """The agent's and the judges' spend as `_rows.from_rows` reads them back (tokens by kind are not stored)."""
-    unpriced = _value(row[18]) or {}
-    agent = {"calls": row[11], "tokens": row[12], "input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0,
-             "cost": row[13], "cached": 0, "unpriced": unpriced.get("agent", [])}  # fmt: skip
-    judge = {"calls": row[14], "tokens": row[15], "input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0,
-             "cost": row[16], "cached": row[17], "unpriced": unpriced.get("judge", [])}  # fmt: skip
+    unpriced = _value(row.unpriced) or {}
+    agent = {
+        "calls": row.agent_calls,
+        "tokens": row.agent_tokens,
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "cache_read_tokens": 0,
+        "cost": row.agent_cost,
+        "cached": 0,
+        "unpriced": unpriced.get("agent", []),
+    }
+    judge = {"calls": row.judge_calls, "tokens": row.judge_tokens, "input_tokens": 0, "output_tokens": 0,
+             "cache_read_tokens": 0, "cost": row.judge_cost, "cached": row.judge_cached,
+             "unpriced": unpriced.get("judge", [])}  # fmt: skip
     return agent, judge
 
 
 def _run_json(
-    row: Sequence[Any],
+    row: _RunRow,
     assertions: list[dict[str, Any]],
     events: list[str],
     spans: Sequence[str],
@@ -249,26 +281,27 @@ def _run_json(
     judge: dict[str, Any],
 ) -> bytes:
     """The run's record in `RunResult`'s field order without `eval_id`, `file` and `line` (`run_json`'s)."""
-    head = _to_json({"run_index": row[2], "outcome": row[5], "duration_s": row[6]})
+    head = _to_json({"run_index": row.run_index, "outcome": row.outcome, "duration_s": row.duration_s})
     middle = _to_json(
         {
-            "sandbox_path": row[9], "workspace_diff": row[10], "agent_spend": agent, "judge_spend": judge,
-            "case_id": row[19], "metadata": {},
+            "sandbox_path": row.sandbox_path, "workspace_diff": row.workspace_diff, "agent_spend": agent,
+            "judge_spend": judge, "case_id": row.case_id, "metadata": {},
         }
     )  # fmt: skip
     tail = _to_json(
         {
-            "points": row[21], "points_possible": row[22], "failure": row[23], "attempts": row[24] or 1,
-            "identity": row[25], "provenance": row[26], "carried_from": row[27], "carried_index": row[28],
+            "points": row.points, "points_possible": row.points_possible, "failure": row.failure_class,
+            "attempts": row.attempts or 1, "identity": row.identity, "provenance": row.provenance,
+            "carried_from": row.carried_from, "carried_index": row.carried_index,
         }
     )  # fmt: skip
-    warnings = row[30]
+    warnings = row.warnings
     return b"".join(
         (
-            head[:-1], b',"error":', _raw(row[7]), b',"skip_reason":', _to_json(row[8]),
+            head[:-1], b',"error":', _raw(row.error), b',"skip_reason":', _to_json(row.skip_reason),
             b',"assertions":', _to_json(assertions), b',"events":[', ",".join(events).encode(), b"],",
-            middle[1:-1], b',"variant":', _raw(row[20]), b',"group":null,"warnings":',
+            middle[1:-1], b',"variant":', _raw(row.variant), b',"group":null,"warnings":',
             b"[]" if warnings is None or warnings == "null" else warnings.encode(),
-            b',"spans":[', ",".join(spans).encode(), b"],", tail[1:-1], b',"sandbox":', _raw(row[29]), b"}",
+            b',"spans":[', ",".join(spans).encode(), b"],", tail[1:-1], b',"sandbox":', _raw(row.sandbox), b"}",
         )
     )  # fmt: skip
