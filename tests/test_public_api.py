@@ -115,6 +115,7 @@ def test_store_exports() -> None:
             "ShardInfo",
             "Store",
             "StoreError",
+            "StoredRun",
             "SuiteRunDetail",
             "SuiteRunInfo",
             "SuiteRunStart",

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
@@ -12,7 +13,8 @@ from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
 from niceeval._core.text import clean
 from niceeval._core.wording import usd
 from niceeval.report import ConsoleReporter, JsonReporter, JUnitReporter, Reporter, ReporterSet
-from niceeval.store import RunDiff, RunNotFound, Store, SuiteRunDetail, SuiteRunInfo
+from niceeval.report.json_report import run_json
+from niceeval.store import RunDiff, RunNotFound, Store, StoredRun, SuiteRunDetail, SuiteRunInfo
 
 
 def _when(info: SuiteRunInfo) -> str:
@@ -80,10 +82,42 @@ def runs_table(runs: Sequence[SuiteRunInfo], rates: Mapping[str, float | None] |
     return lines
 
 
+REPORT_MOST_EVALS = 200
+"""Evals `niceeval report` prints on the console: the first 200, then failed ones up to 200 failures; a run of
+100,000 evals would print 100,000 lines (the report files list every one)."""
+
+
+class _StoredRecords:
+    """The JSON report's record of the run being replayed: the one `Store.stored_runs` made from its rows."""
+
+    def __init__(self) -> None:
+        self.current: StoredRun | None = None
+
+    def __call__(self, result: RunResult) -> bytes:
+        current = self.current
+        if current is not None and current.result is result and current.json is not None:
+            return current.json
+        return run_json(result)
+
+    def runs(self, store: Store, suite_run_id: str) -> Iterator[RunResult]:
+        """The suite run's eval runs for the reporters, each one's record kept while they take it."""
+        for stored in store.stored_runs(suite_run_id):
+            self.current = stored
+            yield stored.result
+        self.current = None
+
+
 def _replay(
-    store: Store, info: SuiteRunInfo, plan: list[PlannedEval], reporters: Sequence[Reporter], *, one: bool = False
+    runs: Iterable[RunResult],
+    info: SuiteRunInfo,
+    plan: list[PlannedEval],
+    reporters: Sequence[Reporter],
+    *,
+    one: bool = False,
 ) -> SuiteSummary:
-    """Hand a stored suite run to reporters as if it ran now: plan, every stored eval run, the summary.
+    """Hand a stored suite run to reporters as if it ran now: plan, every stored eval run (`runs`, in the order they
+    were stored: the order they finished), each eval done once its last run is in (as the suite tells them, so the
+    JSON report lists its evals in the same order), the summary.
 
     `one`: the plan is one eval picked from the suite run (the suite's load errors are left out). Returns the
     summary the reporters were given (its exit code is the one `niceeval run` would have had).
@@ -91,20 +125,28 @@ def _replay(
     sinks = ReporterSet(reporters)
     sinks.start(plan, [])
     tallies = {p.id: EvalTally(eval=p) for p in plan}
-    only = [p.id for p in plan] if one else None
-    for result in store.results(info.id, eval_ids=only):
-        if result.eval_id in tallies:
-            tallies[result.eval_id].add(result)
-            sinks.run_finished(result)
-    summary = SuiteSummary.of(
-        tallies.values(),
-        problems=[Problem(location=e["location"], message=e["message"]) for e in info.errors] if not only else [],
-        duration_s=info.duration_s or 0.0,
-        strict=info.strict,
-        min_pass_rate=info.min_pass_rate,
-        interrupted=info.status == "interrupted",
-        missing_runs=0 if info.status == "finished" or only else max(0, info.runs_planned - info.runs_done),
-    )
+
+    def summed(held: Iterable[EvalTally]) -> SuiteSummary:
+        return SuiteSummary.of(
+            held,
+            problems=[Problem(location=e["location"], message=e["message"]) for e in info.errors] if not one else [],
+            duration_s=info.duration_s or 0.0,
+            strict=info.strict,
+            min_pass_rate=info.min_pass_rate,
+            interrupted=info.status == "interrupted",
+            missing_runs=0 if info.status == "finished" or one else max(0, info.runs_planned - info.runs_done),
+        )
+
+    under_way = summed(())  # the gates an eval is judged by while the runs come in, as a live suite's summary
+    for result in runs:
+        tally = tallies.get(result.eval_id)
+        if tally is None:
+            continue
+        tally.add(result)
+        sinks.run_finished(result)
+        if tally.done == tally.eval.runs:
+            sinks.eval_finished(tally, under_way)
+    summary = summed(tallies.values())
     sinks.finish(summary)
     return summary
 
@@ -136,7 +178,9 @@ def show_run(store: Store, ref: str, eval_id: str | None, console: Console) -> N
     console.file.write(_header(info) + "\n")
     kept = _Keep()
     reporter = ConsoleReporter(console, strict=info.strict, min_pass_rate=info.min_pass_rate)
-    _replay(store, info, plan, [reporter, kept] if eval_id else [reporter], one=eval_id is not None)
+    only = [eval_id] if eval_id is not None else None
+    runs = store.results(info.id, eval_ids=only)
+    _replay(runs, info, plan, [reporter, kept] if eval_id else [reporter], one=eval_id is not None)
     for result in sorted(kept.runs, key=lambda r: r.run_index):
         _print_record(result, console)
 
@@ -145,23 +189,37 @@ def export_reports(
     store: Store, ref: str, *, json_path: Path | None, junit_path: Path | None, html_path: Path | None = None
 ) -> str:
     """Write a stored suite run's JSON, JUnit and/or HTML report (as `niceeval run` would have); returns its id."""
-    info = store.run(ref).run
-    _replay(store, info, store.planned(info.id), file_reporters(info, json_path, junit_path, html_path))
+    info = store.info(ref)
+    _report_stored(store, info, [], ReportFiles(json_path, junit_path, html_path))
     return info.id
 
 
-def file_reporters(
-    info: SuiteRunInfo, json_path: Path | None, junit_path: Path | None, html_path: Path | None
-) -> list[Reporter]:
-    """The JSON, JUnit and HTML reporters asked for (a path each), set up for the stored suite run `info`."""
-    reporters: list[Reporter] = []
-    if json_path is not None:
-        reporters.append(JsonReporter(json_path, run_id=info.id))
-    if junit_path is not None:
-        reporters.append(JUnitReporter(junit_path, strict=info.strict, min_pass_rate=info.min_pass_rate))
-    if html_path is not None:
-        reporters.append(html_reporter(info, html_path))
-    return reporters
+@dataclass(frozen=True, slots=True)
+class ReportFiles:
+    """The report files asked for (None: not written)."""
+
+    json: Path | None = None
+    junit: Path | None = None
+    html: Path | None = None
+
+
+def _report_stored(store: Store, info: SuiteRunInfo, reporters: Sequence[Reporter], files: ReportFiles) -> SuiteSummary:
+    """Replay a stored suite run into `reporters` and the report files, read from its rows (`Store.stored_runs`).
+
+    The HTML page shows each run's conversation and judge calls, which the rows' light `RunResult`s leave out: it
+    is written from a second read of the full records (`Store.results`).
+    """
+    plan = store.planned(info.id)
+    records = _StoredRecords()
+    files_written: list[Reporter] = []
+    if files.json is not None:
+        files_written.append(JsonReporter(files.json, run_id=info.id, record=records))
+    if files.junit is not None:
+        files_written.append(JUnitReporter(files.junit, strict=info.strict, min_pass_rate=info.min_pass_rate))
+    summary = _replay(records.runs(store, info.id), info, plan, [*reporters, *files_written])
+    if files.html is not None:
+        _replay(store.results(info.id), info, plan, [html_reporter(info, files.html)])
+    return summary
 
 
 def html_reporter(info: SuiteRunInfo, path: Path) -> Reporter:
@@ -192,9 +250,10 @@ def report_run(
     info = store.info(ref)  # the header alone: a run of 100,000 evals is read once, by the replay
     extra = list(more(info)) if more is not None else []
     console.file.write(_header(info) + "\n")
-    console_report = ConsoleReporter(console, strict=info.strict, min_pass_rate=info.min_pass_rate)
-    reporters = [console_report, *file_reporters(info, json_path, junit_path, html_path), *extra]
-    summary = _replay(store, info, store.planned(info.id), reporters)
+    console_report = ConsoleReporter(
+        console, strict=info.strict, min_pass_rate=info.min_pass_rate, most_evals=REPORT_MOST_EVALS
+    )
+    summary = _report_stored(store, info, [console_report, *extra], ReportFiles(json_path, junit_path, html_path))
     if info.status == "finished":
         return summary.exit_code
     console.file.write(_incomplete(store.run(info.id)) + "\n")

@@ -100,10 +100,20 @@ class ConsoleReporter:
         refresh_per_second: float | None = 4.0,
         min_pass_at_k: tuple[int, float] | None = None,
         runs_label: str | None = None,
+        most_evals: int | None = None,
     ) -> None:
-        """`runs_label`: what the header says of the runs (`3..20 runs` for adaptive repeats; default `N runs`)."""
+        """`runs_label`: what the header says of the runs (`3..20 runs` for adaptive repeats; default `N runs`).
+
+        `most_evals`: print the first this many evals, then only failed ones, up to this many failures in all; the
+        evals left out are counted in one line (None: print every eval, as `niceeval run` does).
+        """
         self.console = console
         self.runs_label = runs_label
+        self.most_evals = most_evals
+        self._shown = 0
+        self._failures_shown = 0
+        self._hidden: dict[Outcome, int] = {}
+        """Evals left out by `most_evals`, by status."""
         self._known_runs: dict[str, int] = {}
         self.strict = strict
         self.min_pass_rate = min_pass_rate
@@ -182,6 +192,9 @@ class ConsoleReporter:
 
     def _print_eval(self, tally: EvalTally, runs: list[RunResult]) -> None:
         status = tally.status(strict=self.strict, min_pass_rate=self.min_pass_rate, min_pass_at_k=self.min_pass_at_k)
+        if not self._shows(status):
+            self._hidden[status] = self._hidden.get(status, 0) + 1
+            return
         label, style = _LABEL[status]
         line = Text()
         line.append(f" {label:<6} ", style=f"bold {style}")
@@ -213,6 +226,31 @@ class ConsoleReporter:
         for run in runs:
             if run.sandbox_path:
                 self._print(Text(f"   sandbox kept at {clean(run.sandbox_path)}", style="dim"))
+
+    def _shows(self, status: Outcome) -> bool:
+        """Whether an eval with this status is printed (see `most_evals`), counting it if it is."""
+        most = self.most_evals
+        failed = status == "failed"
+        if most is not None and (self._shown >= most and (not failed or self._failures_shown >= most)):
+            return False
+        self._shown += 1
+        self._failures_shown += failed
+        return True
+
+    def _print_hidden(self) -> None:
+        """One line for the evals `most_evals` left out, by status."""
+        hidden = sum(self._hidden.values())
+        if not hidden:
+            return
+        shown = ("failed", "scored", "passed", "skipped")
+        counts = ", ".join(f"{self._hidden[o]:,} {o}" for o in shown if o in self._hidden)
+        self._print(
+            Text(
+                f"... {plural(hidden, 'more eval')} not shown ({counts}): the JSON, JUnit and HTML reports and "
+                "`niceeval view` list every one",
+                style="dim",
+            )
+        )
 
     def _print_failures(self, runs: list[RunResult]) -> None:
         """Why the failed runs failed, by class (`agent`, `infra`, `eval`): infra runs are not in the pass rate."""
@@ -314,6 +352,7 @@ class ConsoleReporter:
             self._print_eval(self._tallies[eval_id], runs)
         self._pending.clear()
         self._tallies.clear()
+        self._print_hidden()
         for row in [*variant_lines(self._variants, strict=self.strict), *self._attack_lines()]:
             self._print(Text(clean(row, 2000)))
         self._print_problems(summary)

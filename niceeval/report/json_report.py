@@ -9,26 +9,28 @@ suite, or a reporter driven without `eval_finished`), in plan order.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
+from niceeval._core.passk import pass_at_k, pass_hat_k
 from niceeval._core.results import RunResult
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
-from niceeval._core.text import scrub
+from niceeval._core.text import scrub, without_surrogates
 from niceeval.attacks import AttackTally
 from niceeval.render import (
     VariantTable,
     estimate_json,
     eval_points,
-    eval_rate,
     folded_points,
     folded_power,
     folded_rate,
+    runs_rate,
 )
 from niceeval.report._variants import variant_records
 from niceeval.stats import Estimate
@@ -40,10 +42,17 @@ _RUN_FIELDS = {"eval_id", "file", "line"}
 class JsonReporter:
     """Writes the suite's results to `path` as one JSON document (see docs/json-report.md)."""
 
-    def __init__(self, path: Path, *, run_id: str | None = None) -> None:
+    def __init__(
+        self, path: Path, *, run_id: str | None = None, record: Callable[[RunResult], bytes] | None = None
+    ) -> None:
+        """Write to `path`; `record`: how a run becomes its JSON (default `run_json`).
+
+        `niceeval report` hands the record it made from the run's stored rows (the same bytes).
+        """
         self.path = path
         self.run_id = run_id
         """The suite run's id in the results store (None: not stored)."""
+        self._record = record or run_json
         self._spool: IO[bytes] | None = None
         self._offsets: dict[str, list[tuple[int, int, int]]] = {}
         """Per eval: (run index, position, length) of each run's JSON in the spool."""
@@ -71,7 +80,7 @@ class JsonReporter:
         assert self._spool is not None
         self._variants.add(result)
         self._attacks.add(result)
-        data = run_json(result)
+        data = self._record(result)
         position = self._spool.seek(0, os.SEEK_END)
         self._spool.write(data)
         self._offsets.setdefault(result.eval_id, []).append((result.run_index, position, len(data)))
@@ -154,23 +163,21 @@ class JsonReporter:
     def _entry(self, planned: PlannedEval, tally: EvalTally, summary: SuiteSummary) -> str:
         """One eval's entry: its figures, then its runs in run order."""
         rate = tally.pass_rate(strict=summary.strict)
-        item = {
-            "id": planned.id,
-            "file": planned.file,
+        item = {  # its only text from outside is the eval's id, file and tags: scrubbed, the rest is niceeval's
+            "id": without_surrogates(planned.id),
+            "file": without_surrogates(planned.file),
             "line": planned.line,
-            "tags": list(planned.tags),
+            "tags": [without_surrogates(tag) for tag in planned.tags],
             "status": summary.status_of(tally) if tally.done else None,
             "pass_rate": rate,
             "not_counted": {"infra": tally.infra},
-            "pass_rate_interval": _interval(eval_rate(tally, strict=summary.strict)),
-            "pass_at_k": {str(k): round(v, 6) for k, v in tally.pass_at_k(strict=summary.strict).items()},
-            "pass_hat_k": {str(k): round(v, 6) for k, v in tally.pass_hat_k(strict=summary.strict).items()},
+            **_rate_figures(tally.passing(strict=summary.strict), tally.counted),
             "mean_duration_s": round(tally.mean_duration_s, 6),
             "latency_p50_s": _rounded(tally.latency(0.5)),
             "latency_p95_s": _rounded(tally.latency(0.95)),
             "points": _points(tally),
         }
-        return json.dumps(scrub(item))[:-1] + ', "runs": [' + ",".join(self._read_runs(planned.id)) + "]}"
+        return json.dumps(item)[:-1] + ', "runs": [' + ",".join(self._read_runs(planned.id)) + "]}"
 
     def _read_runs(self, eval_id: str) -> list[str]:
         """The eval's runs in run order, as the JSON pydantic wrote (copied as is: no parse and re-dump)."""
@@ -180,6 +187,20 @@ class JsonReporter:
             self._spool.seek(position)
             runs.append(self._spool.read(length).decode())
         return runs
+
+
+@functools.lru_cache(maxsize=1024)
+def _rate_figures(passing: int, counted: int) -> dict[str, Any]:
+    """An eval's rate interval, pass@k and pass^k, worked out once per pair of passing and counted runs.
+
+    They depend on that pair alone, and a suite of 100,000 evals has a handful of pairs. Read-only: entries share
+    them.
+    """
+    return {
+        "pass_rate_interval": _interval(runs_rate(passing, counted)),
+        "pass_at_k": {str(k): round(pass_at_k(counted, passing, k), 6) for k in range(1, counted + 1)},
+        "pass_hat_k": {str(k): round(pass_hat_k(counted, passing, k), 6) for k in range(1, counted + 1)},
+    }
 
 
 def _points(tally: EvalTally) -> dict[str, Any] | None:

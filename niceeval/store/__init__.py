@@ -6,6 +6,8 @@ The read API (what `niceeval runs/show/diff` and the viewer use):
 - `Store.run(ref)`: one suite run with its plan and a summary line per eval run (`SuiteRunDetail`).
 - `Store.eval_run(ref, eval_id, run_index=0)`: one eval run in full, as the `RunResult` the runner produced.
 - `Store.results(ref, eval_ids=None)`: every eval run of a suite run in full, streamed.
+- `Store.stored_runs(ref)`: every eval run of a suite run as its reports read it (`StoredRun`: its JSON report
+  record made from its rows, and a light `RunResult`), streamed in batches (`niceeval report` and `export`).
 - `Store.trace_results(trace_id)`: the stored online results of one production trace (`niceeval watch`).
 - `Store.turns(ref, eval_id, run_index=0)`: one eval run's exchanges with the agent (`TurnRecord`).
 - `Store.history(eval_id)`: the eval's runs across suite runs, latest first (`EvalRunInfo`).
@@ -64,6 +66,7 @@ if TYPE_CHECKING:
     )
     from niceeval.store._peek import may_hold_cases
     from niceeval.store._read import RunNotFound
+    from niceeval.store._report_rows import StoredRun
     from niceeval.store._store import Store
     from niceeval.store._suite_run import SuiteRunStart
     from niceeval.store._url import DEFAULT_PATH
@@ -85,6 +88,7 @@ _HOMES = {
     "ShardInfo": "niceeval.store._models",
     "Store": "niceeval.store._store",
     "StoreError": "niceeval.store._errors",
+    "StoredRun": "niceeval.store._report_rows",
     "SuiteRunDetail": "niceeval.store._models",
     "SuiteRunInfo": "niceeval.store._models",
     "SuiteRunStart": "niceeval.store._suite_run",
@@ -110,6 +114,7 @@ __all__ = [
     "ShardInfo",
     "Store",
     "StoreError",
+    "StoredRun",
     "SuiteRunDetail",
     "SuiteRunInfo",
     "SuiteRunStart",

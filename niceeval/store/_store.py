@@ -13,7 +13,7 @@ from sqlalchemy import Connection, Engine
 from niceeval._core.outcome import Outcome
 from niceeval._core.results import RunResult
 from niceeval._core.summary import PlannedEval
-from niceeval.store import _compare, _diff, _experiments, _frames, _kept_diffs, _read, _shards
+from niceeval.store import _compare, _diff, _experiments, _frames, _kept_diffs, _read, _report_rows, _shards
 from niceeval.store._compare import CompareOptions
 from niceeval.store._compared import SetupComparison
 from niceeval.store._damage import damage_message, integrity_problems
@@ -32,6 +32,7 @@ from niceeval.store._models import (
     TurnRecord,
 )
 from niceeval.store._open import StoreError, create_store_engine, resolve_url
+from niceeval.store._report_rows import StoredRun
 
 
 class Store:
@@ -137,6 +138,12 @@ class Store:
         """Full records of a suite run's eval runs (optionally only `eval_ids`), streamed a chunk at a time."""
         with self._reading() as conn:
             yield from _read.results(conn, _read.resolve(conn, ref), eval_ids=eval_ids)
+
+    def stored_runs(self, ref: str) -> Iterator[StoredRun]:
+        """Every eval run of a suite run as its reports read it (`StoredRun`: each run's JSON record made from its
+        rows, and its `RunResult` without judge calls and events), streamed in batches: `niceeval report`'s read."""
+        with self._reading() as conn:
+            yield from _report_rows.stored_runs(conn, _read.resolve(conn, ref))
 
     def eval_run(self, ref: str, eval_id: str, run_index: int = 0) -> RunResult:
         """One eval run in full: assertions (with judge calls), events, spend."""

@@ -1,0 +1,307 @@
+"""A suite run's eval runs read for its reports: each run's JSON record made from its rows, and a light `RunResult`.
+
+`niceeval report` and `export` of a run of 100,000 evals read every eval run. Building the full `RunResult` of
+each (a pydantic model per assertion, judge call and event) and dumping it again was most of their time. Here the
+rows are read in batches of consecutive eval run ids through the database driver (no SQLAlchemy row processing),
+and each run's record in the JSON report is assembled from them: the JSON columns (events' payloads, errors,
+variants, sandboxes, spans) are spliced as they are stored (pydantic's compact JSON, what the report writes), the
+rest is encoded by pydantic's serializer, so the record is the bytes `run_json` writes for the `RunResult` that
+`_read.results` builds from the same rows (a test compares the two). Beside it, the `RunResult` the reporters'
+tallies and the console, JUnit and GitHub reporters read: its row's fields, its assertions without their judge
+calls, of its events only the replies that timed a turn (what `latencies` reads), no spans.
+
+A carried or accepted slot (an experiment's) holds no record of its own: it is read in full by `_read.results`
+(its `json` is None: the report writes its `RunResult`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import pydantic_core
+
+from niceeval._core.events import MessageEvent
+from niceeval._core.results import RunResult
+from niceeval.store._driver import Session, session_of
+from niceeval.store._read import results
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection
+
+BATCH = 1000
+"""Eval runs read per round trip (their assertions, judge calls, events and spans in one query each)."""
+
+
+class _RunRow(NamedTuple):
+    """An `eval_runs` row as the batch query reads it (its JSON columns as their text)."""
+
+    id: int
+    eval_id: str
+    run_index: int
+    file: str
+    line: int
+    outcome: str
+    duration_s: float
+    error: str | None
+    skip_reason: str | None
+    sandbox_path: str | None
+    workspace_diff: str | None
+    agent_calls: int
+    agent_tokens: int
+    agent_cost: float | None
+    judge_calls: int
+    judge_tokens: int
+    judge_cost: float | None
+    judge_cached: int
+    unpriced: str | None
+    case_id: str | None
+    variant: str | None
+    points: float | None
+    points_possible: float | None
+    failure_class: str | None
+    attempts: int | None
+    identity: str | None
+    provenance: str
+    carried_from: str | None
+    carried_index: int | None
+    sandbox: str | None
+    warnings: str | None
+
+
+_JSON_COLUMNS = frozenset({"error", "unpriced", "variant", "sandbox", "warnings"})
+_ASSERTION_NAMES = ("name", "severity", "score", "threshold", "state", "reason", "expected", "actual", "location")
+_JUDGE_NAMES = ("model", "messages", "input", "score", "passed", "reason", "input_tokens", "output_tokens",
+                "cache_read_tokens", "cost", "latency", "cached", "fallback", "asked", "cause")  # fmt: skip
+_to_json = pydantic_core.to_json
+_from_json = pydantic_core.from_json
+_NULL = b"null"
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRun:
+    """One stored eval run as the reports read it."""
+
+    result: RunResult
+    """The run for tallies and the console, JUnit and GitHub reporters: everything but its assertions' judge calls,
+    its spans and its events other than the replies that timed a turn (for a carried slot: the run in full)."""
+    json: bytes | None
+    """Its record in the JSON report (`report.json_report.run_json`'s bytes); None for a carried slot."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Sql:
+    """The batch queries in one dialect: JSON columns read as their text, times as the report writes them."""
+
+    ids: str
+    runs: str
+    assertions: str
+    judge_calls: str
+    events: str
+    spans: str
+
+
+def _queries(session: Session) -> _Sql:
+    postgresql = session.dialect.kind == "postgresql"
+
+    def text(column: str) -> str:
+        return f"{column}::text" if postgresql else column  # psycopg hands a `json` column back decoded
+
+    if postgresql:
+        utc = "at AT TIME ZONE 'UTC'"
+        when = (
+            f"""to_char({utc}, 'YYYY-MM-DD"T"HH24:MI:SS') || """
+            f"CASE WHEN mod(extract(microseconds FROM {utc})::bigint, 1000000) = 0 THEN '' "
+            f"ELSE to_char({utc}, '.US') END"
+        )
+    else:  # SQLite keeps `YYYY-MM-DD HH:MM:SS.ffffff`, in UTC
+        when = "replace(CASE WHEN substr(at, 20) = '.000000' THEN substr(at, 1, 19) ELSE at END, ' ', 'T')"
+    payload = text("payload")
+    # An event's record, made by the database: `seq`, `at` (as pydantic writes it: ISO 8601, `Z`, no fraction when
+    # it is zero), `type`, then the fields of its stored payload.
+    event = (
+        f"""'{{"seq":' || seq || ',"at":"' || {when} || 'Z","type":"' || type || '"' || """
+        f"""CASE WHEN {payload} = '{{}}' THEN '}}' ELSE ',' || substr({payload}, 2) END"""
+    )
+    latency = (
+        "CASE WHEN type = 'message' THEN (payload->>'latency')::float8 END"
+        if postgresql
+        else "CASE WHEN type = 'message' THEN json_extract(payload, '$.latency') END"
+    )
+    columns = ", ".join(text(name) if name in _JSON_COLUMNS else name for name in _RunRow._fields)
+    return _Sql(
+        ids="SELECT id FROM eval_runs WHERE suite_run_id = ? ORDER BY id",
+        runs=f"SELECT {columns} FROM eval_runs WHERE id BETWEEN ? AND ? ORDER BY id",  # by the key: see `stored_runs`
+        assertions=(
+            "SELECT id, eval_run_id, name, severity, score, threshold, state, reason, expected, actual, location, "
+            "optional, cause, key, unstable, points FROM assertions WHERE eval_run_id BETWEEN ? AND ? "
+            "ORDER BY eval_run_id, position"
+        ),
+        judge_calls=(
+            f"SELECT assertion_id, model, {text('messages')}, input, score, passed, reason, input_tokens, "
+            "output_tokens, cache_read_tokens, cost, latency, cached, fallback, asked, cause FROM judge_calls "
+            "WHERE assertion_id BETWEEN ? AND ? ORDER BY assertion_id, position"
+        ),
+        events=(
+            f"SELECT eval_run_id, {event}, {latency} FROM events "
+            "WHERE eval_run_id BETWEEN ? AND ? ORDER BY eval_run_id, seq"
+        ),
+        spans=(
+            f"SELECT eval_run_id, {text('payload')} FROM spans WHERE eval_run_id BETWEEN ? AND ? "
+            "ORDER BY eval_run_id, position"
+        ),
+    )
+
+
+def stored_runs(conn: Connection, suite_run_id: str, *, batch: int = BATCH) -> Iterator[StoredRun]:
+    """Every eval run of a suite run in the order it was stored (as `_read.results` streams them)."""
+    session = session_of(conn)
+    sql = _queries(session)
+    ids = [row[0] for row in session.execute(sql.ids, (suite_run_id,))]
+    for start in range(0, len(ids), batch):
+        chunk = ids[start : start + batch]
+        # Read by the key's range, the rows of another suite run in it (written at the same time) skipped: asked by
+        # suite run too, SQLite reads the suite run's whole index for each batch.
+        mine = set(chunk)
+        rows = [_RunRow._make(row) for row in session.execute(sql.runs, (chunk[0], chunk[-1])) if row[0] in mine]
+        carried = sorted({row.eval_id for row in rows if row.provenance != "executed"})
+        full = {(r.eval_id, r.run_index): r for r in results(conn, suite_run_id, eval_ids=carried)} if carried else {}
+        records = _Batch(session, sql, chunk[0], chunk[-1])
+        for row in rows:
+            if row.provenance != "executed":
+                yield StoredRun(result=full[row.eval_id, row.run_index], json=None)
+            else:
+                yield records.run(row)
+
+
+class _Batch:
+    """The child rows of a batch of eval runs (ids `low` to `high`), grouped by their eval run."""
+
+    def __init__(self, session: Session, sql: _Sql, low: int, high: int) -> None:
+        self.assertions: dict[int, list[tuple[Any, ...]]] = {}
+        for row in session.execute(sql.assertions, (low, high)):
+            self.assertions.setdefault(row[1], []).append(row)
+        self.calls: dict[int, list[dict[str, Any]]] = {}
+        owners = [a[0] for rows in self.assertions.values() for a in rows]
+        if owners:
+            for row in session.execute(sql.judge_calls, (min(owners), max(owners))):
+                self.calls.setdefault(row[0], []).append(_judge_call(row))
+        self.events: dict[int, list[tuple[Any, ...]]] = {}
+        for row in session.execute(sql.events, (low, high)):
+            self.events.setdefault(row[0], []).append(row)
+        self.spans: dict[int, list[str]] = {}
+        for row in session.execute(sql.spans, (low, high)):
+            self.spans.setdefault(row[0], []).append(row[1])
+
+    def run(self, row: _RunRow) -> StoredRun:
+        """The stored run of an eval run of this batch."""
+        assertions = [_assertion(a) for a in self.assertions.get(row.id, ())]
+        stream = self.events.get(row.id, ())
+        timed = [MessageEvent.model_validate_json(e[1]) for e in stream if e[2] is not None]
+        agent, judge = _spends(row)
+        summary = RunResult.model_validate(
+            {
+                "eval_id": row.eval_id, "file": row.file, "line": row.line, "run_index": row.run_index,
+                "outcome": row.outcome, "duration_s": row.duration_s, "error": _value(row.error),
+                "skip_reason": row.skip_reason, "assertions": assertions, "events": timed,
+                "sandbox_path": row.sandbox_path, "workspace_diff": row.workspace_diff, "agent_spend": agent,
+                "judge_spend": judge, "case_id": row.case_id, "variant": _value(row.variant), "points": row.points,
+                "points_possible": row.points_possible, "failure": row.failure_class, "attempts": row.attempts or 1,
+                "identity": row.identity, "provenance": row.provenance, "carried_from": row.carried_from,
+                "carried_index": row.carried_index, "warnings": _value(row.warnings) or [],
+                "sandbox": _value(row.sandbox),
+            }
+        )  # fmt: skip
+        for assertion in assertions:
+            assertion["judge_calls"] = self.calls.get(assertion.pop("id"), [])
+        events = [e[1] for e in stream]
+        spans = self.spans.get(row.id, ())
+        return StoredRun(result=summary, json=_run_json(row, assertions, events, spans, agent, judge))
+
+
+def _value(text: str | None) -> Any:
+    """A JSON column's value (SQL NULL and JSON `null` alike: None)."""
+    return None if text is None or text == "null" else _from_json(text)
+
+
+def _raw(text: str | None) -> bytes:
+    """A JSON column's stored text, to splice into the record (SQL NULL as JSON `null`)."""
+    return _NULL if text is None else text.encode()
+
+
+def _assertion(row: Sequence[Any]) -> dict[str, Any]:
+    """An assertion's fields in `AssertionResult`'s order (its id first, for its judge calls; they go in later)."""
+    fields: dict[str, Any] = {"id": row[0]}
+    fields.update(zip(_ASSERTION_NAMES, row[2:11], strict=True))
+    fields["optional"] = bool(row[11])
+    fields["cause"] = row[12]
+    fields["judge_calls"] = []
+    fields["key"] = row[13]
+    fields["unstable"] = bool(row[14])
+    fields["points"] = row[15]
+    return fields
+
+
+def _judge_call(row: Sequence[Any]) -> dict[str, Any]:
+    """A judge call's fields in `JudgeCall`'s order (SQLite's booleans are integers)."""
+    call = dict(zip(_JUDGE_NAMES, row[1:], strict=True))
+    call["messages"] = _from_json(call["messages"])
+    call["passed"] = None if call["passed"] is None else bool(call["passed"])
+    for flag in ("cached", "fallback", "asked"):
+        call[flag] = bool(call[flag])
+    return call
+
+
+def _spends(row: _RunRow) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The agent's and the judges' spend as `_rows.from_rows` reads them back (tokens by kind are not stored)."""
+    unpriced = _value(row.unpriced) or {}
+    agent = {
+        "calls": row.agent_calls,
+        "tokens": row.agent_tokens,
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "cache_read_tokens": 0,
+        "cost": row.agent_cost,
+        "cached": 0,
+        "unpriced": unpriced.get("agent", []),
+    }
+    judge = {"calls": row.judge_calls, "tokens": row.judge_tokens, "input_tokens": 0, "output_tokens": 0,
+             "cache_read_tokens": 0, "cost": row.judge_cost, "cached": row.judge_cached,
+             "unpriced": unpriced.get("judge", [])}  # fmt: skip
+    return agent, judge
+
+
+def _run_json(
+    row: _RunRow,
+    assertions: list[dict[str, Any]],
+    events: list[str],
+    spans: Sequence[str],
+    agent: dict[str, Any],
+    judge: dict[str, Any],
+) -> bytes:
+    """The run's record in `RunResult`'s field order without `eval_id`, `file` and `line` (`run_json`'s)."""
+    head = _to_json({"run_index": row.run_index, "outcome": row.outcome, "duration_s": row.duration_s})
+    middle = _to_json(
+        {
+            "sandbox_path": row.sandbox_path, "workspace_diff": row.workspace_diff, "agent_spend": agent,
+            "judge_spend": judge, "case_id": row.case_id, "metadata": {},
+        }
+    )  # fmt: skip
+    tail = _to_json(
+        {
+            "points": row.points, "points_possible": row.points_possible, "failure": row.failure_class,
+            "attempts": row.attempts or 1, "identity": row.identity, "provenance": row.provenance,
+            "carried_from": row.carried_from, "carried_index": row.carried_index,
+        }
+    )  # fmt: skip
+    warnings = row.warnings
+    return b"".join(
+        (
+            head[:-1], b',"error":', _raw(row.error), b',"skip_reason":', _to_json(row.skip_reason),
+            b',"assertions":', _to_json(assertions), b',"events":[', ",".join(events).encode(), b"],",
+            middle[1:-1], b',"variant":', _raw(row.variant), b',"group":null,"warnings":',
+            b"[]" if warnings is None or warnings == "null" else warnings.encode(),
+            b',"spans":[', ",".join(spans).encode(), b"],", tail[1:-1], b',"sandbox":', _raw(row.sandbox), b"}",
+        )
+    )  # fmt: skip
