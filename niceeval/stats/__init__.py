@@ -24,7 +24,15 @@ if TYPE_CHECKING:
     from ._bootstrap import PairedChange, PairedResampler
     from ._front import Dominance, dominance, pareto_front
     from ._gate import EvalChange, RunComparison, ScoreTest, compare_runs
-    from ._intervals import clustered_mean, clustered_mean_of_sums, clustered_rate, t_quantile, wilson
+    from ._intervals import (
+        RateSums,
+        clustered_mean,
+        clustered_mean_of_sums,
+        clustered_rate,
+        clustered_rate_of_sums,
+        t_quantile,
+        wilson,
+    )
     from ._power import power
     from ._results import Comparison, Estimate, Power
     from ._sequential import DriftMonitor, evidence_paths, mean_lower_bound
@@ -64,6 +72,8 @@ _HOMES = {
     "clustered_mean": "niceeval.stats._intervals",
     "clustered_mean_of_sums": "niceeval.stats._intervals",
     "clustered_rate": "niceeval.stats._intervals",
+    "clustered_rate_of_sums": "niceeval.stats._intervals",
+    "RateSums": "niceeval.stats._intervals",
     "t_quantile": "niceeval.stats._intervals",
     "wilson": "niceeval.stats._intervals",
     "power": "niceeval.stats._power",
@@ -88,6 +98,7 @@ __all__ = [
     "PairedChange",
     "PairedResampler",
     "Power",
+    "RateSums",
     "RunComparison",
     "ScoreTest",
     "UsageComparison",
@@ -98,6 +109,7 @@ __all__ = [
     "clustered_mean",
     "clustered_mean_of_sums",
     "clustered_rate",
+    "clustered_rate_of_sums",
     "cohen_kappa",
     "compare_rates",
     "compare_runs",

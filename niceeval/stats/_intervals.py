@@ -9,8 +9,8 @@ against scipy's to 1e-9.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, replace
 from statistics import NormalDist
 
 from ._results import Estimate
@@ -64,24 +64,61 @@ def clustered_rate(
             runs += made
             inverse_runs += 1 / made
     rates = [rate for group in groups.values() for rate in group]
-    if not rates:
+    sums = RateSums(
+        cases=len(rates), runs=runs, inverse_runs=inverse_runs, rate_sum=math.fsum(rates), clusters=len(groups)
+    )
+    return clustered_rate_of_sums(
+        sums,
+        lambda shrunk: math.fsum(math.fsum(rate - shrunk for rate in group) ** 2 for group in groups.values()),
+        confidence=confidence,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class RateSums:
+    """What `clustered_rate` needs of its cases besides their spread, folded in one pass over them (in case order:
+    `inverse_runs` is summed in it)."""
+
+    cases: int
+    """Cases with at least one run."""
+    runs: int
+    inverse_runs: float
+    """The sum of `1 / runs` over those cases, one after the other."""
+    rate_sum: float
+    """The sum of their rates (`passes / runs`), exactly rounded (`math.fsum`)."""
+    clusters: int
+    """Distinct clusters among them."""
+
+
+def clustered_rate_of_sums(sums: RateSums, spread: Callable[[float], float], *, confidence: float = 0.95) -> Estimate:
+    """`clustered_rate` from its cases' `sums` and their `spread`, for cases too many to hold (a store's suite run
+    of a million evals folds them in two passes over its rows).
+
+    `spread(shrunk)` is the sum over the clusters of the square of the sum of their cases' `rate - shrunk`, each
+    sum exactly rounded (`math.fsum`): a second pass over the cases, cluster by cluster, called only when there
+    are two clusters or more. With the same cases, the estimate is `clustered_rate`'s to the last bit.
+    """
+    _check_confidence(confidence)
+    if not sums.cases:
         return Estimate(value=None, confidence=confidence, note="no runs")
-    value = math.fsum(rates) / len(rates)
-    if len(groups) < 2:
-        unit = "case" if len(rates) == 1 else "cluster"
+    value = sums.rate_sum / sums.cases
+    if sums.clusters < 2:
+        unit = "case" if sums.cases == 1 else "cluster"
         note = f"1 {unit}: no spread to measure"
-        return Estimate(value=value, n=runs, clusters=1, confidence=confidence, note=note)
-    effective = len(rates) ** 2 / inverse_runs / _design_effect(list(groups.values()), inverse_runs)
+        return Estimate(value=value, n=sums.runs, clusters=1, confidence=confidence, note=note)
+    effective = sums.cases**2 / sums.inverse_runs / _design_effect(sums, spread)
     low, high = _wilson_bounds(value, effective, confidence)
     stderr = math.sqrt(value * (1 - value) / effective)
-    return Estimate(value=value, low=low, high=high, stderr=stderr, n=runs, clusters=len(groups), confidence=confidence)
+    return Estimate(
+        value=value, low=low, high=high, stderr=stderr, n=sums.runs, clusters=sums.clusters, confidence=confidence
+    )
 
 
 PSEUDO_CASE = 0.5
 """Half a case that always passes and half one that always fails, added when the design effect is measured."""
 
 
-def _design_effect(groups: list[list[float]], inverse_runs: float) -> float:
+def _design_effect(sums: RateSums, spread_of: Callable[[float], float]) -> float:
     """How many times the variance of the mean of the case rates exceeds what independent runs would give (>= 1).
 
     The clustered variance is the spread of the clusters' summed deviations from the mean; independent runs of
@@ -90,10 +127,10 @@ def _design_effect(groups: list[list[float]], inverse_runs: float) -> float:
     without the pseudo-cases 50 cases of 3 passing runs would count as 150 independent runs. With one run per
     case the ratio is exactly 1 (the variance of 0/1 outcomes is `p(1-p)` whatever the weights).
     """
-    cases = sum(len(group) for group in groups)
+    cases, inverse_runs = sums.cases, sums.inverse_runs
     total = cases + 2 * PSEUDO_CASE
-    shrunk = (math.fsum(rate for group in groups for rate in group) + PSEUDO_CASE) / total
-    spread = math.fsum(math.fsum(rate - shrunk for rate in group) ** 2 for group in groups)
+    shrunk = (sums.rate_sum + PSEUDO_CASE) / total
+    spread = spread_of(shrunk)
     spread += PSEUDO_CASE * ((1 - shrunk) ** 2 + shrunk**2)
     clustered = spread / (total * total)
     independent = shrunk * (1 - shrunk) * inverse_runs / (total * cases)
