@@ -25,7 +25,7 @@ from niceeval._core.outcome import Outcome
 from niceeval._core.summary import EvalTally, PlannedEval
 from niceeval.stats import Estimate, RateSums, clustered_rate, clustered_rate_of_sums
 from niceeval.store._driver import Session, session_of
-from niceeval.store._verdicts import OUTCOME_SUMS, verdict
+from niceeval.store._verdicts import OUTCOME_SUMS, judged_counts
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
@@ -218,7 +218,7 @@ def folded_tallies(conn: Connection, suite_run_id: str) -> tuple[list[TallyRow],
 _FOLD = (
     "INSERT INTO eval_tallies ({columns}) SELECT p.suite_run_id, p.eval_id, p.position, p.file, p.line, p.tags, "
     "p.runs, g.passed, g.scored, g.failed, g.skipped, g.passing, g.counted, CASE WHEN g.counted > 0 THEN "
-    "CAST(g.passing AS DOUBLE PRECISION) / g.counted END, g.duration_s, g.cost, 'skipped', 0, g.varied = 1 "
+    "CAST(g.passing AS DOUBLE PRECISION) / g.counted END, g.duration_s, g.cost, j.column6, j.column7, g.varied = 1 "
     f"FROM suite_evals p JOIN (SELECT e.eval_id, {OUTCOME_SUMS}, "
     "sum(CASE WHEN e.outcome = 'passed' OR (e.outcome = 'scored' AND NOT ?) THEN 1 ELSE 0 END) AS passing, "
     "avg(e.duration_s) AS duration_s, "
@@ -226,13 +226,11 @@ _FOLD = (
     "sum(e.agent_cost + e.judge_cost) END AS cost, "
     "max(CASE WHEN e.variant IS NULL OR CAST(e.variant AS TEXT) = 'null' THEN 0 ELSE 1 END) AS varied "
     "FROM eval_runs e WHERE e.suite_run_id = ? GROUP BY e.eval_id"
-    ") g ON g.eval_id = p.eval_id WHERE p.suite_run_id = ?"
+    ") g ON g.eval_id = p.eval_id JOIN (VALUES {judged}) AS j ON j.column1 = g.passed AND j.column2 = g.scored "
+    "AND j.column3 = g.failed AND j.column4 = g.skipped AND j.column5 = g.counted WHERE p.suite_run_id = ?"
 )
-_OUTCOMES = "SELECT DISTINCT passed, scored, failed, skipped, counted FROM eval_tallies WHERE suite_run_id = ?"
-_JUDGED = (
-    "UPDATE eval_tallies SET verdict = ?, rank = ? WHERE suite_run_id = ? AND passed = ? AND scored = ? "
-    "AND failed = ? AND skipped = ? AND counted = ?"
-)
+"""Each eval's tally, its verdict and rank joined from its judged set of counts (a `VALUES` list of them, written
+in the statement: numbers, and verdicts from `VERDICT_RANK`)."""
 _CLUSTER = "CASE WHEN s.cluster IS NULL OR s.cluster = '' THEN t.eval_id ELSE s.cluster END"
 """An eval's cluster in its suite's pass rate: its `cluster=`, or the eval alone (`tally_rows`' key)."""
 _RATED = (
@@ -248,19 +246,22 @@ _VARIED = "SELECT eval_id FROM eval_tallies WHERE suite_run_id = ? AND varied OR
 
 
 def keep_tallies(session: Session, suite_run_id: str) -> None:
-    """Write (again) a closing suite run's tallies and pass rate, in the caller's transaction: its eval runs folded
-    per eval by one `INSERT ... SELECT ... GROUP BY`, then each distinct set of counts judged once by
-    `EvalTally.status` (the rule `tally_rows` applies, in one place), the suite's rate from the kept rows."""
+    """Write (again) a closing suite run's tallies and pass rate, in the caller's transaction: each distinct set of
+    its evals' counts judged once by `EvalTally.status` (the rule `tally_rows` applies, in one place:
+    `judged_counts`), then its eval runs folded per eval by one `INSERT ... SELECT ... GROUP BY` that joins each
+    eval to its judged set; the suite's rate from the kept rows, read as a stream (`kept_rate`)."""
     rule = session.execute("SELECT strict, min_pass_rate FROM suite_runs WHERE id = ?", (suite_run_id,)).fetchone()
     session.execute("DELETE FROM eval_tallies WHERE suite_run_id = ?", (suite_run_id,))
     session.execute("DELETE FROM suite_tallies WHERE suite_run_id = ?", (suite_run_id,))
     strict, min_pass_rate = (bool(rule[0]), float(rule[1])) if rule is not None else (False, 1.0)
-    session.execute(_FOLD.format(columns=", ".join(TALLY_COLUMNS)), (strict, suite_run_id, suite_run_id))
-    judged = []
-    for found in session.execute(_OUTCOMES, (suite_run_id,)).fetchall():
-        judgement = verdict(found, strict=strict, min_pass_rate=min_pass_rate)
-        judged.append((judgement, VERDICT_RANK[judgement], suite_run_id, *(int(n) for n in found)))
-    session.executemany(session.sql(_JUDGED), judged)
+    judged = judged_counts(session, suite_run_id, strict=strict, min_pass_rate=min_pass_rate)
+    if judged:
+        rows = ", ".join(
+            f"({', '.join(str(int(n)) for n in found.counts)}, '{found.verdict}', {VERDICT_RANK[found.verdict]})"
+            for found in judged
+        )
+        fold = _FOLD.format(columns=", ".join(TALLY_COLUMNS), judged=rows)
+        session.execute(fold, (strict, suite_run_id, suite_run_id))
     rate = kept_rate(session, suite_run_id)
     tags = sorted({tag for (found,) in session.execute(_TAGS, (suite_run_id,)).fetchall() for tag in _list(found)})
     varied = [eval_id for (eval_id,) in session.execute(_VARIED, (suite_run_id,)).fetchall()]

@@ -9,7 +9,7 @@ rows in Python, for `diff`'s runs of two suite runs.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 from niceeval._core.outcome import Outcome
 from niceeval._core.summary import EvalTally, PlannedEval
@@ -45,11 +45,31 @@ _ANY_EVAL = PlannedEval(id="", file="", line=0)
 """What `verdict` judges: the rule reads the counts alone."""
 
 
+class Judged(NamedTuple):
+    """A distinct set of an eval's counts in a suite run, its verdict, and how many evals have those counts."""
+
+    counts: tuple[int, int, int, int, int]
+    """`(passed, scored, failed, skipped, counted)`."""
+    verdict: Outcome
+    evals: int
+
+
+def judged_counts(session: Session, suite_run_id: str, *, strict: bool, min_pass_rate: float) -> list[Judged]:
+    """Each distinct set of counts among a suite run's evals with a stored run, judged by the rule `strict`,
+    `min_pass_rate`."""
+    found = []
+    for *counts, evals in session.execute(_VERDICT_COUNTS, (suite_run_id,)).fetchall():
+        passed, scored, failed, skipped, counted = (int(n) for n in counts)
+        judgement = verdict((passed, scored, failed, skipped, counted), strict=strict, min_pass_rate=min_pass_rate)
+        found.append(Judged((passed, scored, failed, skipped, counted), judgement, int(evals)))
+    return found
+
+
 def count_verdicts(session: Session, suite_run_id: str, *, strict: bool, min_pass_rate: float) -> dict[str, int]:
     """How many of a suite run's evals with a stored run got each verdict, by the rule `strict`, `min_pass_rate`."""
     found: dict[str, int] = dict.fromkeys(("passed", "scored", "failed", "skipped"), 0)
-    for *counts, evals in session.execute(_VERDICT_COUNTS, (suite_run_id,)).fetchall():
-        found[verdict(counts, strict=strict, min_pass_rate=min_pass_rate)] += int(evals)
+    for judged in judged_counts(session, suite_run_id, strict=strict, min_pass_rate=min_pass_rate):
+        found[judged.verdict] += judged.evals
     return found
 
 
