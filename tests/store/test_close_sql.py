@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import random
+import tracemalloc
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -261,3 +262,38 @@ def test_a_suite_run_closed_with_no_run_stored_counts_none_and_has_no_rate(store
         "agent_cost": 0.0, "judge_cost": 0.0, "evals": 3, "runs_planned": 6,
     }  # fmt: skip
     assert (suite["pass_rate"], suite["low"], suite["high"], suite["varied"]) == (None, None, None, [])
+
+
+def _close_peak(store_url: str, evals: int) -> int:
+    """The peak of what closing a suite run of `evals` evals (two runs each, one of them failed) allocates."""
+    runs = [
+        RunResult(eval_id=f"evals/a.py::case_{n}", file="evals/a.py", line=1, run_index=index, duration_s=0.1,
+                  outcome="failed" if index and n % 3 == 0 else "passed")
+        for n in range(evals)
+        for index in range(2)
+    ]  # fmt: skip
+    plan = [PlannedEval(id=f"evals/a.py::case_{n}", file="evals/a.py", line=1, runs=2) for n in range(evals)]
+    with Store.open(store_url) as store:
+        recorder = Recorder.of(store)
+        start = SuiteRunStart(id=uuid.uuid4().hex[:12], command=["niceeval", "run"], min_pass_rate=0.5)
+        recorder.begin(start, plan)
+        for first in range(0, len(runs), 4000):
+            recorder.add(start.id, runs[first : first + 4000])
+        del runs, plan
+        tracemalloc.start()
+        try:
+            recorder.finish(start.id, SuiteEnd(status="finished", exit_code=0, duration_s=1.0))
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+            recorder.close()
+        with store.engine.connect() as conn:
+            stored = conn.execute(select(suite_runs).where(suite_runs.c.id == start.id)).mappings().one()
+    assert (stored["passed"], stored["scored"], stored["runs_done"]) == (evals * 2 // 3, -(-evals // 3), 2 * evals)
+    return peak
+
+
+@pytest.mark.slow
+def test_closing_four_times_the_evals_takes_no_more_memory(store_url: str) -> None:
+    small, large = _close_peak(store_url, 5_000), _close_peak(store_url, 20_000)
+    assert large < small + 100 * 1024, (small, large)  # a tally per eval was 10 MiB more
