@@ -15,14 +15,14 @@ from niceeval._core.outcome import Outcome
 from niceeval._core.summary import EvalTally, PlannedEval
 from niceeval.store._driver import Session
 
-INFRA = "(e.outcome = 'failed' AND coalesce(e.failure_class, '') = 'infra')"
+_INFRA = "(e.outcome = 'failed' AND coalesce(e.failure_class, '') = 'infra')"
 """An eval run (`e`) that failed for `infra`: counted as `failed`, left out of the pass rate."""
 OUTCOME_SUMS = (
     "sum(CASE WHEN e.outcome = 'passed' THEN 1 ELSE 0 END) AS passed, "
     "sum(CASE WHEN e.outcome = 'scored' THEN 1 ELSE 0 END) AS scored, "
     "sum(CASE WHEN e.outcome = 'failed' THEN 1 ELSE 0 END) AS failed, "
     "sum(CASE WHEN e.outcome = 'skipped' THEN 1 ELSE 0 END) AS skipped, "
-    f"sum(CASE WHEN e.outcome = 'skipped' OR {INFRA} THEN 0 ELSE 1 END) AS counted"
+    f"sum(CASE WHEN e.outcome = 'skipped' OR {_INFRA} THEN 0 ELSE 1 END) AS counted"
 )
 """An eval's runs (`e`, grouped by eval) by outcome, and those its pass rate counts (`EvalTally.count_run`)."""
 _VERDICT_COUNTS = (
@@ -32,17 +32,17 @@ _VERDICT_COUNTS = (
 )
 
 
-def verdict(counts: Iterable[Any], *, strict: bool, min_pass_rate: float) -> Outcome:
+_ANY_EVAL = PlannedEval(id="", file="", line=0)
+"""What `verdict` judges: the rule reads the counts alone."""
+
+
+def verdict(counts: tuple[int, int, int, int, int], *, strict: bool, min_pass_rate: float) -> Outcome:
     """The verdict of an eval whose runs are `counts`: `(passed, scored, failed, skipped, counted)`, `counted`
     being the runs neither skipped nor failed for `infra` (`EvalTally.status`)."""
-    passed, scored, failed, skipped, counted = (int(n) for n in counts)
+    passed, scored, failed, skipped, counted = counts
     infra = passed + scored + failed - counted
     tally = EvalTally(eval=_ANY_EVAL, passed=passed, scored=scored, failed=failed, skipped=skipped, infra=infra)
     return tally.status(strict=strict, min_pass_rate=min_pass_rate)
-
-
-_ANY_EVAL = PlannedEval(id="", file="", line=0)
-"""What `verdict` judges: the rule reads the counts alone."""
 
 
 class Judged(NamedTuple):
@@ -60,8 +60,8 @@ def judged_counts(session: Session, suite_run_id: str, *, strict: bool, min_pass
     found = []
     for *counts, evals in session.execute(_VERDICT_COUNTS, (suite_run_id,)).fetchall():
         passed, scored, failed, skipped, counted = (int(n) for n in counts)
-        judgement = verdict((passed, scored, failed, skipped, counted), strict=strict, min_pass_rate=min_pass_rate)
-        found.append(Judged((passed, scored, failed, skipped, counted), judgement, int(evals)))
+        judged = (passed, scored, failed, skipped, counted)
+        found.append(Judged(judged, verdict(judged, strict=strict, min_pass_rate=min_pass_rate), int(evals)))
     return found
 
 
