@@ -226,11 +226,13 @@ _FOLD = (
     "sum(e.agent_cost + e.judge_cost) END AS cost, "
     "max(CASE WHEN e.variant IS NULL OR CAST(e.variant AS TEXT) = 'null' THEN 0 ELSE 1 END) AS varied "
     "FROM eval_runs e WHERE e.suite_run_id = ? GROUP BY e.eval_id"
-    ") g ON g.eval_id = p.eval_id JOIN (VALUES {judged}) AS j ON j.column1 = g.passed AND j.column2 = g.scored "
+    ") g ON g.eval_id = p.eval_id LEFT JOIN (VALUES {judged}) AS j ON j.column1 = g.passed AND j.column2 = g.scored "
     "AND j.column3 = g.failed AND j.column4 = g.skipped AND j.column5 = g.counted WHERE p.suite_run_id = ?"
 )
 """Each eval's tally, its verdict and rank joined from its judged set of counts (a `VALUES` list of them, written
-in the statement: numbers, and verdicts from `VERDICT_RANK`)."""
+in the statement: numbers, and verdicts from `VERDICT_RANK`). Every eval has its set; the join is a `LEFT JOIN`
+so that SQLite keeps the evals as the outer loop (an inner join put the few sets outside and read the plan once
+per set: 3.4x the fold's time at 35 sets)."""
 _CLUSTER = "CASE WHEN s.cluster IS NULL OR s.cluster = '' THEN t.eval_id ELSE s.cluster END"
 """An eval's cluster in its suite's pass rate: its `cluster=`, or the eval alone (`tally_rows`' key)."""
 _RATED = (
