@@ -65,7 +65,7 @@ def clustered_rate(
             inverse_runs += 1 / made
     rates = [rate for group in groups.values() for rate in group]
     sums = RateSums(
-        cases=len(rates), runs=runs, inverse_runs=inverse_runs, rate_sum=math.fsum(rates), clusters=len(groups)
+        count=len(rates), rate_sum=math.fsum(rates), runs=runs, inverse_runs=inverse_runs, clusters=len(groups)
     )
     return clustered_rate_of_sums(
         sums,
@@ -74,18 +74,18 @@ def clustered_rate(
     )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class RateSums:
     """What `clustered_rate` needs of its cases besides their spread, folded in one pass over them (in case order:
     `inverse_runs` is summed in it)."""
 
-    cases: int
+    count: int
     """Cases with at least one run."""
+    rate_sum: float
+    """The sum of their rates (`passes / runs`), exactly rounded (`math.fsum`)."""
     runs: int
     inverse_runs: float
     """The sum of `1 / runs` over those cases, one after the other."""
-    rate_sum: float
-    """The sum of their rates (`passes / runs`), exactly rounded (`math.fsum`)."""
     clusters: int
     """Distinct clusters among them."""
 
@@ -99,14 +99,14 @@ def clustered_rate_of_sums(sums: RateSums, spread: Callable[[float], float], *, 
     are two clusters or more. With the same cases, the estimate is `clustered_rate`'s to the last bit.
     """
     _check_confidence(confidence)
-    if not sums.cases:
+    if not sums.count:
         return Estimate(value=None, confidence=confidence, note="no runs")
-    value = sums.rate_sum / sums.cases
+    value = sums.rate_sum / sums.count
     if sums.clusters < 2:
-        unit = "case" if sums.cases == 1 else "cluster"
+        unit = "case" if sums.count == 1 else "cluster"
         note = f"1 {unit}: no spread to measure"
         return Estimate(value=value, n=sums.runs, clusters=1, confidence=confidence, note=note)
-    effective = sums.cases**2 / sums.inverse_runs / _design_effect(sums, spread)
+    effective = sums.count**2 / sums.inverse_runs / _design_effect(sums, spread)
     low, high = _wilson_bounds(value, effective, confidence)
     stderr = math.sqrt(value * (1 - value) / effective)
     return Estimate(
@@ -127,7 +127,7 @@ def _design_effect(sums: RateSums, spread_of: Callable[[float], float]) -> float
     without the pseudo-cases 50 cases of 3 passing runs would count as 150 independent runs. With one run per
     case the ratio is exactly 1 (the variance of 0/1 outcomes is `p(1-p)` whatever the weights).
     """
-    cases, inverse_runs = sums.cases, sums.inverse_runs
+    cases, inverse_runs = sums.count, sums.inverse_runs
     total = cases + 2 * PSEUDO_CASE
     shrunk = (sums.rate_sum + PSEUDO_CASE) / total
     spread = spread_of(shrunk)

@@ -292,7 +292,7 @@ def kept_rate(session: Session, suite_run_id: str) -> Estimate:
 
     rate_sum = math.fsum(rates())
     (clusters,) = session.execute(_CLUSTERS, (suite_run_id,)).fetchone()
-    sums = RateSums(cases=cases, runs=runs, inverse_runs=inverse_runs, rate_sum=rate_sum, clusters=int(clusters))
+    sums = RateSums(count=cases, rate_sum=rate_sum, runs=runs, inverse_runs=inverse_runs, clusters=int(clusters))
 
     def spread(shrunk: float) -> float:
         rows = session.stream(_RATES_BY_CLUSTER, (suite_run_id,))

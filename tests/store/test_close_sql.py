@@ -234,8 +234,8 @@ def test_the_rate_of_sums_is_clustered_rate_to_the_bit_for_any_clustering() -> N
                 groups.setdefault(key, []).append(passes / made)
                 inverse_runs += 1 / made
         rates = [rate for group in groups.values() for rate in group]
-        sums = RateSums(cases=len(rates), runs=sum(made for _, made in cases), inverse_runs=inverse_runs,
-                        rate_sum=math.fsum(rates), clusters=len(groups))  # fmt: skip
+        sums = RateSums(count=len(rates), rate_sum=math.fsum(rates), runs=sum(made for _, made in cases),
+                        inverse_runs=inverse_runs, clusters=len(groups))  # fmt: skip
 
         def spread(shrunk: float, groups: dict[str, list[float]] = groups) -> float:
             return math.fsum(math.fsum(rate - shrunk for rate in group) ** 2 for group in groups.values())
@@ -244,7 +244,7 @@ def test_the_rate_of_sums_is_clustered_rate_to_the_bit_for_any_clustering() -> N
 
 
 def test_no_case_counted_is_no_rate() -> None:
-    empty = clustered_rate_of_sums(RateSums(cases=0, runs=0, inverse_runs=0.0, rate_sum=0.0, clusters=0), abs)
+    empty = clustered_rate_of_sums(RateSums(count=0, rate_sum=0.0, runs=0, inverse_runs=0.0, clusters=0), abs)
     assert empty == Estimate(value=None, confidence=0.95, note="no runs") == clustered_rate([(0, 0)])
 
 
