@@ -26,11 +26,13 @@ if TYPE_CHECKING:
     from ._gate import EvalChange, RunComparison, ScoreTest, compare_runs
     from ._intervals import (
         ClusterMoments,
+        RateSums,
         clustered_mean,
         clustered_mean_of,
         clustered_mean_of_sums,
         clustered_rate,
         clustered_rate_of,
+        clustered_rate_of_sums,
         t_quantile,
         wilson,
     )
@@ -77,6 +79,8 @@ _HOMES = {
     "clustered_mean_of": "niceeval.stats._intervals",
     "clustered_rate_of": "niceeval.stats._intervals",
     "power_of": "niceeval.stats._power",
+    "clustered_rate_of_sums": "niceeval.stats._intervals",
+    "RateSums": "niceeval.stats._intervals",
     "t_quantile": "niceeval.stats._intervals",
     "wilson": "niceeval.stats._intervals",
     "power": "niceeval.stats._power",
@@ -102,6 +106,7 @@ __all__ = [
     "PairedChange",
     "PairedResampler",
     "Power",
+    "RateSums",
     "RunComparison",
     "ScoreTest",
     "UsageComparison",
@@ -114,6 +119,7 @@ __all__ = [
     "clustered_mean_of_sums",
     "clustered_rate",
     "clustered_rate_of",
+    "clustered_rate_of_sums",
     "cohen_kappa",
     "compare_rates",
     "compare_runs",

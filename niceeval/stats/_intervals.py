@@ -69,8 +69,8 @@ def clustered_rate(
     def spread(shrunk: float) -> float:
         return math.fsum(math.fsum(rate - shrunk for rate in group) ** 2 for group in groups.values())
 
-    cases = _Cases(count=len(rates), rate_sum=rate_sum, runs=runs, inverse_runs=inverse_runs, clusters=len(groups))
-    return _rate_estimate(cases, spread, confidence)
+    cases = RateSums(count=len(rates), rate_sum=rate_sum, runs=runs, inverse_runs=inverse_runs, clusters=len(groups))
+    return clustered_rate_of_sums(cases, spread, confidence=confidence)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -105,14 +105,14 @@ class ClusterMoments:
 def clustered_rate_of(moments: ClusterMoments, *, confidence: float = 0.95) -> Estimate:
     """`clustered_rate` from a suite's folded `ClusterMoments` (to rounding: the spread is taken from sums)."""
     _check_confidence(confidence)
-    cases = _Cases(
+    cases = RateSums(
         count=moments.items,
         rate_sum=moments.total,
         runs=moments.runs,
         inverse_runs=moments.inverse_runs,
         clusters=moments.clusters,
     )
-    return _rate_estimate(cases, moments.spread, confidence)
+    return clustered_rate_of_sums(cases, moments.spread, confidence=confidence)
 
 
 def clustered_mean_of(
@@ -127,16 +127,30 @@ def clustered_mean_of(
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class _Cases:
+class RateSums:
+    """What `clustered_rate` needs of its cases besides their spread, folded in one pass over them (in case order:
+    `inverse_runs` is summed in it)."""
+
     count: int
+    """Cases with at least one run."""
     rate_sum: float
+    """The sum of their rates (`passes / runs`), exactly rounded (`math.fsum`)."""
     runs: int
     inverse_runs: float
+    """The sum of `1 / runs` over those cases, one after the other."""
     clusters: int
+    """Distinct clusters among them."""
 
 
-def _rate_estimate(cases: _Cases, spread: Callable[[float], float], confidence: float) -> Estimate:
-    """The suite's rate and its interval from its cases; `spread(shrunk)` is Σ_c (R_c - shrunk·m_c)²."""
+def clustered_rate_of_sums(cases: RateSums, spread: Callable[[float], float], *, confidence: float = 0.95) -> Estimate:
+    """`clustered_rate` from its cases' sums and their `spread`, for cases too many to hold (a store's suite run
+    of a million evals folds them in two passes over its rows; a running suite folds `ClusterMoments`).
+
+    `spread(shrunk)` is the sum over the clusters of the square of the sum of their cases' `rate - shrunk`
+    (Σ_c (R_c - shrunk·m_c)²), called only when there are two clusters or more. Given each cluster's sum exactly
+    rounded (`math.fsum`), the estimate is `clustered_rate`'s to the last bit.
+    """
+    _check_confidence(confidence)
     if not cases.count:
         return Estimate(value=None, confidence=confidence, note="no runs")
     value = cases.rate_sum / cases.count
@@ -156,7 +170,7 @@ PSEUDO_CASE = 0.5
 """Half a case that always passes and half one that always fails, added when the design effect is measured."""
 
 
-def _design_effect(cases: _Cases, spread_about: Callable[[float], float]) -> float:
+def _design_effect(cases: RateSums, spread_about: Callable[[float], float]) -> float:
     """How many times the variance of the mean of the case rates exceeds what independent runs would give (>= 1).
 
     The clustered variance is the spread of the clusters' summed deviations from the mean; independent runs of

@@ -13,6 +13,7 @@ a SQLAlchemy connection, the recorder's `WriteConnection` from its own.
 
 from __future__ import annotations
 
+import itertools
 import re
 import sqlite3
 import sys
@@ -29,6 +30,10 @@ if TYPE_CHECKING:
     from sqlalchemy import Connection
 
 Kind = Literal["sqlite", "postgresql"]
+
+STREAM_ROWS = 2000
+"""Rows a PostgreSQL server-side cursor hands over per round trip (`Session.stream`)."""
+_STREAMS = itertools.count()
 
 # SQLAlchemy's own URL pattern (sqlalchemy/engine/url.py), so both read a URL alike.
 _URL = re.compile(
@@ -234,6 +239,19 @@ class Session:
         cursor = self.connection.cursor()
         cursor.execute(self.sql(text), params)
         return cursor
+
+    def stream(self, text: str, params: Sequence[Any] = ()) -> Iterator[tuple[Any, ...]]:
+        """The rows of a query as they are read: a million of them are never all in memory at once.
+
+        SQLite's cursor steps through its rows one by one. PostgreSQL's would hand over the whole result, so the
+        query runs in a server-side cursor (inside the session's transaction), `STREAM_ROWS` rows a round trip."""
+        if self.dialect.kind == "sqlite":
+            yield from self.execute(text, params)
+            return
+        with self.connection.cursor(name=f"niceeval_stream_{next(_STREAMS)}") as cursor:
+            cursor.itersize = STREAM_ROWS
+            cursor.execute(self.sql(text), params)
+            yield from cursor
 
     def run(self, prepared: str, params: Sequence[Any]) -> None:
         """Run `prepared` (already in this driver's placeholders) once, with `params`."""

@@ -349,33 +349,35 @@ def finish_suite(session: Session, suite_run_id: str, end: SuiteEnd) -> None:
 
 
 def totals(session: Session, suite_run_id: str) -> dict[str, Any]:
-    """Eval verdicts, runs, tokens and spend of a suite run, counted from its stored eval runs."""
+    """Eval verdicts, runs, tokens and spend of a suite run, counted in SQL from its stored eval runs and plan (the
+    process holds a row per distinct set of an eval's counts, none per eval: `count_verdicts`)."""
     rule = session.execute("SELECT strict, min_pass_rate FROM suite_runs WHERE id = ?", (suite_run_id,)).fetchone()
-    plan = session.execute(
-        "SELECT eval_id, runs, cluster FROM suite_evals WHERE suite_run_id = ?", (suite_run_id,)
-    ).fetchall()
-    outcomes = session.execute(
-        "SELECT eval_id, outcome, failure_class FROM eval_runs WHERE suite_run_id = ?", (suite_run_id,)
-    ).fetchall()
+    evals, runs_planned = session.execute(
+        "SELECT count(*), coalesce(sum(runs), 0) FROM suite_evals WHERE suite_run_id = ?", (suite_run_id,)
+    ).fetchone()
     counts = dict.fromkeys(("passed", "scored", "failed", "skipped"), 0)
     if rule is not None:
-        for verdict in count_verdicts(plan, outcomes, strict=bool(rule[0]), min_pass_rate=rule[1]).values():
-            counts[verdict] += 1
+        counts = count_verdicts(session, suite_run_id, strict=bool(rule[0]), min_pass_rate=rule[1])
     spend = session.execute(  # what this suite run paid: its carried and accepted slots were paid for before
-        "SELECT count(*), coalesce(sum(agent_tokens), 0), coalesce(sum(judge_tokens), 0), sum(agent_cost), "
-        "sum(judge_cost), count(agent_cost), count(judge_cost) FROM eval_runs WHERE suite_run_id = ? "
-        "AND provenance = 'executed'",
+        "SELECT count(*), sum(CASE WHEN provenance = 'executed' THEN 1 ELSE 0 END), "
+        "coalesce(sum(CASE WHEN provenance = 'executed' THEN agent_tokens END), 0), "
+        "coalesce(sum(CASE WHEN provenance = 'executed' THEN judge_tokens END), 0), "
+        "sum(CASE WHEN provenance = 'executed' THEN agent_cost END), "
+        "sum(CASE WHEN provenance = 'executed' THEN judge_cost END), "
+        "count(CASE WHEN provenance = 'executed' THEN agent_cost END), "
+        "count(CASE WHEN provenance = 'executed' THEN judge_cost END) FROM eval_runs WHERE suite_run_id = ?",
         (suite_run_id,),
     ).fetchone()
-    runs, agent_tokens, judge_tokens, agent_cost, judge_cost, agent_priced, judge_priced = spend
+    done, runs, agent_tokens, judge_tokens, agent_cost, judge_cost, agent_priced, judge_priced = spend
+    runs = runs or 0  # the sum of no rows is NULL
     return {
         **counts,
-        "runs_done": len(outcomes),
+        "runs_done": int(done),
         "agent_tokens": int(agent_tokens),  # PostgreSQL sums a bigint as numeric
         "judge_tokens": int(judge_tokens),
         # a run whose model has no price has a NULL cost: the sum is then unknown, never a silent undercount
         "agent_cost": float(agent_cost or 0.0) if agent_priced == runs else None,
         "judge_cost": float(judge_cost or 0.0) if judge_priced == runs else None,
-        "evals": len(plan),
-        "runs_planned": sum(row[1] for row in plan),
+        "evals": int(evals),
+        "runs_planned": int(runs_planned),
     }
