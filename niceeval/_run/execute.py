@@ -85,8 +85,8 @@ async def _call(entry: EvalEntry, ctx: ContextBase, portal: BlockingPortal | Non
     if portal is None:
         await spec.fn(ctx)
         return
-    # A sync eval cannot be interrupted; on timeout its daemon thread is abandoned and finishes on its own.
-    returned = await call_in_thread(lambda _: spec.fn(ctx), portal=portal)
+    # A sync eval cannot be interrupted; on timeout its pool thread is abandoned and finishes on its own.
+    returned = await call_in_thread(lambda: spec.fn(ctx))
     if hasattr(returned, "__await__"):
         await returned
 
