@@ -42,16 +42,7 @@ async def call_in_thread(fn: Callable[[], T]) -> T:
     later call on the same thread, as with any thread pool (`anyio.to_thread`, `concurrent.futures`).
     Whatever `fn` raises is re-raised here as it is.
     """
-    call = _Call(fn=fn, context=contextvars.copy_context(), token=anyio.lowlevel.current_token())
-    _pool.submit(call)
-    await call.done.wait()
-    if call.raised:
-        error = call.raised.pop()  # not kept in this frame, which its traceback holds: no reference cycle
-        try:
-            raise error
-        finally:
-            del error
-    return call.returned[0]
+    return await _pool.call(fn)
 
 
 @dataclass(eq=False, slots=True)
@@ -66,7 +57,7 @@ class _Call(Generic[T]):
     raised: list[BaseException] = field(default_factory=list)
 
     def run(self) -> Callable[[], None]:
-        """Call `fn`, keep its outcome, forget `fn` and its context; what tells the waiter, to call afterwards."""
+        """Call `fn`, keep its outcome, forget `fn` and its context; what wakes the waiter, to call afterwards."""
         fn, context = self.fn, self.context
         self.fn = self.context = None
         assert fn is not None and context is not None
@@ -86,16 +77,20 @@ def _notify(token: EventLoopToken, done: anyio.Event) -> None:
         token.backend_class.run_sync_soon(done.set, (), token.native_token)
 
 
-class _WorkerPool:
-    """Daemon threads pulling calls from one queue; a new thread starts only when none is idle."""
+class WorkerPool:
+    """Daemon threads taking calls from one queue; a new thread starts only when none is idle, and a thread idle
+    for `idle_exit_s` ends."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, idle_exit_s: float = IDLE_EXIT_S) -> None:
+        self._idle_exit_s = idle_exit_s
         self._calls: SimpleQueue[_Call[Any]] = SimpleQueue()
         self._lock = threading.Lock()
         self._idle = 0
         """Threads waiting for a call that no submitted call has claimed yet."""
 
-    def submit(self, call: _Call[T]) -> None:
+    async def call(self, fn: Callable[[], T]) -> T:
+        """`fn()` on one of the pool's threads (see `call_in_thread`)."""
+        call = _Call(fn=fn, context=contextvars.copy_context(), token=anyio.lowlevel.current_token())
         with self._lock:
             start = self._idle == 0
             if not start:
@@ -103,12 +98,20 @@ class _WorkerPool:
             self._calls.put(call)
         if start:
             threading.Thread(target=self._serve, name=BUSY_NAME, daemon=True).start()
+        await call.done.wait()
+        if call.raised:
+            error = call.raised.pop()  # not kept in this frame, which its traceback holds: no reference cycle
+            try:
+                raise error
+            finally:
+                del error
+        return call.returned[0]
 
     def _serve(self) -> None:
         thread = threading.current_thread()
         while True:
             try:
-                call = self._calls.get(timeout=IDLE_EXIT_S)
+                call = self._calls.get(timeout=self._idle_exit_s)
             except Empty:
                 with self._lock:
                     if self._idle > 0:  # the others waiting cover every queued call: this one may go
@@ -116,14 +119,14 @@ class _WorkerPool:
                         return
                 continue
             thread.name = BUSY_NAME  # restored: the last call's code may have renamed its thread
-            notify = call.run()
+            wake = call.run()
             del call
             _forget_event_loop()
             thread.name = IDLE_NAME
             with self._lock:
                 self._idle += 1
-            notify()
-            del notify
+            wake()
+            del wake
 
 
 def _forget_event_loop() -> None:
@@ -133,16 +136,17 @@ def _forget_event_loop() -> None:
         asyncio.set_event_loop(None)
 
 
-_pool = _WorkerPool()
+_pool = WorkerPool()
 
 
 def _empty_pool() -> None:
     """The child of a fork has none of its parent's threads: it starts with a pool of its own."""
     global _pool
-    _pool = _WorkerPool()
+    _pool = WorkerPool()
 
 
 os.register_at_fork(after_in_child=_empty_pool)
+
 
 _LOADED: set[str] = set()
 """Modules `load_off_loop` finished importing (a module in `sys.modules` may still be half-imported by a thread)."""
