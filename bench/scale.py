@@ -10,8 +10,9 @@ For each size it writes a JSONL of N rows (~150 bytes: an id, a question, an ans
 - the yardstick: a plain Python loop that reads the same file, applies the same check to each row and writes
   the same shape of JSON report (one object per run) with `json.dump`.
 
-The figures are ratios taken in one run: niceeval's wall over the loop's, and each size's peak RSS over the
-smallest size's (flat memory means a ratio near 1.0), with the slope in KiB per case between consecutive sizes.
+The figures are ratios taken in one run: niceeval's wall and CPU time (user + system) over the loop's, and each
+size's peak RSS over the smallest size's (flat memory means a ratio near 1.0), with the slope in KiB per case
+between consecutive sizes.
 The issue's target size is a million cases (`--sizes 10000,1000000`); on a busy machine that takes long enough
 that the slope between 100,000 and 300,000 is the figure to project from.
 """
@@ -67,8 +68,9 @@ def _write_project(root: Path, size: int) -> None:
             out.write(json.dumps(row) + "\n")
 
 
-def _timed(command: list[str], cwd: Path) -> tuple[float, int]:
-    """Wall seconds and the peak RSS in KiB of one child (`wait4` reports that child's own usage)."""
+def _timed(command: list[str], cwd: Path) -> tuple[float, float, int]:
+    """Wall seconds, CPU seconds (user + system) and the peak RSS in KiB of one child (`wait4` reports that
+    child's own usage)."""
     started = time.perf_counter()
     pid = os.fork()
     if pid == 0:
@@ -81,7 +83,7 @@ def _timed(command: list[str], cwd: Path) -> tuple[float, int]:
     wall = time.perf_counter() - started
     if os.waitstatus_to_exitcode(status) not in (0, 1):
         raise SystemExit(f"{' '.join(command)} exited {os.waitstatus_to_exitcode(status)}")
-    return wall, usage.ru_maxrss
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss
 
 
 def main() -> None:
@@ -98,9 +100,9 @@ def main() -> None:
             (root / "loop.py").write_text(LOOP)
             store = ["--no-store"] if args.no_store else []
             run = [niceeval, "run", "evals", "--runs", "1", "--json", "report.json", *store]
-            wall, rss = _timed(run, root)
+            wall, cpu, rss = _timed(run, root)
             report = json.loads((root / "report.json").read_text())
-            loop_wall, loop_rss = _timed([sys.executable, "loop.py", "evals/qa.jsonl", "loop.json"], root)
+            loop_wall, loop_cpu, loop_rss = _timed([sys.executable, "loop.py", "evals/qa.jsonl", "loop.json"], root)
             data = {
                 "cases": size,
                 "row_bytes": round((root / "evals" / "qa.jsonl").stat().st_size / size),
@@ -110,6 +112,10 @@ def main() -> None:
                 "loop_wall_s": round(loop_wall, 2),
                 "loop_rss_mib": round(loop_rss / 1024, 1),
                 "wall_over_loop": round(wall / loop_wall, 2),
+                "cpu_s": round(cpu, 2),
+                "loop_cpu_s": round(loop_cpu, 2),
+                "cpu_over_loop": round(cpu / loop_cpu, 2),
+                "load": round(os.getloadavg()[0], 1),
             }
             rows.append(data)
             print(json.dumps(data), flush=True)
@@ -123,7 +129,8 @@ def main() -> None:
         print(
             f"{data['cases']:>9,} cases: peak RSS {data['rss_mib']} MiB "
             f"({data['rss_mib'] / first['rss_mib']:.2f}x the {first['cases']:,}-case peak{slope}), "
-            f"wall {data['wall_s']} s = {data['wall_over_loop']}x the plain loop; load average {load:.1f}"
+            f"wall {data['wall_s']} s = {data['wall_over_loop']}x the plain loop, CPU {data['cpu_s']} s = "
+            f"{data['cpu_over_loop']}x; load average {load:.1f}"
         )
 
 
