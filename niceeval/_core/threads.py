@@ -92,12 +92,13 @@ class WorkerPool:
         """`fn()` on one of the pool's threads (see `call_in_thread`)."""
         call = _Call(fn=fn, context=contextvars.copy_context(), token=anyio.lowlevel.current_token())
         with self._lock:
-            start = self._idle == 0
-            if not start:
+            reserved = self._idle > 0
+            if reserved:
                 self._idle -= 1
-            self._calls.put(call)
-        if start:
+                self._calls.put(call)
+        if not reserved:  # started before the call is queued: a thread that cannot start leaves no call behind
             threading.Thread(target=self._serve, name=BUSY_NAME, daemon=True).start()
+            self._calls.put(call)
         await call.done.wait()
         if call.raised:
             error = call.raised.pop()  # not kept in this frame, which its traceback holds: no reference cycle
@@ -121,7 +122,8 @@ class WorkerPool:
             thread.name = BUSY_NAME  # restored: the last call's code may have renamed its thread
             wake = call.run()
             del call
-            _forget_event_loop()
+            with suppress(Exception):  # a custom event loop policy that fails to unset must not leave the waiter
+                _forget_event_loop()
             thread.name = IDLE_NAME
             with self._lock:
                 self._idle += 1
