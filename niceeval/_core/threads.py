@@ -147,7 +147,8 @@ def _empty_pool() -> None:
     _pool = WorkerPool()
 
 
-os.register_at_fork(after_in_child=_empty_pool)
+if sys.platform != "win32":  # Windows has no fork
+    os.register_at_fork(after_in_child=_empty_pool)
 
 
 _LOADED: set[str] = set()
