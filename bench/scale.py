@@ -10,8 +10,9 @@ For each size it writes a JSONL of N rows (~150 bytes: an id, a question, an ans
 - the yardstick: a plain Python loop that reads the same file, applies the same check to each row and writes
   the same shape of JSON report (one object per run) with `json.dump`.
 
-The figures are ratios taken in one run: niceeval's wall over the loop's, and each size's peak RSS over the
-smallest size's (flat memory means a ratio near 1.0), with the slope in KiB per case between consecutive sizes.
+The figures are ratios taken in one run: niceeval's wall and CPU time (user + system) over the loop's, and each
+size's peak RSS over the smallest size's (flat memory means a ratio near 1.0), with the slope in KiB per case
+between consecutive sizes.
 niceeval's RSS is also sampled every half second while it runs (`rss_at_mib`: at a quarter, half and three
 quarters of its wall time; the peak, `rss_mib`, may come at the close, when the store finishes the run), and
 its CPU time (user + sys) is given beside the wall: on a shared machine the CPU is the steadier figure.
@@ -141,7 +142,7 @@ def main() -> None:
             run = [*niceeval, "run", "evals", "--runs", "1", "--json", "report.json", *store]
             wall, cpu, rss, samples = _timed(run, root, env)
             report = json.loads((root / "report.json").read_text())
-            loop_wall, _, loop_rss, _ = _timed([sys.executable, "loop.py", "evals/qa.jsonl", "loop.json"], root)
+            loop_wall, loop_cpu, loop_rss, _ = _timed([sys.executable, "loop.py", "evals/qa.jsonl", "loop.json"], root)
             data = {
                 "cases": size,
                 "row_bytes": round((root / "evals" / "qa.jsonl").stat().st_size / size),
@@ -153,6 +154,9 @@ def main() -> None:
                 "loop_wall_s": round(loop_wall, 2),
                 "loop_rss_mib": round(loop_rss / 1024, 1),
                 "wall_over_loop": round(wall / loop_wall, 2),
+                "loop_cpu_s": round(loop_cpu, 2),
+                "cpu_over_loop": round(cpu / loop_cpu, 2),
+                "load": round(os.getloadavg()[0], 1),
             }
             rows.append(data)
             print(json.dumps(data), flush=True)
@@ -166,7 +170,8 @@ def main() -> None:
         print(
             f"{data['cases']:>9,} cases: peak RSS {data['rss_mib']} MiB "
             f"({data['rss_mib'] / first['rss_mib']:.2f}x the {first['cases']:,}-case peak{slope}), "
-            f"wall {data['wall_s']} s = {data['wall_over_loop']}x the plain loop; load average {load:.1f}"
+            f"wall {data['wall_s']} s = {data['wall_over_loop']}x the plain loop, CPU {data['cpu_s']} s = "
+            f"{data['cpu_over_loop']}x; load average {load:.1f}"
         )
 
 

@@ -1,69 +1,154 @@
-"""Blocking work off the event loop: user code (sync evals, sync agents) in daemon threads, so a timeout can
-abandon it for good, and niceeval's own lazy imports in a worker thread, so loading an SDK never stalls the evals.
+"""Blocking work off the event loop: user code (sync evals, sync agents, sync tools) on a pool of daemon threads,
+so a timeout can abandon it for good, and niceeval's own lazy imports in a worker thread, so loading an SDK never
+stalls the evals.
 """
 
 from __future__ import annotations
 
 import contextvars
 import importlib
+import os
+import sys
 import threading
 import weakref
 from collections.abc import Callable, MutableMapping
-from concurrent.futures import CancelledError
 from contextlib import suppress
-from typing import TypeVar
+from dataclasses import dataclass, field
+from queue import Empty, SimpleQueue
+from typing import Any, Generic, TypeVar
 
 import anyio
-from anyio.from_thread import BlockingPortal
+from anyio.lowlevel import EventLoopToken
 
 T = TypeVar("T")
 
+BUSY_NAME = "niceeval-sync-call"
+"""A pool thread's name while it runs a call (user code sees it as `threading.current_thread().name`)."""
+IDLE_NAME = "niceeval-sync-idle"
+"""A pool thread's name while it waits for the next call: it holds nothing of the last one."""
+IDLE_EXIT_S = 30.0
+"""A pool thread idle this long ends: a burst of concurrency leaves no crowd of threads behind for good."""
 
-async def call_in_thread(fn: Callable[[BlockingPortal], T], *, portal: BlockingPortal | None = None) -> T:
-    """Run `fn(portal)` in a new daemon thread and wait for it; cancelling the wait abandons the thread.
 
-    Not `anyio.to_thread.run_sync`: its workers are not daemon threads, so one abandoned on a timeout keeps
-    the process alive at exit until the user's code returns (maybe never), and without `abandon_on_cancel`
-    the timeout does not fire at all. `fn` may call back into the event loop through `portal` (a sync
-    eval's `t.send` does): the caller's, when it opened one already (a sync eval's context is built with it),
-    else one opened for the call. Whatever `fn` raises is re-raised here as it is.
+async def call_in_thread(fn: Callable[[], T]) -> T:
+    """Run `fn()` on a pool thread and wait for it; cancelling the wait abandons the call.
+
+    Not `anyio.to_thread.run_sync`: its workers are not daemon threads, so one abandoned on a timeout keeps the
+    process alive at exit until the user's code returns (maybe never), and without `abandon_on_cancel` the
+    timeout does not fire at all. The pool's threads are daemon threads, reused from call to call (starting a
+    thread per call was the largest per-eval cost of a large suite): `fn` runs in a copy of the caller's
+    context (contextvars never leak between calls), under the thread name `niceeval-sync-call`, with no
+    asyncio event loop set for the thread. A `threading.local` value that `fn` leaves behind may be seen by a
+    later call on the same thread, as with any thread pool (`anyio.to_thread`, `concurrent.futures`).
+    Whatever `fn` raises is re-raised here as it is.
     """
-    returned: list[T] = []
-    raised: list[BaseException] = []
-    if portal is not None:
-        await _in_thread(fn, portal, returned, raised)
-    else:
-        async with BlockingPortal() as own:
-            await _in_thread(fn, own, returned, raised)
-    # Raised outside the portal: inside it, its task group would wrap the error in an ExceptionGroup.
-    if raised:
-        error = raised.pop()  # not kept in this frame, which its traceback holds: no reference cycle
+    return await _pool.call(fn)
+
+
+@dataclass(eq=False, slots=True)
+class _Call(Generic[T]):
+    """One call handed from the event loop to a pool thread; the thread drops `fn` and `context` once it ran."""
+
+    fn: Callable[[], T] | None
+    context: contextvars.Context | None
+    token: EventLoopToken
+    done: anyio.Event = field(default_factory=anyio.Event)
+    returned: list[T] = field(default_factory=list)
+    raised: list[BaseException] = field(default_factory=list)
+
+    def run(self) -> Callable[[], None]:
+        """Call `fn`, keep its outcome, forget `fn` and its context; what wakes the waiter, to call afterwards."""
+        fn, context = self.fn, self.context
+        self.fn = self.context = None
+        assert fn is not None and context is not None
         try:
-            raise error
-        finally:
-            del error
-    return returned[0]
-
-
-async def _in_thread(
-    fn: Callable[[BlockingPortal], T], portal: BlockingPortal, returned: list[T], raised: list[BaseException]
-) -> None:
-    done = anyio.Event()
-
-    def target() -> None:
-        try:
-            returned.append(fn(portal))
+            self.returned.append(context.run(fn))
         except BaseException as exc:
-            raised.append(exc)
-        # Once the waiter is cancelled the portal stops, and nobody wants this result any more.
-        with suppress(RuntimeError, CancelledError):
-            portal.call(done.set)
+            self.raised.append(exc)
+        del fn, context
+        token, done = self.token, self.done
+        return lambda: _notify(token, done)
 
-    thread = threading.Thread(
-        target=contextvars.copy_context().run, args=(target,), name="niceeval-sync-call", daemon=True
-    )
-    thread.start()
-    await done.wait()
+
+def _notify(token: EventLoopToken, done: anyio.Event) -> None:
+    """Wake the waiter, without waiting for its loop: once it gave up (a timeout) or its loop ended, nobody wants
+    the outcome any more."""
+    with suppress(anyio.RunFinishedError, RuntimeError):
+        token.backend_class.run_sync_soon(done.set, (), token.native_token)
+
+
+class WorkerPool:
+    """Daemon threads taking calls from one queue; a new thread starts only when none is idle, and a thread idle
+    for `idle_exit_s` ends."""
+
+    def __init__(self, *, idle_exit_s: float = IDLE_EXIT_S) -> None:
+        self._idle_exit_s = idle_exit_s
+        self._calls: SimpleQueue[_Call[Any]] = SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0
+        """Threads waiting for a call that no submitted call has claimed yet."""
+
+    async def call(self, fn: Callable[[], T]) -> T:
+        """`fn()` on one of the pool's threads (see `call_in_thread`)."""
+        call = _Call(fn=fn, context=contextvars.copy_context(), token=anyio.lowlevel.current_token())
+        with self._lock:
+            reserved = self._idle > 0
+            if reserved:
+                self._idle -= 1
+                self._calls.put(call)
+        if not reserved:  # started before the call is queued: a thread that cannot start leaves no call behind
+            threading.Thread(target=self._serve, name=BUSY_NAME, daemon=True).start()
+            self._calls.put(call)
+        await call.done.wait()
+        if call.raised:
+            error = call.raised.pop()  # not kept in this frame, which its traceback holds: no reference cycle
+            try:
+                raise error
+            finally:
+                del error
+        return call.returned[0]
+
+    def _serve(self) -> None:
+        thread = threading.current_thread()
+        while True:
+            try:
+                call = self._calls.get(timeout=self._idle_exit_s)
+            except Empty:
+                with self._lock:
+                    if self._idle > 0:  # the others waiting cover every queued call: this one may go
+                        self._idle -= 1
+                        return
+                continue
+            thread.name = BUSY_NAME  # restored: the last call's code may have renamed its thread
+            wake = call.run()
+            del call
+            with suppress(Exception):  # a custom event loop policy that fails to unset must not leave the waiter
+                _forget_event_loop()
+            thread.name = IDLE_NAME
+            with self._lock:
+                self._idle += 1
+            wake()
+            del wake
+
+
+def _forget_event_loop() -> None:
+    """Unset an asyncio event loop the call set for its thread (`asyncio.set_event_loop`): a fresh thread has none."""
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is not None:  # never imported: nothing can have set one
+        asyncio.set_event_loop(None)
+
+
+_pool = WorkerPool()
+
+
+def _empty_pool() -> None:
+    """The child of a fork has none of its parent's threads: it starts with a pool of its own."""
+    global _pool
+    _pool = WorkerPool()
+
+
+if sys.platform != "win32":  # Windows has no fork
+    os.register_at_fork(after_in_child=_empty_pool)
 
 
 _LOADED: set[str] = set()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -85,8 +85,8 @@ async def _call(entry: EvalEntry, ctx: ContextBase, portal: BlockingPortal | Non
     if portal is None:
         await spec.fn(ctx)
         return
-    # A sync eval cannot be interrupted; on timeout its daemon thread is abandoned and finishes on its own.
-    returned = await call_in_thread(lambda _: spec.fn(ctx), portal=portal)
+    # A sync eval cannot be interrupted; on timeout its pool thread is abandoned and finishes on its own.
+    returned = await call_in_thread(lambda: spec.fn(ctx))
     if hasattr(returned, "__await__"):
         await returned
 
@@ -154,12 +154,6 @@ def _exit_called(exc: SystemExit | KeyboardInterrupt) -> ErrorInfo:
             "failure": "eval",
         }
     )
-
-
-@asynccontextmanager
-async def _aware_of_strays(eval_id: str) -> AsyncIterator[None]:
-    with watching(eval_id):
-        yield
 
 
 async def _body(entry: EvalEntry, ctx: ContextBase, portal: BlockingPortal | None) -> ErrorInfo | None:
@@ -319,9 +313,10 @@ async def execute_run(
         current = CURRENT_SANDBOX.set(sandbox)
         model = EXPERIMENT_MODEL.set(options.experiment.model if options.experiment is not None else None)
         try:
-            async with suite_judges(options) as judges, _aware_of_strays(entry.id):
-                setup = _RunSetup(run_index=run_index, sandbox=sandbox, judges=judges, trace=trace)
-                error = await _run_body(entry, state, options, setup)
+            async with suite_judges(options) as judges:
+                with watching(entry.id):
+                    setup = _RunSetup(run_index=run_index, sandbox=sandbox, judges=judges, trace=trace)
+                    error = await _run_body(entry, state, options, setup)
         finally:
             EXPERIMENT_MODEL.reset(model)
             WORKSPACE.reset(token)
@@ -415,12 +410,16 @@ def _keep(options: ExecOptions, state: RunState, error: ErrorInfo | None) -> boo
     return error is not None or verdict == "failed"
 
 
-@asynccontextmanager
-async def suite_judges(options: ExecOptions) -> AsyncIterator[SuiteJudges]:
+def suite_judges(options: ExecOptions) -> AbstractAsyncContextManager[SuiteJudges]:
+    """The suite's judge clients and cache (left open: the suite closes them), else a run's own, closed after it."""
     if options.judges is not None:
-        yield options.judges
-        return
-    own = SuiteJudges(options.root, no_cache=True)  # outside a suite: this run's own clients, no cache
+        return nullcontext(options.judges)
+    return _own_judges(options.root)
+
+
+@asynccontextmanager
+async def _own_judges(root: Path) -> AsyncIterator[SuiteJudges]:
+    own = SuiteJudges(root, no_cache=True)  # outside a suite: this run's own clients, no cache
     try:
         yield own
     finally:

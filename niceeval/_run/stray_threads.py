@@ -23,12 +23,13 @@ def _non_daemon() -> set[threading.Thread]:
 @contextmanager
 def watching(eval_id: str) -> Iterator[None]:
     """Note the non-daemon threads that appear while the block runs and are still alive when it ends."""
-    before = _non_daemon()
+    before = set(threading.enumerate())  # every thread: only the new ones are asked whether they are daemons
     try:
         yield
     finally:
-        for thread in _non_daemon() - before:
-            _started_by.setdefault(thread, eval_id)
+        for thread in threading.enumerate():
+            if thread not in before and not thread.daemon:
+                _started_by.setdefault(thread, eval_id)
 
 
 _LOOP_WORKER = "AnyIO worker thread"

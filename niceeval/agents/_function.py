@@ -107,7 +107,7 @@ class FunctionSession:
         if inspect.iscoroutinefunction(self._fn):
             raw = await self._fn(*args)
         else:
-            raw = await call_in_thread(lambda _portal: self._fn(*args))
+            raw = await call_in_thread(lambda: self._fn(*args))
         if inspect.isawaitable(raw):
             raw = await raw
         return raw

@@ -189,7 +189,7 @@ async def run_tool(
 async def _invoke(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
     if inspect.iscoroutinefunction(fn):
         return await fn(**kwargs)
-    result = await call_in_thread(lambda _portal: fn(**kwargs))
+    result = await call_in_thread(lambda: fn(**kwargs))
     return await result if inspect.isawaitable(result) else result
 
 

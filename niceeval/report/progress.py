@@ -1,7 +1,9 @@
 """Live progress on a terminal: done/total, passed/failed so far, elapsed, ETA, spend, and the runs in flight.
 
 The display is redrawn a few times a second by rich's `Live` (so the elapsed time and the ages of running evals
-move even while nothing finishes: a long run never looks frozen) and on every start and finish. It reads an
+move even while nothing finishes: a long run never looks frozen), not on every start and finish: a redraw per event
+made the terminal a fast suite's bottleneck. Without the refresh thread (`refresh_per_second=None`) every start and
+finish redraws it. It reads an
 injected clock, so tests render it at chosen instants. Eval ids are untrusted text: shown cleaned, as `Text`.
 """
 
@@ -120,7 +122,8 @@ class LiveProgress:
             self._live = None
 
     def _redraw(self) -> None:
-        if self._live is not None:
+        # With a refresh thread, it draws the news within a fraction of a second (see the module's docstring).
+        if self._live is not None and self._refresh is None:
             self._live.refresh()
 
     def render(self) -> Group:

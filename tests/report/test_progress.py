@@ -113,6 +113,28 @@ def test_clock_text_formats_minutes_and_hours() -> None:
     assert [clock_text(s) for s in (0, 59.9, 75.2, 3725)] == ["0:00", "0:59", "1:15", "1:02:05"]
 
 
+def test_with_a_refresh_thread_starts_and_finishes_draw_nothing_themselves() -> None:
+    console, out = terminal()
+    progress = LiveProgress(console, clock=FakeClock(), refresh_per_second=0.01)  # its thread draws every 100 s
+    progress.start(1000)
+    drawn = out.getvalue()
+    for i in range(500):
+        progress.run_started(f"evals/a.py::e{i}", 0)
+        progress.run_finished(run(f"evals/a.py::e{i}", "passed"))
+    assert out.getvalue() == drawn  # a redraw per event made the terminal a fast suite's bottleneck
+    assert "500/1000  ✓ 500" in snapshot(progress)  # what the next refresh draws
+    progress.stop()
+
+
+def test_without_a_refresh_thread_every_finish_is_drawn() -> None:
+    console, out = terminal()
+    progress = LiveProgress(console, clock=FakeClock(), refresh_per_second=None)
+    progress.start(2)
+    progress.run_finished(run("evals/a.py::one", "passed"))
+    assert "1/2  ✓ 1" in out.getvalue()
+    progress.stop()
+
+
 def test_console_reporter_draws_progress_on_a_terminal_and_clears_it() -> None:
     console, out = terminal()
     reporter = ConsoleReporter(console, clock=FakeClock(), refresh_per_second=None)
