@@ -49,7 +49,7 @@ class Plan(Sequence[PlannedEval]):
     def __getitem__(self, index: slice) -> list[PlannedEval]: ...
     def __getitem__(self, index: int | slice) -> PlannedEval | list[PlannedEval]:
         if isinstance(index, slice):
-            return list(self)[index]  # a pass that lists every eval: nothing slices the suite's plan
+            return list(self)[index]  # a pass that lists every eval: the suite's own code walks the plan instead
         position = range(self._count)[index]  # an IndexError past the end, as a list's
         return next(islice(self, position, None))
 

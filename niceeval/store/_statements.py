@@ -15,6 +15,7 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from itertools import islice
 from operator import attrgetter
 from typing import Any
 
@@ -175,15 +176,17 @@ def add_plan(session: Session, suite_run_id: str, plan: Sequence[PlannedEval]) -
     query = "SELECT eval_id, runs FROM suite_evals WHERE suite_run_id = ?"
     known: dict[str, int] = dict(session.execute(query, (suite_run_id,)).fetchall())
     position = len(known)
-    for first in range(0, len(plan), PLAN_BATCH):
-        batch = plan[first : first + PLAN_BATCH]
+    grown: list[tuple[int, str, str]] = []
+    evals = iter(plan)  # one pass: the suite's plan reads its datasets again on each walk
+    while batch := list(islice(evals, PLAN_BATCH)):
         rows = []
         for p in batch:
             if p.id not in known:
                 rows.append((suite_run_id, p.id, position, p.file, p.line, _json(p.tags).decode(), p.runs, p.cluster))
                 position += 1
+            elif p.runs > known[p.id]:
+                grown.append((p.runs, suite_run_id, p.id))
         _insert_rows(session, SUITE_EVALS, rows)
-    grown = [(p.runs, suite_run_id, p.id) for p in plan if p.id in known and p.runs > known[p.id]]
     session.executemany(session.sql("UPDATE suite_evals SET runs = ? WHERE suite_run_id = ? AND eval_id = ?"), grown)
 
 

@@ -21,6 +21,7 @@ from niceeval import AssertionResult, RunResult
 from niceeval._core.events import MessageEvent
 from niceeval._core.redact import Redactor, is_clean, scrub_run
 from niceeval._core.spans import SpanRecord
+from niceeval._core.summary import Plan, PlannedEval
 from niceeval.store import Store, SuiteRunStart, _driver
 from niceeval.store._connection import WriteConnection
 from niceeval.store._driver import connect, parse_url, stamp_sqlite, store_wide
@@ -461,3 +462,19 @@ def test_a_plan_larger_than_a_batch_is_stored_whole_in_order_and_extended_after_
     assert [p.line for p in stored[:3]] == [1, 2, 3] and stored[-1].line == 2
     assert (stored[-2].runs, stored[-1].runs, stored[0].runs) == (3, 3, 1)
     assert (info.evals, info.runs_planned) == (len(ids) + 1, len(ids) - 1 + 3 + 3)
+
+
+def test_a_streamed_plan_is_walked_a_fixed_number_of_times_whatever_its_batches(writer: Recorder) -> None:
+    """The suite's plan reads its datasets again on each walk: writing it batch by batch must not walk it per
+    batch (a million cases would be read 245 times, each walk holding the whole plan)."""
+    ids = [f"evals/a.py::qa[q{i}]" for i in range(PLAN_BATCH * 3 + 1)]
+    records = planned(*ids)
+    walks: list[int] = []
+
+    def read() -> Iterator[PlannedEval]:
+        walks.append(1)
+        return iter(records)
+
+    writer.begin(SuiteRunStart(id="streamed"), Plan(read, len(records), lambda eval_id: None))
+    assert [p.id for p in writer.store.planned("streamed")] == ids
+    assert len(walks) == 2  # the runs planned summed once, the rows written once
