@@ -28,8 +28,9 @@ def _thread_id() -> int:
 
 
 async def test_a_second_call_reuses_the_idle_thread() -> None:
-    first = await call_in_thread(_thread_id)
-    second = await call_in_thread(_thread_id)
+    pool = WorkerPool()  # its own: the shared pool may hold other idle threads from earlier tests
+    first = await pool.call(_thread_id)
+    second = await pool.call(_thread_id)
     assert first == second != threading.get_ident()
 
 
@@ -41,24 +42,28 @@ async def test_a_call_runs_on_a_daemon_thread_named_for_it() -> None:
 
 
 async def test_context_variables_set_by_a_call_do_not_reach_the_next() -> None:
+    pool = WorkerPool()  # its own: the shared pool may hold other idle threads from earlier tests
     REQUEST.set("caller")
-    assert await call_in_thread(REQUEST.get) == "caller"
-    await call_in_thread(lambda: REQUEST.set("inside"))
-    assert await call_in_thread(REQUEST.get) == "caller"
+    assert await pool.call(REQUEST.get) == "caller"
+    await pool.call(lambda: REQUEST.set("inside"))
+    assert await pool.call(REQUEST.get) == "caller"
     assert REQUEST.get() == "caller"
 
 
 async def test_a_thread_renamed_by_a_call_gets_its_name_back() -> None:
+    pool = WorkerPool()  # its own: the shared pool may hold other idle threads from earlier tests
+
     def rename() -> int:
         threading.current_thread().name = "mine"
         return threading.get_ident()
 
-    renamed = await call_in_thread(rename)
-    name, ident = await call_in_thread(lambda: (threading.current_thread().name, threading.get_ident()))
+    renamed = await pool.call(rename)
+    name, ident = await pool.call(lambda: (threading.current_thread().name, threading.get_ident()))
     assert (name, ident) == (BUSY_NAME, renamed)
 
 
 async def test_an_event_loop_set_by_a_call_is_gone_for_the_next() -> None:
+    pool = WorkerPool()  # its own: the shared pool may hold other idle threads from earlier tests
     loop = asyncio.new_event_loop()
 
     def set_loop() -> int:
@@ -72,8 +77,8 @@ async def test_an_event_loop_set_by_a_call_is_gone_for_the_next() -> None:
             return threading.get_ident(), str(exc)
 
     try:
-        ident = await call_in_thread(set_loop)
-        assert await call_in_thread(current_loop) == (ident, f"There is no current event loop in thread '{BUSY_NAME}'.")
+        ident = await pool.call(set_loop)
+        assert await pool.call(current_loop) == (ident, f"There is no current event loop in thread '{BUSY_NAME}'.")
     finally:
         loop.close()
 
