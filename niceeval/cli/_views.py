@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 from rich.console import Console
 
 from niceeval._core.results import RunResult
+from niceeval._core.suite_totals import SuiteTotals
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
 from niceeval._core.text import clean
 from niceeval._core.wording import usd
@@ -124,31 +126,57 @@ def _replay(
     """
     sinks = ReporterSet(reporters)
     sinks.start(plan, [])
-    tallies = {p.id: EvalTally(eval=p) for p in plan}
+    totals = _totals(info, plan)
 
-    def summed(held: Iterable[EvalTally]) -> SuiteSummary:
-        return SuiteSummary.of(
-            held,
+    def summed(unfinished: list[EvalTally]) -> SuiteSummary:
+        return SuiteSummary(
+            totals=totals,
+            unfinished=unfinished,
             problems=[Problem(location=e["location"], message=e["message"]) for e in info.errors] if not one else [],
             duration_s=info.duration_s or 0.0,
-            strict=info.strict,
-            min_pass_rate=info.min_pass_rate,
             interrupted=info.status == "interrupted",
             missing_runs=0 if info.status == "finished" or one else max(0, info.runs_planned - info.runs_done),
         )
 
-    under_way = summed(())  # the gates an eval is judged by while the runs come in, as a live suite's summary
+    under_way = summed([])  # the gates an eval is judged by while the runs come in, as a live suite's summary
+    planned = {p.id: p for p in plan}
+    tallies: dict[str, EvalTally] = {}
+    """The evals with a run in and runs to come: a done eval is folded into `totals`, as the suite folds it."""
+    done: set[str] = set()
     for result in runs:
         tally = tallies.get(result.eval_id)
         if tally is None:
-            continue
+            if result.eval_id not in planned or result.eval_id in done:
+                continue
+            tally = tallies[result.eval_id] = EvalTally(eval=planned[result.eval_id])
         tally.add(result)
         sinks.run_finished(result)
         if tally.done == tally.eval.runs:
             sinks.eval_finished(tally, under_way)
-    summary = summed(tallies.values())
+            totals.add(tally)
+            done.add(result.eval_id)
+            del tallies[result.eval_id]
+    unfinished = (
+        [] if len(done) == len(plan) else [tallies.get(p.id) or EvalTally(eval=p) for p in plan if p.id not in done]
+    )
+    for tally in unfinished:
+        totals.add(tally)
+    totals.close()
+    summary = summed(unfinished)
     sinks.finish(summary)
     return summary
+
+
+def _totals(info: SuiteRunInfo, plan: Sequence[PlannedEval]) -> SuiteTotals:
+    """The suite run's figures, empty: its evals are folded in as they are done (`SuiteTotals`)."""
+    shared = Counter(p.cluster for p in plan if p.cluster is not None and p.cluster != p.id)
+    return SuiteTotals(
+        strict=info.strict,
+        min_pass_rate=info.min_pass_rate,
+        planned=len(plan),
+        clustered=bool(shared),
+        shared=shared,
+    )
 
 
 class _Keep:

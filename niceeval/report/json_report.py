@@ -1,10 +1,12 @@
 """The JSON reporter: one document per suite, its schema versioned.
 
-Runs arrive in completion order and are spooled to a temporary file as they come. When the suite says an eval
-is done (`eval_finished`), its entry (the eval's figures, then its runs) is written to a second spool and its
-runs' places are forgotten, so memory holds only the evals under way. At the end the document is written
-atomically: the summary, then the evals in the order they finished, then those that did not (an interrupted
-suite, or a reporter driven without `eval_finished`), in plan order.
+Runs arrive in completion order. The runs of the eval the last run belongs to are held in memory; when a run of
+another eval comes in, they are spooled to a temporary file (so an eval whose runs come one after the other, as a
+stored run replays them, never touches the spool). When the suite says an eval is done (`eval_finished`), its
+entry (the eval's figures, then its runs, as bytes) is written to a second spool and its runs' places are
+forgotten, so memory holds only one eval's runs and the places of the evals under way. At the end the document is
+written atomically: the summary, then the evals in the order they finished (the spool's bytes copied as they
+are), then those that did not (an interrupted suite, or a reporter driven without `eval_finished`), in plan order.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -56,6 +59,9 @@ class JsonReporter:
         self._spool: IO[bytes] | None = None
         self._offsets: dict[str, list[tuple[int, int, int]]] = {}
         """Per eval: (run index, position, length) of each run's JSON in the spool."""
+        self._held_id: str | None = None
+        self._held: list[tuple[int, bytes]] = []
+        """The runs (run index, JSON) of the eval `_held_id`, the one the last run belongs to: not spooled yet."""
         self._plan: Sequence[PlannedEval] = ()
         """The plan as the suite gave it (the suite's is read again when walked: only for the evals not done)."""
         self._done: IO[bytes] | None = None
@@ -81,15 +87,30 @@ class JsonReporter:
         self._variants.add(result)
         self._attacks.add(result)
         data = self._record(result)
+        if result.eval_id != self._held_id:
+            self._spill()
+            self._held_id = result.eval_id
+        self._held.append((result.run_index, data))
+
+    def _spill(self) -> None:
+        """Spool the held runs (a run of another eval came in)."""
+        if not self._held:
+            return
+        assert self._spool is not None and self._held_id is not None
         position = self._spool.seek(0, os.SEEK_END)
-        self._spool.write(data)
-        self._offsets.setdefault(result.eval_id, []).append((result.run_index, position, len(data)))
+        places = self._offsets.setdefault(self._held_id, [])
+        for run_index, data in self._held:
+            places.append((run_index, position, len(data)))
+            position += len(data)
+        self._spool.write(b"".join(data for _, data in self._held))
+        self._held = []
 
     def eval_finished(self, tally: EvalTally, summary: SuiteSummary) -> None:
         """Write a done eval's entry, with its runs, and forget where its runs were."""
         assert self._done is not None
-        entry = self._entry(tally.eval, tally, summary)
-        self._done.write((("," if self._streamed else "") + entry).encode())
+        if self._streamed:
+            self._done.write(b",")
+        self._done.write(self._entry(tally.eval, tally, summary))
         self._streamed = True
         self._offsets.pop(tally.eval.id, None)
 
@@ -98,7 +119,7 @@ class JsonReporter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         partial = self.path.with_name(self.path.name + ".partial")
         try:
-            with partial.open("w", encoding="utf-8") as out:
+            with partial.open("wb") as out:
                 self._write(out, summary)
             os.replace(partial, self.path)
         finally:
@@ -107,7 +128,7 @@ class JsonReporter:
                 if spool is not None:
                     spool.close()
 
-    def _write(self, out: IO[str], summary: SuiteSummary) -> None:
+    def _write(self, out: IO[bytes], summary: SuiteSummary) -> None:
         counts = summary.eval_counts()
         head: dict[str, Any] = {
             "schema_version": JSON_SCHEMA_VERSION,
@@ -146,22 +167,23 @@ class JsonReporter:
         attacks = self._attacks.rates()
         if attacks is not None:
             head["attacks"] = attacks.describe()
-        out.write(json.dumps(scrub(head))[:-1] + ', "evals": [')
+        out.write((json.dumps(scrub(head))[:-1] + ', "evals": [').encode())
         assert self._done is not None
         self._done.seek(0)
-        while chunk := self._done.read(1 << 16):
-            out.write(chunk.decode())
+        shutil.copyfileobj(self._done, out)
         tallies = {t.eval.id: t for t in summary.unfinished if not (self._streamed and t.done == t.eval.runs)}
         written = self._streamed
         for planned in self._plan if tallies else ():
             tally = tallies.get(planned.id)
             if tally is not None:
-                out.write(("," if written else "") + self._entry(planned, tally, summary))
+                if written:
+                    out.write(b",")
+                out.write(self._entry(planned, tally, summary))
                 written = True
-        out.write("]}\n")
+        out.write(b"]}\n")
 
-    def _entry(self, planned: PlannedEval, tally: EvalTally, summary: SuiteSummary) -> str:
-        """One eval's entry: its figures, then its runs in run order."""
+    def _entry(self, planned: PlannedEval, tally: EvalTally, summary: SuiteSummary) -> bytes:
+        """One eval's entry (UTF-8): its figures, then its runs in run order."""
         rate = tally.pass_rate(strict=summary.strict)
         item = {  # its only text from outside is the eval's id, file and tags: scrubbed, the rest is niceeval's
             "id": without_surrogates(planned.id),
@@ -177,16 +199,24 @@ class JsonReporter:
             "latency_p95_s": _rounded(tally.latency(0.95)),
             "points": _points(tally),
         }
-        return json.dumps(item)[:-1] + ', "runs": [' + ",".join(self._read_runs(planned.id)) + "]}"
+        runs = b",".join(self._read_runs(planned.id))
+        return b"".join(((json.dumps(item)[:-1] + ', "runs": [').encode(), runs, b"]}"))
 
-    def _read_runs(self, eval_id: str) -> list[str]:
-        """The eval's runs in run order, as the JSON pydantic wrote (copied as is: no parse and re-dump)."""
+    def _read_runs(self, eval_id: str) -> list[bytes]:
+        """The eval's runs in run order, as the JSON pydantic wrote (copied as is: no parse and re-dump).
+
+        Its held runs, if any, are let go.
+        """
         assert self._spool is not None
         runs = []
-        for _, position, length in sorted(self._offsets.get(eval_id, [])):
+        for run_index, position, length in self._offsets.get(eval_id, []):
             self._spool.seek(position)
-            runs.append(self._spool.read(length).decode())
-        return runs
+            runs.append((run_index, self._spool.read(length)))
+        if eval_id == self._held_id:
+            runs.extend(self._held)
+            self._held_id, self._held = None, []
+        runs.sort(key=lambda run: run[0])
+        return [data for _, data in runs]
 
 
 @functools.lru_cache(maxsize=1024)

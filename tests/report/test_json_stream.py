@@ -85,3 +85,36 @@ def test_a_reporter_failing_on_an_eval_misses_it_and_still_writes_its_report(
     assert "reporter Broken left out 2 eval(s) it failed on (see above)" in err
     # never told an eval was written: every eval is written at the end, in plan order
     assert [e["id"] for e in json.loads(path.read_text())["evals"]] == ["a", "b", "c"]
+
+
+IN_ORDER = [run("a", "passed", 1), run("a", "failed", 0), run("b", "passed", 0), run("b", "passed", 1)]
+
+
+def test_an_eval_whose_runs_come_one_after_another_is_never_spooled(tmp_path: Path) -> None:
+    reporter = JsonReporter(tmp_path / "report.json")
+    plan = [PlannedEval(id=i, file="evals/x.py", line=1, runs=2) for i in ("a", "b")]
+    tallies = {p.id: EvalTally(eval=p) for p in plan}
+    summary = SuiteSummary.of(list(tallies.values()), problems=[], duration_s=1.0, strict=False, min_pass_rate=1.0)
+    reporter.start(plan, [])
+    for one in IN_ORDER:
+        tallies[one.eval_id].add(one)
+        reporter.run_finished(one)
+        if tallies[one.eval_id].done == 2:
+            reporter.eval_finished(tallies[one.eval_id], summary)
+    assert reporter._spool is not None and reporter._spool.seek(0, 2) == 0  # held in memory, then written
+    assert reporter._held == [] and reporter._offsets == {}
+    reporter.finish(summary)
+
+
+def test_held_and_spooled_runs_give_the_same_document(tmp_path: Path) -> None:
+    """Runs that come one eval after another (held) and interleaved ones (spooled): the same entries, in run order."""
+    held, spooled = tmp_path / "held.json", tmp_path / "spooled.json"
+    suite(JsonReporter(held), IN_ORDER, ["a", "b"], tell=True)
+    interleaved = [IN_ORDER[0], IN_ORDER[2], IN_ORDER[1], IN_ORDER[3]]
+    suite(JsonReporter(spooled), interleaved, ["a", "b"], tell=True)
+    one, other = held.read_bytes(), spooled.read_bytes()
+    assert one[one.index(b'"evals"') :] == other[other.index(b'"evals"') :]
+    doc = json.loads(one)
+    assert [(e["id"], [r["run_index"] for r in e["runs"]]) for e in doc["evals"]] == [("a", [0, 1]), ("b", [0, 1])]
+    assert [r["outcome"] for r in doc["evals"][0]["runs"]] == ["failed", "passed"]
+    assert one.endswith(b"]}\n")

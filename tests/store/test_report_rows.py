@@ -5,8 +5,10 @@ PostgreSQL)."""
 from __future__ import annotations
 
 import io
+import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from rich.console import Console
@@ -175,3 +177,34 @@ def test_report_prints_the_first_evals_then_failures_and_counts_the_rest(store: 
     assert " PASS   evals/a.py::e198" in text and "evals/a.py::e200" not in text
     assert "... 5 more evals not shown (5 passed)" in text
     assert "203 passed, 0 scored, 2 failed, 0 skipped (205 evals, 205 runs)" in text
+
+
+def test_an_interrupted_run_reports_its_done_evals_as_they_finished_then_the_rest_in_plan_order(
+    store: Store, tmp_path: Path
+) -> None:
+    from niceeval.cli._views import ReportFiles, _report_stored
+
+    runs = [  # c is done first, then a; b has one of its two runs; d never started
+        result("c", "failed", run_index=1, score=0.0),
+        result("a", run_index=0),
+        result("b", run_index=1),
+        result("c", run_index=0),
+        result("a", run_index=1),
+    ]
+    with recording(store) as recorder:
+        recorder.begin(SuiteRunStart(id="s1", command=["niceeval", "run"]), planned("a", "b", "c", "d", runs=2))
+        recorder.add("s1", runs)
+        recorder.finish("s1", SuiteEnd(status="interrupted", exit_code=130, duration_s=1.0))
+    path = tmp_path / "report.json"
+    summary = _report_stored(store, store.info("s1"), [], ReportFiles(json=path))
+    assert [(t.eval.id, t.done) for t in summary.unfinished] == [("b", 1), ("d", 0)]
+    assert summary.eval_counts() == {"passed": 2, "scored": 0, "failed": 1, "skipped": 0}  # b by its one run
+    assert (summary.runs_done, summary.evals, summary.missing_runs) == (5, 4, 3)
+    doc = json.loads(path.read_text())
+    assert [(e["id"], e["status"], [r["run_index"] for r in e["runs"]]) for e in doc["evals"]] == [
+        ("c", "failed", [0, 1]),
+        ("a", "passed", [0, 1]),
+        ("b", "passed", [1]),
+        ("d", None, []),
+    ]
+    assert doc["summary"]["runs"] == 5 and doc["missing_runs"] == 3 and doc["interrupted"] is True
