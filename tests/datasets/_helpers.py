@@ -55,7 +55,13 @@ def write(root: Path, rel: str, text: str) -> Path:
 
 
 def run_project(
-    root: Path, *, keyword: str | None = None, tags: Sequence[str] = (), runs: int = 1, **suite: Any
+    root: Path,
+    *,
+    keyword: str | None = None,
+    tags: Sequence[str] = (),
+    runs: int = 1,
+    concurrency: int = 4,
+    **suite: Any,
 ) -> Kept:
     """Discover, plan and run every eval under `root/evals` with the config found at `root`."""
     config = load_config(root)
@@ -64,7 +70,7 @@ def run_project(
     entries = select(plan.evals, keyword=keyword, tags=tags)
     options = SuiteOptions(
         runs=runs,
-        concurrency=4,
+        concurrency=concurrency,
         exec=ExecOptions(timeout=30, agent=config.agent, root=root, judge=config.judge, no_cache=True),
         **suite,
     )
