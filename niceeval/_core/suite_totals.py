@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from niceeval._core.outcome import OUTCOMES, Outcome
 from niceeval._core.results import Spend
-from niceeval._core.tally import EvalTally
+from niceeval._core.tally import EvalTally, SpendSum
 
 
 @dataclass(kw_only=True, slots=True)
@@ -91,8 +91,8 @@ class SuiteTotals:
     inconclusive: int = 0
     infra: int = 0
     unstable: int = 0
-    agent_spend: Spend = field(default_factory=Spend)
-    judge_spend: Spend = field(default_factory=Spend)
+    _agent: SpendSum = field(default_factory=SpendSum, repr=False)
+    _judge: SpendSum = field(default_factory=SpendSum, repr=False)
     rates: ClusterSums = field(default_factory=ClusterSums)
     """The counted evals' pass rates (their first runs under adaptive repeats), by cluster: the suite's rate."""
     cases: ClusterSums = field(default_factory=ClusterSums)
@@ -134,10 +134,7 @@ class SuiteTotals:
         self.inconclusive += tally.inconclusive
         self.infra += tally.infra
         self.unstable += tally.unstable
-        if tally.agent_spend is not None:
-            self.agent_spend = self.agent_spend + tally.agent_spend
-        if tally.judge_spend is not None:
-            self.judge_spend = self.judge_spend + tally.judge_spend
+        tally.spend_into(self._agent, self._judge)
         cluster = tally.eval.cluster if _shares(tally) else None
         passes, counted = tally.case_counts(strict=self.strict)
         if counted:
@@ -159,6 +156,16 @@ class SuiteTotals:
         for sums in (self.rates, self.cases, self.points):
             sums.release_all()
         self.shared.clear()
+
+    @property
+    def agent_spend(self) -> Spend:
+        """What the agent spent over the evals folded."""
+        return self._agent.spend
+
+    @property
+    def judge_spend(self) -> Spend:
+        """What the judges spent over the evals folded (calls and cached verdicts)."""
+        return self._judge.spend
 
     @property
     def failed(self) -> bool:

@@ -109,6 +109,43 @@ def _unpacked(packed: _Packed) -> Spend:
     return Spend.model_validate({**dict(zip(_SPEND_FIELDS, numbers, strict=True)), "unpriced": list(unpriced)})
 
 
+def _summed(total: _Packed | None, more: _Packed) -> _Packed:
+    """`total + more` as `Spend.__add__` adds them (the cost unknown once either is), without a model per sum."""
+    if total is None:
+        return more
+    cost = None if total[5] is None or more[5] is None else total[5] + more[5]
+    return (
+        total[0] + more[0],
+        total[1] + more[1],
+        total[2] + more[2],
+        total[3] + more[3],
+        total[4] + more[4],
+        cost,
+        total[6] + more[6],
+        tuple(dict.fromkeys(total[7] + more[7])),
+    )
+
+
+_NOTHING: _Packed = (0, 0, 0, 0, 0, 0.0, 0, ())
+
+
+@dataclass(slots=True)
+class SpendSum:
+    """A running sum of `Spend`s kept as plain numbers, from `Spend()`: adding one builds no model (a suite adds
+    one per eval)."""
+
+    _total: _Packed = _NOTHING
+
+    def fold(self, packed: _Packed | None) -> None:
+        """Add an eval's packed spend (`EvalTally.spend_into`); None: it spent nothing."""
+        if packed is not None:
+            self._total = _summed(self._total, packed)
+
+    @property
+    def spend(self) -> Spend:
+        return _unpacked(self._total)
+
+
 @dataclass(kw_only=True, slots=True)
 class EvalTally:
     """Running totals for one eval across its runs: small and constant in size."""
@@ -187,11 +224,9 @@ class EvalTally:
         if result.provenance != "executed":  # an experiment's carried attempt: paid for by the run that made it
             return
         if result.agent_spend.calls:
-            spent = result.agent_spend if self._agent is None else _unpacked(self._agent) + result.agent_spend
-            self._agent = _packed(spent)
+            self._agent = _summed(self._agent, _packed(result.agent_spend))
         if result.judge_spend.calls or result.judge_spend.cached:
-            spent = result.judge_spend if self._judge is None else _unpacked(self._judge) + result.judge_spend
-            self._judge = _packed(spent)
+            self._judge = _summed(self._judge, _packed(result.judge_spend))
 
     def add_points(self, earned: float | None, possible: float | None) -> None:
         """Count a non-skipped run's points (nothing for a run of a pass/fail eval)."""
@@ -210,6 +245,11 @@ class EvalTally:
     def judge_spend(self) -> Spend | None:
         """What the judges spent over this eval's runs (calls or cached verdicts); None when none judged."""
         return None if self._judge is None else _unpacked(self._judge)
+
+    def spend_into(self, agent: SpendSum, judge: SpendSum) -> None:
+        """Add what the agent and the judges spent over this eval's runs to the suite's sums."""
+        agent.fold(self._agent)
+        judge.fold(self._judge)
 
     def passing(self, *, strict: bool) -> int:
         """Runs that count as passes: `passed`, and `scored` unless strict."""

@@ -123,8 +123,11 @@ def _family_of(result: RunResult) -> str | None:
     family = result.metadata.get("attack_family")
     if isinstance(family, str):
         return family
-    case_id = result.case_id or ""
-    return next((name for name in FAMILIES if case_id.startswith(f"{name}-")), None)
+    head, dash, _ = (result.case_id or "").partition("-")
+    return head if dash and head in _FAMILIES else None  # no family name holds a `-`: the id's start is the family
+
+
+_FAMILIES = frozenset(FAMILIES)
 
 
 def attack_rates(results: Iterable[RunResult]) -> AttackRates | None:

@@ -237,6 +237,8 @@ def _report_stored(store: Store, info: SuiteRunInfo, reporters: Sequence[Reporte
     The HTML page shows each run's conversation and judge calls, which the rows' light `RunResult`s leave out: it
     is written from a second read of the full records (`Store.results`).
     """
+    from niceeval._run.gc_pacing import paced_collection
+
     plan = store.planned(info.id)
     records = _StoredRecords()
     files_written: list[Reporter] = []
@@ -244,9 +246,10 @@ def _report_stored(store: Store, info: SuiteRunInfo, reporters: Sequence[Reporte
         files_written.append(JsonReporter(files.json, run_id=info.id, record=records))
     if files.junit is not None:
         files_written.append(JUnitReporter(files.junit, strict=info.strict, min_pass_rate=info.min_pass_rate))
-    summary = _replay(records.runs(store, info.id), info, plan, [*reporters, *files_written])
-    if files.html is not None:
-        _replay(store.results(info.id), info, plan, [html_reporter(info, files.html)])
+    with paced_collection():  # the plan frozen out of the collector's passes, as a suite's is
+        summary = _replay(records.runs(store, info.id), info, plan, [*reporters, *files_written])
+        if files.html is not None:
+            _replay(store.results(info.id), info, plan, [html_reporter(info, files.html)])
     return summary
 
 
