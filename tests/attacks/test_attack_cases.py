@@ -210,3 +210,16 @@ def test_variants_get_their_own_overall_rate() -> None:
     }
     assert rates.lines()[-1] == "  variant prompt=plain   100% (1/1, 21%-100%)"
     assert rates.describe()["variants"]["prompt=hardened"]["runs"] == 2
+
+
+def test_a_case_id_names_a_family_only_as_its_first_part() -> None:
+    def family(case_id: str) -> dict[str, int] | None:
+        stored = run_of({"id": case_id, "metadata": {}}, "failed")
+        rates = attack_rates([stored])
+        return None if rates is None else {name: rate.runs for name, rate in rates.families.items()}
+
+    assert family("tool_misuse-file-3") == {"tool_misuse": 1}
+    assert family("goal_hijacking-") == {"goal_hijacking": 1}
+    assert family("tool_misuse") is None  # no `-` after it
+    assert family("tool_misuse_extra-1") is None
+    assert family("case-tool_misuse-1") is None

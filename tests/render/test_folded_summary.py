@@ -173,3 +173,29 @@ def test_an_empty_suite_has_no_figures() -> None:
     assert folded_points(totals).note == "no score evals"
     assert folded_power(totals).note == "no cases"
     assert not totals.failed and totals.runs_per_case() == 1
+
+
+def test_spend_sums_are_what_adding_the_spends_gives() -> None:
+    """The suite's and an eval's sums keep plain numbers, not a `Spend` per addition: the same figures as
+    `Spend.__add__` from `Spend()` (an unknown cost stays unknown, each unpriced model named once, in order)."""
+    spends = [
+        Spend(calls=1, tokens=7, input_tokens=3, output_tokens=4, cost=0.1),
+        Spend(calls=2, tokens=5, cache_read_tokens=5, cost=0.2, unpriced=["m2", "m1"]),
+        Spend(calls=1, tokens=1, output_tokens=1, cost=None, unpriced=["m1", "m3"]),
+        Spend(calls=1, tokens=2, input_tokens=2, cost=0.3),
+    ]
+    judged = [Spend(cached=2, cost=0.0), Spend(calls=1, tokens=9, cost=0.05)]
+    totals = SuiteTotals(**GATES, planned=3)  # type: ignore[arg-type]
+    for n, (agent, judge) in enumerate([(spends[:2], judged), (spends[2:3], []), (spends[3:], [])]):
+        tally = EvalTally(eval=PlannedEval(id=f"e{n}", file="f.py", line=1, runs=2))
+        for index, (one, other) in enumerate(zip(agent, [*judge, Spend(), Spend()], strict=False)):
+            run = {"eval_id": tally.eval.id, "file": "f.py", "line": 1, "outcome": "passed", "duration_s": 0.1}
+            tally.add(RunResult.model_validate({**run, "run_index": index, "agent_spend": one, "judge_spend": other}))
+        totals.add(tally)
+    added = Spend()
+    for spend in spends:
+        added = added + spend
+    assert totals.agent_spend == added
+    assert totals.agent_spend.cost is None and totals.agent_spend.unpriced == ["m2", "m1", "m3"]
+    assert totals.judge_spend == Spend() + judged[0] + judged[1]
+    assert (totals.judge_spend.calls, totals.judge_spend.cached) == (1, 2)

@@ -208,3 +208,13 @@ def test_an_interrupted_run_reports_its_done_evals_as_they_finished_then_the_res
         ("d", None, []),
     ]
     assert doc["summary"]["runs"] == 5 and doc["missing_runs"] == 3 and doc["interrupted"] is True
+
+
+def test_the_plan_reads_back_its_tags_clusters_and_runs_in_order(store: Store) -> None:
+    plan = [
+        PlannedEval(id="evals/a.py::b", file="evals/a.py", line=9, tags=("slow", "é \u2028"), runs=3, cluster="c1"),
+        PlannedEval(id="evals/a.py::a", file="evals/a.py", line=2),
+        PlannedEval(id="evals/b.py::c[x]", file="evals/b.py", line=4, tags=("[]",), cluster="c1"),
+    ]
+    record(store, "tagged", [result("evals/a.py::a")], plan=plan)
+    assert store.planned("tagged") == plan
