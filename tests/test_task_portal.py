@@ -7,15 +7,18 @@ from __future__ import annotations
 import concurrent.futures
 import threading
 import time
+from typing import Any
 
 import anyio
 import pytest
 
-from niceeval import EvalSpec, RunResult, SyncEvalContext, define_eval
+from niceeval import EvalContext, EvalSpec, RunResult, SyncEvalContext, define_eval
+from niceeval._core.events import EventLog
 from niceeval._core.threads import TaskPortal, call_in_thread
 from niceeval._eval.cases import Case
 from niceeval._run.discovery import EvalEntry
 from niceeval._run.execute import ExecOptions, execute
+from niceeval.agents import AgentReply
 from niceeval.expect import includes, satisfies
 
 pytestmark = pytest.mark.anyio
@@ -122,3 +125,65 @@ def test_a_sync_eval_that_only_checks_makes_none_of_the_conversation_parts() -> 
     result = _run(ev)
     assert result.outcome == "passed"
     assert not {"_sessions", "_judge", "_scope", "_observed", "_comparisons", "_case_checks"} & seen[0]
+
+
+class _Recording:
+    """An agent whose sessions say when they open and close."""
+
+    def __init__(self, *, slow: bool = False) -> None:
+        self.seen: list[str] = []
+        self._slow = slow
+
+    async def open(self, session_id: str, log: EventLog) -> _RecordingSession:
+        self.seen.append("open")
+        return _RecordingSession(session_id, self)
+
+
+class _RecordingSession:
+    def __init__(self, session_id: str, agent: _Recording) -> None:
+        self.id = session_id
+        self._agent = agent
+
+    async def send(self, message: str, *, output: type[Any] | None = None) -> AgentReply:
+        if self._agent._slow:
+            await anyio.sleep(10)
+        return AgentReply(text="answer " + message)
+
+    async def close(self) -> None:
+        self._agent.seen.append("close")
+
+
+def test_the_session_a_sync_evals_send_opened_is_closed_when_the_run_ends() -> None:
+    agent = _Recording()
+
+    @define_eval(agent=agent)
+    def ev(t: SyncEvalContext) -> None:
+        t.send("42")
+        t.check(t.reply, includes("answer 42"))
+
+    result = _run(ev)
+    assert result.outcome == "passed"
+    assert agent.seen == ["open", "close"]
+
+
+def test_the_session_of_a_run_that_timed_out_mid_send_is_closed_too() -> None:
+    agent = _Recording(slow=True)
+
+    @define_eval(agent=agent, timeout=0.3)
+    async def ev(t: EvalContext) -> None:
+        await t.send("42")
+
+    result = _run(ev)
+    assert result.error is not None and result.error.kind == "timeout"
+    assert agent.seen == ["open", "close"]
+
+
+def test_a_run_that_never_sends_opens_no_session() -> None:
+    agent = _Recording()
+
+    @define_eval(agent=agent)
+    def ev(t: SyncEvalContext) -> None:
+        t.check(t.case["answer"], includes("answer"))
+
+    assert _run(ev).outcome == "passed"
+    assert agent.seen == []
