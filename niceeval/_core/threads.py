@@ -189,7 +189,7 @@ class TaskPortal:
         def spawn() -> None:
             try:
                 group.start_soon(_settle, func, args, future)
-            except BaseException as exc:  # the task group has ended: it starts nothing more
+            except RuntimeError as exc:  # the task group has ended: it starts nothing more
                 future.set_exception(exc)
 
         self._token.backend_class.run_sync_soon(spawn, (), self._token.native_token)
@@ -197,8 +197,9 @@ class TaskPortal:
 
 
 async def _settle(func: Callable[[Unpack[Ts]], Awaitable[T]], args: tuple[*Ts], future: Future[T]) -> None:
-    """Await `func(*args)` and hand its outcome to `future`; a cancellation cancels the future (the caller's
-    `result()` raises `concurrent.futures.CancelledError`) and goes on up, as any other `BaseException` does."""
+    """Await `func(*args)` and hand its outcome to `future`. A cancellation cancels the future (the caller's
+    `result()` raises `concurrent.futures.CancelledError`) and goes on up, as a `BaseException` that is not an
+    `Exception` does after it is handed over."""
     try:
         returned = await func(*args)
     except anyio.get_cancelled_exc_class():
