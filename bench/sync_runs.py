@@ -2,13 +2,15 @@
 
 Run by hand (pytest does not collect it): `python bench/sync_runs.py [--runs 5000]`. Each eval is `bench/scale.py`'s
 (one `includes` check of the case's answer); the runs go one after the other in one event loop, with the suite's
-judges, no reporter and no store, alternating sync and async twice. Prints CPU (process time) and wall per run.
+judges, no reporter and no store, alternating sync and async twice. Prints CPU (process time) and wall per run, and
+the load average.
 To compare with another checkout, put its `niceeval/` first on `PYTHONPATH`.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -50,6 +52,7 @@ async def _main(runs: int) -> None:
         for spec in (sync_qa, async_qa, sync_qa, async_qa):
             cpu, wall = await _per_run(spec, runs, options)
             print(f"{spec.name:>8}: {cpu * 1e6:6.1f} us CPU, {wall * 1e6:6.1f} us wall per run", flush=True)
+        print(f"load average {os.getloadavg()[0]:.1f}")
     finally:
         await judges.aclose()
 

@@ -1,6 +1,6 @@
 """Blocking work off the event loop: user code (sync evals, sync agents, sync tools) on a pool of daemon threads,
 so a timeout can abandon it for good, and niceeval's own lazy imports in a worker thread, so loading an SDK never
-stalls the evals.
+stalls the evals; and the way back into the loop from such a thread (`Portal`, `TaskPortal`).
 """
 
 from __future__ import annotations
@@ -11,16 +11,21 @@ import os
 import sys
 import threading
 import weakref
-from collections.abc import Callable, MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping
+from concurrent.futures import Future
 from contextlib import suppress
 from dataclasses import dataclass, field
 from queue import Empty, SimpleQueue
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, TypeVarTuple, Unpack
 
 import anyio
 from anyio.lowlevel import EventLoopToken
 
+if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
+
 T = TypeVar("T")
+Ts = TypeVarTuple("Ts")
 
 BUSY_NAME = "niceeval-sync-call"
 """A pool thread's name while it runs a call (user code sees it as `threading.current_thread().name`)."""
@@ -149,6 +154,63 @@ def _empty_pool() -> None:
 
 if sys.platform != "win32":  # Windows has no fork
     os.register_at_fork(after_in_child=_empty_pool)
+
+
+class Portal(Protocol):
+    """A thread's way into the event loop: `call` runs a coroutine function there and blocks until it returns
+    (`anyio.from_thread.BlockingPortal` is one; `TaskPortal` is a run's)."""
+
+    def call(self, func: Callable[[Unpack[Ts]], Awaitable[T]], *args: *Ts) -> T: ...
+
+
+class TaskPortal:
+    """A portal whose calls run as tasks of one task group: a plain `def` eval's way into the loop, made with the
+    run's task group so the run's deadline and cancellation reach its calls as they reach the run's own tasks.
+
+    What `BlockingPortal.call` does, without the portal's own task group (entered and left once per run, that
+    was a sizeable part of a cheap sync eval's cost) and with one hop into the loop per call instead of two. A
+    call after the task group ended (a thread abandoned on a timeout, still going) raises `RuntimeError`.
+    """
+
+    __slots__ = ("_task_group", "_token", "_loop_thread")
+
+    def __init__(self, task_group: TaskGroup) -> None:
+        self._task_group = task_group
+        self._token = anyio.lowlevel.current_token()
+        self._loop_thread = threading.get_ident()
+
+    def call(self, func: Callable[[Unpack[Ts]], Awaitable[T]], *args: *Ts) -> T:
+        """`await func(*args)` as a task of the task group, from a thread other than the loop's; its outcome."""
+        if threading.get_ident() == self._loop_thread:
+            raise RuntimeError("TaskPortal.call waits for the event loop: call it from another thread, not the loop's")
+        future: Future[T] = Future()
+        group = self._task_group
+
+        def spawn() -> None:
+            try:
+                group.start_soon(_settle, func, args, future)
+            except RuntimeError as exc:  # the task group has ended: it starts nothing more
+                future.set_exception(exc)
+
+        self._token.backend_class.run_sync_soon(spawn, (), self._token.native_token)
+        return future.result()
+
+
+async def _settle(func: Callable[[Unpack[Ts]], Awaitable[T]], args: tuple[*Ts], future: Future[T]) -> None:
+    """Await `func(*args)` and hand its outcome to `future`. A cancellation cancels the future (the caller's
+    `result()` raises `concurrent.futures.CancelledError`) and goes on up, as a `BaseException` that is not an
+    `Exception` does after it is handed over."""
+    try:
+        returned = await func(*args)
+    except anyio.get_cancelled_exc_class():
+        future.cancel()
+        raise
+    except BaseException as exc:
+        future.set_exception(exc)
+        if not isinstance(exc, Exception):
+            raise
+    else:
+        future.set_result(returned)
 
 
 _LOADED: set[str] = set()

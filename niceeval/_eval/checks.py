@@ -21,7 +21,8 @@ from niceeval._eval.points import awarded, check_points
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
-    from anyio.from_thread import BlockingPortal
+
+    from niceeval._core.threads import Portal
 
 
 class StopEval(BaseException):
@@ -233,7 +234,7 @@ class BlockingChecks(Checks):
 
     __slots__ = ("_portal",)
 
-    def __init__(self, state: CheckState, portal: BlockingPortal) -> None:
+    def __init__(self, state: CheckState, portal: Portal) -> None:
         super().__init__(state)
         self._portal = portal
 
@@ -252,7 +253,7 @@ class BlockingChecks(Checks):
         return self._finish(handle, result, required)
 
 
-def thread_starter(portal: BlockingPortal, task_group: TaskGroup) -> Starter:
+def thread_starter(portal: Portal, task_group: TaskGroup) -> Starter:
     """How a sync eval's thread starts work on the run's task group: by hopping into the loop through `portal`."""
 
     def start(work: Work) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from contextlib import AbstractContextManager
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -74,44 +75,88 @@ class ContextBase:
     """
 
     def __init__(self, inputs: RunInputs, state: RunState, *, checks: Checks, start: Starter) -> None:
-        latest = Latest(state.awaits)
-        judge = RunJudge(
-            inputs.judge, start=start, reply=latest.reply, asked=latest.asked, log=state.log, case=inputs.case
+        self._inputs = inputs
+        self._state = state
+        self._checks = checks
+        self._start = start
+
+    # The parts behind the methods, each made on first use: most evals use a few (a dataset's check uses none).
+    @cached_property
+    def _latest(self) -> Latest:
+        return Latest(self._state.awaits)
+
+    @cached_property
+    def _judge(self) -> RunJudge:
+        state, latest = self._state, self._latest
+        return RunJudge(
+            self._inputs.judge,
+            start=self._start,
+            reply=latest.reply,
+            asked=latest.asked,
+            log=state.log,
+            case=self._inputs.case,
         )
-        scope = ScopeHost(
+
+    @cached_property
+    def _scope(self) -> ScopeHost:
+        inputs, state = self._inputs, self._state
+        return ScopeHost(
             eval_id=inputs.eval_id,
-            checks=checks,
+            checks=self._checks,
             scoped=state.scoped,
-            judge=judge,
+            judge=self._judge,
             pricing=inputs.pricing,
             awaits=state.awaits,
         )
+
+    @cached_property
+    def _sessions(self) -> Sessions:
+        inputs = self._inputs
         setup = ConversationSetup(
             agent=inputs.agent,
-            log=state.log,
+            log=self._state.log,
             eval_id=inputs.eval_id,
-            scope=scope,
+            scope=self._scope,
             pricing=inputs.pricing,
             followup_model=inputs.followup_model,
             sandbox=inputs.sandbox,
         )
-        comparisons = Comparisons(comparisons=state.comparisons, reply=latest.reply, asked=latest.asked)
-        self._inputs = inputs
-        self._state = state
-        self._checks = checks
-        self._judge = judge
-        self._sessions = Sessions(setup, latest)
-        self._observed = Observations(
-            log=state.log, scoped=state.scoped, diff_scoped=state.diff_scoped, pricing=inputs.pricing
+        return Sessions(setup, self._latest)
+
+    @cached_property
+    def _observed(self) -> Observations:
+        state = self._state
+        return Observations(
+            log=state.log, scoped=state.scoped, diff_scoped=state.diff_scoped, pricing=self._inputs.pricing
         )
-        self._traced = SpanAssertions(log=state.log, span_scoped=state.span_scoped)
-        self._comparisons = comparisons
-        self._case_checks = CaseChecks(case=inputs.case, scope=scope, reply=latest.reply, comparisons=comparisons)
-        self._sandbox: Sandbox | None = CheckedSandbox(inputs.sandbox) if inputs.sandbox is not None else None
+
+    @cached_property
+    def _traced(self) -> SpanAssertions:
+        return SpanAssertions(log=self._state.log, span_scoped=self._state.span_scoped)
+
+    @cached_property
+    def _comparisons(self) -> Comparisons:
+        latest = self._latest
+        return Comparisons(comparisons=self._state.comparisons, reply=latest.reply, asked=latest.asked)
+
+    @cached_property
+    def _case_checks(self) -> CaseChecks:
+        latest = self._latest
+        return CaseChecks(case=self._inputs.case, scope=self._scope, reply=latest.reply, comparisons=self._comparisons)
+
+    @cached_property
+    def _sandbox(self) -> Sandbox | None:
+        return CheckedSandbox(self._inputs.sandbox) if self._inputs.sandbox is not None else None
+
+    def _opened(self) -> bool:
+        """Whether an agent session is open, for `_close` to close (the conversations made none until asked for:
+        `cached_property` keeps a part in the instance's `__dict__` once made)."""
+        return "_sessions" in vars(self) and self._sessions.opened()
 
     async def _close(self) -> None:
         """Close the agent sessions of every conversation (the runner does, once the eval returned)."""
-        await self._sessions.close()
+        if self._opened():
+            await self._sessions.close()
 
     # What the run is given.
     @property

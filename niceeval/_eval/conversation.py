@@ -405,6 +405,11 @@ class Conversation:
         """This session's events among the run's `events` (the whole log, as scoped assertions get it)."""
         return events_in(self.spans, events)
 
+    @property
+    def opened(self) -> bool:
+        """Whether the agent session is open (a turn opened it; `close` ends it)."""
+        return self._session is not None
+
     async def close(self) -> None:
         if self._session is not None:
             session, self._session = self._session, None

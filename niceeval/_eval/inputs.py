@@ -23,8 +23,8 @@ from niceeval._eval.observe import Scoped
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
-    from anyio.from_thread import BlockingPortal
 
+    from niceeval._core.threads import Portal
     from niceeval._eval.cases import Case
     from niceeval._eval.experiment import ExperimentView
     from niceeval._eval.run_judge import JudgeOpener
@@ -58,7 +58,7 @@ class RunInputs:
     """The model that detects clarification questions (`t.send(followups=N)`)."""
     users: UserModelOpener | None = None
     """How `t.simulate` gets the run's user model (the runner's `JudgeSlot`); None outside a run."""
-    portal: BlockingPortal | None = None
+    portal: Portal | None = None
     """A plain `def` eval's way back into the event loop from its thread (required by `SyncEvalContext`)."""
     experiment: ExperimentView | None = None
     """The experiment the run is part of (`niceeval exp`): `t.experiment`, `t.model`, `t.flags`."""

@@ -74,6 +74,10 @@ class Sessions:
         self._all.append(self.current)
         return Session(self.current)
 
+    def opened(self) -> bool:
+        """Whether some conversation has its agent session open."""
+        return any(conversation.opened for conversation in self._all)
+
     async def close(self) -> None:
         """Close every conversation's agent session (the runner does, after the eval)."""
         for conversation in self._all:

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
-from anyio.from_thread import BlockingPortal
 
 from niceeval._core.awaits import CURRENT_TRACKER
 from niceeval._core.errors import ErrorInfo, UsageError, error_info
@@ -20,7 +19,7 @@ from niceeval._core.results import FailureHook, RunResult, Spend
 from niceeval._core.sandbox_kinds import CURRENT_SANDBOX, SandboxChoice
 from niceeval._core.settings import JudgeSettings, Price
 from niceeval._core.spans import SpanRecord
-from niceeval._core.threads import call_in_thread
+from niceeval._core.threads import Portal, TaskPortal, call_in_thread
 from niceeval._eval.checks import StopEval
 from niceeval._eval.compare import Comparison
 from niceeval._eval.context import ContextBase, EvalContext, RunInputs, RunState, SyncEvalContext
@@ -80,7 +79,7 @@ class ExecOptions:
     """The config's `classify_failure` hook: may reclassify each failed run (`agent`, `infra`, `eval`)."""
 
 
-async def _call(entry: EvalEntry, ctx: ContextBase, portal: BlockingPortal | None) -> None:
+async def _call(entry: EvalEntry, ctx: ContextBase, portal: Portal | None) -> None:
     spec = entry.spec
     if portal is None:
         await spec.fn(ctx)
@@ -156,7 +155,7 @@ def _exit_called(exc: SystemExit | KeyboardInterrupt) -> ErrorInfo:
     )
 
 
-async def _body(entry: EvalEntry, ctx: ContextBase, portal: BlockingPortal | None) -> ErrorInfo | None:
+async def _body(entry: EvalEntry, ctx: ContextBase, portal: Portal | None) -> ErrorInfo | None:
     try:
         await _call(entry, ctx, portal)
     except StopEval:
@@ -166,9 +165,15 @@ async def _body(entry: EvalEntry, ctx: ContextBase, portal: BlockingPortal | Non
     except (SystemExit, KeyboardInterrupt) as exc:  # the eval's own: Ctrl-C cancels the run instead of raising here
         return _exit_called(exc)
     finally:
-        with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_TIMEOUT_S):
-            await ctx._close()
+        if ctx._opened():  # shielded: the agent's sessions close also when the run timed out or was cancelled
+            with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_TIMEOUT_S):
+                await ctx._close()
     return None
+
+
+def _location(entry: EvalEntry) -> str:
+    """The eval's `file:line`, for a message (made only when one is: `entry.file` asks the working directory)."""
+    return f"{entry.file}:{entry.spec.line}"
 
 
 def _timed_out(entry: EvalEntry, timeout: float, *, ran_s: float | None = None) -> ErrorInfo:
@@ -181,7 +186,7 @@ def _timed_out(entry: EvalEntry, timeout: float, *, ran_s: float | None = None) 
     return ErrorInfo(
         type="TimeoutError",
         message=f"{message} (raise it with @define_eval(timeout=...) or --timeout)",
-        location=f"{entry.file}:{entry.spec.line}",
+        location=_location(entry),
         kind="timeout",
     )
 
@@ -213,37 +218,35 @@ async def _run_body(entry: EvalEntry, state: RunState, options: ExecOptions, set
         setup.judges, settings=settings, grader=options.grader, pricing=options.pricing, run_index=setup.run_index
     )
     started = anyio.current_time()
-    try:
-        with anyio.fail_after(timeout):
-            async with anyio.create_task_group() as tg:
-                inputs = RunInputs(
-                    eval_id=entry.id,
-                    task_group=tg,
-                    agent=_agent(entry, options, setup.run_index),
-                    case=entry.case,
-                    variant=entry.variant,
-                    sandbox=setup.sandbox,
-                    judge=slot,
-                    pricing=options.pricing,
-                    followup_model=settings.model,
-                    users=slot,
-                    experiment=options.experiment,
-                    trace=setup.trace,
-                )
-                if spec.is_async:
-                    error = await _body(entry, EvalContext(inputs, state), None)
-                else:  # a plain `def` eval runs in a thread, which reaches the loop through this portal
-                    async with BlockingPortal() as portal:
-                        ctx = SyncEvalContext(replace(inputs, portal=portal), state)
-                        error = await _body(entry, ctx, portal)
-    except TimeoutError:
+    # The task group's own scope carries the deadline (as `anyio.fail_after` would, one scope fewer a run).
+    async with anyio.create_task_group() as tg:
+        tg.cancel_scope.deadline = started + timeout
+        # A plain `def` eval runs in a thread, which reaches the loop through a portal on the run's task group.
+        portal = None if spec.is_async else TaskPortal(tg)
+        inputs = RunInputs(
+            eval_id=entry.id,
+            task_group=tg,
+            agent=_agent(entry, options, setup.run_index),
+            case=entry.case,
+            variant=entry.variant,
+            sandbox=setup.sandbox,
+            judge=slot,
+            pricing=options.pricing,
+            followup_model=settings.model,
+            users=slot,
+            portal=portal,
+            experiment=options.experiment,
+            trace=setup.trace,
+        )
+        ctx = EvalContext(inputs, state) if portal is None else SyncEvalContext(inputs, state)
+        error = await _body(entry, ctx, portal)
+    ran = anyio.current_time() - started
+    if tg.cancel_scope.cancelled_caught:
         error = _timed_out(entry, timeout)
-    else:
+    elif ran > timeout:
         # A run that blocked the loop past its deadline was never cancelled (the loop could not run the timer):
         # it still ran out of time, and passing it would be a silent wrong result.
-        ran = anyio.current_time() - started
-        if ran > timeout:
-            error = _timed_out(entry, timeout, ran_s=ran)
+        error = _timed_out(entry, timeout, ran_s=ran)
     state.assertions.extend(slot.results())
     return error
 
@@ -266,14 +269,13 @@ async def execute_run(
     resolve once the other variants of the case have run. `shared`: an eval group's sandbox, used (and left open)
     instead of the eval's own. `trace`: the production trace an online eval scores (an eval with `trace=` loads
     its saved one)."""
-    location = f"{entry.file}:{entry.spec.line}"
     if trace is None and entry.spec.trace is not None:
         from niceeval.tracing import Trace
 
         try:
             trace = Trace.load(entry.spec.file.parent / entry.spec.trace)
         except ValueError as exc:
-            info = ErrorInfo(type="UsageError", message=str(exc), location=location, kind="usage")
+            info = ErrorInfo(type="UsageError", message=str(exc), location=_location(entry), kind="usage")
             return _result(entry, run_index, options, RunState(), info, duration_s=0.0, kept=None), []
     if trace is not None:  # the trace is the agent (or answers the live agent's tools), sent the trace's input
         from niceeval.agents._runtime import TraceAgent, replaying_agent
@@ -285,7 +287,7 @@ async def execute_run(
                 else TraceAgent(trace)
             )
         except UsageError as exc:
-            info = ErrorInfo(type="UsageError", message=str(exc), location=location, kind="usage")
+            info = ErrorInfo(type="UsageError", message=str(exc), location=_location(entry), kind="usage")
             return _result(entry, run_index, options, RunState(), info, duration_s=0.0, kept=None), []
         entry = replace(
             entry, spec=replace(entry.spec, fn=after_input(entry.spec.fn, trace.input, entry.spec.is_async))
@@ -303,7 +305,7 @@ async def execute_run(
         elif spec.fixture is not None:
             from niceeval._run.sandboxing import CommandLog, WorkspaceSettings, fixture_dir, open_workspace
 
-            folder = fixture_dir(spec, options.root, location)
+            folder = fixture_dir(spec, options.root, _location(entry))
             cache = options.root / ".niceeval" / "fixtures"
             settings = WorkspaceSettings(default=options.sandbox, cache=cache, root=options.root)
             opening = time.perf_counter()
@@ -333,7 +335,7 @@ async def execute_run(
         elif sandbox is not None:
             from niceeval._run.sandboxing import score_workspace
 
-            await score_workspace(sandbox, spec, folder, state, location, errored=error is not None)
+            await score_workspace(sandbox, spec, folder, state, _location(entry), errored=error is not None)
             error = error or state.usage_error
     except Exception as exc:  # the sandbox itself failed (missing fixture, disk full): the run fails, visibly
         error = error or (sandbox_failed(exc) if spec.fixture is not None and sandbox is None else error_info(exc))
@@ -443,6 +445,8 @@ def _usage_spend(state: RunState, options: ExecOptions, billed_to: Literal["agen
 
 def agent_spend_of(state: RunState, options: ExecOptions) -> Spend:
     """The agent's model calls (usage events billed to the agent)."""
+    if not any(isinstance(e, UsageEvent) and e.billed_to == "agent" for e in state.log.events):
+        return Spend()
     return _usage_spend(state, options, "agent")
 
 
