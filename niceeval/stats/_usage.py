@@ -12,7 +12,6 @@ every turn, as the run reports do; a case resampled twice brings its turns twice
 
 from __future__ import annotations
 
-import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -38,6 +37,32 @@ class CaseUsage:
     """The agent's USD summed over the runs; None when a model it called has no price."""
     latencies: tuple[float, ...] = ()
     """Every measured turn's seconds, over the runs."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class UsageColumns:
+    """One side's cases as columns, the i-th entry of each being case `cases[i]`'s (what `CaseUsage` holds per
+    case): a store reads 100,000 cases into four columns without an object per case."""
+
+    cases: Sequence[str]
+    runs: Sequence[int]
+    passed: Sequence[int]
+    cost: Sequence[float | None]
+    latencies: Mapping[str, Sequence[float]]
+    """Every measured turn's seconds, by case (a case with none may be left out)."""
+
+    @classmethod
+    def of(cls, usage: Mapping[str, CaseUsage]) -> UsageColumns:
+        """`usage` as columns."""
+        found = list(usage.values())
+        return cls(
+            cases=list(usage), runs=[u.runs for u in found], passed=[u.passed for u in found],
+            cost=[u.cost for u in found], latencies={c: u.latencies for c, u in usage.items() if u.latencies},
+        )  # fmt: skip
+
+
+Usage = Mapping[str, CaseUsage] | UsageColumns
+"""One side's cases: by case, or as columns."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,21 +115,23 @@ class _Pooled:
 
 
 def compare_usage(
-    before: Mapping[str, CaseUsage],
-    after: Mapping[str, CaseUsage],
+    before: Usage,
+    after: Usage,
     *,
     clusters: Mapping[str, Hashable] | None = None,
     resamples: int = RESAMPLES,
     seed: int = 0,
 ) -> UsageComparison:
     """Compare the cases both sides ran (at least one counted run each), resampling `clusters` (default: each case
-    its own)."""
-    shared = sorted(c for c in before.keys() & after.keys() if before[c].runs > 0 and after[c].runs > 0)
+    its own). Each side is a mapping of cases, or their `UsageColumns`."""
+    old_side, new_side = _columns(before), _columns(after)
+    shared = _shared(old_side, new_side)
     owner, clusters_found = _owners(shared, clusters)
     if not clusters_found:
         return UsageComparison(cases=0, clusters=0, cost_per_run=None, cost_per_pass=None, latency_p50=None,
                                latency_p95=None, notes=("no shared case",))  # fmt: skip
-    pooled_b, pooled_a = _pool(shared, before, owner, clusters_found), _pool(shared, after, owner, clusters_found)
+    pooled_b = _pool(shared, old_side, owner, clusters_found)
+    pooled_a = _pool(shared, new_side, owner, clusters_found)
     notes: list[str] = []
     resampler = _resampler(clusters_found, resamples, seed)
     unpriced = int((pooled_b.unpriced | pooled_a.unpriced).sum())
@@ -127,6 +154,33 @@ def compare_usage(
     )  # fmt: skip
 
 
+@dataclass(frozen=True, kw_only=True)
+class _Side:
+    """A side's columns as arrays, and each case's row in them."""
+
+    columns: UsageColumns
+    runs: NDArray[np.float64]
+    row: dict[str, int]
+
+
+def _columns(usage: Usage) -> _Side:
+    import numpy as np
+
+    columns = usage if isinstance(usage, UsageColumns) else UsageColumns.of(usage)
+    return _Side(
+        columns=columns,
+        runs=np.asarray(columns.runs, dtype=float),
+        row={case: i for i, case in enumerate(columns.cases)},
+    )
+
+
+def _shared(before: _Side, after: _Side) -> list[str]:
+    """The cases both sides ran (at least one counted run each), sorted."""
+    old, new = before.row, after.row
+    both = sorted(old.keys() & new.keys())
+    return [c for c in both if before.runs[old[c]] > 0 and after.runs[new[c]] > 0]
+
+
 def _resampler(clusters: int, resamples: int, seed: int) -> PairedResampler | NormalPaired:
     """The paired bootstrap up to `BOOTSTRAP_CLUSTERS` clusters, the normal approximation above."""
     if clusters > BOOTSTRAP_CLUSTERS:
@@ -147,20 +201,24 @@ def _owners(cases: Sequence[str], clusters: Mapping[str, Hashable] | None) -> tu
     return owner, len(numbers)
 
 
-def _pool(cases: Sequence[str], usage: Mapping[str, CaseUsage], owner: NDArray[np.int64], clusters: int) -> _Pooled:
+def _pool(cases: Sequence[str], side: _Side, owner: NDArray[np.int64], clusters: int) -> _Pooled:
     """The cases' runs, passes, cost and turns summed per cluster (`owner`: each case's cluster number)."""
     import numpy as np
 
-    found = [usage[c] for c in cases]
-    costs = np.fromiter((math.nan if u.cost is None else u.cost for u in found), dtype=float, count=len(found))
+    rows = np.fromiter((side.row[c] for c in cases), dtype=np.int64, count=len(cases))
+    columns = side.columns
+    costs = np.asarray(columns.cost, dtype=float)[rows]  # None: nan, a model with no price
     missing = np.isnan(costs)
     latencies: list[list[float]] = [[] for _ in range(clusters)]
-    for cluster, case in zip(owner.tolist(), found, strict=True):
-        if case.latencies:
-            latencies[cluster].extend(case.latencies)
+    if columns.latencies:
+        timed = columns.latencies
+        for cluster, case in zip(owner.tolist(), cases, strict=True):
+            turns = timed.get(case)
+            if turns:
+                latencies[cluster].extend(turns)
     return _Pooled(
-        runs=_summed(owner, [u.runs for u in found], clusters),
-        passed=_summed(owner, [u.passed for u in found], clusters),
+        runs=_summed(owner, side.runs[rows], clusters),
+        passed=_summed(owner, np.asarray(columns.passed, dtype=float)[rows], clusters),
         cost=_summed(owner, np.where(missing, 0.0, costs), clusters),
         unpriced=_summed(owner, missing, clusters) > 0,
         latencies=latencies,
@@ -193,20 +251,21 @@ def _costs(
 
 
 def estimate_usage(
-    usage: Mapping[str, CaseUsage],
+    usage: Usage,
     *,
     clusters: Mapping[str, Hashable] | None = None,
     resamples: int = RESAMPLES,
     seed: int = 0,
 ) -> UsageEstimate:
     """One side's cost per run and per passed run, p50 and p95 turn latency, over its cases with a counted run,
-    resampling `clusters` (default: each case its own)."""
-    counted = sorted(c for c, u in usage.items() if u.runs > 0)
+    resampling `clusters` (default: each case its own). `usage` is a mapping of cases, or their `UsageColumns`."""
+    side = _columns(usage)
+    counted = sorted(c for c, i in side.row.items() if side.runs[i] > 0)
     owner, clusters_found = _owners(counted, clusters)
     if not clusters_found:
         return UsageEstimate(cases=0, clusters=0, cost_per_run=None, cost_per_pass=None, latency_p50=None,
                              latency_p95=None, notes=("no counted run",))  # fmt: skip
-    pooled = _pool(counted, usage, owner, clusters_found)
+    pooled = _pool(counted, side, owner, clusters_found)
     notes: list[str] = []
     if clusters_found > BOOTSTRAP_CLUSTERS:
         notes.append(

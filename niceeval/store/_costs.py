@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, select
 
-from niceeval.stats import CaseUsage, Dimension, PairedChange, UsageComparison
+from niceeval.stats import Dimension, PairedChange, UsageColumns, UsageComparison
 from niceeval.store._driver import session_of
 from niceeval.store._models import UsageChange
 from niceeval.store._records import slot_records
@@ -52,8 +52,9 @@ read by the driver's cursor: 100,000 rows without a result object each."""
 _PASSING = {True: "'passed'", False: "'passed', 'scored'"}
 
 
-def case_usage(conn: Connection, suite_run_id: str, *, strict: bool) -> dict[str, CaseUsage]:
-    """Each eval's counted runs, passed runs (by the verdict rule), the agent's cost and its turns' latencies."""
+def case_usage(conn: Connection, suite_run_id: str, *, strict: bool) -> UsageColumns:
+    """Each eval's counted runs, passed runs (by the verdict rule), the agent's cost and its turns' latencies, as
+    columns (no object per eval)."""
     session = session_of(conn)
     totals = session.execute(_RUNS.format(passing=_PASSING[strict]), (suite_run_id,)).fetchall()
     slots = slot_records(suite_run_id)  # a carried attempt's turns are on the row it carries
@@ -66,15 +67,13 @@ def case_usage(conn: Connection, suite_run_id: str, *, strict: bool) -> dict[str
     latencies: dict[str, list[float]] = {}
     for eval_id, seconds in conn.execute(turns).all():
         latencies.setdefault(eval_id, []).append(float(seconds))
-    return {
-        eval_id: CaseUsage(runs=runs, passed=passed, cost=cost, latencies=tuple(latencies.get(eval_id, ())))
-        for eval_id, runs, passed, cost in totals
-    }
+    cases, runs, passed, cost = zip(*totals, strict=True) if totals else ((), (), (), ())
+    return UsageColumns(cases=cases, runs=runs, passed=passed, cost=cost, latencies=latencies)
 
 
 def weigh_usage(
-    before: Mapping[str, CaseUsage],
-    after: Mapping[str, CaseUsage],
+    before: UsageColumns,
+    after: UsageColumns,
     *,
     clusters: Mapping[str, Hashable] | None,
     limits: UsageLimits,
