@@ -30,7 +30,7 @@ from niceeval.store._models import (
     ScoreChange,
     SuiteChange,
 )
-from niceeval.store._schema import assertions, eval_runs, judge_calls, suite_evals, suite_runs
+from niceeval.store._schema import assertions, eval_runs, judge_calls, suite_evals, suite_runs, suite_tallies
 from niceeval.store._tallies import CountRow, Counts, kept_counts
 from niceeval.store._verdicts import tallies
 
@@ -397,6 +397,13 @@ def _commit(commit: str | None, dirty: bool | None) -> str:
 
 
 def _judge_models(conn: Connection, suite_run_id: str) -> str:
+    """The judge models a suite run called, sorted: from its kept tally's judging once closed (one row), else from
+    its judge calls."""
+    judging = conn.execute(
+        select(suite_tallies.c.judging).where(suite_tallies.c.suite_run_id == suite_run_id)
+    ).scalar_one_or_none()
+    if judging is not None:
+        return ", ".join(sorted(str(model) for model, *_ in judging["models"])) or "none"
     query = (
         select(judge_calls.c.model)
         .distinct()

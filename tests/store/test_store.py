@@ -315,6 +315,28 @@ def test_diff_pools_one_evals_assertions_of_one_kind_and_lists_each_by_name(stor
     ]  # fmt: skip  # moves of exactly 0.5 are not over the threshold
 
 
+def judged_by(eval_id: str, *models: str) -> RunResult:
+    """A run whose one assertion asked each of `models`."""
+    run = judged(eval_id, 0.8)
+    (found,) = run.assertions
+    calls = [JudgeCall(model=model, score=0.8, passed=True, reason="fine") for model in models]
+    return run.model_copy(update={"assertions": [found.model_copy(update={"judge_calls": calls})]})
+
+
+def test_diff_names_the_judge_models_that_differ_closed_or_running(store: Store) -> None:
+    record(store, "base", [judged_by("c0", "openai/gpt-x"), judged_by("c1", "openai/gpt-x", "anthropic/claude")])
+    record(store, "head", [judged_by("c0", "openai/gpt-y"), judged_by("c1")])
+    with recording(store) as recorder:
+        recorder.begin(SuiteRunStart(id="live", command=["niceeval", "run"]), planned("c0", "c1"))
+        recorder.add("live", [judged_by("c0", "openai/gpt-y", "openai/gpt-y"), judged_by("c1")])
+        for head in ("head", "live"):  # a closed run's models are read from its kept tally, a running one's calls
+            (models,) = [d for d in store.diff("base", head).differences if d.what == "judge models"]
+            assert (models.base, models.head) == ("anthropic/claude, openai/gpt-x", "openai/gpt-y")
+    record(store, "unjudged", [judged("c0", 0.8), judged("c1", 0.8)])
+    (models,) = [d for d in store.diff("base", "unjudged").differences if d.what == "judge models"]
+    assert models.head == "none"
+
+
 def priced(run: RunResult, cost: float) -> RunResult:
     """`run` with the agent's spend: one call costing `cost`."""
     return run.model_copy(update={"agent_spend": Spend(calls=1, tokens=100, cost=cost)})
