@@ -4,8 +4,8 @@ and the `--max-cost-increase` / `--max-latency-increase` gates.
 
 The cost is the agent's: judge spend is the evaluation's own overhead, and the judge cache makes it differ
 between two runs of the same agent. A turn's latency is the `latency` niceeval stored on the reply's message
-event. A gate fails when the low end of the increase's 95% interval is above the limit: the increase is past
-the limit beyond noise (docs/ci.md says why the gate reads the interval, not the point estimate).
+event (`events.latency`). A gate fails when the low end of the increase's 95% interval is above the limit: the
+increase is past the limit beyond noise (docs/ci.md says why the gate reads the interval, not the point estimate).
 """
 
 from __future__ import annotations
@@ -58,12 +58,11 @@ def case_usage(conn: Connection, suite_run_id: str, *, strict: bool) -> UsageCol
     session = session_of(conn)
     totals = session.execute(_RUNS.format(passing=_PASSING[strict]), (suite_run_id,)).fetchall()
     slots = slot_records(suite_run_id)  # a carried attempt's turns are on the row it carries
-    latency = events.c.payload["latency"].as_float()
     turns = (
-        select(slots.c.eval_id, latency)
+        select(slots.c.eval_id, events.c.latency)
         .join(events, events.c.eval_run_id == slots.c.record_id)
-        .where(slots.c.outcome != "skipped", events.c.type == "message", latency.is_not(None))
-    )  # unmeasured turns stay in the database: a suite without latencies returns no row
+        .where(slots.c.outcome != "skipped", events.c.latency.is_not(None))
+    )  # read from the partial index of timed replies: a suite without latencies finds it empty
     latencies: dict[str, list[float]] = {}
     for eval_id, seconds in conn.execute(turns).all():
         latencies.setdefault(eval_id, []).append(float(seconds))
