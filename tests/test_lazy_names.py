@@ -10,7 +10,7 @@ from types import ModuleType
 
 import pytest
 
-PACKAGE = """\
+PACKAGE = '''\
 from niceeval._core.lazy import lazy_getattr
 
 __all__ = ["answer", "helper"]
@@ -19,7 +19,7 @@ __getattr__ = lazy_getattr(
     {"answer": "._heavy", "helper": "lazy_probe._light"},
     gone={"old_answer": "lazy_probe.old_answer is now lazy_probe.answer: write `from lazy_probe import answer`"},
 )
-"""
+'''
 
 
 @pytest.fixture

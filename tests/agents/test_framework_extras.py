@@ -32,7 +32,11 @@ def test_importing_the_agents_package_loads_no_framework() -> None:
     ],
 )
 def test_a_missing_framework_names_the_extra_to_install(module: str, factory: str, extra: str) -> None:
-    code = f"import sys; sys.modules[{module!r}] = None\nfrom niceeval.agents import {factory}\n{factory}(object())\n"
+    code = (
+        f"import sys; sys.modules[{module!r}] = None\n"
+        f"from niceeval.agents import {factory}\n"
+        f"{factory}(object())\n"
+    )
     done = python(code)
     assert done.returncode == 1
     assert f"pip install 'niceeval[{extra}]'" in done.stderr

@@ -86,11 +86,7 @@ async def test_tool_calls_are_recorded_with_the_models_call_id(llm_server: LLMSe
     (call,) = of_type(log, "action.called")
     assert isinstance(call, ActionCalledEvent)
     assert (call.id, call.name, call.input, call.status, call.output) == (
-        "call_0001",
-        "lookup",
-        {"order_id": "42"},
-        "success",
-        "order 42: shipped",
+        "call_0001", "lookup", {"order_id": "42"}, "success", "order 42: shipped"
     )
 
 
@@ -112,10 +108,7 @@ async def test_usage_counts_cached_tokens_once_under_the_priced_model_name(
     (usage,) = of_type(log, "usage")
     assert isinstance(usage, UsageEvent)
     assert (usage.model, usage.input_tokens, usage.cache_read_tokens, usage.output_tokens) == (
-        "openai/gpt-5-mini",
-        40,
-        60,
-        7,
+        "openai/gpt-5-mini", 40, 60, 7
     )
 
 

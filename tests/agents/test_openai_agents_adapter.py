@@ -45,11 +45,7 @@ async def test_tool_calls_are_recorded_with_their_input_and_output(llm_server: L
     (call,) = of_type(log, "action.called")
     assert isinstance(call, ActionCalledEvent)
     assert (call.id, call.name, call.input, call.status, call.output) == (
-        "call_0001",
-        "lookup",
-        {"order_id": "42"},
-        "success",
-        "order 42: shipped",
+        "call_0001", "lookup", {"order_id": "42"}, "success", "order 42: shipped"
     )
     assert [r.api for r in llm_server.requests] == ["responses", "responses"]
 
@@ -73,10 +69,7 @@ async def test_usage_counts_cached_tokens_once_under_the_priced_model_name(llm_s
     (usage,) = of_type(log, "usage")
     assert isinstance(usage, UsageEvent)
     assert (usage.model, usage.input_tokens, usage.cache_read_tokens, usage.output_tokens) == (
-        "openai/gpt-5-mini",
-        40,
-        60,
-        7,
+        "openai/gpt-5-mini", 40, 60, 7
     )
 
 

@@ -53,30 +53,18 @@ def test_a_holdout_more_than_ten_points_under_golden_warns_of_overfitting() -> N
 def run_with_verdict(eval_id: str, state: str, model: str = "openai/judge") -> RunResult:
     call = JudgeCall(model=model, reason="looked fine")
     verdict = AssertionResult(
-        name="rubric(x)",
-        severity="soft",
-        score=None if state == "inconclusive" else 1.0,
-        threshold=0.0,
-        state=state,
-        reason="looked fine",
-        judge_calls=[call],  # type: ignore[arg-type]
+        name="rubric(x)", severity="soft", score=None if state == "inconclusive" else 1.0, threshold=0.0,
+        state=state, reason="looked fine", judge_calls=[call],  # type: ignore[arg-type]
     )
     return RunResult(eval_id=eval_id, file="e.py", line=1, outcome="passed", duration_s=0.0, assertions=[verdict])
 
 
 def test_the_reporter_counts_verdicts_per_split_and_model_and_keeps_disagreements_with_reasons() -> None:
-    labels = {
-        "a": Label(expected="pass", split="golden"),
-        "b": Label(expected="fail", split="golden"),
-        "c": Label(expected="fail", split="holdout"),
-    }
+    labels = {"a": Label(expected="pass", split="golden"), "b": Label(expected="fail", split="golden"),
+              "c": Label(expected="fail", split="holdout")}
     reporter = CalibrationReporter(labels)
-    for result in (
-        run_with_verdict("a", "passed"),
-        run_with_verdict("b", "passed"),
-        run_with_verdict("c", "inconclusive"),
-        run_with_verdict("unlabelled", "failed"),
-    ):
+    for result in (run_with_verdict("a", "passed"), run_with_verdict("b", "passed"),
+                   run_with_verdict("c", "inconclusive"), run_with_verdict("unlabelled", "failed")):
         reporter.run_finished(result)
     golden, holdout = reporter.rows()
     assert (golden.split, golden.count("pass", "pass"), golden.count("fail", "pass")) == ("golden", 1, 1)
@@ -88,12 +76,8 @@ def test_the_reporter_counts_verdicts_per_split_and_model_and_keeps_disagreement
 def calibrate(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {"PATH": "/usr/bin:/bin", "COLUMNS": "200"}
     return subprocess.run(
-        [sys.executable, "-m", "niceeval.cli", "calibrate", *args],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
+        [sys.executable, "-m", "niceeval.cli", "calibrate", *args], cwd=project, capture_output=True, text=True,
+        timeout=120, env=env,
     )
 
 
@@ -140,16 +124,12 @@ def test_calibrate_without_labelled_cases_says_what_to_add(project: Path) -> Non
 def test_the_example_compares_two_prompts_over_twenty_cases(project: Path) -> None:
     env = {"PATH": "/usr/bin:/bin", "COLUMNS": "200"}
     done = subprocess.run(
-        [sys.executable, "-m", "niceeval.cli", "run", "--no-store"],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
+        [sys.executable, "-m", "niceeval.cli", "run", "--no-store"], cwd=project, capture_output=True, text=True,
+        timeout=120, env=env,
     )
     assert done.returncode == 1, done.stdout + done.stderr  # the terse prompt gets 5 capitals wrong
     assert "20 passed, 15 scored, 5 failed, 0 skipped (40 evals, 40 runs)" in done.stdout
-    table = done.stdout[done.stdout.index("Variants:") :].splitlines()
+    table = done.stdout[done.stdout.index("Variants:"):].splitlines()
     assert table[1].split()[:5] == ["variant", "runs", "pass", "rate", "95%"]
     assert table[2].split()[:7] == ["prompt=careful", "20", "100%", "84%-100%", "1.00±0.00", "1.00±0.00", "1.00±0.00"]
     assert table[3].split()[:4] == ["prompt=terse", "20", "75%", "53%-89%"]

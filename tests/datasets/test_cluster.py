@@ -66,9 +66,6 @@ def test_a_run_reports_the_suite_rate_over_clusters(tmp_path: Path) -> None:
     )
     done = subprocess.run(
         [sys.executable, "-m", "niceeval.cli", "run", "--no-store"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
+        cwd=tmp_path, capture_output=True, text=True, timeout=60,
     )
     assert "pass rate 44% (95% CI 19%-73%; standard error 17% over 3 clusters)" in done.stdout, done.stdout

@@ -39,9 +39,7 @@ def eval_file(root: Path, body: str) -> None:
         async def capital(t):
             await t.send("Capital of " + t.case["country"])
         """
-        + "    "
-        + body
-        + "\n",
+        + "    " + body + "\n",
     )
 
 

@@ -9,7 +9,9 @@ from pathlib import Path
 
 
 def test_a_closed_stdout_keeps_the_exit_code_and_the_json_report(tmp_path: Path) -> None:
-    evals = "\n".join(f"@define_eval\nasync def e{i}(t):\n    t.check('abc', includes('a'))\n" for i in range(40))
+    evals = "\n".join(
+        f"@define_eval\nasync def e{i}(t):\n    t.check('abc', includes('a'))\n" for i in range(40)
+    )
     (tmp_path / "evals").mkdir()
     (tmp_path / "evals" / "many.py").write_text(
         "from niceeval import define_eval\nfrom niceeval.expect import includes\n\n" + evals

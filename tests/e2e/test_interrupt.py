@@ -34,10 +34,8 @@ async def is_interrupted(t):
 
 
 def test_sigint_mid_run_writes_every_finished_run_and_exits_130(project: Project) -> None:
-    project.write(
-        "niceeval.config.py",
-        "from niceeval import define_config\n\nconfig = define_config(agent=lambda m: 'echo: ' + m, concurrency=1)\n",
-    )
+    project.write("niceeval.config.py", "from niceeval import define_config\n\n"
+                  "config = define_config(agent=lambda m: 'echo: ' + m, concurrency=1)\n")
     project.write("evals/waiting.py", WAITING)
     report, junit, html = project.out / "report.json", project.out / "report.xml", project.out / "report.html"
     env = {k: v for k, v in os.environ.items() if not k.startswith("NICEEVAL")}

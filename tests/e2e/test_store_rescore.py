@@ -63,7 +63,7 @@ def test_rescore_scores_changed_checks_without_calling_the_agent(project: Projec
     assert rescored.code == 1, rescored.output
     assert agent_calls(project) == calls  # the record answered every turn
     assert "FAIL   evals/talk.py::conversation" in rescored.stdout
-    assert 'expected: includes "you\'re welcome"' in rescored.stdout
+    assert "expected: includes \"you're welcome\"" in rescored.stdout
     assert "called_tool('cancel_order')" in rescored.stdout
     with Store.open(store_url) as store:
         info = store.runs()[0]

@@ -59,7 +59,9 @@ def test_the_run_record_splits_tokens_for_agent_and_judge(
     )
     summary = result.report()["summary"]
     assert (summary["agent_spend"]["cache_read_tokens"], summary["judge_spend"]["cache_read_tokens"]) == (400, 120)
-    properties = {p.get("name"): p.get("value") for p in result.testcase("judged").iter("property")}
+    properties = {
+        p.get("name"): p.get("value") for p in result.testcase("judged").iter("property")
+    }
     assert properties["agent.input_tokens"] == "600" and properties["agent.cache_read_tokens"] == "400"
     assert properties["judge.output_tokens"] == "40" and properties["judge.cache_read_tokens"] == "120"
     assert properties["agent.calls"] == "1" and properties["judge.calls"] == "1"

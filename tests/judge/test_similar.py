@@ -33,7 +33,6 @@ def run_with_cache(root: Path) -> RunResult:
     (result,) = kept.results
     return result
 
-
 CONFIG = """\
 from niceeval import define_config
 config = define_config(

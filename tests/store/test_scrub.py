@@ -34,11 +34,7 @@ def leaky() -> RunResult:
         error=ErrorInfo(type="AuthenticationError", message=f"Incorrect API key provided: {KEY}"),
         assertions=[
             AssertionResult(
-                name="rubric",
-                severity="soft",
-                score=0.5,
-                threshold=0.7,
-                state="failed",
+                name="rubric", severity="soft", score=0.5, threshold=0.7, state="failed",
                 judge_calls=[JudgeCall(model="openai/x", messages=[{"role": "user", "content": f"key is {KEY}"}])],
             )
         ],  # fmt: skip

@@ -32,7 +32,9 @@ def test_serve_until_interrupted() -> None:
             assert match, first_line
             url = match.group(1)
             with openai.OpenAI(base_url=f"{url}/v1", api_key="k", max_retries=0) as client:
-                completion = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "ping"}])
+                completion = client.chat.completions.create(
+                    model="m", messages=[{"role": "user", "content": "ping"}]
+                )
             with anthropic.Anthropic(base_url=url, api_key="k", max_retries=0) as claude:
                 message = claude.messages.create(
                     model="m", max_tokens=5, messages=[{"role": "user", "content": "pong"}]

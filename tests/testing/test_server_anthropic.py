@@ -102,7 +102,9 @@ def test_tool_use_round_trip(llm_server: LLMServer) -> None:
     assert [m.role for m in sent[1].messages] == ["user", "assistant", "tool", "user"]
     assistant, result, follow_up = sent[1].messages[1:]
     assert assistant.content == "Let me check."
-    assert assistant.tool_calls == [ToolCall(id="toolu_0001", name="get_weather", arguments={"city": "Paris"})]
+    assert assistant.tool_calls == [
+        ToolCall(id="toolu_0001", name="get_weather", arguments={"city": "Paris"})
+    ]
     assert (result.tool_call_id, result.content) == ("toolu_0001", "18C, sunny")
     assert follow_up.content == "Summarise."
 
@@ -158,7 +160,9 @@ def test_openai_base_url_in_an_anthropic_client_gets_a_hint() -> None:
 @pytest.mark.anyio
 async def test_async_client() -> None:
     async with LLMServer(["Bonjour"]) as server:
-        async with anthropic.AsyncAnthropic(base_url=server.anthropic_base_url, api_key="k", max_retries=0) as c:
+        async with anthropic.AsyncAnthropic(
+            base_url=server.anthropic_base_url, api_key="k", max_retries=0
+        ) as c:
             message = await c.messages.create(
                 model="m", max_tokens=10, messages=[{"role": "user", "content": "Say hello in French"}]
             )

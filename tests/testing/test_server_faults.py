@@ -71,7 +71,9 @@ def test_openai_waits_for_retry_after() -> None:
 @pytest.mark.anyio
 async def test_async_anthropic_waits_for_retry_after() -> None:
     async with LLMServer([Fault.rate_limit(retry_after=0.6), "ok"]) as server:
-        async with anthropic.AsyncAnthropic(base_url=server.anthropic_base_url, api_key="k", max_retries=1) as c:
+        async with anthropic.AsyncAnthropic(
+            base_url=server.anthropic_base_url, api_key="k", max_retries=1
+        ) as c:
             start = time.monotonic()
             await c.messages.create(model="m", max_tokens=10, messages=[{"role": "user", "content": "hi"}])
             assert time.monotonic() - start >= 0.6

@@ -33,7 +33,9 @@ def test_text_reply_with_estimated_usage(llm_server: LLMServer) -> None:
     llm_server.push("Paris")
     prompt = "What is the capital of France?"
     with client(llm_server) as c:
-        completion = c.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": prompt}])
+        completion = c.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": prompt}]
+        )
     assert completion.object == "chat.completion"
     assert completion.model == "gpt-4o-mini"
     assert completion.id == "chatcmpl-0001"
@@ -159,7 +161,9 @@ async def test_async_client_text_and_tool_calls() -> None:
             first = await c.chat.completions.create(
                 model="m", messages=[{"role": "user", "content": "Oslo?"}], tools=[WEATHER_TOOL]
             )
-            second = await c.chat.completions.create(model="m", messages=[{"role": "user", "content": "And?"}])
+            second = await c.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "And?"}]
+            )
     calls = first.choices[0].message.tool_calls
     assert calls is not None and calls[0].id == "call_fixed"
     assert second.choices[0].message.content == "Cold."

@@ -162,7 +162,9 @@ def test_bodies_that_are_not_requests_get_provider_shaped_400s(llm_server: LLMSe
                 "messages": [
                     {
                         "role": "assistant",
-                        "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{"}}],
+                        "tool_calls": [
+                            {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{"}}
+                        ],
                     }
                 ],
             },

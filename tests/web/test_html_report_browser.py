@@ -46,7 +46,7 @@ config = define_config(
     pricing={{"openai/judge": {{"input_per_mtok": 3.0, "output_per_mtok": 15.0}}}},
 )
 """
-EVALS = """\
+EVALS = '''\
 from niceeval import EvalContext, define_eval
 from niceeval.expect import includes, similarity
 
@@ -87,7 +87,7 @@ async def broken(t: EvalContext) -> None:
 @define_eval
 async def holiday_hours(t: EvalContext) -> None:
     t.skip("the holiday calendar is not loaded in CI")
-"""
+'''
 
 
 def judge(request: LLMRequest) -> Reply:

@@ -298,8 +298,6 @@ def test_attack_verdicts_are_looked_up_by_their_partial_index(tmp_path: Path) ->
             found = conn.execute(query).all()
     assert any("ix_assertions_resisted" in str(step) for step in plan), plan
     assert found == [("instruction_override-0", None, "failed")]
-
-
 def flipped(html: str) -> list[str]:
     """The eval ids of the compare page's changes table, in order."""
     body = html.split('<table class="data flips">', 1)[1].split("</table>", 1)[0] if "data flips" in html else ""
