@@ -203,7 +203,9 @@ def test_history_shows_an_eval_across_suite_runs_latest_first(store: Store) -> N
     assert [(h.suite_run_id, h.outcome) for h in store.history("a")] == [("new", "passed"), ("old", "failed")]
 
 
-def test_history_pages_through_suite_runs_and_stops_at_its_limit(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_history_pages_through_suite_runs_and_stops_at_its_limit(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """No index leads with eval_id: the history looks through suite runs newest first, a page at a time (two here)."""
     from niceeval.store import _read
 
