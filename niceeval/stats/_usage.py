@@ -12,6 +12,7 @@ every turn, as the run reports do; a case resampled twice brings its turns twice
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -106,8 +107,8 @@ class _Pooled:
     """The clusters' summed cost; 0 where `unpriced`."""
     unpriced: NDArray[np.bool_]
     """A case of the cluster called a model with no price."""
-    latencies: list[list[float]]
-    """Every measured turn's seconds, per cluster."""
+    latencies: dict[int, list[float]]
+    """Every measured turn's seconds, per cluster that has any (by its number)."""
 
     @property
     def clusters(self) -> int:
@@ -125,18 +126,18 @@ def compare_usage(
     """Compare the cases both sides ran (at least one counted run each), resampling `clusters` (default: each case
     its own). Each side is a mapping of cases, or their `UsageColumns`."""
     old_side, new_side = _columns(before), _columns(after)
-    shared = _shared(old_side, new_side)
+    shared, old_rows, new_rows = _shared(old_side, new_side)
     owner, clusters_found = _owners(shared, clusters)
     if not clusters_found:
         return UsageComparison(cases=0, clusters=0, cost_per_run=None, cost_per_pass=None, latency_p50=None,
                                latency_p95=None, notes=("no shared case",))  # fmt: skip
-    pooled_b = _pool(shared, old_side, owner, clusters_found)
-    pooled_a = _pool(shared, new_side, owner, clusters_found)
+    pooled_b = _pool(shared, old_side, old_rows, owner, clusters_found)
+    pooled_a = _pool(shared, new_side, new_rows, owner, clusters_found)
     notes: list[str] = []
     resampler = _resampler(clusters_found, resamples, seed)
     unpriced = int((pooled_b.unpriced | pooled_a.unpriced).sum())
     cost_per_run, cost_per_pass = _costs(resampler, pooled_b, pooled_a, unpriced, notes)
-    timed = [k for k in range(clusters_found) if pooled_b.latencies[k] and pooled_a.latencies[k]]
+    timed = sorted(pooled_b.latencies.keys() & pooled_a.latencies.keys())
     latency_p50 = latency_p95 = None
     if timed:
         turns = _resampler(len(timed), resamples, seed)
@@ -174,11 +175,19 @@ def _columns(usage: Usage) -> _Side:
     )
 
 
-def _shared(before: _Side, after: _Side) -> list[str]:
-    """The cases both sides ran (at least one counted run each), sorted."""
-    old, new = before.row, after.row
-    both = sorted(old.keys() & new.keys())
-    return [c for c in both if before.runs[old[c]] > 0 and after.runs[new[c]] > 0]
+def _shared(before: _Side, after: _Side) -> tuple[list[str], NDArray[np.int64], NDArray[np.int64]]:
+    """The cases both sides ran (at least one counted run each), sorted, and their rows on each side."""
+    both = sorted(before.row.keys() & after.row.keys())
+    old, new = _rows(before, both), _rows(after, both)
+    ran = (before.runs[old] > 0) & (after.runs[new] > 0)
+    return list(itertools.compress(both, ran.tolist())), old[ran], new[ran]
+
+
+def _rows(side: _Side, cases: Sequence[str]) -> NDArray[np.int64]:
+    """The rows of `cases` in `side`'s columns."""
+    import numpy as np
+
+    return np.fromiter(map(side.row.__getitem__, cases), dtype=np.int64, count=len(cases))
 
 
 def _resampler(clusters: int, resamples: int, seed: int) -> PairedResampler | NormalPaired:
@@ -201,21 +210,23 @@ def _owners(cases: Sequence[str], clusters: Mapping[str, Hashable] | None) -> tu
     return owner, len(numbers)
 
 
-def _pool(cases: Sequence[str], side: _Side, owner: NDArray[np.int64], clusters: int) -> _Pooled:
-    """The cases' runs, passes, cost and turns summed per cluster (`owner`: each case's cluster number)."""
+def _pool(
+    cases: Sequence[str], side: _Side, rows: NDArray[np.int64], owner: NDArray[np.int64], clusters: int
+) -> _Pooled:
+    """The cases' runs, passes, cost and turns summed per cluster (`rows`: each case's row in the side's columns,
+    `owner`: its cluster number)."""
     import numpy as np
 
-    rows = np.fromiter((side.row[c] for c in cases), dtype=np.int64, count=len(cases))
     columns = side.columns
     costs = np.asarray(columns.cost, dtype=float)[rows]  # None: nan, a model with no price
     missing = np.isnan(costs)
-    latencies: list[list[float]] = [[] for _ in range(clusters)]
+    latencies: dict[int, list[float]] = {}
     if columns.latencies:
         timed = columns.latencies
         for cluster, case in zip(owner.tolist(), cases, strict=True):
             turns = timed.get(case)
             if turns:
-                latencies[cluster].extend(turns)
+                latencies.setdefault(cluster, []).extend(turns)
     return _Pooled(
         runs=_summed(owner, side.runs[rows], clusters),
         passed=_summed(owner, np.asarray(columns.passed, dtype=float)[rows], clusters),
@@ -260,12 +271,15 @@ def estimate_usage(
     """One side's cost per run and per passed run, p50 and p95 turn latency, over its cases with a counted run,
     resampling `clusters` (default: each case its own). `usage` is a mapping of cases, or their `UsageColumns`."""
     side = _columns(usage)
-    counted = sorted(c for c, i in side.row.items() if side.runs[i] > 0)
+    cases = sorted(side.row)
+    rows = _rows(side, cases)
+    ran = side.runs[rows] > 0
+    counted = list(itertools.compress(cases, ran.tolist()))
     owner, clusters_found = _owners(counted, clusters)
     if not clusters_found:
         return UsageEstimate(cases=0, clusters=0, cost_per_run=None, cost_per_pass=None, latency_p50=None,
                              latency_p95=None, notes=("no counted run",))  # fmt: skip
-    pooled = _pool(counted, side, owner, clusters_found)
+    pooled = _pool(counted, side, rows[ran], owner, clusters_found)
     notes: list[str] = []
     if clusters_found > BOOTSTRAP_CLUSTERS:
         notes.append(
@@ -282,7 +296,7 @@ def estimate_usage(
             cost_per_pass = resampler.ratio_of((pooled.cost, pooled.passed))
         else:
             notes.append("cost per passed run not estimated: no run passed")
-    timed = [turns for turns in pooled.latencies if turns]
+    timed = [pooled.latencies[k] for k in sorted(pooled.latencies)]
     latency_p50 = latency_p95 = None
     if timed:
         turns = _resampler(len(timed), resamples, seed)
