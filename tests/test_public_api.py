@@ -148,6 +148,7 @@ def test_stats_exports() -> None:
             "RateSums",
             "RunComparison",
             "ScoreTest",
+            "UsageColumns",
             "UsageComparison",
             "UsageEstimate",
             "Verdict",

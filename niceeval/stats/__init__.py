@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from ._results import Comparison, Estimate, Power
     from ._sequential import DriftMonitor, evidence_paths, mean_lower_bound
     from ._significance import benjamini_hochberg, compare_rates, mcnemar, min_pairs, paired_bootstrap, paired_t
-    from ._usage import CaseUsage, UsageComparison, UsageEstimate, compare_usage, estimate_usage
+    from ._usage import CaseUsage, UsageColumns, UsageComparison, UsageEstimate, compare_usage, estimate_usage
     from ._verdict import Dimension, Verdict, verdict
 
 _HOMES = {
@@ -57,6 +57,7 @@ _HOMES = {
     "Dominance": "niceeval.stats._front",
     "dominance": "niceeval.stats._front",
     "pareto_front": "niceeval.stats._front",
+    "UsageColumns": "niceeval.stats._usage",
     "UsageComparison": "niceeval.stats._usage",
     "compare_usage": "niceeval.stats._usage",
     "Dimension": "niceeval.stats._verdict",
@@ -109,6 +110,7 @@ __all__ = [
     "RateSums",
     "RunComparison",
     "ScoreTest",
+    "UsageColumns",
     "UsageComparison",
     "UsageEstimate",
     "Verdict",

@@ -149,16 +149,14 @@ def compare_runs(
     shared = sorted(e for e in before.keys() & after.keys() if before[e][1] > 0 and after[e][1] > 0)
     if not shared:
         raise ValueError("the two runs share no eval with a counted run: nothing to compare")
-    tables: dict[tuple[tuple[int, int], tuple[int, int]], Comparison] = {}  # a suite repeats a few count tables
-    comparisons = []
-    for e in shared:
-        table = (before[e], after[e])
-        found = tables.get(table)
-        if found is None:
-            found = tables[table] = compare_rates(*table, alpha=alpha)
-        comparisons.append(found)
+    olds, news = list(map(before.__getitem__, shared)), list(map(after.__getitem__, shared))
+    tables = list(zip(olds, news, strict=True))
+    # a suite repeats a few count tables: each is tested once, and its pass rates worked out once
+    by_table = {table: compare_rates(*table, alpha=alpha) for table in dict.fromkeys(tables)}
+    comparisons = list(map(by_table.__getitem__, tables))
+    p_values = {table: comparison.p_value for table, comparison in by_table.items()}
     score_tests = _score_tests(scores, clusters, alpha) if scores is not None else []
-    q_values = benjamini_hochberg([c.p_value for c in comparisons] + [t.comparison.p_value for t in score_tests])
+    q_values = benjamini_hochberg([*map(p_values.__getitem__, tables), *(t.comparison.p_value for t in score_tests)])
     changes = [
         EvalChange(eval_id=e, before=before[e], after=after[e], comparison=c, q_value=q)
         for e, c, q in zip(shared, comparisons, q_values[: len(comparisons)], strict=True)
@@ -167,11 +165,11 @@ def compare_runs(
     changes.sort(key=_evidence)
     tested = [replace(t, q_value=q) for t, q in zip(score_tests, q_values[len(comparisons) :], strict=True)]
     tested.sort(key=_score_evidence)
-    rates_before = [before[e][0] / before[e][1] for e in shared]
-    rates_after = [after[e][0] / after[e][1] for e in shared]
+    rate = {counts: counts[0] / counts[1] for counts in {*olds, *news}}
+    rates_before, rates_after = list(map(rate.__getitem__, olds)), list(map(rate.__getitem__, news))
     keys = [clusters.get(e, e) for e in shared] if clusters is not None else None
     each_its_own = keys is None or len(set(keys)) == len(keys)  # clusters of one eval each change nothing
-    if each_its_own and all(before[e][1] == 1 and after[e][1] == 1 for e in shared):
+    if each_its_own and all(old[1] == 1 and new[1] == 1 for old, new in by_table):
         suite = mcnemar([r == 1 for r in rates_before], [r == 1 for r in rates_after], alpha=alpha)
     else:
         suite = paired_t(rates_before, rates_after, keys, alpha=alpha)
@@ -181,8 +179,8 @@ def compare_runs(
         evals=changes,
         shared=len(shared),
         suite=suite,
-        before_rate=clustered_rate([before[e] for e in shared], keys),
-        after_rate=clustered_rate([after[e] for e in shared], keys),
+        before_rate=clustered_rate(olds, keys),
+        after_rate=clustered_rate(news, keys),
         alpha=alpha,
         max_drop=max_drop,
         scores=tested,

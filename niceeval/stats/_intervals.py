@@ -67,6 +67,8 @@ def clustered_rate(
     rate_sum = math.fsum(rates)
 
     def spread(shrunk: float) -> float:
+        if len(groups) == len(rates):  # each case its own cluster: a cluster's sum is its one rate, as `fsum` gives
+            return math.fsum((rate - shrunk) ** 2 for rate in rates)
         return math.fsum(math.fsum(rate - shrunk for rate in group) ** 2 for group in groups.values())
 
     cases = RateSums(count=len(rates), rate_sum=rate_sum, runs=runs, inverse_runs=inverse_runs, clusters=len(groups))

@@ -12,7 +12,7 @@ every turn, as the run reports do; a case resampled twice brings its turns twice
 
 from __future__ import annotations
 
-import math
+import itertools
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -38,6 +38,32 @@ class CaseUsage:
     """The agent's USD summed over the runs; None when a model it called has no price."""
     latencies: tuple[float, ...] = ()
     """Every measured turn's seconds, over the runs."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class UsageColumns:
+    """One side's cases as columns, the i-th entry of each being case `cases[i]`'s (what `CaseUsage` holds per
+    case): a store reads 100,000 cases into four columns without an object per case."""
+
+    cases: Sequence[str]
+    runs: Sequence[int]
+    passed: Sequence[int]
+    cost: Sequence[float | None]
+    latencies: Mapping[str, Sequence[float]]
+    """Every measured turn's seconds, by case (a case with none may be left out)."""
+
+    @classmethod
+    def of(cls, usage: Mapping[str, CaseUsage]) -> UsageColumns:
+        """`usage` as columns."""
+        found = list(usage.values())
+        return cls(
+            cases=list(usage), runs=[u.runs for u in found], passed=[u.passed for u in found],
+            cost=[u.cost for u in found], latencies={c: u.latencies for c, u in usage.items() if u.latencies},
+        )  # fmt: skip
+
+
+Usage = Mapping[str, CaseUsage] | UsageColumns
+"""One side's cases: by case, or as columns."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,8 +107,8 @@ class _Pooled:
     """The clusters' summed cost; 0 where `unpriced`."""
     unpriced: NDArray[np.bool_]
     """A case of the cluster called a model with no price."""
-    latencies: list[list[float]]
-    """Every measured turn's seconds, per cluster."""
+    latencies: dict[int, list[float]]
+    """Every measured turn's seconds, per cluster that has any (by its number)."""
 
     @property
     def clusters(self) -> int:
@@ -90,26 +116,28 @@ class _Pooled:
 
 
 def compare_usage(
-    before: Mapping[str, CaseUsage],
-    after: Mapping[str, CaseUsage],
+    before: Usage,
+    after: Usage,
     *,
     clusters: Mapping[str, Hashable] | None = None,
     resamples: int = RESAMPLES,
     seed: int = 0,
 ) -> UsageComparison:
     """Compare the cases both sides ran (at least one counted run each), resampling `clusters` (default: each case
-    its own)."""
-    shared = sorted(c for c in before.keys() & after.keys() if before[c].runs > 0 and after[c].runs > 0)
+    its own). Each side is a mapping of cases, or their `UsageColumns`."""
+    old_side, new_side = _columns(before), _columns(after)
+    shared, old_rows, new_rows = _shared(old_side, new_side)
     owner, clusters_found = _owners(shared, clusters)
     if not clusters_found:
         return UsageComparison(cases=0, clusters=0, cost_per_run=None, cost_per_pass=None, latency_p50=None,
                                latency_p95=None, notes=("no shared case",))  # fmt: skip
-    pooled_b, pooled_a = _pool(shared, before, owner, clusters_found), _pool(shared, after, owner, clusters_found)
+    pooled_b = _pool(shared, old_side, old_rows, owner, clusters_found)
+    pooled_a = _pool(shared, new_side, new_rows, owner, clusters_found)
     notes: list[str] = []
     resampler = _resampler(clusters_found, resamples, seed)
     unpriced = int((pooled_b.unpriced | pooled_a.unpriced).sum())
     cost_per_run, cost_per_pass = _costs(resampler, pooled_b, pooled_a, unpriced, notes)
-    timed = [k for k in range(clusters_found) if pooled_b.latencies[k] and pooled_a.latencies[k]]
+    timed = sorted(pooled_b.latencies.keys() & pooled_a.latencies.keys())
     latency_p50 = latency_p95 = None
     if timed:
         turns = _resampler(len(timed), resamples, seed)
@@ -125,6 +153,41 @@ def compare_usage(
         cases=len(shared), clusters=clusters_found, cost_per_run=cost_per_run, cost_per_pass=cost_per_pass,
         latency_p50=latency_p50, latency_p95=latency_p95, unpriced=unpriced, notes=tuple(notes),
     )  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Side:
+    """A side's columns as arrays, and each case's row in them."""
+
+    columns: UsageColumns
+    runs: NDArray[np.float64]
+    row: dict[str, int]
+
+
+def _columns(usage: Usage) -> _Side:
+    import numpy as np
+
+    columns = usage if isinstance(usage, UsageColumns) else UsageColumns.of(usage)
+    return _Side(
+        columns=columns,
+        runs=np.asarray(columns.runs, dtype=float),
+        row={case: i for i, case in enumerate(columns.cases)},
+    )
+
+
+def _shared(before: _Side, after: _Side) -> tuple[list[str], NDArray[np.int64], NDArray[np.int64]]:
+    """The cases both sides ran (at least one counted run each), sorted, and their rows on each side."""
+    both = sorted(before.row.keys() & after.row.keys())
+    old, new = _rows(before, both), _rows(after, both)
+    ran = (before.runs[old] > 0) & (after.runs[new] > 0)
+    return list(itertools.compress(both, ran.tolist())), old[ran], new[ran]
+
+
+def _rows(side: _Side, cases: Sequence[str]) -> NDArray[np.int64]:
+    """The rows of `cases` in `side`'s columns."""
+    import numpy as np
+
+    return np.fromiter(map(side.row.__getitem__, cases), dtype=np.int64, count=len(cases))
 
 
 def _resampler(clusters: int, resamples: int, seed: int) -> PairedResampler | NormalPaired:
@@ -147,20 +210,26 @@ def _owners(cases: Sequence[str], clusters: Mapping[str, Hashable] | None) -> tu
     return owner, len(numbers)
 
 
-def _pool(cases: Sequence[str], usage: Mapping[str, CaseUsage], owner: NDArray[np.int64], clusters: int) -> _Pooled:
-    """The cases' runs, passes, cost and turns summed per cluster (`owner`: each case's cluster number)."""
+def _pool(
+    cases: Sequence[str], side: _Side, rows: NDArray[np.int64], owner: NDArray[np.int64], clusters: int
+) -> _Pooled:
+    """The cases' runs, passes, cost and turns summed per cluster (`rows`: each case's row in the side's columns,
+    `owner`: its cluster number)."""
     import numpy as np
 
-    found = [usage[c] for c in cases]
-    costs = np.fromiter((math.nan if u.cost is None else u.cost for u in found), dtype=float, count=len(found))
+    columns = side.columns
+    costs = np.asarray(columns.cost, dtype=float)[rows]  # None: nan, a model with no price
     missing = np.isnan(costs)
-    latencies: list[list[float]] = [[] for _ in range(clusters)]
-    for cluster, case in zip(owner.tolist(), found, strict=True):
-        if case.latencies:
-            latencies[cluster].extend(case.latencies)
+    latencies: dict[int, list[float]] = {}
+    if columns.latencies:
+        timed = columns.latencies
+        for cluster, case in zip(owner.tolist(), cases, strict=True):
+            turns = timed.get(case)
+            if turns:
+                latencies.setdefault(cluster, []).extend(turns)
     return _Pooled(
-        runs=_summed(owner, [u.runs for u in found], clusters),
-        passed=_summed(owner, [u.passed for u in found], clusters),
+        runs=_summed(owner, side.runs[rows], clusters),
+        passed=_summed(owner, np.asarray(columns.passed, dtype=float)[rows], clusters),
         cost=_summed(owner, np.where(missing, 0.0, costs), clusters),
         unpriced=_summed(owner, missing, clusters) > 0,
         latencies=latencies,
@@ -193,20 +262,24 @@ def _costs(
 
 
 def estimate_usage(
-    usage: Mapping[str, CaseUsage],
+    usage: Usage,
     *,
     clusters: Mapping[str, Hashable] | None = None,
     resamples: int = RESAMPLES,
     seed: int = 0,
 ) -> UsageEstimate:
     """One side's cost per run and per passed run, p50 and p95 turn latency, over its cases with a counted run,
-    resampling `clusters` (default: each case its own)."""
-    counted = sorted(c for c, u in usage.items() if u.runs > 0)
+    resampling `clusters` (default: each case its own). `usage` is a mapping of cases, or their `UsageColumns`."""
+    side = _columns(usage)
+    cases = sorted(side.row)
+    rows = _rows(side, cases)
+    ran = side.runs[rows] > 0
+    counted = list(itertools.compress(cases, ran.tolist()))
     owner, clusters_found = _owners(counted, clusters)
     if not clusters_found:
         return UsageEstimate(cases=0, clusters=0, cost_per_run=None, cost_per_pass=None, latency_p50=None,
                              latency_p95=None, notes=("no counted run",))  # fmt: skip
-    pooled = _pool(counted, usage, owner, clusters_found)
+    pooled = _pool(counted, side, rows[ran], owner, clusters_found)
     notes: list[str] = []
     if clusters_found > BOOTSTRAP_CLUSTERS:
         notes.append(
@@ -223,7 +296,7 @@ def estimate_usage(
             cost_per_pass = resampler.ratio_of((pooled.cost, pooled.passed))
         else:
             notes.append("cost per passed run not estimated: no run passed")
-    timed = [turns for turns in pooled.latencies if turns]
+    timed = [pooled.latencies[k] for k in sorted(pooled.latencies)]
     latency_p50 = latency_p95 = None
     if timed:
         turns = _resampler(len(timed), resamples, seed)

@@ -4,16 +4,16 @@ pair on the cases both ran with the paired tests `niceeval diff` makes, and the 
 Every setup is judged by one verdict rule (the one given, else the first setup's). On its own, a setup's pass
 rate is the suite's (the mean of its cases' rates, Wilson's interval at the effective sample size), each graded
 assertion's mean score has a clustered t interval, and cost and latency a bootstrap interval over its cases
-(`niceeval.stats.estimate_usage`). A pair is `_diff.diff` of the two suite runs: McNemar or a paired t test on the
-pass rate, a paired t test per mean score, a paired bootstrap of cost and latency. Its quality (pass rate), cost
-(per eval run) and latency (p50) decide the dominance (`niceeval.stats.dominance`); a pass-rate change counts only
-when its paired test rejects "no change" at alpha as well (too few shared cases to tell is within noise, whatever
-the interval).
+(`niceeval.stats.estimate_usage`). A pair is `Store.diff` of the two suite runs (kept once computed, as `niceeval
+diff` keeps it): McNemar or a paired t test on the pass rate, a paired t test per mean score, a paired bootstrap of
+cost and latency. Its quality (pass rate), cost (per eval run) and latency (p50) decide the dominance
+(`niceeval.stats.dominance`); a pass-rate change counts only when its paired test rejects "no change" at alpha as
+well (too few shared cases to tell is within noise, whatever the interval).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import Connection, select
@@ -22,7 +22,7 @@ from niceeval._core.errors import ConfigError
 from niceeval.stats import Dimension, Dominance, Estimate
 from niceeval.store._compared import Measured, SetupComparison, SetupPair, SetupSummary
 from niceeval.store._costs import amount, case_usage
-from niceeval.store._diff import DiffOptions, case_scores, diff, run_counts
+from niceeval.store._diff import DiffOptions, case_scores, run_counts
 from niceeval.store._models import RunDiff, SuiteChange
 from niceeval.store._read import resolve
 from niceeval.store._schema import suite_runs
@@ -65,11 +65,24 @@ def resolve_setup(conn: Connection, name: str) -> Setup:
     return Setup(name=name, suite_run_id=finished)
 
 
-def compare_setups(conn: Connection, setups: Sequence[Setup], options: CompareOptions) -> SetupComparison:
-    """Each setup on its own, each pair on its shared cases, and the front; ConfigError for fewer than two setups
-    or one suite run named twice."""
-    from niceeval.stats import dominance, pareto_front
+@dataclass(frozen=True, kw_only=True)
+class MeasuredSetups:
+    """The setups to compare, each measured on its own, and the verdict rule that judges them all."""
 
+    setups: Sequence[Setup]
+    summaries: dict[str, SetupSummary]
+    strict: bool
+    min_pass_rate: float
+    alpha: float
+
+
+DiffOf = Callable[[str, str, DiffOptions], RunDiff]
+"""The diff of two suite runs (`Store.diff`: a closed pair's is kept and read back)."""
+
+
+def measure_setups(conn: Connection, setups: Sequence[Setup], options: CompareOptions) -> MeasuredSetups:
+    """Each setup on its own, under one verdict rule; ConfigError for fewer than two setups or one suite run named
+    twice."""
     _check(setups)
     first = conn.execute(
         select(suite_runs.c.strict, suite_runs.c.min_pass_rate).where(suite_runs.c.id == setups[0].suite_run_id)
@@ -78,12 +91,22 @@ def compare_setups(conn: Connection, setups: Sequence[Setup], options: CompareOp
     min_pass_rate = first.min_pass_rate if options.min_pass_rate is None else options.min_pass_rate
     graded = set().union(*(case_scores(conn, s.suite_run_id)[1] for s in setups))
     summaries = {s.name: _summary(conn, s, strict=strict, graded=graded) for s in setups}
-    rule = DiffOptions(strict=strict, min_pass_rate=min_pass_rate, alpha=options.alpha)
+    return MeasuredSetups(
+        setups=setups, summaries=summaries, strict=strict, min_pass_rate=min_pass_rate, alpha=options.alpha
+    )
+
+
+def compare_setups(measured: MeasuredSetups, diff_of: DiffOf) -> SetupComparison:
+    """Each pair of measured setups on its shared cases (`diff_of`), and the front."""
+    from niceeval.stats import dominance, pareto_front
+
+    setups, summaries = measured.setups, measured.summaries
+    rule = DiffOptions(strict=measured.strict, min_pass_rate=measured.min_pass_rate, alpha=measured.alpha)
     pairs, dominated = [], []
     for i, one in enumerate(setups):
         for other in setups[i + 1 :]:
             try:
-                found = diff(conn, one.suite_run_id, other.suite_run_id, rule)
+                found = diff_of(one.suite_run_id, other.suite_run_id, rule)
             except ConfigError as exc:
                 pairs.append(_unpaired(one, other, str(exc)))
                 continue
@@ -96,7 +119,7 @@ def compare_setups(conn: Connection, setups: Sequence[Setup], options: CompareOp
                 dominated.append(one.name)
     front = pareto_front([s.name for s in setups], dominated)
     return SetupComparison(
-        strict=strict, min_pass_rate=min_pass_rate, alpha=options.alpha,
+        strict=measured.strict, min_pass_rate=measured.min_pass_rate, alpha=measured.alpha,
         setups=[summaries[s.name].model_copy(update={"on_front": s.name in front}) for s in setups],
         pairs=pairs, front=front,
     )  # fmt: skip

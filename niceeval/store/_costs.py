@@ -4,8 +4,8 @@ and the `--max-cost-increase` / `--max-latency-increase` gates.
 
 The cost is the agent's: judge spend is the evaluation's own overhead, and the judge cache makes it differ
 between two runs of the same agent. A turn's latency is the `latency` niceeval stored on the reply's message
-event. A gate fails when the low end of the increase's 95% interval is above the limit: the increase is past
-the limit beyond noise (docs/ci.md says why the gate reads the interval, not the point estimate).
+event (`events.latency`). A gate fails when the low end of the increase's 95% interval is above the limit: the
+increase is past the limit beyond noise (docs/ci.md says why the gate reads the interval, not the point estimate).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, select
 
-from niceeval.stats import CaseUsage, Dimension, PairedChange, UsageComparison
+from niceeval.stats import Dimension, PairedChange, UsageColumns, UsageComparison
 from niceeval.store._driver import session_of
 from niceeval.store._models import UsageChange
 from niceeval.store._records import slot_records
@@ -52,29 +52,27 @@ read by the driver's cursor: 100,000 rows without a result object each."""
 _PASSING = {True: "'passed'", False: "'passed', 'scored'"}
 
 
-def case_usage(conn: Connection, suite_run_id: str, *, strict: bool) -> dict[str, CaseUsage]:
-    """Each eval's counted runs, passed runs (by the verdict rule), the agent's cost and its turns' latencies."""
+def case_usage(conn: Connection, suite_run_id: str, *, strict: bool) -> UsageColumns:
+    """Each eval's counted runs, passed runs (by the verdict rule), the agent's cost and its turns' latencies, as
+    columns (no object per eval)."""
     session = session_of(conn)
     totals = session.execute(_RUNS.format(passing=_PASSING[strict]), (suite_run_id,)).fetchall()
     slots = slot_records(suite_run_id)  # a carried attempt's turns are on the row it carries
-    latency = events.c.payload["latency"].as_float()
     turns = (
-        select(slots.c.eval_id, latency)
+        select(slots.c.eval_id, events.c.latency)
         .join(events, events.c.eval_run_id == slots.c.record_id)
-        .where(slots.c.outcome != "skipped", events.c.type == "message", latency.is_not(None))
-    )  # unmeasured turns stay in the database: a suite without latencies returns no row
+        .where(slots.c.outcome != "skipped", events.c.latency.is_not(None))
+    )  # read from the partial index of timed replies: a suite without latencies finds it empty
     latencies: dict[str, list[float]] = {}
     for eval_id, seconds in conn.execute(turns).all():
         latencies.setdefault(eval_id, []).append(float(seconds))
-    return {
-        eval_id: CaseUsage(runs=runs, passed=passed, cost=cost, latencies=tuple(latencies.get(eval_id, ())))
-        for eval_id, runs, passed, cost in totals
-    }
+    cases, runs, passed, cost = zip(*totals, strict=True) if totals else ((), (), (), ())
+    return UsageColumns(cases=cases, runs=runs, passed=passed, cost=cost, latencies=latencies)
 
 
 def weigh_usage(
-    before: Mapping[str, CaseUsage],
-    after: Mapping[str, CaseUsage],
+    before: UsageColumns,
+    after: UsageColumns,
     *,
     clusters: Mapping[str, Hashable] | None,
     limits: UsageLimits,

@@ -30,7 +30,7 @@ from niceeval.store._models import (
     ScoreChange,
     SuiteChange,
 )
-from niceeval.store._schema import assertions, eval_runs, judge_calls, suite_evals, suite_runs
+from niceeval.store._schema import assertions, eval_runs, judge_calls, suite_evals, suite_runs, suite_tallies
 from niceeval.store._tallies import CountRow, Counts, kept_counts
 from niceeval.store._verdicts import tallies
 
@@ -172,20 +172,56 @@ def _case_scores(sums: ScoreSums, identities: _Identities, kept: set[str] | None
     return {name: {e: s / n for e, (s, n) in cases.items()} for name, cases in totals.items()}
 
 
-def _graded_scores(before: ScoreSums, after: ScoreSums, identities: _Identities) -> tuple[CaseScores, CaseScores]:
+@dataclass(frozen=True, kw_only=True)
+class _SideScores:
+    """One side's scores: per eval and assertion by key or name its mean (`_scores`), per assertion by key or kind
+    its cases' means (`_case_scores`), and the assertions graded on this side (`_graded`)."""
+
+    by_name: dict[tuple[str, str], float]
+    by_kind: CaseScores
+    graded: set[str]
+
+
+def _side_scores(sums: ScoreSums, identities: _Identities) -> _SideScores:
+    """`_scores`, `_case_scores` and `_graded` of one side in one pass over its rows, when no eval has two rows of
+    one identity (no label renamed under one key, no two `similarity(...)` of one eval); else each on its own."""
+    by_name: dict[tuple[str, str], float] = {}
+    by_kind: CaseScores = {}
+    graded: set[str] = set()
+    for eval_id, key, name, total, n, soft in sums:
+        named, kind = identities[key, name]
+        mean = total / n
+        by_name[eval_id, named] = mean
+        cases = by_kind.get(kind)
+        if cases is None:
+            cases = by_kind[kind] = {}
+        cases[eval_id] = mean
+        if soft:
+            graded.add(kind)
+    if len(by_name) < len(sums) or sum(map(len, by_kind.values())) < len(sums):  # rows to merge: sum them first
+        return _SideScores(
+            by_name=_scores(sums, identities), by_kind=_case_scores(sums, identities, None), graded=graded
+        )
+    return _SideScores(by_name=by_name, by_kind=by_kind, graded=graded)
+
+
+def _graded_scores(before: _SideScores, after: _SideScores) -> tuple[CaseScores, CaseScores]:
     """Both sides' case scores of the graded assertions. An assertion that is only ever a gate scoring 0 or 1
     (`includes`) on both sides is left out: its score is its eval's pass or fail, which the tests of pass rates
     weigh already."""
-    graded = _graded(before, identities) | _graded(after, identities)
-    return _case_scores(before, identities, graded), _case_scores(after, identities, graded)
+    graded = before.graded | after.graded
+    return (
+        {kind: cases for kind, cases in before.by_kind.items() if kind in graded},
+        {kind: cases for kind, cases in after.by_kind.items() if kind in graded},
+    )
 
 
-def _score_changes(before: ScoreSums, after: ScoreSums, identities: _Identities, threshold: float) -> list[ScoreChange]:
+def _score_changes(before: _SideScores, after: _SideScores, threshold: float) -> list[ScoreChange]:
     """Each eval's assertions (by key or name) whose mean score moved by more than `threshold`, by eval and name."""
-    old, new = _scores(before, identities), _scores(after, identities)
+    old = before.by_name
     moved = [
         ScoreChange(eval_id=identity[0], assertion=identity[1], base=base, head=head)
-        for identity, head in new.items()
+        for identity, head in after.by_name.items()
         if (base := old.get(identity)) is not None and abs(head - base) > threshold + 1e-9
     ]
     return sorted(moved, key=lambda change: (change.eval_id, change.assertion))
@@ -202,8 +238,9 @@ def diff(conn: Connection, base: str, head: str, options: DiffOptions) -> RunDif
     strict = row.strict if options.strict is None else options.strict
     min_pass_rate = row.min_pass_rate if options.min_pass_rate is None else options.min_pass_rate
     before, after = count_rows(conn, base), count_rows(conn, head)
-    sums_before, sums_after = score_sums(conn, base), score_sums(conn, head)
     identities = _Identities()
+    scores_before = _side_scores(score_sums(conn, base), identities)
+    scores_after = _side_scores(score_sums(conn, head), identities)
     clusters = _clusters(before, after)
     moved = _moved(before, after)
     try:
@@ -213,7 +250,7 @@ def diff(conn: Connection, base: str, head: str, options: DiffOptions) -> RunDif
             alpha=options.alpha,
             max_drop=options.max_drop,
             clusters=clusters,
-            scores=_graded_scores(sums_before, sums_after, identities),
+            scores=_graded_scores(scores_before, scores_after),
             listed=moved,
         )
     except ValueError as exc:
@@ -226,7 +263,7 @@ def diff(conn: Connection, base: str, head: str, options: DiffOptions) -> RunDif
             max_cost_increase=options.max_cost_increase, max_latency_increase=options.max_latency_increase
         ),
     )
-    scores = _score_changes(sums_before, sums_after, identities, options.threshold)
+    scores = _score_changes(scores_before, scores_after, options.threshold)
     mean_scores = _mean_score_changes(gate, options.max_drop)
     judged = verdict([*_quality(gate.suite, mean_scores), *usage.dimensions])
     return RunDiff(
@@ -360,6 +397,13 @@ def _commit(commit: str | None, dirty: bool | None) -> str:
 
 
 def _judge_models(conn: Connection, suite_run_id: str) -> str:
+    """The judge models a suite run called, sorted: from its kept tally's judging once closed (one row), else from
+    its judge calls."""
+    judging = conn.execute(
+        select(suite_tallies.c.judging).where(suite_tallies.c.suite_run_id == suite_run_id)
+    ).scalar_one_or_none()
+    if judging is not None:
+        return ", ".join(sorted(str(model) for model, *_ in judging["models"])) or "none"
     query = (
         select(judge_calls.c.model)
         .distinct()

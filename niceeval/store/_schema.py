@@ -44,6 +44,8 @@ RowId = BigInteger().with_variant(Integer(), "sqlite")
 When = DateTime(timezone=True)
 RESISTED = text("name = 'resisted attack'")
 """The `resisted attack` verdicts (`niceeval.attacks`), indexed apart: the run page asks for them by name."""
+TIMED = text("latency IS NOT NULL")
+"""The events that carry a turn's latency (assistant replies niceeval timed), indexed apart."""
 
 store_info = Table(
     "store_info",
@@ -251,8 +253,12 @@ events = Table(
     Column("type", String(32), nullable=False),
     Column("at", When, nullable=False),
     Column("payload", Json, nullable=False),
+    Column("latency", Float),
+    Index("ix_events_latency", "eval_run_id", "latency", sqlite_where=TIMED, postgresql_where=TIMED),
 )
-"""`payload`: the event's own fields (everything but `seq`, `type` and `at`)."""
+"""`payload`: the event's own fields (everything but `seq`, `type` and `at`). `latency`: a reply's measured turn
+seconds (`MessageEvent.latency`, also in its payload), in a column of its own so that `diff` reads every turn's
+latency of a suite run from a partial index instead of parsing each message event's JSON."""
 
 turns = Table(
     "turns",

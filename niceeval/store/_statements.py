@@ -88,7 +88,10 @@ _JUDGE_FIELDS = ("model", "messages", "input", "score", "passed", "reason", "inp
                  "cache_read_tokens", "cost", "latency", "cached", "fallback", "asked", "cause")  # fmt: skip
 JUDGE_CALLS = Columns("judge_calls", ("id", "assertion_id", "position", *_JUDGE_FIELDS), json=frozenset({"messages"}))
 EVENTS = Columns(
-    "events", ("eval_run_id", "seq", "type", "at", "payload"), json=frozenset({"payload"}), when=frozenset({"at"})
+    "events",
+    ("eval_run_id", "seq", "type", "at", "payload", "latency"),
+    json=frozenset({"payload"}),
+    when=frozenset({"at"}),
 )
 TURNS = Columns(
     "turns", ("eval_run_id", "position", "sent", "reply", "data", "first_seq", "last_seq"), json=frozenset({"data"})
@@ -241,11 +244,17 @@ def run_rows(result: RunResult, dialect: Dialect, finished: datetime | None = No
             for i, call in enumerate(a.judge_calls)
         ],
         [
-            (e.seq, e.type, stamp(e.at), _model_json(e, exclude=_EVENT_HEAD, fallback=repr).decode()) for e in events
+            (e.seq, e.type, stamp(e.at), _model_json(e, exclude=_EVENT_HEAD, fallback=repr).decode(), _latency(e))
+            for e in events
         ],  # agents may put anything in an event's data: `repr` of what JSON cannot hold
         turns_of(events),
         [(i, _model_json(s).decode()) for i, s in enumerate(result.spans)],
     )
+
+
+def _latency(event: Event) -> float | None:
+    """A reply's measured turn seconds, for the `events.latency` column (None for every other event)."""
+    return event.latency if isinstance(event, MessageEvent) else None
 
 
 def insert_runs(session: Session, suite_run_id: str, runs: Sequence[RunResult | RunRows]) -> None:

@@ -247,6 +247,14 @@ class Store:
             _kept_diffs.keep(self.engine, key, found)
         return found
 
+    def kept_diff(self, base: str, head: str, options: DiffOptions | None = None) -> RunDiff | None:
+        """The diff of `base` and `head` kept in the store, never computed here: None while either run is still
+        running, or when the pair was not compared with these options since both closed (`diff` computes it)."""
+        options = options or DiffOptions()
+        with self._reading() as conn:
+            key = _kept_diffs.pair_key(conn, _read.resolve(conn, base), _read.resolve(conn, head), options)
+            return None if key is None else _kept_diffs.recall(conn, key)
+
     def compare(self, refs: Sequence[str], options: CompareOptions | None = None) -> SetupComparison:
         """Several setups side by side, each measured on its own with its intervals, each pair on the cases both
         ran, and the Pareto front on quality, cost and latency. A setup is an experiment id (its latest finished
@@ -258,4 +266,5 @@ class Store:
         options = options or CompareOptions()
         with self._reading() as conn:
             setups = [_compare.resolve_setup(conn, ref) for ref in refs]
-            return _compare.compare_setups(conn, setups, options)
+            measured = _compare.measure_setups(conn, setups, options)
+        return _compare.compare_setups(measured, self.diff)  # each pair's diff kept, as `niceeval diff` keeps it

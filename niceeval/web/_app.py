@@ -22,6 +22,7 @@ from niceeval.web._cases import (
     save_new_case,
 )
 from niceeval.web._compare import compare_eval_page, compare_page
+from niceeval.web._diffs import INLINE_EVALS, DiffWorker
 from niceeval.web._eval_run import eval_run_page
 from niceeval.web._history import history_page
 from niceeval.web._online import online_page
@@ -43,10 +44,14 @@ class ViewerSettings:
     Args:
         store: The results store to read (and to keep browser-authored cases in).
         access: The token and host rules (see `niceeval.web._security`).
+        inline_diff_evals: The compare page diffs two runs of up to this many evals each in the request; a larger
+            pair's diff is computed in the background while the page says so and refreshes itself
+            (`niceeval.web._diffs`).
     """
 
     store: Store
     access: Access
+    inline_diff_evals: int = INLINE_EVALS
 
 
 def create_app(settings: ViewerSettings) -> Starlette:
@@ -74,6 +79,7 @@ def create_app(settings: ViewerSettings) -> Starlette:
         exception_handlers={HTTPException: _http_error},
     )
     app.state.store = settings.store
+    app.state.diffs = DiffWorker(settings.store, inline_evals=settings.inline_diff_evals)
     app.state.page_token = new_page_token()
     app.add_middleware(Guard, access=settings.access)
     return app

@@ -24,11 +24,13 @@ from niceeval.store import DiffOptions, OutcomeChange, RunNotFound, ScoreChange,
 from niceeval.web import _queries
 from niceeval.web._lines import pair_page
 from niceeval.web._pages import render
-from niceeval.web._requests import page_number, required, store_of
+from niceeval.web._requests import diffs_of, page_number, required, store_of
 
 PICKER_RUNS = 50
 PAIRS_PER_PAGE = 200
 CHANGES_PER_PAGE = 200
+REFRESH_SECONDS = 2
+"""How often the page of a diff being computed asks again (a meta refresh: no script)."""
 
 _CHANGE_RANK = {"regression": 0, "improvement": 1, "noise": 2, "unchanged": 3}
 CHANGE_SORTS: dict[str, Callable[[OutcomeChange], Any] | None] = {
@@ -109,12 +111,17 @@ def compare_page(request: Request) -> Response:
     threshold = _threshold(request.query_params.get("threshold", "0.1"))
     sort = _sort(request)
     try:
-        diff = store.diff(base.id, head.id, DiffOptions(threshold=threshold))
+        diff = diffs_of(request).diff(base, head, DiffOptions(threshold=threshold))
     except ConfigError as exc:  # the same run twice, or runs with no eval in common: pick others
         picked = "base" in request.query_params or "head" in request.query_params
         return render(
             request, "compare.html", ready=True, recent=recent, base=base, head=head, problem=str(exc),
             show_all=False, threshold=threshold, sort=sort, sorts=CHANGE_SORTS, status_code=400 if picked else 200,
+        )  # fmt: skip
+    if diff is None:  # being computed off the request: a page that says so and asks again
+        return render(
+            request, "compare.html", ready=True, recent=recent, base=base, head=head, problem=None, computing=True,
+            refresh_seconds=REFRESH_SECONDS, show_all=False, threshold=threshold, sort=sort, sorts=CHANGE_SORTS,
         )  # fmt: skip
     show_all = request.query_params.get("show") == "all"
     pairs = pair_page(store, base, head, page_number(request), PAIRS_PER_PAGE) if show_all else None

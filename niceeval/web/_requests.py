@@ -6,12 +6,19 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 
 from niceeval.store import RunNotFound, Store, SuiteRunDetail
+from niceeval.web._diffs import DiffWorker
 
 
 def store_of(request: Request) -> Store:
     """The results store this viewer reads."""
     store: Store = request.app.state.store
     return store
+
+
+def diffs_of(request: Request) -> DiffWorker:
+    """The worker that computes the compare page's diffs off the request."""
+    diffs: DiffWorker = request.app.state.diffs
+    return diffs
 
 
 def page_number(request: Request) -> int:

@@ -12,7 +12,7 @@ from _setups import Case, once, record, result
 
 from niceeval._core.errors import ConfigError
 from niceeval._core.summary import PlannedEval
-from niceeval.store import CompareOptions, RunNotFound, SetupComparison, Store, SuiteRunStart
+from niceeval.store import CompareOptions, DiffOptions, RunNotFound, SetupComparison, Store, SuiteRunStart
 from niceeval.store._recorder import Recorder, SuiteEnd
 
 
@@ -265,3 +265,14 @@ def test_a_suite_run_that_carried_its_attempts_is_measured_on_the_runs_it_carrie
     assert mini.latency_p50 is not None and mini.latency_p50.value == pytest.approx(1.055)
     assert mini.mean_scores["similarity"].value == pytest.approx(0.683333, abs=1e-6)
     assert mini.notes == []
+
+
+def test_each_pairs_diff_is_kept_and_read_back_as_niceeval_diff_keeps_it(store: Store) -> None:
+    cheap_and_quick(store)
+    dear_and_slow(store)
+    rule = DiffOptions(strict=False, min_pass_rate=1.0, alpha=0.05)
+    assert store.kept_diff("a", "b", rule) is None
+    first = store.compare(["a", "b"])
+    kept = store.kept_diff("a", "b", rule)
+    assert kept is not None and kept == store.diff("a", "b", rule)
+    assert store.compare(["a", "b"]) == first

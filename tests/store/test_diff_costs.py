@@ -98,3 +98,30 @@ def test_with_one_shared_eval_the_gate_weighs_the_measured_increase(store: Store
         "cost per eval run rose +30% (1 shared case: no spread to measure), more than --max-cost-increase 20% as "
         "measured (there is no interval)"
     ]
+
+
+def test_a_store_from_before_the_latency_column_is_upgraded_with_each_replys_latency(store_url: str) -> None:
+    from alembic import command
+    from alembic.config import Config
+    from sqlalchemy import inspect, select
+
+    from niceeval.store._open import _MIGRATIONS
+    from niceeval.store._schema import events
+
+    with Store.open(store_url) as store:
+        record(store, "base", [run(f"e{i}", cost=0.001, turns=(1.0, 1.0 + i / 10)) for i in range(8)])
+        record(store, "head", [run(f"e{i}", cost=0.001, turns=(2.0, 2.0 + i / 5)) for i in range(8)])
+        record(store, "untimed", [run(f"e{i}", cost=0.001) for i in range(8)])
+        expected = store.diff("base", "head", DiffOptions(threshold=0.2)).usage
+        with store.engine.begin() as conn:  # back to schema 0018, as an older niceeval left it
+            config = Config()
+            config.set_main_option("script_location", str(_MIGRATIONS))
+            config.attributes["connection"] = conn
+            command.downgrade(config, "0018_cmp")
+        assert "latency" not in {c["name"] for c in inspect(store.engine).get_columns("events")}
+    with Store.open(store_url) as store:
+        with store.engine.connect() as conn:
+            timed = conn.execute(select(events.c.latency).where(events.c.latency.is_not(None))).scalars().all()
+        assert len(timed) == 32 and sorted(timed)[:3] == [1.0, 1.0, 1.0]
+        assert store.diff("base", "head", DiffOptions(threshold=0.2)).usage == expected
+        assert [u.measure for u in store.diff("base", "untimed").usage] == ["cost per eval run", "cost per passed run"]

@@ -293,6 +293,52 @@ def judged(eval_id: str, score: float, *, run_index: int = 0, name: str = "rubri
     return run.model_copy(update={"assertions": [only.model_copy(update=update)]})
 
 
+def two_similarities(eval_id: str, paris: float, rome: float) -> RunResult:
+    """An eval scored by `similarity('Paris')` and `similarity('Rome')`: one assertion by kind, two by name."""
+    run = judged(eval_id, paris, name="similarity('Paris')")
+    (paris_found,) = run.assertions
+    rome_found = paris_found.model_copy(update={"name": "similarity('Rome')", "score": rome})
+    return run.model_copy(update={"assertions": [paris_found, rome_found]})
+
+
+def test_diff_pools_one_evals_assertions_of_one_kind_and_lists_each_by_name(store: Store) -> None:
+    old = [(0.9, 0.7), (0.8, 0.8), (0.6, 1.0), (0.9, 0.9), (0.7, 0.5), (0.8, 0.6), (1.0, 0.8)]
+    new = [(0.9, 0.1), (0.8, 0.3), (0.6, 0.2), (0.9, 0.4), (0.7, 0.0), (0.8, 0.2), (1.0, 0.3)]
+    record(store, "base", [two_similarities(f"c{i}", p, r) for i, (p, r) in enumerate(old)])
+    record(store, "head", [two_similarities(f"c{i}", p, r) for i, (p, r) in enumerate(new)])
+    diff = store.diff("base", "head", DiffOptions(threshold=0.5))
+    (similarity,) = diff.mean_scores  # one kind: each case's mean over both assertions is what is paired
+    assert (similarity.assertion, similarity.cases) == ("similarity", 7)
+    assert (similarity.base_mean, similarity.head_mean) == pytest.approx(
+        (sum(p + r for p, r in old) / 14, sum(p + r for p, r in new) / 14)
+    )
+    assert [(c.eval_id, c.assertion, c.base, c.head) for c in diff.scores] == [
+        ("c0", "similarity('Rome')", 0.7, 0.1), ("c2", "similarity('Rome')", 1.0, 0.2),
+    ]  # fmt: skip  # moves of exactly 0.5 are not over the threshold
+
+
+def judged_by(eval_id: str, *models: str) -> RunResult:
+    """A run whose one assertion asked each of `models`."""
+    run = judged(eval_id, 0.8)
+    (found,) = run.assertions
+    calls = [JudgeCall(model=model, score=0.8, passed=True, reason="fine") for model in models]
+    return run.model_copy(update={"assertions": [found.model_copy(update={"judge_calls": calls})]})
+
+
+def test_diff_names_the_judge_models_that_differ_closed_or_running(store: Store) -> None:
+    record(store, "base", [judged_by("c0", "openai/gpt-x"), judged_by("c1", "openai/gpt-x", "anthropic/claude")])
+    record(store, "head", [judged_by("c0", "openai/gpt-y"), judged_by("c1")])
+    with recording(store) as recorder:
+        recorder.begin(SuiteRunStart(id="live", command=["niceeval", "run"]), planned("c0", "c1"))
+        recorder.add("live", [judged_by("c0", "openai/gpt-y", "openai/gpt-y"), judged_by("c1")])
+        for head in ("head", "live"):  # a closed run's models are read from its kept tally, a running one's calls
+            (models,) = [d for d in store.diff("base", head).differences if d.what == "judge models"]
+            assert (models.base, models.head) == ("anthropic/claude, openai/gpt-x", "openai/gpt-y")
+    record(store, "unjudged", [judged("c0", 0.8), judged("c1", 0.8)])
+    (models,) = [d for d in store.diff("base", "unjudged").differences if d.what == "judge models"]
+    assert models.head == "none"
+
+
 def priced(run: RunResult, cost: float) -> RunResult:
     """`run` with the agent's spend: one call costing `cost`."""
     return run.model_copy(update={"agent_spend": Spend(calls=1, tokens=100, cost=cost)})
