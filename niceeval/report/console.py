@@ -205,21 +205,7 @@ class ConsoleReporter:
         if not self._shows(status):
             self._hidden[status] = self._hidden.get(status, 0) + 1
             return
-        label, style = _LABEL[status]
-        line = [(label, f"bold {style}"), (clean(tally.eval.id, 200), "")]
-        if tally.eval.runs > 1:
-            rate = tally.pass_rate(strict=self.strict)
-            shown = "n/a" if rate is None else f"{rate:.0%}"
-            line.append((f"  {tally.passing(strict=self.strict)}/{tally.counted} runs passed ({shown})", style))
-            if interval := interval_text(eval_rate(tally, strict=self.strict)):
-                line.append((f", {interval}", style))
-            line.append((_pass_k_text(tally, self.strict, self.min_pass_at_k), "dim"))
-        if points := eval_points_text(tally):
-            line.append((f"  {points}", style))
-        line.append((f"  {tally.mean_duration_s:.2f}s", "dim"))
-        if turns := latency_text(tally.latencies):
-            line.append((f"  turns {turns}", "dim"))
-        self._print_parts(line)
+        self._print_parts(self._eval_line(tally, status))
         if any(run.failure is not None for run in runs):
             self._print_failures(runs)
         if status in ("failed", "scored"):
@@ -235,6 +221,24 @@ class ConsoleReporter:
         for run in runs:
             if run.sandbox_path:
                 self._print(Text(f"   sandbox kept at {clean(run.sandbox_path)}", style="dim"))
+
+    def _eval_line(self, tally: EvalTally, status: Outcome) -> list[tuple[str, str]]:
+        """An eval's line, as (text, style) parts: its status, id, figures over its runs, mean duration."""
+        label, style = _LABEL[status]
+        line = [(label, f"bold {style}"), (clean(tally.eval.id, 200), "")]
+        if tally.eval.runs > 1:
+            rate = tally.pass_rate(strict=self.strict)
+            shown = "n/a" if rate is None else f"{rate:.0%}"
+            line.append((f"  {tally.passing(strict=self.strict)}/{tally.counted} runs passed ({shown})", style))
+            if interval := interval_text(eval_rate(tally, strict=self.strict)):
+                line.append((f", {interval}", style))
+            line.append((_pass_k_text(tally, self.strict, self.min_pass_at_k), "dim"))
+        if points := eval_points_text(tally):
+            line.append((f"  {points}", style))
+        line.append((f"  {tally.mean_duration_s:.2f}s", "dim"))
+        if turns := latency_text(tally.latencies):
+            line.append((f"  turns {turns}", "dim"))
+        return line
 
     def _shows(self, status: Outcome) -> bool:
         """Whether an eval with this status is printed (see `most_evals`), counting it if it is."""
