@@ -118,13 +118,19 @@ class AttackTally:
         return AttackRates(overall=overall, families=families, variants=variants, unjudged=self._unjudged)
 
 
+_PREFIXES = tuple(f"{name}-" for name in FAMILIES)
+"""The case id prefixes of the attack families (`instruction_override-...`)."""
+
+
 def _family_of(result: RunResult) -> str | None:
     """The attack family of a run: its case's metadata, else its case id (the store keeps ids, not metadata)."""
     family = result.metadata.get("attack_family")
     if isinstance(family, str):
         return family
     case_id = result.case_id or ""
-    return next((name for name in FAMILIES if case_id.startswith(f"{name}-")), None)
+    if not case_id.startswith(_PREFIXES):  # most runs: no attack case (checked once, not per family)
+        return None
+    return next(name for name in FAMILIES if case_id.startswith(f"{name}-"))
 
 
 def attack_rates(results: Iterable[RunResult]) -> AttackRates | None:
