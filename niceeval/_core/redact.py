@@ -140,9 +140,8 @@ def credential_shaped(text: str) -> bool:
         at = lowered.find(marker)
         whole = marker in _WHOLE_NAMES
         while at != -1:
-            if whole and _in_word(lowered, at + len(marker)):
-                pass
-            elif _SECRET_AT.match(text, at) or _json_key_at(text, lowered, at):
+            inside = whole and _in_word(lowered, at + len(marker))
+            if not inside and (_SECRET_AT.match(text, at) or _json_key_at(text, lowered, at)):
                 return True
             at = lowered.find(marker, at + 1)
     at = text.find("://")
