@@ -6,13 +6,16 @@ sink then takes all of them, as the suite hands them over, and its CPU time (pro
 
 - `redaction`: the suite's check of each run for secrets (`Redactor.run`, environment secrets), made before the
   other sinks see the runs, as the suite does (the store then does not check them again);
-- `summary`: each run added to its eval's tally, the tally folded into the suite's totals;
+- `summary`: each run added to its eval's tally, the tally folded into the suite's totals (the reporters below
+  are handed tallies and a summary made before they are timed);
 - `console`: the console reporter without a terminal (its line per eval, into a string);
 - `json`: the JSON reporter (each run's record, each eval's entry, the document written at the end);
 - `store`: the results store's sink on a fresh SQLite file (`start` writes the plan; the runs' rows; `finish`
   and the wait for its writer thread), in CPU of every thread of the process.
 
-The smallest of `--rounds` is printed. To compare with another checkout, put its `niceeval/` first on `PYTHONPATH`.
+The smallest of `--rounds` is printed. To compare with another checkout, run it from outside any checkout (the
+script's folder comes first on `sys.path`) as `PYTHONPATH=DIR python -S bench/sinks.py` with DIR holding the other
+`niceeval/` and this environment's site-packages appended to `PYTHONPATH`.
 """
 
 from __future__ import annotations
@@ -96,19 +99,29 @@ def _drive(reporter: ConsoleReporter | JsonReporter, runs: list[RunResult]) -> N
     plan = _plan(runs)
     held = {p.id: p for p in plan}
     reporter.start(Plan(lambda: iter(plan), len(plan), held.get), [])
-    done = _summary(len(runs))
     finished = getattr(reporter, "eval_finished", None)
-    for run in runs:
-        tally = EvalTally(eval=held[run.eval_id])
-        tally.add(run)
+    for run, tally in zip(runs, _TALLIES, strict=True):
         reporter.run_finished(run)
         if finished is not None:
-            finished(tally, done)
-        done.totals.add(tally)
-        del held[run.eval_id]
-    done.totals.close()
-    done.interrupted = False
-    reporter.finish(done)
+            finished(tally, _DONE)
+    reporter.finish(_DONE)
+
+
+_TALLIES: list[EvalTally] = []
+"""Each run's eval tally, made before the sinks are timed (the suite makes them: `summary` times that)."""
+_DONE = _summary(0)
+"""The suite's summary, folded before the sinks are timed."""
+
+
+def _fold(runs: list[RunResult]) -> None:
+    _TALLIES.clear()
+    for run, planned in zip(runs, _plan(runs), strict=True):
+        tally = EvalTally(eval=planned)
+        tally.add(run)
+        _TALLIES.append(tally)
+        _DONE.totals.add(tally)
+    _DONE.totals.close()
+    _DONE.interrupted = False
 
 
 SINKS: dict[str, Callable[[list[RunResult], Path], None]] = {
@@ -133,6 +146,8 @@ def main() -> None:
             runs = [redactor.run(run) for run in made]
             spent = (time.process_time() - started) / args.evals * 1e6
             best["redaction"] = min(best.get("redaction", spent), spent)
+            if not _TALLIES:
+                _fold(runs)
             for name, sink in SINKS.items():
                 started = time.process_time()
                 sink(runs, Path(folder))
