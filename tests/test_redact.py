@@ -52,6 +52,7 @@ _PIECES = [
     "@", "/", " ", '"', "'", ",", ".", "_", "-", ":", "=", "[redacted]", "abcdefgh", "ABCDEFGH12345678",
     "0123456789abcdefghij", "İ", "é", "\n", "functionality", "Refresh-works.", "dXNlcjpwYXNz", "Pw9xQ2mL7vK4",
     "2026-11-27", "JavaScript", "ALLCAPSWORD", ": ", " = ", '\\"', '"first_token": 0.5', '"secret": true',
+    "tokens", "_tokens", "token_id", "Secrets", "secret2", "apikeys", "api_key_", "Authorizations",
 ]  # fmt: skip
 
 

@@ -109,6 +109,10 @@ _MARKERS = (
 )  # fmt: skip
 """Lower-case substrings every match of the patterns contains at its start or inside its field name (a URL's
 password aside: see `_AUTHORITY`). The checks below run only where one occurs."""
+_WHOLE_NAMES = frozenset({"token", "secret", "authorization", "api-key", "api_key", "apikey"})
+"""Markers that are a whole field name: where a letter, digit or `_` follows (`input_tokens`, `secrets`), the marker
+is inside a longer word, where no pattern can start (each wants a space, quote, `=` or `:` after the name). Skipped
+without trying the patterns: a run's record names five token counts twice."""
 _NAMES_AT = r"(?:authorization|api[-_]?key|token|secret|password|passwd)"
 """The field names from where a marker occurs (`proxy-`, `x-` and `access-` prefixes left before it)."""
 _SECRET_AT = re.compile(_secret_text(_NAMES_AT), re.IGNORECASE)
@@ -134,8 +138,10 @@ def credential_shaped(text: str) -> bool:
         return _pattern(_SECRET_TEXT).search(text) is not None or _pattern(_KEY_IN_JSON).search(text) is not None
     for marker in _MARKERS:
         at = lowered.find(marker)
+        whole = marker in _WHOLE_NAMES
         while at != -1:
-            if _SECRET_AT.match(text, at) or _json_key_at(text, lowered, at):
+            inside = whole and _in_word(lowered, at + len(marker))
+            if not inside and (_SECRET_AT.match(text, at) or _json_key_at(text, lowered, at)):
                 return True
             at = lowered.find(marker, at + 1)
     at = text.find("://")
@@ -145,6 +151,11 @@ def credential_shaped(text: str) -> bool:
             return True
         at = text.find("://", at + 1)
     return False
+
+
+def _in_word(lowered: str, at: int) -> bool:
+    """Whether a letter, digit or `_` is at `at`."""
+    return at < len(lowered) and (lowered[at].isalnum() or lowered[at] == "_")
 
 
 def _json_key_at(text: str, lowered: str, at: int) -> bool:

@@ -28,20 +28,32 @@ class Plan(Sequence[PlannedEval]):
     `lookup` is the suite's own index of the evals under way (and of those it holds: adaptive, eval groups).
     """
 
-    __slots__ = ("_count", "_lookup", "_read")
+    __slots__ = ("_count", "_held", "_lookup", "_read")
 
     def __init__(
-        self, read: Callable[[], Iterator[PlannedEval]], count: int, lookup: Callable[[str], PlannedEval | None]
+        self,
+        read: Callable[[], Iterator[PlannedEval]],
+        count: int,
+        lookup: Callable[[str], PlannedEval | None],
+        held: Iterable[PlannedEval] = (),
     ) -> None:
+        """`held`: the records the suite holds from start to end (its adaptive and eval-group evals), the very
+        objects a walk of the plan yields for them."""
         self._read = read
         self._count = count
         self._lookup = lookup
+        self._held = held
 
     @classmethod
     def of(cls, evals: Sequence[PlannedEval]) -> Plan:
         """A plan over records at hand, each looked up by its id."""
         held = list(evals)
-        return cls(lambda: iter(held), len(held), {p.id: p for p in held}.get)
+        return cls(lambda: iter(held), len(held), {p.id: p for p in held}.get, held)
+
+    def adaptive(self) -> list[PlannedEval]:
+        """The evals under adaptive repeats (`first_runs` set), without a pass over the plan: their records are
+        held (adaptive repeats raise their runs in place)."""
+        return [p for p in self._held if p.first_runs is not None]
 
     @overload
     def __getitem__(self, index: int) -> PlannedEval: ...

@@ -39,6 +39,15 @@ class EvalEntry:
     """This variant's position in `group` (max-score's ties go to the first)."""
     eval_group: EvalGroup | None = None
     """The `define_eval_group` this eval is a member of: it runs in the group's sandbox, in the group's order."""
+    file: str = ""
+    """The eval's file relative to the working directory, as found (empty: worked out from `spec.file` when made).
+
+    Planning hands the found eval's on to each case and variant: working it out per run read the working directory
+    four times a run, and each read lets another thread take the interpreter lock."""
+
+    def __post_init__(self) -> None:
+        if not self.file:
+            object.__setattr__(self, "file", relative(str(self.spec.file)))
 
     @property
     def eval_group_key(self) -> str | None:
@@ -46,10 +55,6 @@ class EvalEntry:
         if self.eval_group is None:
             return None
         return f"{relative(str(self.eval_group.file))}::@{self.eval_group.name}"
-
-    @property
-    def file(self) -> str:
-        return relative(str(self.spec.file))
 
     @property
     def tags(self) -> tuple[str, ...]:

@@ -80,7 +80,7 @@ def _expand_one(entry: EvalEntry, cases: Iterable[Case] | None, variants: tuple[
     for case in cases if cases is not None else (None,):
         group = f"{base}[{case.id}]" if case is not None else base
         if not variants:
-            yield EvalEntry(id=group, spec=entry.spec, case=case, eval_group=entry.eval_group)
+            yield EvalEntry(id=group, spec=entry.spec, case=case, eval_group=entry.eval_group, file=entry.file)
             continue
         for index, variant in enumerate(variants):
             yield EvalEntry(
@@ -92,6 +92,7 @@ def _expand_one(entry: EvalEntry, cases: Iterable[Case] | None, variants: tuple[
                 group_size=len(variants),
                 group_index=index,
                 eval_group=entry.eval_group,
+                file=entry.file,
             )
 
 

@@ -366,7 +366,7 @@ async def run_suite(
     sinks = ReporterSet(reporters)
     summary = _summary(survey, options, problems)
     tallies = _Tallies(survey, summary, sinks)
-    plan = Plan(lambda: map(survey.planned_of, entries), survey.count, tallies.planned)
+    plan = Plan(lambda: map(survey.planned_of, entries), survey.count, tallies.planned, survey.planned.values())
     sinks.start(plan, problems)
     queue = RunQueue(work(entries, options.runs, options.done, options.shard, in_order=options.early_exit))
     started = time.perf_counter()

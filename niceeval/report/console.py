@@ -37,11 +37,11 @@ from niceeval.report._variants import variant_lines
 if TYPE_CHECKING:
     from niceeval.report.progress import Clock, LiveProgress
 
-_LABEL: dict[Outcome, tuple[str, str]] = {
-    "passed": ("PASS", "green"),
-    "scored": ("SCORED", "yellow"),
-    "failed": ("FAIL", "red"),
-    "skipped": ("SKIP", "dim"),
+_LABEL: dict[Outcome, tuple[str, str]] = {  # an eval line's first part, padded, and its style
+    "passed": (" PASS   ", "green"),
+    "scored": (" SCORED ", "yellow"),
+    "failed": (" FAIL   ", "red"),
+    "skipped": (" SKIP   ", "dim"),
 }
 
 
@@ -138,23 +138,33 @@ class ConsoleReporter:
         # cost (rich's layout is a quarter of a millisecond per eval line).
         if self._terminal:
             self.console.print(text)
-            return
+        else:
+            self._write(text.plain)
+
+    def _print_parts(self, parts: list[tuple[str, str]]) -> None:
+        """One line of (text, style) parts: without a terminal their text is joined, and no `Text` is made."""
+        if self._terminal:
+            self.console.print(Text.assemble(*parts))
+        else:
+            self._write("".join(text for text, _ in parts))
+
+    def _write(self, plain: str) -> None:
         try:
-            self.console.file.write(text.plain + "\n")
+            self.console.file.write(plain + "\n")
         except UnicodeEncodeError:  # a stdout that cannot encode our marks (PYTHONIOENCODING=ascii)
             encoding = getattr(self.console.file, "encoding", None) or "ascii"
-            self.console.file.write(text.plain.encode(encoding, "backslashreplace").decode(encoding) + "\n")
+            self.console.file.write(plain.encode(encoding, "backslashreplace").decode(encoding) + "\n")
 
     def start(self, plan: Sequence[PlannedEval], problems: Sequence[Problem]) -> None:
         """Take the plan and the problems found while loading it."""
-        total = sum(p.runs for p in plan)
         runs = plan[0].runs if plan else 1
         label = self.runs_label or plural(runs, "run")
         self._print(Text(f"niceeval · {plural(len(plan), 'eval')} × {label}", style="bold"))
         self._planned = plan_index(plan)
-        if self._progress is not None:
+        if self._progress is not None:  # the bar's total is a pass over the plan: made only for a bar
+            total = sum(p.runs for p in plan)
             # only the live bar grows with adaptive repeats, and only an adaptive eval's runs grow
-            self._known_runs = {p.id: p.runs for p in plan if p.first_runs is not None}
+            self._known_runs = {p.id: p.runs for p in self._planned.adaptive()}
             if total:
                 self._progress.start(total)
             else:
@@ -195,24 +205,9 @@ class ConsoleReporter:
         if not self._shows(status):
             self._hidden[status] = self._hidden.get(status, 0) + 1
             return
-        label, style = _LABEL[status]
-        line = Text()
-        line.append(f" {label:<6} ", style=f"bold {style}")
-        line.append(clean(tally.eval.id, 200))
-        if tally.eval.runs > 1:
-            rate = tally.pass_rate(strict=self.strict)
-            shown = "n/a" if rate is None else f"{rate:.0%}"
-            line.append(f"  {tally.passing(strict=self.strict)}/{tally.counted} runs passed ({shown})", style=style)
-            interval = interval_text(eval_rate(tally, strict=self.strict))
-            line.append(f", {interval}" if interval else "", style=style)
-            line.append(_pass_k_text(tally, self.strict, self.min_pass_at_k), style="dim")
-        if points := eval_points_text(tally):
-            line.append(f"  {points}", style=style)
-        line.append(f"  {tally.mean_duration_s:.2f}s", style="dim")
-        if turns := latency_text(tally.latencies):
-            line.append(f"  turns {turns}", style="dim")
-        self._print(line)
-        self._print_failures(runs)
+        self._print_parts(self._eval_line(tally, status))
+        if any(run.failure is not None for run in runs):
+            self._print_failures(runs)
         if status in ("failed", "scored"):
             self._print_misses(runs)
         elif status == "skipped" and runs[0].skip_reason:
@@ -226,6 +221,24 @@ class ConsoleReporter:
         for run in runs:
             if run.sandbox_path:
                 self._print(Text(f"   sandbox kept at {clean(run.sandbox_path)}", style="dim"))
+
+    def _eval_line(self, tally: EvalTally, status: Outcome) -> list[tuple[str, str]]:
+        """An eval's line, as (text, style) parts: its status, id, figures over its runs, mean duration."""
+        label, style = _LABEL[status]
+        line = [(label, f"bold {style}"), (clean(tally.eval.id, 200), "")]
+        if tally.eval.runs > 1:
+            rate = tally.pass_rate(strict=self.strict)
+            shown = "n/a" if rate is None else f"{rate:.0%}"
+            line.append((f"  {tally.passing(strict=self.strict)}/{tally.counted} runs passed ({shown})", style))
+            if interval := interval_text(eval_rate(tally, strict=self.strict)):
+                line.append((f", {interval}", style))
+            line.append((_pass_k_text(tally, self.strict, self.min_pass_at_k), "dim"))
+        if points := eval_points_text(tally):
+            line.append((f"  {points}", style))
+        line.append((f"  {tally.mean_duration_s:.2f}s", "dim"))
+        if turns := latency_text(tally.latencies):
+            line.append((f"  turns {turns}", "dim"))
+        return line
 
     def _shows(self, status: Outcome) -> bool:
         """Whether an eval with this status is printed (see `most_evals`), counting it if it is."""

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from niceeval._core.outcome import Outcome
 from niceeval._core.results import RunResult
-from niceeval._core.summary import PlannedEval, Problem, SuiteSummary
+from niceeval._core.summary import PlannedEval, Problem, SuiteSummary, plan_index
 from niceeval.store._batches import JOIN_TIMEOUT_S, BatchWriter, Closing, Finished, Unstored
 from niceeval.store._connection import WriteConnection
 from niceeval.store._driver import Kind
@@ -307,7 +307,7 @@ class StoreSink:
         self.recorder.close()
 
     def start(self, plan: Sequence[PlannedEval], problems: Sequence[Problem]) -> None:
-        self._adaptive = [p for p in plan if p.first_runs is not None]
+        self._adaptive = plan_index(plan).adaptive()  # the suite's own plan holds them: no pass over its datasets
         self._planned = {p.id: p.runs for p in self._adaptive}
         try:
             if self.resume or self.shard is not None:

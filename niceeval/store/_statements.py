@@ -159,31 +159,35 @@ def insert_suite(
     row = (
         start.id, session.dialect.stamp(datetime.now(UTC)), "running", start.kind, start.parent_id,
         _dumps(start.command), start.root, start.git_commit, start.git_branch, start.git_dirty, start.config_digest,
-        niceeval_version(), start.strict, start.min_pass_rate, len(plan), sum(p.runs for p in plan), shard_count,
-        plan_digest, start.experiment,
+        niceeval_version(), start.strict, start.min_pass_rate, len(plan), 0, shard_count, plan_digest,
+        start.experiment,
     )  # fmt: skip
     session.execute(_insert(session, SUITE_START), row)
-    add_plan(session, start.id, plan)
+    runs = add_plan(session, start.id, plan)  # the plan's runs counted on its one pass, then recorded
+    session.execute("UPDATE suite_runs SET runs_planned = ? WHERE id = ?", (runs, start.id))
 
 
 PLAN_BATCH = 4096
 """Planned evals written per batch: the rows of a plan of 100,000 cases are never all built at once."""
 
 
-def add_plan(session: Session, suite_run_id: str, plan: Sequence[PlannedEval]) -> None:
-    """Plan more evals in a suite run, after those it plans (a resume that raised `--runs` updates theirs).
+def add_plan(session: Session, suite_run_id: str, plan: Sequence[PlannedEval]) -> int:
+    """Plan more evals in a suite run, after those it plans (a resume that raised `--runs` updates theirs); the
+    runs `plan` plans.
 
     The rows are built and written `PLAN_BATCH` at a time."""
     if not plan:
-        return
+        return 0
     query = "SELECT eval_id, runs FROM suite_evals WHERE suite_run_id = ?"
     known: dict[str, int] = dict(session.execute(query, (suite_run_id,)).fetchall())
     position = len(known)
     grown: list[tuple[int, str, str]] = []
+    runs = 0
     evals = iter(plan)  # one pass: the suite's plan reads its datasets again on each walk
     while batch := list(islice(evals, PLAN_BATCH)):
         rows = []
         for p in batch:
+            runs += p.runs
             if p.id not in known:
                 rows.append((suite_run_id, p.id, position, p.file, p.line, _json(p.tags).decode(), p.runs, p.cluster))
                 position += 1
@@ -191,6 +195,7 @@ def add_plan(session: Session, suite_run_id: str, plan: Sequence[PlannedEval]) -
                 grown.append((p.runs, suite_run_id, p.id))
         _insert_rows(session, SUITE_EVALS, rows)
     session.executemany(session.sql("UPDATE suite_evals SET runs = ? WHERE suite_run_id = ? AND eval_id = ?"), grown)
+    return runs
 
 
 def reopen(session: Session, suite_run_id: str) -> None:

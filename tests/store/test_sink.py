@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import create_engine, make_url, text
 
 from niceeval._core.results import RunResult
-from niceeval._core.summary import EvalTally, SuiteSummary
+from niceeval._core.summary import EvalTally, Plan, PlannedEval, SuiteSummary
 from niceeval.store import Store, SuiteRunStart
 from niceeval.store._connection import WriteConnection
 from niceeval.store._driver import parse_url
@@ -218,3 +218,28 @@ def test_what_reads_the_outcome_waits_for_the_writer(store: Store) -> None:
     sink.finish(summary_of(["a"]))
     assert (sink.unstored, sink.error) == (0, None)  # settled on reading
     assert store.run("s1").run.status == "finished"
+
+
+def test_the_sink_walks_the_suites_plan_once_and_takes_its_adaptive_evals_from_the_records_it_holds(
+    store: Store,
+) -> None:
+    """The suite's plan reads its datasets at each walk: the sink writes the rows and counts the runs planned on
+    one walk, and the adaptive evals (whose runs grow as repeats are queued) are the records the suite holds."""
+    records = planned("a", "b", "c")
+    records[1].first_runs = 1  # `b` runs under adaptive repeats: the suite holds its record
+    walks: list[int] = []
+
+    def read() -> Iterator[PlannedEval]:
+        walks.append(1)
+        return iter(records)
+
+    sink = sink_of(store, SuiteRunStart(id="held"))
+    sink.start(Plan(read, len(records), lambda eval_id: None, [records[1]]), [])
+    records[1].runs = 3  # two repeats queued, raised in place
+    for eval_id, run_index in (("a", 0), ("b", 0), ("b", 1), ("b", 2), ("c", 0)):
+        sink.run_finished(result(eval_id, run_index=run_index))
+    sink.finish(summary_of(["a", "b", "c"]))
+    sink.settle()
+    assert len(walks) == 1
+    assert [(p.id, p.runs) for p in store.planned("held")] == [("a", 1), ("b", 3), ("c", 1)]
+    assert store.run("held").run.runs_done == 5
