@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import tracemalloc
 from pathlib import Path
 
 import pytest
 
-from niceeval._eval.cases import Loading, Stamp, iter_cases
+from niceeval._eval.cases import CaseIds, Loading, Stamp, iter_cases
 from niceeval._run.discovery import discover
 from niceeval._run.plan import EvalStream, expand
 
@@ -103,3 +104,18 @@ def test_a_dataset_edited_while_a_later_pass_reads_it_ends_that_pass_without_run
     err = capsys.readouterr().err
     assert "qa.jsonl:2: the file changed while it was read again, after its case ids were checked" in err
     assert "run again to use the edited file (the dataset changed after planning; evals/qa.py::qa stops here)" in err
+
+
+def test_the_planning_check_keeps_under_6_bytes_a_case_past_100_000() -> None:
+    ids = CaseIds()
+    tracemalloc.start()
+    try:
+        for i in range(100_000):
+            ids.add(f"evals/qa.py::qa[q{i}]")
+        before, _ = tracemalloc.get_traced_memory()
+        added = [ids.add(f"evals/qa.py::qa[q{i}]") for i in range(100_000, 250_000)]
+        after, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert added.count(True) == 150_000 and ids.add("evals/qa.py::qa[q7]") is False
+    assert (after - before - sys.getsizeof(added)) / 150_000 < 6  # 8-byte hashes in 65,536 arrays took some 19
