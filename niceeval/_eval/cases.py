@@ -100,8 +100,8 @@ class Loading:
     problems: list[CaseError] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     checked: Stamp | None = None
-    """The dataset file as a pass that read it to the end, checking that no case id repeats, found it (unchanged
-    from its first row to its last); None for a list of rows, or a file that changed while it was read."""
+    """A JSONL or CSV file as a pass that read it to the end, checking that no case id repeats, found it (unchanged
+    from its first row to its last); None for other datasets, or a file that changed while it was read."""
 
 
 def _rows_only(shown: str, reading: Reading, what: str) -> None:
@@ -423,11 +423,12 @@ class _Dataset:
     read: Callable[[], Iterator[_Row]]
     run_as_is: bool
     """The dataset file is the eval file itself."""
-    path: Path | None = None
-    """The file (None: a list of rows, which has no stamp and is always checked)."""
+    streamed: Path | None = None
+    """A file that holds all its rows and is read row by row (JSONL, CSV), so its stamp says whether they changed;
+    None: checked at every pass (a list; a JSON or YAML file, which may be a peer's config reading other files)."""
 
     def stamp(self) -> Stamp | None:
-        return Stamp.of(self.path) if self.path is not None else None
+        return Stamp.of(self.streamed) if self.streamed is not None else None
 
 
 def _dataset(source: str | Path | Sequence[Any], eval_file: Path, root: Path, reading: Reading | None) -> _Dataset:
@@ -443,7 +444,8 @@ def _dataset(source: str | Path | Sequence[Any], eval_file: Path, root: Path, re
     if not path.is_file():
         raise CaseError(shown, None, "dataset file not found (paths are relative to the eval file or the root)")
     read = partial(reader, path, shown, reading or Reading())
-    return _Dataset(shown, read, path.resolve() == eval_file.resolve(), path)
+    streamed = path if reader in (_jsonl_rows, _csv_rows) else None
+    return _Dataset(shown, read, path.resolve() == eval_file.resolve(), streamed)
 
 
 def iter_cases(

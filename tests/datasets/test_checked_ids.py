@@ -62,7 +62,7 @@ def test_a_later_pass_over_an_unchanged_dataset_keeps_nothing_per_case(tmp_path:
     assert large_peak - small_peak < 64 * 1024, (small_peak, large_peak)
 
 
-def test_planning_records_the_file_it_checked_and_a_list_is_always_checked(tmp_path: Path) -> None:
+def test_planning_records_the_jsonl_file_it_checked_and_other_datasets_are_always_checked(tmp_path: Path) -> None:
     path = write(tmp_path, "qa.jsonl", '{"id": "a"}\n{"id": "b"}\n')
     loading = Loading()
     assert [c.id for c in iter_cases(path.name, eval_file=tmp_path / "x.py", root=tmp_path, loading=loading)] == [
@@ -73,6 +73,10 @@ def test_planning_records_the_file_it_checked_and_a_list_is_always_checked(tmp_p
     listed = Loading()
     list(iter_cases([{"id": "a"}], eval_file=tmp_path / "x.py", root=tmp_path, loading=listed))
     assert listed.checked is None
+    for name, text in {"qa.yaml": "- id: a\n- id: b\n", "qa.json": '[{"id": "a"}, {"id": "b"}]'}.items():
+        whole = Loading()  # read whole, and maybe a peer's config naming other files: no stamp, checked each pass
+        list(iter_cases(write(tmp_path, name, text).name, eval_file=tmp_path / "x.py", root=tmp_path, loading=whole))
+        assert whole.checked is None
     stopped = Loading()
     cases = iter_cases(path.name, eval_file=tmp_path / "x.py", root=tmp_path, loading=stopped)
     next(cases)
