@@ -11,9 +11,11 @@ For each size it writes a JSONL of N rows (~150 bytes: an id, a question, an ans
   the same shape of JSON report (one object per run) with `json.dump`.
 
 The figures are ratios taken in one run: niceeval's wall and CPU time (user + system) over the loop's, and each
-size's peak RSS over the smallest size's (flat memory means a ratio near 1.0), with the slope in KiB per case
-between consecutive sizes.
-niceeval's RSS is also sampled every half second while it runs (`rss_at_mib`: at a quarter, half and three
+size's peak RSS (`rss_mib`: the child's own high-water mark, `VmHWM`, last read before it exits; the child's
+`ru_maxrss`, `maxrss_mib`, also counts the pages of this process it was forked from, carried over `exec`, which
+after the first size's report is read are most of it) over the smallest size's (flat memory means a ratio near
+1.0), with the slope in KiB per case between consecutive sizes.
+niceeval's RSS is also sampled every tenth of a second while it runs (`rss_at_mib`: at a quarter, half and three
 quarters of its wall time; the peak, `rss_mib`, may come at the close, when the store finishes the run), and
 its CPU time (user + sys) is given beside the wall: on a shared machine the CPU is the steadier figure.
 The issue's target size is a million cases (`--sizes 10000,1000000`); on a busy machine that takes long enough
@@ -76,16 +78,18 @@ def _write_project(root: Path, size: int) -> None:
 
 
 class _Sampler(threading.Thread):
-    """The child's resident set size every half second, from /proc (empty where there is no /proc)."""
+    """The child's resident set size every tenth of a second, and its high-water mark, from /proc (empty and 0
+    where there is no /proc)."""
 
     def __init__(self, pid: int) -> None:
         super().__init__(daemon=True)
         self.pid = pid
         self.samples: list[int] = []
+        self.high = 0
         self.done = threading.Event()
 
     def run(self) -> None:
-        while not self.done.wait(0.5):
+        while not self.done.wait(0.1):
             try:
                 status = Path(f"/proc/{self.pid}/status").read_text()
             except OSError:
@@ -93,11 +97,15 @@ class _Sampler(threading.Thread):
             for line in status.splitlines():
                 if line.startswith("VmRSS:"):
                     self.samples.append(int(line.split()[1]))
+                if line.startswith("VmHWM:"):
+                    self.high = max(self.high, int(line.split()[1]))
 
 
-def _timed(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, float, int, list[int]]:
-    """Wall and CPU seconds, the peak RSS in KiB of one child (`wait4` reports that child's own usage), and its
-    RSS sampled while it ran."""
+def _timed(
+    command: list[str], cwd: Path, env: dict[str, str] | None = None
+) -> tuple[float, float, int, int, list[int]]:
+    """Wall and CPU seconds, the peak RSS in KiB of one child as `wait4` reports it and as its own high-water mark
+    (KiB), and its RSS sampled while it ran."""
     started = time.perf_counter()
     pid = os.fork()
     if pid == 0:
@@ -113,7 +121,7 @@ def _timed(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> 
     sampler.done.set()
     if os.waitstatus_to_exitcode(status) not in (0, 1):
         raise SystemExit(f"{' '.join(command)} exited {os.waitstatus_to_exitcode(status)}")
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, sampler.samples
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, sampler.high, sampler.samples
 
 
 def _at(samples: list[int], share: float) -> float | None:
@@ -140,9 +148,10 @@ def main() -> None:
             (root / "loop.py").write_text(LOOP)
             store = ["--no-store"] if args.no_store else []
             run = [*niceeval, "run", "evals", "--runs", "1", "--json", "report.json", *store]
-            wall, cpu, rss, samples = _timed(run, root, env)
+            wall, cpu, maxrss, rss, samples = _timed(run, root, env)
             report = json.loads((root / "report.json").read_text())
-            loop_wall, loop_cpu, loop_rss, _ = _timed([sys.executable, "loop.py", "evals/qa.jsonl", "loop.json"], root)
+            loop = [sys.executable, "loop.py", "evals/qa.jsonl", "loop.json"]
+            loop_wall, loop_cpu, _, loop_rss, _ = _timed(loop, root)
             data = {
                 "cases": size,
                 "row_bytes": round((root / "evals" / "qa.jsonl").stat().st_size / size),
@@ -150,6 +159,7 @@ def main() -> None:
                 "wall_s": round(wall, 2),
                 "cpu_s": round(cpu, 2),
                 "rss_mib": round(rss / 1024, 1),
+                "maxrss_mib": round(maxrss / 1024, 1),
                 "rss_at_mib": [_at(samples, share) for share in (0.25, 0.5, 0.75)],
                 "loop_wall_s": round(loop_wall, 2),
                 "loop_rss_mib": round(loop_rss / 1024, 1),

@@ -4,15 +4,19 @@ Every row becomes one `Case`: its id (the `id` field, else the row's index), its
 dict, or a pydantic model with `case_model=`), its `metadata` and `tags`, and where it came from. A row that is
 not an object, fails `case_model`, or repeats an id is a `CaseError` naming the file and line. A JSONL row that is not
 JSON, or a last row cut short, is a problem of its own: with a `Loading` the other rows still load.
+
+The check that no id repeats is made by the pass that plans (`Loading.checked`): a later pass over the same file,
+unchanged, trusts it and keeps nothing per case (`iter_cases(checked=...)`).
 """
 
 from __future__ import annotations
 
 import csv
 import json
-from array import array
+import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +72,26 @@ class _Row:
     """Not a row: what a peer's file says that has no equivalent, listed once."""
 
 
+@dataclass(frozen=True, slots=True)
+class Stamp:
+    """A dataset file as one pass found it (device, inode, size, modification time): while a later pass finds it
+    the same, the rows it reads are the rows that pass read."""
+
+    device: int
+    inode: int
+    size: int
+    modified_ns: int
+
+    @classmethod
+    def of(cls, path: Path) -> Stamp | None:
+        """The file's stamp; None when it cannot be read."""
+        try:
+            found = os.stat(path)
+        except OSError:
+            return None
+        return cls(found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns)
+
+
 @dataclass(kw_only=True)
 class Loading:
     """What loading a dataset found besides its cases: rows that could not be used, and what did not carry over
@@ -75,6 +99,9 @@ class Loading:
 
     problems: list[CaseError] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    checked: Stamp | None = None
+    """A JSONL or CSV file as a pass that read it to the end, checking that no case id repeats, found it (unchanged
+    from its first row to its last); None for other datasets, or a file that changed while it was read."""
 
 
 def _rows_only(shown: str, reading: Reading, what: str) -> None:
@@ -330,26 +357,31 @@ def _make_case(row: _Row, shown: str, model: type[BaseModel] | None) -> Case:
 
 
 class CaseIds:
-    """The case ids a dataset used so far, for the check that no id repeats: their 64-bit hashes, in `array`s by
-    the hashes' low 16 bits (a dict of each id and its row's place grew with every case by ten times as much).
+    """The case ids a dataset used so far, for the check that no id repeats: 44 bits of each id's hash, the low 12
+    choosing one of 4,096 `bytearray`s that holds the next 32 as 4 bytes (a dict of each id and its row's place
+    grew with every case by some 150 bytes; this by 4 and a half).
 
-    Two different ids share a hash about once in 2**64 / n: `add` then says "maybe used" and the caller reads the
-    dataset again to find the first use (`_first_use`), which settles it.
+    Two different ids share those bits about once in 2**44 / n: `add` then says "maybe used" and the caller reads
+    the dataset again to find the first use (`_first_use`), which settles it.
     """
 
     def __init__(self) -> None:
-        self._buckets: dict[int, array[int]] = {}
+        self._buckets: dict[int, bytearray] = {}
 
     def add(self, case_id: str) -> bool:
-        """Note `case_id`; False when it may have been noted before (its hash was)."""
-        digest = hash(case_id) & 0xFFFF_FFFF_FFFF_FFFF
-        bucket = self._buckets.get(digest & 0xFFFF)
+        """Note `case_id`; False when it may have been noted before (its bits were)."""
+        digest = hash(case_id)
+        key, tail = digest & 0xFFF, (digest >> 12 & 0xFFFF_FFFF).to_bytes(4, "little")
+        bucket = self._buckets.get(key)
         if bucket is None:
-            self._buckets[digest & 0xFFFF] = array("Q", (digest,))
+            self._buckets[key] = bytearray(tail)
             return True
-        if digest in bucket:
-            return False
-        bucket.append(digest)
+        at = bucket.find(tail)
+        while at != -1:
+            if at % 4 == 0:  # a match astride two entries is no match
+                return False
+            at = bucket.find(tail, at + 1)
+        bucket += tail
         return True
 
 
@@ -391,6 +423,12 @@ class _Dataset:
     read: Callable[[], Iterator[_Row]]
     run_as_is: bool
     """The dataset file is the eval file itself."""
+    streamed: Path | None = None
+    """A file that holds all its rows and is read row by row (JSONL, CSV), so its stamp says whether they changed;
+    None: checked at every pass (a list; a JSON or YAML file, which may be a peer's config reading other files)."""
+
+    def stamp(self) -> Stamp | None:
+        return Stamp.of(self.streamed) if self.streamed is not None else None
 
 
 def _dataset(source: str | Path | Sequence[Any], eval_file: Path, root: Path, reading: Reading | None) -> _Dataset:
@@ -405,7 +443,9 @@ def _dataset(source: str | Path | Sequence[Any], eval_file: Path, root: Path, re
         raise CaseError(shown, None, f"unknown dataset format; use one of {', '.join(FORMATS)}")
     if not path.is_file():
         raise CaseError(shown, None, "dataset file not found (paths are relative to the eval file or the root)")
-    return _Dataset(shown, lambda: reader(path, shown, reading or Reading()), path.resolve() == eval_file.resolve())
+    read = partial(reader, path, shown, reading or Reading())
+    streamed = path if reader in (_jsonl_rows, _csv_rows) else None
+    return _Dataset(shown, read, path.resolve() == eval_file.resolve(), streamed)
 
 
 def iter_cases(
@@ -416,20 +456,26 @@ def iter_cases(
     model: type[BaseModel] | None = None,
     loading: Loading | None = None,
     reading: Reading | None = None,
+    checked: Stamp | None = None,
 ) -> Iterator[Case]:
     """The cases of a dataset, one at a time (a JSONL file is read row by row). A promptfoo config, a
     pydantic-evals dataset and Inspect samples load as they are (`niceeval._eval.peers`).
 
     Args:
         loading: Where a peer's unusable rows and notes go (the other rows still load); without it they raise.
+            A pass that reads the file to the end unchanged sets its `checked`.
         reading: How the command line says to read a dataset file (`--data`, `--fields`).
+        checked: An earlier pass's `Loading.checked`: while the file stays as that pass found it, its check
+            that no case id repeats holds and this pass keeps no id; a file found changed at the start is checked
+            again, one that changes while this pass reads it ends the pass (`CaseError` at the row).
 
     Raises:
         CaseError: A missing or unknown file, or a bad row (naming the file and line).
     """
     dataset = _dataset(source, eval_file, root, reading)
     shown = dataset.shown
-    seen = CaseIds()
+    stamp = dataset.stamp()
+    seen = None if checked is not None and stamp == checked else CaseIds()
     notes: list[str] = []
     run_as_is = dataset.run_as_is
     no_input: list[_Row] = []
@@ -448,13 +494,23 @@ def iter_cases(
             continue
         row = converted
         case = _make_case(row, shown, model)
-        if not seen.add(case.id) and (first := _first_use(case, dataset, model, reading)):
+        if seen is None:
+            if dataset.stamp() != checked:
+                raise _row_error(shown, row, _CHANGED)
+        elif not seen.add(case.id) and (first := _first_use(case, dataset, model, reading)):
             raise _row_error(shown, row, f"case id {case.id!r} is used twice (first at {first})")
         yield case
     if no_input:
         _peer_problem(shown, _Row(index=-1, line=None, value=None, error=_no_input(no_input)), loading)
     if loading is not None:
         loading.notes.extend(f"{shown}: {note}" for note in notes if f"{shown}: {note}" not in loading.notes)
+        loading.checked = stamp if stamp is not None and dataset.stamp() == stamp else None
+
+
+_CHANGED = (
+    "the file changed while it was read again, after its case ids were checked (a row read now may repeat an id "
+    "read before it); run again to use the edited file"
+)
 
 
 def _mapped(row: _Row, reading: Reading) -> _Row:

@@ -21,7 +21,7 @@ from niceeval._eval.variants import Variant, parse_variants
 from niceeval._run.discovery import EvalEntry, LoadError
 
 if TYPE_CHECKING:
-    from niceeval._eval.cases import Case, Loading
+    from niceeval._eval.cases import Case, Loading, Stamp
 
 
 class EvalStream:
@@ -121,11 +121,13 @@ def _declared_error(entry: EvalEntry, case: Case) -> LoadError | None:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class _Source:
-    """One discovered eval as planned: the variants it runs under, and its cases left out (bad `assert:` entries)."""
+    """One discovered eval as planned: the variants it runs under, its cases left out (bad `assert:` entries), and
+    its dataset file as the planning pass checked its case ids (later passes over it unchanged keep no id)."""
 
     entry: EvalEntry
     variants: tuple[Variant, ...]
     left_out: frozenset[str] = frozenset()
+    checked: Stamp | None = None
 
 
 def expand(entries: Sequence[EvalEntry], *, root: Path, suite_variants: Any = None) -> Plan:
@@ -156,8 +158,8 @@ def expand(entries: Sequence[EvalEntry], *, root: Path, suite_variants: Any = No
         counted = _counted(entry, root, plan)
         if counted is None:
             continue
-        cases, left_out = counted
-        sources.append(_Source(entry=entry, variants=variants, left_out=left_out))
+        cases, left_out, checked = counted
+        sources.append(_Source(entry=entry, variants=variants, left_out=left_out, checked=checked))
         count += cases * max(1, len(variants))
     plan.evals = EvalStream(lambda: _expanded(sources, root), count=count)
     return plan
@@ -166,11 +168,11 @@ def expand(entries: Sequence[EvalEntry], *, root: Path, suite_variants: Any = No
 def _expanded(sources: list[_Source], root: Path) -> Iterator[EvalEntry]:
     for source in sources:
         entry = source.entry
-        cases = None if entry.spec.cases is None else _read_again(entry, root, source.left_out)
+        cases = None if entry.spec.cases is None else _read_again(entry, root, source)
         yield from _expand_one(entry, cases, source.variants)
 
 
-def _reading(entry: EvalEntry, root: Path, loading: Loading) -> Iterator[Case]:
+def _reading(entry: EvalEntry, root: Path, loading: Loading, checked: Stamp | None = None) -> Iterator[Case]:
     from niceeval._eval.cases import iter_cases
 
     assert entry.spec.cases is not None
@@ -181,13 +183,15 @@ def _reading(entry: EvalEntry, root: Path, loading: Loading) -> Iterator[Case]:
         model=entry.spec.case_model,
         loading=loading,
         reading=entry.spec.reading,
+        checked=checked,
     )
 
 
-def _counted(entry: EvalEntry, root: Path, plan: Plan) -> tuple[int, frozenset[str]] | None:
+def _counted(entry: EvalEntry, root: Path, plan: Plan) -> tuple[int, frozenset[str], Stamp | None] | None:
     """The planning pass over an eval's dataset: its usable cases counted, the ids of those whose `assert:` entries
-    are unusable (each an error in `plan`); None: the dataset cannot be used (the error is in `plan`). Datasets
-    and their readers load only for evals with `cases=`: a plain run does not import them."""
+    are unusable (each an error in `plan`), and the file as this pass checked its case ids (`Loading.checked`);
+    None: the dataset cannot be used (the error is in `plan`). Datasets and their readers load only for evals with
+    `cases=`: a plain run does not import them."""
     from niceeval._eval.cases import CaseError, Loading
 
     loading = Loading()
@@ -211,17 +215,18 @@ def _counted(entry: EvalEntry, root: Path, plan: Plan) -> tuple[int, frozenset[s
     if unclustered is not None:
         plan.errors.append(unclustered)
         return None
-    return count, frozenset(left_out)
+    return count, frozenset(left_out), loading.checked
 
 
-def _read_again(entry: EvalEntry, root: Path, left_out: frozenset[str]) -> Iterator[Case]:
+def _read_again(entry: EvalEntry, root: Path, source: _Source) -> Iterator[Case]:
     """An eval's cases on a later pass: the rows the planning pass found usable (its problems were reported then).
-    A dataset edited since, so that it no longer reads, ends there, with one line on stderr."""
+    An unchanged file is not checked for repeated ids again (planning did). A dataset edited since, so that it no
+    longer reads (or repeats an id), or edited while this pass reads it, ends there, with one line on stderr."""
     from niceeval._eval.cases import CaseError, Loading
 
     try:
-        for case in _reading(entry, root, Loading()):
-            if case.id not in left_out:
+        for case in _reading(entry, root, Loading(), source.checked):
+            if case.id not in source.left_out:
                 yield case
     except CaseError as exc:
         print(f"niceeval: {exc} (the dataset changed after planning; {entry.id} stops here)", file=sys.stderr)
