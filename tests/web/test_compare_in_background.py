@@ -110,6 +110,7 @@ def test_a_running_runs_diff_is_shown_once_then_computed_again(store: Store) -> 
     assert status == 200 and FLIPS in shown
     assert store.kept_diff(base, head, DiffOptions(threshold=0.1)) is None  # a running run's diff is never kept
     assert COMPUTING in client.get(url).text  # it may have changed since: computed again
+    assert until_shown(client, url)[0] == 200  # (and the store is closed only once the worker is done with it)
 
 
 def test_one_worker_thread_computes_every_pair_in_turn(store: Store) -> None:
