@@ -60,7 +60,7 @@ def test_a_row_missing_a_mapped_field_is_that_rows_error_naming_field_and_flag(t
     write(tmp_path, "qa.jsonl", QA + '{"prompt": "What is the capital of Italy?", "answer": "Rome"}\n')
     code, outcomes, problems = run("qa.jsonl", "--fields", "input=question,target=answer")
     assert code == 2
-    assert list(outcomes) == ["qa.jsonl::dataset[0]", "qa.jsonl::dataset[1]"]  # the other rows ran
+    assert sorted(outcomes) == ["qa.jsonl::dataset[0]", "qa.jsonl::dataset[1]"]  # the other rows ran
     (problem,) = problems
     assert problem["location"] == "qa.jsonl:3"
     message = str(problem["message"])
