@@ -11,7 +11,9 @@ tallies and the console, JUnit and GitHub reporters read: its row's fields, its 
 calls, of its events only the replies that timed a turn (what `latencies` reads), no spans.
 
 A carried or accepted slot (an experiment's) holds no record of its own: it is read in full by `_read.results`
-(its `json` is None: the report writes its `RunResult`).
+(its `json` is None: the report writes its `RunResult`). Without a JSON report to write (`records=False`: the
+console, JUnit and GitHub reports), no record is made: judge calls and spans are not read, and of the events only
+the timed replies (by the `events.latency` column's partial index).
 """
 
 from __future__ import annotations
@@ -87,7 +89,8 @@ class StoredRun:
     """The run for tallies and the console, JUnit and GitHub reporters: everything but its assertions' judge calls,
     its spans and its events other than the replies that timed a turn (for a carried slot: the run in full)."""
     json: bytes | None
-    """Its record in the JSON report (`report.json_report.run_json`'s bytes); None for a carried slot."""
+    """Its record in the JSON report (`report.json_report.run_json`'s bytes); None for a carried slot, or when no
+    record was asked for."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +102,8 @@ class _Sql:
     assertions: str
     judge_calls: str
     events: str
+    timed: str
+    """Only the timed replies' events (their `latency` set), when no record is made."""
     spans: str
 
 
@@ -124,11 +129,6 @@ def _queries(session: Session) -> _Sql:
         f"""'{{"seq":' || seq || ',"at":"' || {when} || 'Z","type":"' || type || '"' || """
         f"""CASE WHEN {payload} = '{{}}' THEN '}}' ELSE ',' || substr({payload}, 2) END"""
     )
-    latency = (
-        "CASE WHEN type = 'message' THEN (payload->>'latency')::float8 END"
-        if postgresql
-        else "CASE WHEN type = 'message' THEN json_extract(payload, '$.latency') END"
-    )
     columns = ", ".join(text(name) if name in _JSON_COLUMNS else name for name in _RunRow._fields)
     return _Sql(
         ids="SELECT id FROM eval_runs WHERE suite_run_id = ? ORDER BY id",
@@ -144,8 +144,12 @@ def _queries(session: Session) -> _Sql:
             "WHERE assertion_id BETWEEN ? AND ? ORDER BY assertion_id, position"
         ),
         events=(
-            f"SELECT eval_run_id, {event}, {latency} FROM events "
+            f"SELECT eval_run_id, {event}, latency FROM events "
             "WHERE eval_run_id BETWEEN ? AND ? ORDER BY eval_run_id, seq"
+        ),
+        timed=(
+            f"SELECT eval_run_id, {event}, latency FROM events "
+            "WHERE eval_run_id BETWEEN ? AND ? AND latency IS NOT NULL ORDER BY eval_run_id, seq"
         ),
         spans=(
             f"SELECT eval_run_id, {text('payload')} FROM spans WHERE eval_run_id BETWEEN ? AND ? "
@@ -154,8 +158,13 @@ def _queries(session: Session) -> _Sql:
     )
 
 
-def stored_runs(conn: Connection, suite_run_id: str, *, batch: int = BATCH) -> Iterator[StoredRun]:
-    """Every eval run of a suite run in the order it was stored (as `_read.results` streams them)."""
+def stored_runs(
+    conn: Connection, suite_run_id: str, *, records: bool = True, batch: int = BATCH
+) -> Iterator[StoredRun]:
+    """Every eval run of a suite run in the order it was stored (as `_read.results` streams them).
+
+    `records`: make each run's JSON report record (False: every `json` is None, and less is read).
+    """
     session = session_of(conn)
     sql = _queries(session)
     ids = [row[0] for row in session.execute(sql.ids, (suite_run_id,))]
@@ -167,32 +176,36 @@ def stored_runs(conn: Connection, suite_run_id: str, *, batch: int = BATCH) -> I
         rows = [_RunRow._make(row) for row in session.execute(sql.runs, (chunk[0], chunk[-1])) if row[0] in mine]
         carried = sorted({row.eval_id for row in rows if row.provenance != "executed"})
         full = {(r.eval_id, r.run_index): r for r in results(conn, suite_run_id, eval_ids=carried)} if carried else {}
-        records = _Batch(session, sql, chunk[0], chunk[-1])
+        children = _Batch(session, sql, chunk[0], chunk[-1], records=records)
         for row in rows:
             if row.provenance != "executed":
                 yield StoredRun(result=full[row.eval_id, row.run_index], json=None)
             else:
-                yield records.run(row)
+                yield children.run(row)
 
 
 class _Batch:
-    """The child rows of a batch of eval runs (ids `low` to `high`), grouped by their eval run."""
+    """The child rows of a batch of eval runs (ids `low` to `high`), grouped by their eval run.
 
-    def __init__(self, session: Session, sql: _Sql, low: int, high: int) -> None:
+    `records`: read what the runs' JSON records hold (else only what their light `RunResult`s do)."""
+
+    def __init__(self, session: Session, sql: _Sql, low: int, high: int, *, records: bool) -> None:
+        self.records = records
         self.assertions: dict[int, list[tuple[Any, ...]]] = {}
         for row in session.execute(sql.assertions, (low, high)):
             self.assertions.setdefault(row[1], []).append(row)
         self.calls: dict[int, list[dict[str, Any]]] = {}
         owners = [a[0] for rows in self.assertions.values() for a in rows]
-        if owners:
+        if owners and records:
             for row in session.execute(sql.judge_calls, (min(owners), max(owners))):
                 self.calls.setdefault(row[0], []).append(_judge_call(row))
         self.events: dict[int, list[tuple[Any, ...]]] = {}
-        for row in session.execute(sql.events, (low, high)):
+        for row in session.execute(sql.events if records else sql.timed, (low, high)):
             self.events.setdefault(row[0], []).append(row)
         self.spans: dict[int, list[str]] = {}
-        for row in session.execute(sql.spans, (low, high)):
-            self.spans.setdefault(row[0], []).append(row[1])
+        if records:
+            for row in session.execute(sql.spans, (low, high)):
+                self.spans.setdefault(row[0], []).append(row[1])
 
     def run(self, row: _RunRow) -> StoredRun:
         """The stored run of an eval run of this batch."""
@@ -213,6 +226,8 @@ class _Batch:
                 "sandbox": _value(row.sandbox),
             }
         )  # fmt: skip
+        if not self.records:
+            return StoredRun(result=summary, json=None)
         for assertion in assertions:
             assertion["judge_calls"] = self.calls.get(assertion.pop("id"), [])
         events = [e[1] for e in stream]
