@@ -76,7 +76,14 @@ _JSON_COLUMNS = frozenset({"error", "unpriced", "variant", "sandbox", "warnings"
 _ASSERTION_NAMES = ("name", "severity", "score", "threshold", "state", "reason", "expected", "actual", "location")
 _JUDGE_NAMES = ("model", "messages", "input", "score", "passed", "reason", "input_tokens", "output_tokens",
                 "cache_read_tokens", "cost", "latency", "cached", "fallback", "asked", "cause")  # fmt: skip
-_to_json = pydantic_core.to_json
+
+
+def _to_json(value: Any) -> bytes:
+    """`value` as pydantic's compact JSON, NaN and infinities as `null` (as `RunResult`'s serializer writes them:
+    PostgreSQL keeps a NaN score, which the plain encoder would write as `NaN`, not JSON)."""
+    return pydantic_core.to_json(value, inf_nan_mode="null")
+
+
 _from_json = pydantic_core.from_json
 _NULL = b"null"
 
