@@ -109,8 +109,9 @@ class _Sql:
     assertions: str
     judge_calls: str
     events: str
+    """Each eval run's events' records joined by commas, in `seq` order, one row a run (see `_queries`)."""
     timed: str
-    """Only the timed replies' events (their `latency` set), when no record is made."""
+    """The timed replies' events (their `latency` set), for the light `RunResult`s."""
     spans: str
 
 
@@ -136,6 +137,10 @@ def _queries(session: Session) -> _Sql:
         f"""'{{"seq":' || seq || ',"at":"' || {when} || 'Z","type":"' || type || '"' || """
         f"""CASE WHEN {payload} = '{{}}' THEN '}}' ELSE ',' || substr({payload}, 2) END"""
     )
+    # A run's events' records joined in the database: one row a run, not one an event. SQLite before 3.44 takes no
+    # ORDER BY inside `group_concat`; it joins the rows in the order it reads them, and grouped by `eval_run_id` it
+    # reads them along the primary key (eval_run_id, seq), with no sort (a test pins that plan).
+    joined = f"string_agg({event}, ',' ORDER BY seq)" if postgresql else f"group_concat({event}, ',')"
     columns = ", ".join(text(name) if name in _JSON_COLUMNS else name for name in _RunRow._fields)
     return _Sql(
         ids="SELECT id FROM eval_runs WHERE suite_run_id = ? ORDER BY id",
@@ -150,12 +155,9 @@ def _queries(session: Session) -> _Sql:
             "output_tokens, cache_read_tokens, cost, latency, cached, fallback, asked, cause FROM judge_calls "
             "WHERE assertion_id BETWEEN ? AND ? ORDER BY assertion_id, position"
         ),
-        events=(
-            f"SELECT eval_run_id, {event}, latency FROM events "
-            "WHERE eval_run_id BETWEEN ? AND ? ORDER BY eval_run_id, seq"
-        ),
+        events=f"SELECT eval_run_id, {joined} FROM events WHERE eval_run_id BETWEEN ? AND ? GROUP BY eval_run_id",
         timed=(
-            f"SELECT eval_run_id, {event}, latency FROM events "
+            f"SELECT eval_run_id, {event} FROM events "
             "WHERE eval_run_id BETWEEN ? AND ? AND latency IS NOT NULL ORDER BY eval_run_id, seq"
         ),
         spans=(
@@ -206,9 +208,10 @@ class _Batch:
         if owners and records:
             for row in session.execute(sql.judge_calls, (min(owners), max(owners))):
                 self.calls.setdefault(row[0], []).append(_judge_call(row))
-        self.events: dict[int, list[tuple[Any, ...]]] = {}
-        for row in session.execute(sql.events if records else sql.timed, (low, high)):
-            self.events.setdefault(row[0], []).append(row)
+        self.timed: dict[int, list[str]] = {}
+        for row in session.execute(sql.timed, (low, high)):
+            self.timed.setdefault(row[0], []).append(row[1])
+        self.events: dict[int, str] = dict(session.execute(sql.events, (low, high))) if records else {}
         self.spans: dict[int, list[str]] = {}
         if records:
             for row in session.execute(sql.spans, (low, high)):
@@ -217,8 +220,7 @@ class _Batch:
     def run(self, row: _RunRow) -> StoredRun:
         """The stored run of an eval run of this batch."""
         assertions = [_assertion(a) for a in self.assertions.get(row.id, ())]
-        stream = self.events.get(row.id, ())
-        timed = [MessageEvent.model_validate_json(e[1]) for e in stream if e[2] is not None]
+        timed = [MessageEvent.model_validate_json(e) for e in self.timed.get(row.id, ())]
         agent, judge = _spends(row)
         summary = RunResult.model_validate(
             {
@@ -237,7 +239,7 @@ class _Batch:
             return StoredRun(result=summary, json=None)
         for assertion in assertions:
             assertion["judge_calls"] = self.calls.get(assertion.pop("id"), [])
-        events = [e[1] for e in stream]
+        events = self.events.get(row.id, "")
         spans = self.spans.get(row.id, ())
         return StoredRun(result=summary, json=_run_json(row, assertions, events, spans, agent, judge))
 
@@ -297,7 +299,7 @@ def _spends(row: _RunRow) -> tuple[dict[str, Any], dict[str, Any]]:
 def _run_json(
     row: _RunRow,
     assertions: list[dict[str, Any]],
-    events: list[str],
+    events: str,
     spans: Sequence[str],
     agent: dict[str, Any],
     judge: dict[str, Any],
@@ -321,7 +323,7 @@ def _run_json(
     return b"".join(
         (
             head[:-1], b',"error":', _raw(row.error), b',"skip_reason":', _to_json(row.skip_reason),
-            b',"assertions":', _to_json(assertions), b',"events":[', ",".join(events).encode(), b"],",
+            b',"assertions":', _to_json(assertions), b',"events":[', events.encode(), b"],",
             middle[1:-1], b',"variant":', _raw(row.variant), b',"group":null,"warnings":',
             b"[]" if warnings is None or warnings == "null" else warnings.encode(),
             b',"spans":[', ",".join(spans).encode(), b"],", tail[1:-1], b',"sandbox":', _raw(row.sandbox), b"}",

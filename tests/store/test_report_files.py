@@ -46,10 +46,8 @@ def _judged(text: str, score: float) -> AssertionResult:
 def _runs() -> list[RunResult]:
     """Every outcome and JUnit element with hostile text in each place a model's or a user's text can go."""
     base = {"file": "evals/a.py", "line": 3, "duration_s": 0.5}
-    said = [
-        MessageEvent(role="assistant", text=HOSTILE, seq=0),
-        MessageEvent(role="assistant", text="ok", latency=0.25, seq=1),
-    ]
+    said = [MessageEvent(role="assistant", text=f"{n} {HOSTILE}", seq=n) for n in range(12)]  # 10 after 9
+    said[1] = MessageEvent(role="assistant", text="ok", latency=0.25, seq=1)
     return [
         RunResult(eval_id=f"evals/a.py::quoted[{HOSTILE}]", outcome="failed", assertions=[_judged(HOSTILE, 0.25)],
                   events=said, warnings=[HOSTILE], agent_spend=Spend(calls=1, tokens=9, cost=0.001), **base),
@@ -120,3 +118,16 @@ def test_runs_read_without_records_are_the_runs_read_with_them(store: Store) -> 
     dumped = [s.result.model_dump_json() for s in without]  # as JSON: PostgreSQL keeps the NaN score (NaN != NaN)
     assert dumped == [s.result.model_dump_json() for s in with_records]
     assert [e.latency for e in without[0].result.events] == [0.25]  # the timed reply, for the eval's latency
+
+
+def test_sqlite_joins_a_runs_events_along_the_primary_key_without_a_sort(tmp_path: Path) -> None:
+    """`group_concat` before SQLite 3.44 joins rows in the order they are read: the plan must read them by
+    (eval_run_id, seq) and never sort them (a sort by run alone could reorder a run's events). PostgreSQL orders
+    inside the aggregate (`string_agg(... ORDER BY seq)`)."""
+    from niceeval.store._driver import session_of
+    from niceeval.store._report_rows import _queries
+
+    with Store.open(f"sqlite:///{tmp_path / 'results.db'}") as store, store.engine.connect() as conn:
+        session = session_of(conn)
+        plan = [row[3] for row in session.execute("EXPLAIN QUERY PLAN " + _queries(session).events, (1, 1000))]
+    assert plan == ["SEARCH events USING INDEX sqlite_autoindex_events_1 (eval_run_id>? AND eval_run_id<?)"]
