@@ -18,6 +18,7 @@ the timed replies (by the `events.latency` column's partial index).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -77,13 +78,9 @@ _ASSERTION_NAMES = ("name", "severity", "score", "threshold", "state", "reason",
 _JUDGE_NAMES = ("model", "messages", "input", "score", "passed", "reason", "input_tokens", "output_tokens",
                 "cache_read_tokens", "cost", "latency", "cached", "fallback", "asked", "cause")  # fmt: skip
 
-
-def _to_json(value: Any) -> bytes:
-    """`value` as pydantic's compact JSON, NaN and infinities as `null` (as `RunResult`'s serializer writes them:
-    PostgreSQL keeps a NaN score, which the plain encoder would write as `NaN`, not JSON)."""
-    return pydantic_core.to_json(value, inf_nan_mode="null")
-
-
+_to_json = functools.partial(pydantic_core.to_json, inf_nan_mode="null")
+"""A value as pydantic's compact JSON, NaN and infinities as `null` (as `RunResult`'s serializer writes them:
+PostgreSQL keeps a NaN score, which the plain encoder would write as `NaN`, not JSON)."""
 _from_json = pydantic_core.from_json
 _NULL = b"null"
 
