@@ -10,6 +10,7 @@ sink then takes all of them, as the suite hands them over, and its CPU time (pro
   are handed tallies and a summary made before they are timed);
 - `console`: the console reporter without a terminal (its line per eval, into a string);
 - `json`: the JSON reporter (each run's record, each eval's entry, the document written at the end);
+- `junit`: the JUnit reporter (each run's testcase, the file written at the end);
 - `store`: the results store's sink on a fresh SQLite file (`start` writes the plan; the runs' rows; `finish`
   and the wait for its writer thread), in CPU of every thread of the process.
 
@@ -33,7 +34,7 @@ from niceeval._core.redact import Redactor
 from niceeval._core.results import RunResult
 from niceeval._core.suite_totals import SuiteTotals
 from niceeval._core.summary import EvalTally, Plan, PlannedEval, SuiteSummary
-from niceeval.report import ConsoleReporter, JsonReporter
+from niceeval.report import ConsoleReporter, JsonReporter, JUnitReporter
 from niceeval.store._recorder import Recorder
 from niceeval.store._suite_run import SuiteRunStart
 
@@ -88,6 +89,10 @@ def json_report(runs: list[RunResult], folder: Path) -> None:
     _drive(JsonReporter(folder / "report.json"), runs)
 
 
+def junit(runs: list[RunResult], folder: Path) -> None:
+    _drive(JUnitReporter(folder / "report.xml"), runs)
+
+
 def store(runs: list[RunResult], folder: Path) -> None:
     recorder = Recorder.open(str(folder / "results.db"), folder)
     sink = recorder.sink(SuiteRunStart(id=f"bench{time.monotonic_ns()}"))
@@ -95,7 +100,7 @@ def store(runs: list[RunResult], folder: Path) -> None:
     sink.close()
 
 
-def _drive(reporter: ConsoleReporter | JsonReporter, runs: list[RunResult]) -> None:
+def _drive(reporter: ConsoleReporter | JsonReporter | JUnitReporter, runs: list[RunResult]) -> None:
     plan = _plan(runs)
     held = {p.id: p for p in plan}
     reporter.start(Plan(lambda: iter(plan), len(plan), held.get), [])
@@ -128,6 +133,7 @@ SINKS: dict[str, Callable[[list[RunResult], Path], None]] = {
     "summary": summary,
     "console": console,
     "json": json_report,
+    "junit": junit,
     "store": store,
 }
 

@@ -101,9 +101,10 @@ class _StoredRecords:
             return current.json
         return run_json(result)
 
-    def runs(self, store: Store, suite_run_id: str) -> Iterator[RunResult]:
-        """The suite run's eval runs for the reporters, each one's record kept while they take it."""
-        for stored in store.stored_runs(suite_run_id):
+    def runs(self, store: Store, suite_run_id: str, *, records: bool) -> Iterator[RunResult]:
+        """The suite run's eval runs for the reporters, each one's record kept while they take it (`records`: a
+        JSON report is written, so the records are made)."""
+        for stored in store.stored_runs(suite_run_id, records=records):
             self.current = stored
             yield stored.result
         self.current = None
@@ -247,7 +248,8 @@ def _report_stored(store: Store, info: SuiteRunInfo, reporters: Sequence[Reporte
     if files.junit is not None:
         files_written.append(JUnitReporter(files.junit, strict=info.strict, min_pass_rate=info.min_pass_rate))
     with paced_collection():  # the plan frozen out of the collector's passes, as a suite's is
-        summary = _replay(records.runs(store, info.id), info, plan, [*reporters, *files_written])
+        runs = records.runs(store, info.id, records=files.json is not None)
+        summary = _replay(runs, info, plan, [*reporters, *files_written])
         if files.html is not None:
             _replay(store.results(info.id), info, plan, [html_reporter(info, files.html)])
     return summary

@@ -5,15 +5,13 @@ status, the rule every reporter and the exit code share: see `EvalTally.status`)
 `--min-pass-rate`, the run is written with a <system-out> saying it was tolerated, so the XML never shows a
 failure the exit code ignores. `skipped` -> <skipped>; load problems -> a testcase with <error>. An eval's runs
 are held until its last run finishes (then its status is known), and testcases are spooled; the file is written
-at the end.
+at the end. Each testcase is written as text (`_xml`: ElementTree's bytes, without building its tree).
 """
 
 from __future__ import annotations
 
 import os
-import re
 import tempfile
-import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
@@ -22,15 +20,8 @@ from niceeval._core.outcome import is_success
 from niceeval._core.results import RunResult
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary, plan_index
 from niceeval.render import eval_rate, folded_points, folded_rate, points_text
+from niceeval.report._xml import attribute, element, text
 from niceeval.stats import Estimate
-
-# Characters XML 1.0 forbids even escaped (lone surrogates too: UTF-8 cannot encode them); model output may
-# contain any of them. They become U+FFFD, as in the JSON report (see `niceeval._core.text`).
-_ILLEGAL_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-
-
-def _xml_text(text: str) -> str:
-    return _ILLEGAL_XML.sub("\ufffd", text)
 
 
 def _points(result: RunResult) -> str:
@@ -51,7 +42,7 @@ def _describe_misses(result: RunResult) -> str:
     return "\n".join(lines)
 
 
-def _add_properties(case: ET.Element, result: RunResult, rate: Estimate | None) -> None:
+def _properties(result: RunResult, rate: Estimate | None) -> str:
     """`<properties>` of one run.
 
     The eval's pass rate with its 95% interval (with --runs N), a failed run's class (`failure_class`: agent,
@@ -83,10 +74,9 @@ def _add_properties(case: ET.Element, result: RunResult, rate: Estimate | None) 
         ]
         if side == "judge":
             rows.append(("judge.cached", str(spent.cached)))
-    if rows:
-        properties = ET.SubElement(case, "properties")
-        for name, value in rows:
-            ET.SubElement(properties, "property", name=name, value=value)
+    if not rows:
+        return ""
+    return "<properties>" + "".join(_property(name, value) for name, value in rows) + "</properties>"
 
 
 def _suite_properties(summary: SuiteSummary) -> str:
@@ -98,17 +88,26 @@ def _suite_properties(summary: SuiteSummary) -> str:
     rate = folded_rate(summary.totals)
     if rate.value is None and not summary.missing_runs and not summary.totals.points.items:
         return ""
-    properties = ET.Element("properties")
     rows: list[tuple[str, float | int | None]] = [("pass_rate", rate.value), ("pass_rate_stderr", rate.stderr)]
     rows += [("pass_rate_low", rate.low), ("pass_rate_high", rate.high), ("pass_rate_clusters", rate.clusters)]
     rows += [("missing_runs", summary.missing_runs or None)]
     points = folded_points(summary.totals)
     rows += [("mean_points", points.value), ("mean_points_low", points.low), ("mean_points_high", points.high)]
-    for name, value in rows:
-        if value is not None:
-            shown = f"{value:.6f}" if isinstance(value, float) else str(value)
-            ET.SubElement(properties, "property", name=name, value=shown)
-    return ET.tostring(properties, encoding="unicode")
+    shown = [
+        _property(name, f"{value:.6f}" if isinstance(value, float) else str(value))
+        for name, value in rows
+        if value is not None
+    ]
+    return element("properties", (), "".join(shown))
+
+
+def _property(name: str, value: str) -> str:
+    """A `<property>` (`name`: one of niceeval's, written as it is)."""
+    return f'<property name="{name}" value="{attribute(value)}" />'
+
+
+def _output(content: str) -> str:
+    return element("system-out", (), text(content))
 
 
 class JUnitReporter:
@@ -152,15 +151,14 @@ class JUnitReporter:
         name = result.eval_id.split("::", 1)[-1]
         if tally.eval.runs > 1:  # per eval: define_eval(runs=N) and adaptive repeats give evals their own counts
             name += f"[run {result.run_index + 1}]"
-        case = ET.Element(
-            "testcase",
-            name=_xml_text(name),
-            classname=_xml_text(result.file.removesuffix(".py").replace("/", ".")),
-            file=_xml_text(result.file),
-            line=str(result.line),
-            time=f"{result.duration_s:.6f}",
+        attributes = (
+            ("name", name),
+            ("classname", result.file.removesuffix(".py").replace("/", ".")),
+            ("file", result.file),
+            ("line", str(result.line)),
+            ("time", f"{result.duration_s:.6f}"),
         )
-        _add_properties(case, result, eval_rate(tally, strict=self.strict) if tally.eval.runs > 1 else None)
+        inner = _properties(result, eval_rate(tally, strict=self.strict) if tally.eval.runs > 1 else None)
         self._counts["tests"] += 1
         missed = not is_success(result.outcome, strict=self.strict)
         if missed and eval_failed:
@@ -175,31 +173,26 @@ class JUnitReporter:
                 if first
                 else result.outcome
             )
-            failure = ET.SubElement(case, "failure", message=_xml_text(message[:500]), type=result.outcome)
-            failure.text = _xml_text(_describe_misses(result))
+            failure = (("message", message[:500]), ("type", result.outcome))
+            inner += element("failure", failure, text(_describe_misses(result)))
         elif result.outcome == "skipped":
             self._counts["skipped"] += 1
-            ET.SubElement(case, "skipped", message=_xml_text(result.skip_reason or ""))
+            inner += element("skipped", (("message", result.skip_reason or ""),))
         elif missed and result.failure == "infra":
-            out = ET.SubElement(case, "system-out")
-            out.text = _xml_text("failed for infra, not counted in the pass rate:\n" + _describe_misses(result))
+            inner += _output("failed for infra, not counted in the pass rate:\n" + _describe_misses(result))
         elif missed:
             rate = f"{tally.passing(strict=self.strict)}/{tally.counted} runs passed"
-            out = ET.SubElement(case, "system-out")
-            out.text = _xml_text(
+            inner += _output(
                 f"{result.outcome}, tolerated: the eval met --min-pass-rate {self.min_pass_rate:g} ({rate}):\n"
                 + _describe_misses(result)
             )
         elif result.outcome == "scored":
-            out = ET.SubElement(case, "system-out")
-            out.text = _xml_text("scored (soft misses):\n" + _describe_misses(result))
+            inner += _output("scored (soft misses):\n" + _describe_misses(result))
         elif result.points is not None:
-            out = ET.SubElement(case, "system-out")
-            out.text = _xml_text(f"{_points(result)} earned\n" + _describe_misses(result))
+            inner += _output(f"{_points(result)} earned\n" + _describe_misses(result))
         if result.warnings:
-            err = ET.SubElement(case, "system-err")
-            err.text = _xml_text("\n".join(f"warning: {w}" for w in result.warnings))
-        self._spool.write(ET.tostring(case, encoding="unicode"))
+            inner += element("system-err", (), text("\n".join(f"warning: {w}" for w in result.warnings)))
+        self._spool.write(element("testcase", attributes, inner))
 
     def finish(self, summary: SuiteSummary) -> None:
         """Finish the report from the suite's summary."""
@@ -211,10 +204,8 @@ class JUnitReporter:
         for problem in summary.problems:
             if problem.kind != "load":
                 continue  # API misuse inside an eval is already that run's <failure>
-            case = ET.Element("testcase", name=_xml_text(problem.location), classname="niceeval.load")
-            error = ET.SubElement(case, "error", message=_xml_text(problem.message[:500]))
-            error.text = _xml_text(problem.message)
-            self._spool.write(ET.tostring(case, encoding="unicode"))
+            error = element("error", (("message", problem.message[:500]),), text(problem.message))
+            self._spool.write(element("testcase", (("name", problem.location), ("classname", "niceeval.load")), error))
             self._counts["tests"] += 1
             self._counts["errors"] += 1
         attrs = " ".join(f'{k}="{v}"' for k, v in self._counts.items())

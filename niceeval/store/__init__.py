@@ -6,8 +6,9 @@ The read API (what `niceeval runs/show/diff` and the viewer use):
 - `Store.run(ref)`: one suite run with its plan and a summary line per eval run (`SuiteRunDetail`).
 - `Store.eval_run(ref, eval_id, run_index=0)`: one eval run in full, as the `RunResult` the runner produced.
 - `Store.results(ref, eval_ids=None)`: every eval run of a suite run in full, streamed.
-- `Store.stored_runs(ref)`: every eval run of a suite run as its reports read it (`StoredRun`: its JSON report
-  record made from its rows, and a light `RunResult`), streamed in batches (`niceeval report` and `export`).
+- `Store.stored_runs(ref, records=True)`: every eval run of a suite run as its reports read it (`StoredRun`: its
+  JSON report record made from its rows, none with `records=False`, and a light `RunResult`), streamed in batches
+  (`niceeval report` and `export`).
 - `Store.trace_results(trace_id)`: the stored online results of one production trace (`niceeval watch`).
 - `Store.turns(ref, eval_id, run_index=0)`: one eval run's exchanges with the agent (`TurnRecord`).
 - `Store.history(eval_id)`: the eval's runs across suite runs, latest first (`EvalRunInfo`).

@@ -11,11 +11,14 @@ tallies and the console, JUnit and GitHub reporters read: its row's fields, its 
 calls, of its events only the replies that timed a turn (what `latencies` reads), no spans.
 
 A carried or accepted slot (an experiment's) holds no record of its own: it is read in full by `_read.results`
-(its `json` is None: the report writes its `RunResult`).
+(its `json` is None: the report writes its `RunResult`). Without a JSON report to write (`records=False`: the
+console, JUnit and GitHub reports), no record is made: judge calls and spans are not read, and of the events only
+the timed replies (by the `events.latency` column's partial index).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -74,7 +77,10 @@ _JSON_COLUMNS = frozenset({"error", "unpriced", "variant", "sandbox", "warnings"
 _ASSERTION_NAMES = ("name", "severity", "score", "threshold", "state", "reason", "expected", "actual", "location")
 _JUDGE_NAMES = ("model", "messages", "input", "score", "passed", "reason", "input_tokens", "output_tokens",
                 "cache_read_tokens", "cost", "latency", "cached", "fallback", "asked", "cause")  # fmt: skip
-_to_json = pydantic_core.to_json
+
+_to_json = functools.partial(pydantic_core.to_json, inf_nan_mode="null")
+"""A value as pydantic's compact JSON, NaN and infinities as `null` (as `RunResult`'s serializer writes them:
+PostgreSQL keeps a NaN score, which the plain encoder would write as `NaN`, not JSON)."""
 _from_json = pydantic_core.from_json
 _NULL = b"null"
 
@@ -87,7 +93,8 @@ class StoredRun:
     """The run for tallies and the console, JUnit and GitHub reporters: everything but its assertions' judge calls,
     its spans and its events other than the replies that timed a turn (for a carried slot: the run in full)."""
     json: bytes | None
-    """Its record in the JSON report (`report.json_report.run_json`'s bytes); None for a carried slot."""
+    """Its record in the JSON report (`report.json_report.run_json`'s bytes); None for a carried slot, or when no
+    record was asked for."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +106,9 @@ class _Sql:
     assertions: str
     judge_calls: str
     events: str
+    """Each eval run's events' records joined by commas, in `seq` order, one row a run (see `_queries`)."""
+    timed: str
+    """The timed replies' events (their `latency` set), for the light `RunResult`s."""
     spans: str
 
 
@@ -124,11 +134,10 @@ def _queries(session: Session) -> _Sql:
         f"""'{{"seq":' || seq || ',"at":"' || {when} || 'Z","type":"' || type || '"' || """
         f"""CASE WHEN {payload} = '{{}}' THEN '}}' ELSE ',' || substr({payload}, 2) END"""
     )
-    latency = (
-        "CASE WHEN type = 'message' THEN (payload->>'latency')::float8 END"
-        if postgresql
-        else "CASE WHEN type = 'message' THEN json_extract(payload, '$.latency') END"
-    )
+    # A run's events' records joined in the database: one row a run, not one an event. SQLite before 3.44 takes no
+    # ORDER BY inside `group_concat`; it joins the rows in the order it reads them, and grouped by `eval_run_id` it
+    # reads them along the primary key (eval_run_id, seq), with no sort (a test pins that plan).
+    joined = f"string_agg({event}, ',' ORDER BY seq)" if postgresql else f"group_concat({event}, ',')"
     columns = ", ".join(text(name) if name in _JSON_COLUMNS else name for name in _RunRow._fields)
     return _Sql(
         ids="SELECT id FROM eval_runs WHERE suite_run_id = ? ORDER BY id",
@@ -143,9 +152,10 @@ def _queries(session: Session) -> _Sql:
             "output_tokens, cache_read_tokens, cost, latency, cached, fallback, asked, cause FROM judge_calls "
             "WHERE assertion_id BETWEEN ? AND ? ORDER BY assertion_id, position"
         ),
-        events=(
-            f"SELECT eval_run_id, {event}, {latency} FROM events "
-            "WHERE eval_run_id BETWEEN ? AND ? ORDER BY eval_run_id, seq"
+        events=f"SELECT eval_run_id, {joined} FROM events WHERE eval_run_id BETWEEN ? AND ? GROUP BY eval_run_id",
+        timed=(
+            f"SELECT eval_run_id, {event} FROM events "
+            "WHERE eval_run_id BETWEEN ? AND ? AND latency IS NOT NULL ORDER BY eval_run_id, seq"
         ),
         spans=(
             f"SELECT eval_run_id, {text('payload')} FROM spans WHERE eval_run_id BETWEEN ? AND ? "
@@ -154,8 +164,13 @@ def _queries(session: Session) -> _Sql:
     )
 
 
-def stored_runs(conn: Connection, suite_run_id: str, *, batch: int = BATCH) -> Iterator[StoredRun]:
-    """Every eval run of a suite run in the order it was stored (as `_read.results` streams them)."""
+def stored_runs(
+    conn: Connection, suite_run_id: str, *, records: bool = True, batch: int = BATCH
+) -> Iterator[StoredRun]:
+    """Every eval run of a suite run in the order it was stored (as `_read.results` streams them).
+
+    `records`: make each run's JSON report record (False: every `json` is None, and less is read).
+    """
     session = session_of(conn)
     sql = _queries(session)
     ids = [row[0] for row in session.execute(sql.ids, (suite_run_id,))]
@@ -167,38 +182,42 @@ def stored_runs(conn: Connection, suite_run_id: str, *, batch: int = BATCH) -> I
         rows = [_RunRow._make(row) for row in session.execute(sql.runs, (chunk[0], chunk[-1])) if row[0] in mine]
         carried = sorted({row.eval_id for row in rows if row.provenance != "executed"})
         full = {(r.eval_id, r.run_index): r for r in results(conn, suite_run_id, eval_ids=carried)} if carried else {}
-        records = _Batch(session, sql, chunk[0], chunk[-1])
+        children = _Batch(session, sql, chunk[0], chunk[-1], records=records)
         for row in rows:
             if row.provenance != "executed":
                 yield StoredRun(result=full[row.eval_id, row.run_index], json=None)
             else:
-                yield records.run(row)
+                yield children.run(row)
 
 
 class _Batch:
-    """The child rows of a batch of eval runs (ids `low` to `high`), grouped by their eval run."""
+    """The child rows of a batch of eval runs (ids `low` to `high`), grouped by their eval run.
 
-    def __init__(self, session: Session, sql: _Sql, low: int, high: int) -> None:
+    `records`: read what the runs' JSON records hold (else only what their light `RunResult`s do)."""
+
+    def __init__(self, session: Session, sql: _Sql, low: int, high: int, *, records: bool) -> None:
+        self.records = records
         self.assertions: dict[int, list[tuple[Any, ...]]] = {}
         for row in session.execute(sql.assertions, (low, high)):
             self.assertions.setdefault(row[1], []).append(row)
         self.calls: dict[int, list[dict[str, Any]]] = {}
         owners = [a[0] for rows in self.assertions.values() for a in rows]
-        if owners:
+        if owners and records:
             for row in session.execute(sql.judge_calls, (min(owners), max(owners))):
                 self.calls.setdefault(row[0], []).append(_judge_call(row))
-        self.events: dict[int, list[tuple[Any, ...]]] = {}
-        for row in session.execute(sql.events, (low, high)):
-            self.events.setdefault(row[0], []).append(row)
+        self.timed: dict[int, list[str]] = {}
+        for row in session.execute(sql.timed, (low, high)):
+            self.timed.setdefault(row[0], []).append(row[1])
+        self.events: dict[int, str] = dict(session.execute(sql.events, (low, high))) if records else {}
         self.spans: dict[int, list[str]] = {}
-        for row in session.execute(sql.spans, (low, high)):
-            self.spans.setdefault(row[0], []).append(row[1])
+        if records:
+            for row in session.execute(sql.spans, (low, high)):
+                self.spans.setdefault(row[0], []).append(row[1])
 
     def run(self, row: _RunRow) -> StoredRun:
         """The stored run of an eval run of this batch."""
         assertions = [_assertion(a) for a in self.assertions.get(row.id, ())]
-        stream = self.events.get(row.id, ())
-        timed = [MessageEvent.model_validate_json(e[1]) for e in stream if e[2] is not None]
+        timed = [MessageEvent.model_validate_json(e) for e in self.timed.get(row.id, ())]
         agent, judge = _spends(row)
         summary = RunResult.model_validate(
             {
@@ -213,9 +232,11 @@ class _Batch:
                 "sandbox": _value(row.sandbox),
             }
         )  # fmt: skip
+        if not self.records:
+            return StoredRun(result=summary, json=None)
         for assertion in assertions:
             assertion["judge_calls"] = self.calls.get(assertion.pop("id"), [])
-        events = [e[1] for e in stream]
+        events = self.events.get(row.id, "")
         spans = self.spans.get(row.id, ())
         return StoredRun(result=summary, json=_run_json(row, assertions, events, spans, agent, judge))
 
@@ -275,7 +296,7 @@ def _spends(row: _RunRow) -> tuple[dict[str, Any], dict[str, Any]]:
 def _run_json(
     row: _RunRow,
     assertions: list[dict[str, Any]],
-    events: list[str],
+    events: str,
     spans: Sequence[str],
     agent: dict[str, Any],
     judge: dict[str, Any],
@@ -299,7 +320,7 @@ def _run_json(
     return b"".join(
         (
             head[:-1], b',"error":', _raw(row.error), b',"skip_reason":', _to_json(row.skip_reason),
-            b',"assertions":', _to_json(assertions), b',"events":[', ",".join(events).encode(), b"],",
+            b',"assertions":', _to_json(assertions), b',"events":[', events.encode(), b"],",
             middle[1:-1], b',"variant":', _raw(row.variant), b',"group":null,"warnings":',
             b"[]" if warnings is None or warnings == "null" else warnings.encode(),
             b',"spans":[', ",".join(spans).encode(), b"],", tail[1:-1], b',"sandbox":', _raw(row.sandbox), b"}",

@@ -139,11 +139,14 @@ class Store:
         with self._reading() as conn:
             yield from _read.results(conn, _read.resolve(conn, ref), eval_ids=eval_ids)
 
-    def stored_runs(self, ref: str) -> Iterator[StoredRun]:
+    def stored_runs(self, ref: str, *, records: bool = True) -> Iterator[StoredRun]:
         """Every eval run of a suite run as its reports read it (`StoredRun`: each run's JSON record made from its
-        rows, and its `RunResult` without judge calls and events), streamed in batches: `niceeval report`'s read."""
+        rows, and its `RunResult` without judge calls and events), streamed in batches: `niceeval report`'s read.
+
+        `records=False`: no JSON records (each `json` is None), read faster (no judge calls, spans or untimed
+        events), for reports other than the JSON one."""
         with self._reading() as conn:
-            yield from _report_rows.stored_runs(conn, _read.resolve(conn, ref))
+            yield from _report_rows.stored_runs(conn, _read.resolve(conn, ref), records=records)
 
     def eval_run(self, ref: str, eval_id: str, run_index: int = 0) -> RunResult:
         """One eval run in full: assertions (with judge calls), events, spend."""
