@@ -106,10 +106,10 @@ class EvalRecord:
         if words is not None:
             self.miss = (result.run_index, words)
 
-    def last_run_of_a_clean_eval(self, planned: PlannedEval) -> bool:
+    def last_run_of_a_clean_eval(self) -> bool:
         """Whether the run just coming in ends an eval that cannot fail (every run passed or was skipped, and no
         adaptive repeat can add one)."""
-        return self.clean and planned.first_runs is None and self.received + 1 >= planned.runs
+        return self.clean and self.planned.first_runs is None and self.received + 1 >= self.planned.runs
 
 
 @dataclass(kw_only=True, slots=True)
@@ -150,11 +150,11 @@ class PageParts:
         self.counted[status] += 1
         return "counted"
 
-    def renders(self, record: EvalRecord, planned: PlannedEval) -> bool:
+    def renders(self, record: EvalRecord) -> bool:
         """Whether the run coming in of this eval is worth rendering: its eval may still be shown in full."""
         if self.failed_in_full >= self.most_evals and self.others_in_full >= self.most_evals:
             return False
-        return self.others_in_full < self.most_evals or not record.last_run_of_a_clean_eval(planned)
+        return self.others_in_full < self.most_evals or not record.last_run_of_a_clean_eval()
 
     def in_plan_order(self, plan: Iterable[PlannedEval]) -> tuple[list[InFull], int]:
         """The evals in full by status, then by their place in the plan (walked once, looking up their ids alone;

@@ -166,6 +166,8 @@ class HtmlReporter:
         stored: StoredRuns | None = None,
         most_evals: int = MOST_EVALS,
     ) -> None:
+        if most_evals < 1:
+            raise ValueError(f"most_evals is {most_evals}: give 1 or more (the failed evals shown in full, and others)")
         self.path = path
         self.run_id = run_id
         self.started_at = started_at
@@ -208,7 +210,7 @@ class HtmlReporter:
         current = self._lookup.get(result.eval_id)
         record = self._record(result, current)
         rendered = None
-        if self._page.renders(record, record.planned):
+        if self._page.renders(record):
             rendered = self._spooled(self._render_run(result, record.planned.runs))
         record.take(result, rendered)
 

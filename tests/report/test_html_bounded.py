@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
+import pytest
 from test_html_report import Node, parse
 
 from niceeval._core.assertion import AssertionResult, JudgeCall
@@ -150,6 +151,11 @@ def test_a_named_failure_shows_hostile_text_as_text(tmp_path: Path) -> None:
     (row,) = named_index(page)
     assert row.one(cls="error-line").words == f"KeyError: {hostile}"
     assert page.all("script") == [] and page.all("img") == []
+
+
+def test_a_bound_under_one_is_refused_with_what_to_give(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="most_evals is 0: give 1 or more"):
+        HtmlReporter(tmp_path / "report.html", most_evals=0)
 
 
 def store_run(store: Store, runs: list[RunResult]) -> str:
