@@ -205,7 +205,8 @@ class HtmlReporter:
         self._judging.add(result)
         self._attacks.add(result)
         if self._stored is not None:  # light: its first miss alone, unless its words need judge calls it lacks
-            self._record(result, None).take(result, None)
+            if result.outcome not in ("passed", "skipped"):
+                self._record(result, None).take(result, None)
             return
         current = self._lookup.get(result.eval_id)
         record = self._record(result, current)
