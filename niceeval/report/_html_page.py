@@ -106,10 +106,11 @@ class EvalRecord:
         if words is not None:
             self.miss = (result.run_index, words)
 
-    def last_run_of_a_clean_eval(self) -> bool:
-        """Whether the run just coming in ends an eval that cannot fail (every run passed or was skipped, and no
-        adaptive repeat can add one)."""
-        return self.clean and self.planned.first_runs is None and self.received + 1 >= self.planned.runs
+    def ends_clean(self, result: RunResult) -> bool:
+        """Whether `result`, coming in, is the last run of an eval that cannot fail: it and every run before it
+        passed or was skipped, and no adaptive repeat can add one."""
+        last = self.planned.first_runs is None and self.received + 1 >= self.planned.runs
+        return last and self.clean and result.outcome in ("passed", "skipped")
 
 
 @dataclass(kw_only=True, slots=True)
@@ -150,11 +151,11 @@ class PageParts:
         self.counted[status] += 1
         return "counted"
 
-    def renders(self, record: EvalRecord) -> bool:
-        """Whether the run coming in of this eval is worth rendering: its eval may still be shown in full."""
+    def renders(self, record: EvalRecord, result: RunResult) -> bool:
+        """Whether `result`, coming in, is worth rendering: its eval may still be shown in full."""
         if self.failed_in_full >= self.most_evals and self.others_in_full >= self.most_evals:
             return False
-        return self.others_in_full < self.most_evals or not record.last_run_of_a_clean_eval()
+        return self.others_in_full < self.most_evals or not record.ends_clean(result)
 
     def in_plan_order(self, plan: Iterable[PlannedEval]) -> tuple[list[InFull], int]:
         """The evals in full by status, then by their place in the plan (walked once, looking up their ids alone;

@@ -211,7 +211,7 @@ class HtmlReporter:
         current = self._lookup.get(result.eval_id)
         record = self._record(result, current)
         rendered = None
-        if self._page.renders(record):
+        if self._page.renders(record, result):
             rendered = self._spooled(self._render_run(result, record.planned.runs))
         record.take(result, rendered)
 

@@ -199,3 +199,33 @@ def test_a_stored_runs_page_lists_what_the_run_wrote(store_url: str, tmp_path: P
         p.words for page in (stored, live) for p in page.all("section", "panel") if p.one("h2").words == "Judge calls"
     ]
     assert judges[0] == judges[1] and judges[0].startswith("Judge calls openai/judge173 calls 2,595 tokens")
+
+
+def test_with_runs_n_an_eval_that_fails_late_past_the_others_bound_shows_every_run(tmp_path: Path) -> None:
+    """The others are full once `a::p` is done; `a::late` passes its first run (not rendered if it could not fail)
+    and fails its second: it is shown in full with both runs; `a::more` fails once the failures are full too."""
+    path = tmp_path / "report.html"
+    plan = [PlannedEval(id=i, file="evals/x.py", line=1, runs=2) for i in ("a::p", "a::late", "a::more")]
+    totals = SuiteTotals(strict=False, min_pass_rate=1.0, planned=len(plan))
+    summary = SuiteSummary(totals=totals, problems=[], duration_s=1.0)
+    reporter = HtmlReporter(path, run_id="abc123def456", most_evals=1)
+    reporter.start(plan, [])
+    outcomes = {"a::p": ("passed", "passed"), "a::late": ("passed", "failed"), "a::more": ("passed", "failed")}
+    for planned in plan:
+        tally = EvalTally(eval=planned)
+        for index, outcome in enumerate(outcomes[planned.id]):
+            result = run(planned.id, outcome, run_index=index, assertions=[missed()] if outcome == "failed" else None)
+            tally.add(result)
+            reporter.run_finished(result)
+        reporter.eval_finished(tally, summary)
+        totals.add(tally)
+    totals.close()
+    reporter.finish(summary)
+    page = parse(path)
+    assert sections(page) == ["a::late", "a::p"]
+    late = page.all("details", "eval-report")[0]
+    assert [r.one("summary").words.split()[:4] for r in late.all("details", "run-report")] == [
+        ["passed", "Run", "1", "of"], ["failed", "Run", "2", "of"]
+    ]  # fmt: skip
+    assert names(named_index(page)) == ["a::more"]
+    assert named_index(page)[0].one(cls="error-line").words == "includes('x'): score 0.00 < 1.00"
