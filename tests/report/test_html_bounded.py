@@ -229,3 +229,11 @@ def test_with_runs_n_an_eval_that_fails_late_past_the_others_bound_shows_every_r
     ]  # fmt: skip
     assert names(named_index(page)) == ["a::more"]
     assert named_index(page)[0].one(cls="error-line").words == "includes('x'): score 0.00 < 1.00"
+
+
+def test_a_failure_done_after_the_others_are_full_is_shown_with_its_run(tmp_path: Path) -> None:
+    runs = [run("a::p", "passed"), run("a::q", "passed"), run("a::f", "failed", assertions=[missed("late check")])]
+    page = write(tmp_path / "report.html", runs, most_evals=1)
+    assert sections(page) == ["a::f", "a::p"]
+    failed = page.all("details", "eval-report")[0]
+    assert failed.one("details", "assertion").one("summary").words.startswith("failed late check gate")
