@@ -327,7 +327,6 @@ class HtmlReporter:
             "run_rate": folded_rate(summary.totals),
             "verdict": _VERDICTS.get(summary.exit_code, "failed"),
             "evals": len(in_full) + self._page.named + self._page.counted.total(),
-            "in_full": len(in_full),
             "named": self._page.named,
             "counted": [(status, self._page.counted[status]) for status in ORDER if self._page.counted[status]],
             "most_evals": self._page.most_evals,
