@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
@@ -17,6 +18,9 @@ from niceeval._core.wording import usd
 from niceeval.report import ConsoleReporter, JsonReporter, JUnitReporter, Reporter, ReporterSet
 from niceeval.report.json_report import run_json
 from niceeval.store import RunDiff, RunNotFound, Store, StoredRun, SuiteRunDetail, SuiteRunInfo
+
+if TYPE_CHECKING:
+    from niceeval.render import JudgeModelUse
 
 
 def _when(info: SuiteRunInfo) -> str:
@@ -236,7 +240,7 @@ def _report_stored(store: Store, info: SuiteRunInfo, reporters: Sequence[Reporte
     """Replay a stored suite run into `reporters` and the report files, read from its rows (`Store.stored_runs`).
 
     The HTML page shows each run's conversation and judge calls, which the rows' light `RunResult`s leave out: it
-    is written from a second read of the full records (`Store.results`).
+    tallies the light runs with the others and reads the runs of the evals it lists again in full (`_StoredDetail`).
     """
     from niceeval._run.gc_pacing import paced_collection
 
@@ -247,19 +251,41 @@ def _report_stored(store: Store, info: SuiteRunInfo, reporters: Sequence[Reporte
         files_written.append(JsonReporter(files.json, run_id=info.id, record=records))
     if files.junit is not None:
         files_written.append(JUnitReporter(files.junit, strict=info.strict, min_pass_rate=info.min_pass_rate))
+    if files.html is not None:
+        files_written.append(html_reporter(store, info, files.html))
     with paced_collection():  # the plan frozen out of the collector's passes, as a suite's is
         runs = records.runs(store, info.id, records=files.json is not None)
         summary = _replay(runs, info, plan, [*reporters, *files_written])
-        if files.html is not None:
-            _replay(store.results(info.id), info, plan, [html_reporter(info, files.html)])
     return summary
 
 
-def html_reporter(info: SuiteRunInfo, path: Path) -> Reporter:
-    """The HTML reporter for a stored suite run: its id and start time in the page (feed it with `_replay`)."""
+def html_reporter(store: Store, info: SuiteRunInfo, path: Path) -> Reporter:
+    """The HTML reporter for a stored suite run: its id and start time in the page, the runs it lists read in full
+    from the store (feed it the light runs with `_replay`)."""
     from niceeval.report.html import HtmlReporter  # Jinja2 and the templates only when a page is written
 
-    return HtmlReporter(path, run_id=info.id, started_at=info.started_at)
+    return HtmlReporter(path, run_id=info.id, started_at=info.started_at, stored=_StoredDetail(store, info))
+
+
+class _StoredDetail:
+    """What the HTML report of a stored suite run reads beyond its light runs (`report.html.StoredRuns`)."""
+
+    def __init__(self, store: Store, info: SuiteRunInfo) -> None:
+        self.store = store
+        self.info = info
+
+    def runs(self, eval_ids: Sequence[str]) -> list[RunResult]:
+        """Every stored run of these evals, in full."""
+        return list(self.store.results(self.info.id, eval_ids=eval_ids))
+
+    def judge_models(self) -> list[JudgeModelUse]:
+        """The suite run's judge calls per model, as its closing kept them (counted from its rows while it runs)."""
+        from niceeval.render import JudgeModelUse
+        from niceeval.store.tables import run_judging
+
+        with self.store.engine.connect() as conn:
+            found = run_judging(conn, self.info.id, running=self.info.status == "running")
+        return [JudgeModelUse.of_row(row) for row in found["models"]]
 
 
 def report_run(

@@ -8,7 +8,9 @@ over the models are the suite's `judge_spend.calls` and `.cached` that the conso
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from niceeval._core.assertion import JudgeCall
 
@@ -32,6 +34,14 @@ class JudgeModelUse:
     """Tokens of the calls (input, output and provider cache reads); cached verdicts spend none."""
     cost: float | None = 0.0
     """USD; `None` when some call had no price."""
+
+    @classmethod
+    def of_row(cls, row: Sequence[Any]) -> JudgeModelUse:
+        """A model's use as the store sums it (`store.tables.run_judging`: model, calls, cached, unsent, fallback,
+        failed, tokens, cost)."""
+        model, calls, cached, unsent, fallback, failed, tokens, cost = row
+        return cls(model=model, calls=calls, cached=cached, unsent=unsent, fallback=fallback, failed=failed,
+                   tokens=tokens, cost=cost)  # fmt: skip
 
     def add(self, call: JudgeCall) -> None:
         """Count one judge record of this model."""

@@ -7,9 +7,12 @@ template mistake could not make model output run or call home. Every string is e
 characters and lone surrogates become visible escapes (`\x1b`, `\ud800`), as on the console; texts over
 `TEXT_LIMIT` characters are cut with a note.
 
-Runs arrive in completion order; each is rendered when it finishes and spooled to a temporary file, so memory stays
-flat. At the end the page is assembled: the summary, then every eval, failures first, its runs in order, written
-atomically (`.partial` then rename), also when the suite was interrupted.
+Runs arrive in completion order; a run is rendered when it finishes (or, for a replayed stored run, when its eval
+is done, read again in full) and spooled to a temporary file, if its eval may be shown in full. The page is
+bounded (`_html_page.py`): the first `MOST_EVALS` failed evals and as many others in full, every other failed eval
+named in the index, the rest counted in one line that says where to read them; the summary above is folded over
+every run. At the end the page is assembled, failures first and plan order within a status, and written atomically
+(`.partial` then rename), also when the suite was interrupted.
 """
 
 from __future__ import annotations
@@ -20,39 +23,38 @@ import hashlib
 import os
 import re
 import tempfile
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Protocol
 from urllib.parse import quote
 
 from markupsafe import Markup
 
-from niceeval._core.results import RunResult, Spend
+from niceeval._core.results import RunResult
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary, plan_index
-from niceeval._core.wording import miss_words
 from niceeval.attacks import AttackTally
-from niceeval.render import (
-    STATIC_DIR,
-    JudgeModelUse,
-    VariantTable,
-    commands,
-    environment,
-    eval_points_text,
-    folded_rate,
-    interval_text,
-    rounds,
-    runs_rate,
+from niceeval.render import STATIC_DIR, JudgeModelUse, VariantTable, commands, environment, folded_rate, rounds
+from niceeval.report._html_page import (
+    MOST_EVALS,
+    ORDER,
+    EvalRecord,
+    EvalRow,
+    InFull,
+    MissLine,
+    PageParts,
+    Placement,
+    eval_row,
 )
-from niceeval.report._grouping import Miss, MissGroups, runs_text
 
 if TYPE_CHECKING:
     import jinja2
 
 _OWN_STATIC = Path(__file__).resolve().parent / "static"
 
-_ORDER: dict[str, int] = {"failed": 0, "scored": 1, "passed": 2, "skipped": 3, "not run": 4}
+__all__ = ["MOST_EVALS", "EvalRow", "HtmlReporter", "MissLine", "StoredRuns", "visible"]
+
 _VERDICTS = {0: "passed", 1: "failed", 2: "errors", 130: "interrupted", 143: "interrupted"}
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
 _COPY_CHUNK = 1 << 16
@@ -88,42 +90,6 @@ def _page_assets() -> tuple[Markup, str, str]:
     return Markup(css), f"sha256-{digest}", icon
 
 
-@dataclass(kw_only=True, slots=True)
-class EvalRow:
-    """One eval as the report shows it: its line in the index and the head of its section."""
-
-    anchor: str
-    planned: PlannedEval
-    status: str
-    """The eval's verdict (`EvalTally.status`), or `not run` when no run finished (an interrupted suite)."""
-    done: int
-    passing: int
-    counted: int
-    pass_rate: float | None
-    mean_duration_s: float
-    cost: float | None
-    spent: bool
-    first_miss: str | None
-    misses: list[MissLine] = field(default_factory=list)
-    """With `--runs N`: each distinct miss once, naming the runs it hit (the runs below are folded)."""
-    points: str = ""
-    """A score eval's points (`2/3 points`, or their mean over the runs with its interval); "" otherwise."""
-
-    @property
-    def interval(self) -> str:
-        """`95% CI 49%-94%`: the Wilson interval of the pass rate over the runs (empty without runs)."""
-        return interval_text(runs_rate(self.passing, self.counted))
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class MissLine:
-    """One distinct miss of an eval over its runs, as the report lists it above the runs."""
-
-    runs: str
-    """`runs 1-3 (3×)`, `run 2`."""
-    miss: Miss
-
-
 class _Judging:
     """Judge calls per model and inconclusive assertions per cause, counted as runs finish (small and bounded)."""
 
@@ -143,28 +109,38 @@ class _Judging:
                 use.add(call)
 
 
-@dataclass(kw_only=True, slots=True)
-class _EvalRecord:
-    """What the reporter keeps per eval while the suite runs: where its runs are in the spool, its first miss."""
+class StoredRuns(Protocol):
+    """Where the HTML report of a replayed suite run (`niceeval report`, `export`) reads what its light runs lack.
 
-    planned: PlannedEval
-    position: int
-    runs: list[tuple[int, int, int]] = field(default_factory=list)
-    """(run index, position, length) of each rendered run in the spool."""
-    miss: tuple[int, str] | None = None
-    """(run index, words) of the first thing that went wrong, from the lowest run index that had one."""
-    misses: MissGroups = field(default_factory=MissGroups)
-    tally: EvalTally | None = None
-    """The eval's tally once its last run was reported (the suite keeps none: its summary is folded)."""
+    The runs of the evals it lists, in full, and the judge calls per model.
+    """
 
-    def note_miss(self, result: RunResult) -> None:
-        if result.outcome in ("passed", "skipped") or (self.miss and self.miss[0] <= result.run_index):
-            return
-        first = next((a for a in result.assertions if a.state == "failed"), None)
-        error = f"{result.error.type}: {result.error.message}" if result.error is not None else None
-        words = miss_words(error, first)
-        if words is not None:
-            self.miss = (result.run_index, words)
+    def runs(self, eval_ids: Sequence[str]) -> Iterable[RunResult]:
+        """Every stored run of these evals, in full."""
+        ...
+
+    def judge_models(self) -> list[JudgeModelUse]:
+        """The suite run's judge calls per model."""
+        ...
+
+
+_FETCHED = 100
+"""Evals whose runs a replayed report reads in full per round trip (`StoredRuns.runs`)."""
+_WAITING = 1000
+"""Done evals a replayed report holds on their way to the page (their order kept while some wait for their runs)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Waiting:
+    """A replayed run's done eval on its way to the page."""
+
+    record: EvalRecord
+    """Its record from the light runs (their first miss)."""
+    tally: EvalTally
+    status: str
+    placement: Placement
+    wanted: bool
+    """Its runs are read in full: it is shown in full, or its first miss names a judge's verdict."""
 
 
 class HtmlReporter:
@@ -175,54 +151,86 @@ class HtmlReporter:
         run_id: The suite run's id in the results store, shown in the page (None: not stored).
         started_at: When the suite started (default: when `start` is called; `niceeval export` passes the stored
             time).
+        stored: For a replayed suite run: where its runs are read in full (the runs it is given are then light,
+            without judge calls and events, and only tallied). None: the runs given are whole, as a suite's.
+        most_evals: Failed evals shown in full, and as many others; the other failed evals are named in the
+            index, the rest counted in one line.
     """
 
-    def __init__(self, path: Path, *, run_id: str | None = None, started_at: datetime | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        run_id: str | None = None,
+        started_at: datetime | None = None,
+        stored: StoredRuns | None = None,
+        most_evals: int = MOST_EVALS,
+    ) -> None:
+        if most_evals < 1:
+            raise ValueError(f"most_evals is {most_evals}: give 1 or more (the failed evals shown in full, and others)")
         self.path = path
         self.run_id = run_id
         self.started_at = started_at
+        self._stored = stored
         self._spool: IO[bytes] | None = None
-        self._evals: dict[str, _EvalRecord] = {}
+        self._plan: Sequence[PlannedEval] = ()
+        self._under_way: dict[str, EvalRecord] = {}
+        self._waiting: list[_Waiting] = []
+        """A replayed run's done evals on their way to the page, some waiting for their runs in full."""
+        self._wanted = 0
+        """How many of them wait for their runs in full."""
         self._lookup = plan_index(())
+        self._page = PageParts(most_evals)
         self._variants = VariantTable()
         self._judging = _Judging()
         self._attacks = AttackTally()
         self._parts: Any = None
+        self._strict = False
+        self._unplanned = 0
+        """Runs of evals the plan did not name (shown after the planned ones)."""
 
     def start(self, plan: Sequence[PlannedEval], problems: Sequence[Problem]) -> None:
         """Take the plan and the problems found while loading it."""
         del problems  # the summary carries them, with any found while running
-        self._evals = {p.id: _EvalRecord(planned=p, position=i) for i, p in enumerate(plan)}
-        self._lookup = plan_index(plan)
+        self._plan = plan
+        if self._stored is None:  # a replay's light runs are only tallied: no eval is looked up
+            self._lookup = plan_index(plan)
         self.started_at = self.started_at or datetime.now(UTC)
         self._parts = _templates().get_template("report.html").module
         self._spool = tempfile.TemporaryFile()
 
     def run_finished(self, result: RunResult) -> None:
         """Take one finished run."""
-        assert self._spool is not None
-        record = self._evals.get(result.eval_id)
-        if record is not None and (current := self._lookup.get(result.eval_id)) is not None:
-            record.planned = current  # the suite's record of an eval under way: its runs, as repeats change them
-        if record is None:  # a run the plan did not name: shown after the planned evals
-            planned = PlannedEval(id=result.eval_id, file=result.file, line=result.line)
-            record = self._evals[result.eval_id] = _EvalRecord(planned=planned, position=len(self._evals))
         self._variants.add(result)
         self._judging.add(result)
         self._attacks.add(result)
-        data = visible(self._render_run(result, record.planned.runs)).encode()
+        if self._stored is not None:  # light: its first miss alone, unless its words need judge calls it lacks
+            if result.outcome not in ("passed", "skipped"):
+                self._record(result, None).take(result, None)
+            return
+        current = self._lookup.get(result.eval_id)
+        record = self._record(result, current)
+        rendered = None
+        if self._page.renders(record, result):
+            rendered = self._spooled(self._render_run(result, record.planned.runs))
+        record.take(result, rendered)
+
+    def _record(self, result: RunResult, current: PlannedEval | None) -> EvalRecord:
+        """The record of the run's eval (made for its first run; for a run the plan did not name, too)."""
+        record = self._under_way.get(result.eval_id)
+        if record is None:
+            planned = current or PlannedEval(id=result.eval_id, file=result.file, line=result.line)
+            record = self._under_way[result.eval_id] = EvalRecord(planned=planned)
+        elif current is not None:
+            record.planned = current  # the suite's record of an eval under way: its runs, as repeats change them
+        return record
+
+    def _spooled(self, html: str) -> tuple[int, int]:
+        assert self._spool is not None
+        data = visible(html).encode()
         position = self._spool.seek(0, os.SEEK_END)
         self._spool.write(data)
-        record.runs.append((result.run_index, position, len(data)))
-        record.note_miss(result)
-        record.misses.add(result)
-
-    def eval_finished(self, tally: EvalTally, summary: SuiteSummary) -> None:
-        """Keep a done eval's tally for its row (the page lists every eval: it holds a record per eval anyway)."""
-        del summary  # its gates are read when the rows are written
-        record = self._evals.get(tally.eval.id)
-        if record is not None:
-            record.tally = tally
+        return position, len(data)
 
     def _render_run(self, result: RunResult, planned_runs: int) -> str:
         try:
@@ -231,91 +239,130 @@ class HtmlReporter:
             why = f"this run could not be shown in full: {type(exc).__name__}: {exc}"
             return str(self._parts.stand_in(result, why, planned_runs))
 
+    def eval_finished(self, tally: EvalTally, summary: SuiteSummary) -> None:
+        """Place a done eval in the page: in full, named in the index, or counted (`PageParts.place`)."""
+        self._strict = summary.strict
+        self._done(tally, summary.status_of(tally))
+
+    def _done(self, tally: EvalTally, status: str) -> None:
+        placement = self._page.place(status)
+        record = self._under_way.pop(tally.eval.id, None) or EvalRecord(planned=tally.eval)
+        record.planned = tally.eval
+        if self._stored is None:
+            self._show(record, tally, status, placement)
+        elif placement != "counted":
+            wanted = bool(tally.done) and (placement == "in full" or record.judged_miss)
+            waits = _Waiting(record=record, tally=tally, status=status, placement=placement, wanted=wanted)
+            self._waiting.append(waits)
+            self._wanted += wanted
+            if self._wanted >= _FETCHED or len(self._waiting) >= _WAITING:
+                self._fetched()
+
+    def _fetched(self) -> None:
+        """Show the waiting evals of a replayed run, in the order they were done, those that need it read in full."""
+        assert self._stored is not None
+        waiting, self._waiting, self._wanted = self._waiting, [], 0
+        runs: dict[str, list[RunResult]] = {w.tally.eval.id: [] for w in waiting if w.wanted}
+        if runs:
+            for result in self._stored.runs(list(runs)):
+                runs[result.eval_id].append(result)
+        for w in waiting:
+            record = w.record
+            if w.wanted:
+                record = EvalRecord(planned=w.tally.eval)
+                for result in sorted(runs[w.tally.eval.id], key=lambda r: r.run_index):
+                    in_full = w.placement == "in full"
+                    record.take(result, self._spooled(self._render_run(result, w.tally.eval.runs)) if in_full else None)
+            self._show(record, w.tally, w.status, w.placement)
+
+    def _show(self, record: EvalRecord, tally: EvalTally, status: str, placement: Placement) -> None:
+        if placement == "counted":
+            return
+        row = eval_row(record, tally, status, strict=self._strict)
+        if placement == "named":
+            self._page.named_rows.write(visible(str(self._parts.index_row(row))).encode())
+        else:
+            self._page.in_full.append(InFull(row=row, runs=record.runs))
+
     def finish(self, summary: SuiteSummary) -> None:
         """Finish the report from the suite's summary."""
         assert self._spool is not None
+        self._strict = summary.strict
         self.path.parent.mkdir(parents=True, exist_ok=True)
         partial = self.path.with_name(self.path.name + ".partial")
         try:
+            self._place_the_rest(summary)
             with partial.open("wb") as out:
                 self._write(out, summary)
             os.replace(partial, self.path)
         finally:
             partial.unlink(missing_ok=True)
             self._spool.close()
+            self._page.close()
+
+    def _place_the_rest(self, summary: SuiteSummary) -> None:
+        """Place the evals no one said were done, in plan order, then the runs the plan did not name.
+
+        (An interrupted suite's, or those of a reporter driven without `eval_finished`.)
+        """
+        for tally in summary.unfinished:
+            self._done(tally, summary.status_of(tally) if tally.done else "not run")
+        for record in list(self._under_way.values()):  # tallied from what the report was given: nothing
+            self._unplanned += record.planned.runs
+            self._done(EvalTally(eval=record.planned), "not run")
+        if self._stored is not None:
+            self._fetched()
 
     def _write(self, out: IO[bytes], summary: SuiteSummary) -> None:
-        rows = self._rows(summary)
+        in_full, runs_planned = self._page.in_plan_order(self._plan)
         css, style_hash, icon = _page_assets()
-        counts = summary.eval_counts()
         page = {
             "run_id": self.run_id,
             "started_at": self.started_at,
             "generated_at": datetime.now(UTC),
             "summary": summary,
-            "counts": counts,
+            "counts": summary.eval_counts(),
             # over runs, as the console and the JSON report say it (the eval counts are the cards beside it)
             "pass_rate": folded_rate(summary.totals).value,
             "run_rate": folded_rate(summary.totals),
             "verdict": _VERDICTS.get(summary.exit_code, "failed"),
-            "rows": rows,
-            "runs_planned": sum(record.planned.runs for record in self._evals.values()),
+            "evals": len(in_full) + self._page.named + self._page.counted.total(),
+            "named": self._page.named,
+            "counted": [(status, self._page.counted[status]) for status in ORDER if self._page.counted[status]],
+            "most_evals": self._page.most_evals,
+            "runs_planned": runs_planned + self._unplanned,
             "variants": self._variants.for_page(strict=summary.strict),
             "attacks": self._attacks.rates(),
-            "judges": sorted(self._judging.models.values(), key=lambda use: -(use.calls + use.cached + use.unsent)),
+            "judges": self._judge_models(),
             "inconclusive": sorted(self._judging.inconclusive.items(), key=lambda item: -item[1]),
             "css": css,
             "style_hash": style_hash,
             "icon": icon,
         }
         out.write(visible(str(self._parts.head(page))).encode())
-        for row in rows:
-            out.write(visible(str(self._parts.eval_open(row))).encode())
-            for _, position, length in sorted(self._evals[row.planned.id].runs):
-                self._copy(out, position, length)
+        for shown in in_full:
+            out.write(visible(str(self._parts.index_row(shown.row))).encode())
+        out.write(visible(str(self._parts.index_end(page))).encode())
+        self._copy(self._page.named_rows, out, 0, self._page.named_rows.seek(0, os.SEEK_END))
+        out.write(visible(str(self._parts.named_end(page))).encode())
+        for shown in in_full:
+            out.write(visible(str(self._parts.eval_open(shown.row))).encode())
+            for _, position, length in sorted(shown.runs):
+                self._copy(self._spool, out, position, length)
             out.write(str(self._parts.eval_close()).encode())
         out.write(str(self._parts.foot(page)).encode())
 
-    def _copy(self, out: IO[bytes], position: int, length: int) -> None:
-        assert self._spool is not None
-        self._spool.seek(position)
+    def _judge_models(self) -> list[JudgeModelUse]:
+        models = self._stored.judge_models() if self._stored is not None else list(self._judging.models.values())
+        return sorted(models, key=lambda use: -(use.calls + use.cached + use.unsent))
+
+    @staticmethod
+    def _copy(source: IO[bytes] | None, out: IO[bytes], position: int, length: int) -> None:
+        assert source is not None
+        source.seek(position)
         while length > 0:
-            chunk = self._spool.read(min(length, _COPY_CHUNK))
+            chunk = source.read(min(length, _COPY_CHUNK))
             if not chunk:
                 break
             out.write(chunk)
             length -= len(chunk)
-
-    def _rows(self, summary: SuiteSummary) -> list[EvalRow]:
-        unfinished = {t.eval.id: t for t in summary.unfinished}
-        rows = [
-            _row(record, record.tally or unfinished.get(record.planned.id), summary)
-            for record in sorted(self._evals.values(), key=lambda r: r.position)
-        ]
-        return sorted(rows, key=lambda row: _ORDER[row.status])  # stable: plan order within a status
-
-
-def _row(record: _EvalRecord, tally: EvalTally | None, summary: SuiteSummary) -> EvalRow:
-    if tally is None:  # a run the plan did not name: tallied from what the report was given
-        tally = EvalTally(eval=record.planned)
-    done = tally.done
-    spend = (tally.agent_spend or Spend()) + (tally.judge_spend or Spend())
-    return EvalRow(
-        anchor=f"eval-{record.position + 1}",
-        planned=record.planned,
-        status=summary.status_of(tally) if done else "not run",
-        done=done,
-        passing=tally.passing(strict=summary.strict),
-        counted=tally.counted,
-        pass_rate=tally.pass_rate(strict=summary.strict),
-        mean_duration_s=tally.mean_duration_s,
-        cost=spend.cost,
-        spent=bool(spend.calls or spend.cached),
-        first_miss=record.miss[1] if record.miss else None,
-        misses=_miss_lines(record) if record.planned.runs > 1 else [],
-        points=eval_points_text(tally),
-    )
-
-
-def _miss_lines(record: _EvalRecord) -> list[MissLine]:
-    return [MissLine(runs=runs_text(miss.runs), miss=miss) for miss in record.misses.misses()]

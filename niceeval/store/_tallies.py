@@ -210,6 +210,19 @@ def folded_judging(conn: Connection, suite_run_id: str) -> dict[str, list[list[A
     return judging(session_of(conn), suite_run_id)
 
 
+def run_judging(conn: Connection, suite_run_id: str, *, running: bool) -> dict[str, list[list[Any]]]:
+    """`judging` as the viewer's run page and a stored run's HTML report read it: kept when the suite run closed
+    (one row), counted from its rows while it runs (or when a full store could not keep it)."""
+    session = session_of(conn)
+    if not running:
+        column = "judging::text" if session.dialect.kind == "postgresql" else "judging"
+        kept = session.execute(f"SELECT {column} FROM suite_tallies WHERE suite_run_id = ?", (suite_run_id,)).fetchone()
+        if kept is not None:
+            found: dict[str, list[list[Any]]] = pydantic_core.from_json(kept[0])
+            return found
+    return judging(session, suite_run_id)
+
+
 def folded_tallies(conn: Connection, suite_run_id: str) -> tuple[list[TallyRow], Estimate]:
     """`tally_rows` over a SQLAlchemy connection (a running suite run's, for the viewer)."""
     return tally_rows(session_of(conn), suite_run_id)

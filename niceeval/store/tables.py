@@ -3,7 +3,8 @@
 Reading only: a `Recorder` (the runner's door, `_recorder.py`) writes them. `suite_runs_with` pages through the
 suite runs holding an eval the way the store's own history does (no index leads with `eval_id`). A closed suite
 run's evals are folded in `eval_tallies` (its own tally in `suite_tallies`); `folded_tallies` and `folded_judging`
-fold a running one's. `header` reads a suite run's header and totals alone.
+fold a running one's; `run_judging` reads a suite run's judge use either way. `header` reads a suite run's header
+and totals alone.
 """
 
 from niceeval.store._read import header, run_summary, suite_runs_with
@@ -20,7 +21,7 @@ from niceeval.store._schema import (
     suite_tallies,
     turns,
 )
-from niceeval.store._tallies import VERDICT_RANK, TallyRow, folded_judging, folded_tallies
+from niceeval.store._tallies import VERDICT_RANK, TallyRow, folded_judging, folded_tallies, run_judging
 
 __all__ = [
     "VERDICT_RANK",
@@ -33,6 +34,7 @@ __all__ = [
     "folded_tallies",
     "header",
     "judge_calls",
+    "run_judging",
     "run_summary",
     "spans",
     "suite_evals",

@@ -22,14 +22,13 @@ from niceeval.store import EvalRunInfo, RunNotFound, Store, SuiteRunInfo
 from niceeval.store.tables import (
     assertions,
     eval_runs,
-    folded_judging,
     header,
     judge_calls,
     run_summary,
     suite_runs,
     suite_runs_with,
-    suite_tallies,
 )
+from niceeval.store.tables import run_judging as kept_or_folded_judging
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,15 +80,8 @@ def run_judging(store: Store, run: SuiteRunInfo) -> RunJudging:
     """Judge use, inconclusive causes and most missed assertions of a suite run: kept when it closed
     (`suite_tallies.judging`), counted from its rows while it runs."""
     with store.engine.connect() as conn:
-        kept = None
-        if run.status != "running":
-            kept = conn.execute(select(suite_tallies.c.judging).where(suite_tallies.c.suite_run_id == run.id)).scalar()
-        found = kept if kept is not None else folded_judging(conn, run.id)
-    models = [
-        JudgeModelUse(model=model, calls=calls, cached=cached, unsent=unsent, fallback=fallback, failed=failed,
-                      tokens=tokens, cost=cost)
-        for model, calls, cached, unsent, fallback, failed, tokens, cost in found["models"]
-    ]  # fmt: skip
+        found = kept_or_folded_judging(conn, run.id, running=run.status == "running")
+    models = [JudgeModelUse.of_row(row) for row in found["models"]]
     inconclusive = {str(cause or "unknown"): count for cause, count in found["inconclusive"]}
     return RunJudging(
         models=models, inconclusive=inconclusive, missed=[(name, count) for name, count in found["missed"]]
