@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ValidationError
 
@@ -72,10 +72,10 @@ class _Row:
     """Not a row: what a peer's file says that has no equivalent, listed once."""
 
 
-@dataclass(frozen=True, slots=True)
-class Stamp:
+class Stamp(NamedTuple):
     """A dataset file as one pass found it (device, inode, size, modification time): while a later pass finds it
-    the same, the rows it reads are the rows that pass read."""
+    the same, the rows it reads are the rows that pass read. A tuple: a trusted pass makes and compares one per
+    row."""
 
     device: int
     inode: int
