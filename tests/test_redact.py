@@ -179,3 +179,46 @@ def test_a_run_whose_text_scrubbing_would_change_is_never_taken_for_clean() -> N
 def test_a_key_on_its_own_line_is_removed() -> None:
     run = Redactor({}).run(run_with("keys:\nAKIAIOSFODNN7PLANTED\n\tsk-proj-Zq8vN2xLmK4pR7tY1wE3uI9oA"))
     assert run.events[0].text == "keys:\n[redacted]\n\t[redacted]"  # type: ignore[union-attr]
+
+
+_FRAGMENTS = (
+    "Bearer ", "Basic ", "token", "api_key", "Authorization", "password", "secret", "sk-", "ghp_", "xoxb-", "AKIA",
+    '"', "'", ":", "=", " ", "\\n", "https://", "user:", "@", "x9Qk2LmN8pR4", "ABCDEFGHIJKLMNOP", "plain words",
+    "null", "0", "tokens", "input_tokens",
+)  # fmt: skip
+
+
+def _placed(text: str, slot: int) -> RunResult:
+    """A run holding `text` in one of the places a run's record keeps text (by `slot`), the others at rest."""
+    assertion = {"name": "n", "severity": "gate", "score": 0.0, "threshold": 1.0, "state": "failed"}
+    places: list[dict[str, object]] = [
+        {"assertions": [{**assertion, "reason": text}]},
+        {"assertions": [{**assertion, "actual": text}]},
+        {"metadata": {"note": text}},
+        {"metadata": {text: "value-of-it"}},
+        {"warnings": [text]},
+        {"skip_reason": text},
+        {"workspace_diff": text},
+        {"error": {"type": "E", "message": text}},
+        {"variant": {"prompt": text}},
+    ]
+    fields: dict[str, object] = dict(eval_id="e.py::x", file="e.py", line=1, outcome="failed", duration_s=0.1)
+    return RunResult.model_validate({**fields, **places[slot % len(places)]})
+
+
+def test_a_run_is_found_clean_exactly_when_its_whole_record_holds_nothing_credential_shaped() -> None:
+    import random
+
+    from niceeval._core.redact import _unescaped
+
+    rng = random.Random(45)
+    redactor = Redactor({})
+    found = {True: 0, False: 0}
+    for slot in range(3_000):
+        text = "".join(rng.choice(_FRAGMENTS) for _ in range(rng.randint(1, 6)))
+        run = _placed(text, slot)
+        whole = run.model_dump_json(fallback=repr)  # every field, those at their defaults too
+        clean = not credential_shaped(_unescaped(whole))
+        assert (redactor.run(run) is run) == clean, (text, slot)
+        found[clean] += 1
+    assert min(found.values()) > 200  # both verdicts were tried many times

@@ -12,11 +12,12 @@ import threading
 import time
 import warnings
 import weakref
+from typing import Any
 
 import anyio
 import pytest
 
-from niceeval._core.threads import BUSY_NAME, IDLE_NAME, WorkerPool, call_in_thread
+from niceeval._core.threads import BUSY_NAME, IDLE_NAME, WorkerPool, _Wakeups, call_in_thread
 
 pytestmark = pytest.mark.anyio
 
@@ -190,3 +191,48 @@ def test_a_forked_child_calls_on_a_pool_of_its_own() -> None:
 async def _child_answer() -> int:
     with anyio.fail_after(5):  # with the parent's pool, the call would wait for a thread that is not there
         return await call_in_thread(lambda: 42)
+
+
+async def test_calls_that_return_while_the_loop_is_busy_wake_it_with_one_callback(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    token = anyio.lowlevel.current_token()
+    scheduled: list[object] = []
+    schedule = token.backend_class.run_sync_soon
+
+    def counted(func: Any, args: tuple[Any, ...], native_token: object = None) -> None:
+        scheduled.append(func)
+        schedule(func, args, native_token)
+
+    monkeypatch.setattr(token.backend_class, "run_sync_soon", counted)
+    wakeups = _Wakeups(token)
+    returned = [anyio.Event() for _ in range(5)]
+    posting = [threading.Thread(target=wakeups.post, args=(done,)) for done in returned]
+    for thread in posting:
+        thread.start()
+    for thread in posting:  # the loop's thread waits here: every call returns while the loop is busy
+        thread.join(timeout=10)
+    with anyio.fail_after(5):
+        for done in returned:
+            await done.wait()
+    assert len(scheduled) == 1
+    again = anyio.Event()  # the callback took every waiter: the next return schedules one of its own
+    await anyio.to_thread.run_sync(wakeups.post, again)
+    with anyio.fail_after(5):
+        await again.wait()
+    assert len(scheduled) == 2
+
+
+def test_a_call_that_returns_after_its_loop_ended_wakes_nothing_and_holds_no_loop() -> None:
+    async def made() -> tuple[_Wakeups, anyio.Event, weakref.ref[object]]:
+        token = anyio.lowlevel.current_token()
+        return _Wakeups(token), anyio.Event(), weakref.ref(token.native_token)
+
+    wakeups, done, loop = anyio.run(made)
+    gc.collect()
+    assert loop() is None  # the loop's entry in the pool's wake-ups does not keep it alive
+    late = threading.Thread(target=wakeups.post, args=(done,))
+    late.start()
+    late.join(timeout=10)
+    assert not late.is_alive()
+    assert anyio.run(call_in_thread, lambda: 7) == 7  # a new loop gets wake-ups of its own

@@ -281,8 +281,8 @@ class Redactor:
         `storable`: also replace lone surrogates and NUL characters with U+FFFD (the store's rule: what it keeps must
         encode as UTF-8 and fit PostgreSQL's text); without it they are kept, for the console to show them escaped.
         """
-        try:
-            dumped: str | None = result.model_dump_json(fallback=repr)
+        try:  # a field at its default (None, 0, "", [], a fixed word) holds no secret: only the others are looked at
+            dumped: str | None = result.model_dump_json(fallback=repr, exclude_defaults=True)
         except Exception:  # lone surrogates: look through the slow path
             dumped = None
         if dumped is not None:

@@ -56,7 +56,7 @@ class _Call(Generic[T]):
 
     fn: Callable[[], T] | None
     context: contextvars.Context | None
-    token: EventLoopToken
+    wakeups: _Wakeups
     done: anyio.Event = field(default_factory=anyio.Event)
     returned: list[T] = field(default_factory=list)
     raised: list[BaseException] = field(default_factory=list)
@@ -71,15 +71,62 @@ class _Call(Generic[T]):
         except BaseException as exc:
             self.raised.append(exc)
         del fn, context
-        token, done = self.token, self.done
-        return lambda: _notify(token, done)
+        wakeups, done = self.wakeups, self.done
+        return lambda: wakeups.post(done)
 
 
-def _notify(token: EventLoopToken, done: anyio.Event) -> None:
-    """Wake the waiter, without waiting for its loop: once it gave up (a timeout) or its loop ended, nobody wants
-    the outcome any more."""
-    with suppress(anyio.RunFinishedError, RuntimeError):
-        token.backend_class.run_sync_soon(done.set, (), token.native_token)
+class _Wakeups:
+    """The waiters of one event loop whose calls have returned, woken together by one callback on the loop.
+
+    A pool thread that finds none waiting schedules the callback; the threads that return before the loop runs it
+    only add their waiter. Each call scheduling its own (`run_sync_soon`) wrote a byte to the loop's self-pipe per
+    call, and had the loop wake from `epoll` and read it back: three system calls per call, and at each the
+    interpreter changed hands. Never waits for the loop: once a waiter gave up (a timeout) or its loop ended,
+    nobody wants the outcome any more.
+    """
+
+    __slots__ = ("_backend", "_loop", "_lock", "_waiting")
+
+    def __init__(self, token: EventLoopToken) -> None:
+        self._backend = token.backend_class
+        self._loop = weakref.ref(token.native_token)
+        """The loop, not kept alive by its own entry in `_WAKEUPS`."""
+        self._lock = threading.Lock()
+        self._waiting: list[anyio.Event] = []
+
+    def post(self, done: anyio.Event) -> None:
+        """Have the loop set `done` (from a pool thread)."""
+        with self._lock:
+            self._waiting.append(done)
+            if len(self._waiting) > 1:  # the callback is scheduled and has not taken the list yet
+                return
+        loop = self._loop()
+        try:
+            if loop is None:
+                raise RuntimeError("the event loop is gone")
+            self._backend.run_sync_soon(self._wake, (), loop)
+        except (anyio.RunFinishedError, RuntimeError):  # the loop has ended: nobody waits
+            with self._lock:
+                self._waiting.clear()
+
+    def _wake(self) -> None:
+        with self._lock:
+            waiting, self._waiting = self._waiting, []
+        for done in waiting:
+            done.set()
+
+
+_WAKEUPS: MutableMapping[object, _Wakeups] = weakref.WeakKeyDictionary()
+"""Each running event loop's `_Wakeups`, by the loop (asyncio's loop object, trio's runner)."""
+
+
+def _wakeups() -> _Wakeups:
+    """The running event loop's `_Wakeups` (made on its first call into the pool)."""
+    token = anyio.lowlevel.current_token()
+    found = _WAKEUPS.get(token.native_token)
+    if found is None:
+        found = _WAKEUPS[token.native_token] = _Wakeups(token)
+    return found
 
 
 class WorkerPool:
@@ -95,7 +142,7 @@ class WorkerPool:
 
     async def call(self, fn: Callable[[], T]) -> T:
         """`fn()` on one of the pool's threads (see `call_in_thread`)."""
-        call = _Call(fn=fn, context=contextvars.copy_context(), token=anyio.lowlevel.current_token())
+        call = _Call(fn=fn, context=contextvars.copy_context(), wakeups=_wakeups())
         with self._lock:
             reserved = self._idle > 0
             if reserved:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ValidationError
 
@@ -72,10 +72,10 @@ class _Row:
     """Not a row: what a peer's file says that has no equivalent, listed once."""
 
 
-@dataclass(frozen=True, slots=True)
-class Stamp:
+class Stamp(NamedTuple):
     """A dataset file as one pass found it (device, inode, size, modification time): while a later pass finds it
-    the same, the rows it reads are the rows that pass read."""
+    the same, the rows it reads are the rows that pass read. A tuple: a trusted pass makes and compares one per
+    row."""
 
     device: int
     inode: int
@@ -323,10 +323,11 @@ def _row_error(shown: str, row: _Row, message: str) -> CaseError:
 
 def _make_case(row: _Row, shown: str, model: type[BaseModel] | None) -> Case:
     value = row.value
-    if isinstance(value, BaseModel):
-        value = value.model_dump()
-    if not isinstance(value, Mapping):
-        raise _row_error(shown, row, f"a case is an object of fields, got {type(value).__name__} {value!r:.60}")
+    if type(value) is not dict:  # a parsed row is a dict: the checks against abstract classes are for the others
+        if isinstance(value, BaseModel):
+            value = value.model_dump()
+        if not isinstance(value, Mapping):
+            raise _row_error(shown, row, f"a case is an object of fields, got {type(value).__name__} {value!r:.60}")
     raw_id = value.get("id", row.index)
     if not isinstance(raw_id, str | int) or isinstance(raw_id, bool) or not str(raw_id).strip():
         raise _row_error(shown, row, f"`id` must be a non-empty string or a number, got {raw_id!r}")
@@ -339,7 +340,7 @@ def _make_case(row: _Row, shown: str, model: type[BaseModel] | None) -> Case:
             metadata = json.loads(metadata)
         except json.JSONDecodeError as exc:
             raise _row_error(shown, row, f"`metadata` is not valid JSON ({exc.msg}); write an object") from None
-    if not isinstance(metadata, Mapping):
+    if type(metadata) is not dict and not isinstance(metadata, Mapping):
         raise _row_error(shown, row, f"`metadata` must be an object, got {metadata!r:.60}")
     tags = value.get("tags") or ()
     if isinstance(tags, str) or not all(isinstance(tag, str) for tag in tags):

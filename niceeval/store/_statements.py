@@ -15,7 +15,7 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from itertools import islice
+from itertools import chain, islice
 from operator import attrgetter
 from typing import Any
 
@@ -33,6 +33,8 @@ from niceeval.store._suite_run import SuiteEnd, SuiteRunStart
 from niceeval.store._verdicts import count_verdicts
 
 _dumps = json.dumps
+_NULL = "null"
+"""A JSON column's text for a Python None (most of a run's JSON columns, written without the serializer)."""
 _json = pydantic_core.to_json
 """Values of a run's JSON columns as JSON text (pydantic's serializer: what `json.dumps` of their `model_dump(mode=
 "json")` gives, read back, without building that copy first)."""
@@ -138,7 +140,7 @@ def _insert_rows(session: Session, columns: Columns, rows: Sequence[tuple[Any, .
         # chunks of a power of two rows: a handful of statement texts per table for the driver's statement cache
         count = 1 << (min(most, len(rows) - first).bit_length() - 1)
         chunk = rows[first : first + count]
-        session.run(_insert(session, columns, count), [value for row in chunk for value in row])
+        session.run(_insert(session, columns, count), list(chain.from_iterable(chunk)))
         first += count
 
 
@@ -312,17 +314,24 @@ def run_tables(
 
 def _eval_run(result: RunResult, finished: Any) -> tuple[Any, ...]:
     agent, judge = result.agent_spend, result.judge_spend
-    usage = [e for e in result.events if isinstance(e, UsageEvent)]
-    unpriced = {"agent": agent.unpriced, "judge": judge.unpriced} if agent.unpriced + judge.unpriced else None
+    unpriced = _NULL
+    if agent.unpriced or judge.unpriced:
+        unpriced = _json({"agent": agent.unpriced, "judge": judge.unpriced}).decode()
+    input_tokens = output_tokens = cache_read_tokens = 0
+    for event in result.events:
+        if isinstance(event, UsageEvent):
+            input_tokens += event.input_tokens
+            output_tokens += event.output_tokens
+            cache_read_tokens += event.cache_read_tokens
     return (
         result.eval_id, result.run_index, result.file, result.line, result.outcome, finished,
-        result.duration_s, _model_json(result.error).decode() if result.error else "null", result.skip_reason,
+        result.duration_s, _model_json(result.error).decode() if result.error else _NULL, result.skip_reason,
         result.sandbox_path, result.workspace_diff, agent.calls, agent.tokens, agent.cost, judge.calls, judge.tokens,
-        judge.cost, judge.cached, _json(unpriced).decode(), sum(e.input_tokens for e in usage),
-        sum(e.output_tokens for e in usage), sum(e.cache_read_tokens for e in usage),
-        result.case_id, _json(result.variant).decode(), result.points, result.points_possible, result.failure,
-        result.attempts, result.identity, result.provenance, result.carried_from, result.carried_index,
-        _model_json(result.sandbox).decode() if result.sandbox else "null", _json(result.warnings or None).decode(),
+        judge.cost, judge.cached, unpriced, input_tokens, output_tokens, cache_read_tokens,
+        result.case_id, _json(result.variant).decode() if result.variant is not None else _NULL, result.points,
+        result.points_possible, result.failure, result.attempts, result.identity, result.provenance,
+        result.carried_from, result.carried_index, _model_json(result.sandbox).decode() if result.sandbox else _NULL,
+        _json(result.warnings).decode() if result.warnings else _NULL,
     )  # fmt: skip
 
 
