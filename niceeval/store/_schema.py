@@ -349,6 +349,23 @@ the 95% interval clustered by case, `render.suite_rate`), every tag of its evals
 with variants (in plan order), and its judge calls by model, inconclusive causes and most missed assertions
 (`_tallies.judging`)."""
 
+eval_scores = Table(
+    "eval_scores",
+    metadata,
+    Column("suite_run_id", String(32), ForeignKey("suite_runs.id", ondelete="CASCADE"), nullable=False),
+    Column("eval_id", Text, nullable=False),
+    Column("key", Text),
+    Column("name", Text, nullable=False),
+    Column("score_sum", Float, nullable=False),
+    Column("score_count", Integer, nullable=False),
+    Column("graded", Integer, nullable=False),
+    Index(None, "suite_run_id"),
+)
+"""A closed suite run's scores, summed per eval and assertion (`key`, `name`) over the eval's runs, and whether the
+assertion is graded there (1: soft, or scoring between 0 and 1 at least once): `diff` reads these instead of the
+assertions (`_scores`). Written with the run's tallies; a run has them exactly when it has a `suite_tallies` row.
+No primary key: `key` may be null."""
+
 kept_diffs = Table(
     "kept_diffs",
     metadata,

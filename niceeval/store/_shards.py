@@ -23,6 +23,7 @@ from niceeval.store._driver import session_of
 from niceeval.store._models import ShardInfo, SuiteRunStart
 from niceeval.store._open import StoreError
 from niceeval.store._schema import suite_runs, suite_shards
+from niceeval.store._scores import keep_scores
 from niceeval.store._statements import insert_suite, totals
 from niceeval.store._suite_run import ShardJoin, SuiteEnd
 from niceeval.store._tallies import keep_tallies
@@ -135,7 +136,9 @@ def finish_shard(conn: Connection, suite_run_id: str, shard: int, end: SuiteEnd)
         values.update(status="finished", finished_at=now, exit_code=exit_code)
     conn.execute(update(suite_runs).where(suite_runs.c.id == suite_run_id).values(**values))
     if values["shards_done"] >= (head.shard_count or 1):
-        keep_tallies(session_of(conn), suite_run_id)
+        session = session_of(conn)
+        keep_tallies(session, suite_run_id)
+        keep_scores(session, suite_run_id)
 
 
 def list_shards(conn: Connection, suite_run_id: str) -> list[ShardInfo]:
