@@ -5,7 +5,9 @@ A diff of two 100,000-eval runs takes seconds to compute, and a page should answ
 `DiffWorker.diff`: a pair of runs of up to `inline_evals` evals each is diffed in the request (a few thousand
 evals take a fraction of a second, and a small suite's page shows at once, as it always did). A larger pair's
 diff kept in the store (`Store.kept_diff`) is read at once; else the pair is handed to the worker and the page
-says the diff is being computed and refreshes itself until it is ready.
+says the diff is being computed and refreshes itself until it is ready. A refresh while the worker computes asks
+the worker alone, not the store (the kept diff is not there yet): the request shares the interpreter with the
+worker, and each query is a wait for it.
 
 One worker thread computes one pair at a time: pages asking for one pair share its computation, and a burst of
 requests for many pairs queues instead of running many multi-second diffs side by side on the viewer's threads.
@@ -57,11 +59,15 @@ class DiffWorker:
         a pair that cannot be compared), to the request that reads the finished job."""
         if max(base.evals, head.evals) <= self._inline_evals:
             return self._store.diff(base.id, head.id, options)
+        stamps = (base.status, base.finished_at, head.status, head.finished_at)
+        pair = _Pair(base=base.id, head=head.id, options=options, stamps=stamps)
+        with self._lock:
+            job = self._jobs.get(pair)
+            if job is not None and not job.done():  # a refresh while it computes: nothing to read from the store
+                return None
         kept = self._store.kept_diff(base.id, head.id, options)
         if kept is not None:
             return kept
-        stamps = (base.status, base.finished_at, head.status, head.finished_at)
-        pair = _Pair(base=base.id, head=head.id, options=options, stamps=stamps)
         with self._lock:
             job = self._jobs.get(pair)
             if job is None:
