@@ -21,6 +21,7 @@ from niceeval._core.errors import ConfigError
 from niceeval._core.outcome import Outcome
 from niceeval.stats import Dimension
 from niceeval.store._costs import UsageLimits, case_usage, weigh_usage
+from niceeval.store._kept_sums import CountRow, ScoreSums, kept_counts, score_sums
 from niceeval.store._models import (
     MeanScoreChange,
     OutcomeChange,
@@ -30,8 +31,7 @@ from niceeval.store._models import (
     SuiteChange,
 )
 from niceeval.store._schema import assertions, eval_runs, judge_calls, suite_evals, suite_runs, suite_tallies
-from niceeval.store._scores import ScoreSums, score_sums
-from niceeval.store._tallies import CountRow, Counts, kept_counts
+from niceeval.store._tallies import Counts
 from niceeval.store._verdicts import tallies
 
 if TYPE_CHECKING:

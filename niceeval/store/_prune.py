@@ -6,8 +6,8 @@ from sqlalchemy import Connection, delete, func, select
 
 from niceeval.store._driver import session_of
 from niceeval.store._kept_diffs import forget_all
+from niceeval.store._kept_sums import carrying, keep_again
 from niceeval.store._schema import eval_runs, suite_runs
-from niceeval.store._scores import carrying, keep_again
 
 
 def delete_old(conn: Connection, keep: int) -> tuple[int, int]:

@@ -349,6 +349,24 @@ the 95% interval clustered by case, `render.suite_rate`), every tag of its evals
 with variants (in plan order), and its judge calls by model, inconclusive causes and most missed assertions
 (`_tallies.judging`)."""
 
+eval_sums = Table(
+    "eval_sums",
+    metadata,
+    Column("suite_run_id", String(32), ForeignKey("suite_runs.id", ondelete="CASCADE"), primary_key=True),
+    Column("eval_id", Text, primary_key=True),
+    Column("planned", Boolean, nullable=False),
+    Column("cluster", Text),
+    Column("passed", Integer, nullable=False),
+    Column("scored", Integer, nullable=False),
+    Column("failed", Integer, nullable=False),
+    Column("skipped", Integer, nullable=False),
+    Column("counted", Integer, nullable=False),
+    Column("agent_cost", Float),
+)
+"""Each eval with a stored run in a closed suite run: its runs by outcome (`counted`: neither skipped nor failed for
+`infra`), whether the run planned it and its cluster, and the agent's cost summed over its runs not skipped (None
+when one had no price): what `diff` reads per eval (`_kept_sums`). Written with the run's tallies."""
+
 eval_scores = Table(
     "eval_scores",
     metadata,

@@ -20,10 +20,10 @@ from sqlalchemy import Connection, func, insert, select, update
 
 from niceeval._core.summary import PlannedEval
 from niceeval.store._driver import session_of
+from niceeval.store._kept_sums import keep_sums
 from niceeval.store._models import ShardInfo, SuiteRunStart
 from niceeval.store._open import StoreError
 from niceeval.store._schema import suite_runs, suite_shards
-from niceeval.store._scores import keep_scores
 from niceeval.store._statements import insert_suite, totals
 from niceeval.store._suite_run import ShardJoin, SuiteEnd
 from niceeval.store._tallies import keep_tallies
@@ -138,7 +138,7 @@ def finish_shard(conn: Connection, suite_run_id: str, shard: int, end: SuiteEnd)
     if values["shards_done"] >= (head.shard_count or 1):
         session = session_of(conn)
         keep_tallies(session, suite_run_id)
-        keep_scores(session, suite_run_id)
+        keep_sums(session, suite_run_id)
 
 
 def list_shards(conn: Connection, suite_run_id: str) -> list[ShardInfo]:

@@ -16,8 +16,8 @@ from niceeval._core.summary import PlannedEval
 from niceeval.stats import compare_runs
 from niceeval.store import DiffOptions, Store, SuiteRunStart
 from niceeval.store._diff import run_counts
+from niceeval.store._kept_sums import score_sums
 from niceeval.store._recorder import Recorder, SuiteEnd
-from niceeval.store._scores import score_sums
 
 EVALS = 300
 

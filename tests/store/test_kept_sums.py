@@ -1,7 +1,8 @@
-"""A closed suite run keeps its scores summed per eval and assertion (`eval_scores`), and `diff` reads them instead
-of grouping the run's assertions again (SQLite and PostgreSQL): the rows are the sums a running run's read gives,
-a resumed run's are summed afresh and kept again at its close, gc keeps a carrier's again, and a store from before
-is filled by its migration."""
+"""A closed suite run keeps what `diff` reads of each eval: its runs by outcome, cluster and agent cost (`eval_sums`)
+and its scores summed per assertion (`eval_scores`); `diff` reads them instead of grouping the run's eval runs and
+assertions again (SQLite and PostgreSQL). The rows are the sums a running run's read gives, a resumed run's are
+summed afresh and kept again at its close, gc keeps a carrier's scores again, and a store from before is filled by
+its migration."""
 
 from __future__ import annotations
 
@@ -11,11 +12,14 @@ import pytest
 from sqlalchemy import Connection, delete, func, select
 
 from niceeval import AssertionResult, RunResult
+from niceeval._core.results import Spend
+from niceeval._core.summary import PlannedEval
 from niceeval.store import DiffOptions, Store, SuiteRunStart
+from niceeval.store._costs import _PASSING, _RUNS
 from niceeval.store._driver import session_of
+from niceeval.store._kept_sums import _SUMS, ScoreSums, kept_counts, kept_usage, score_sums
 from niceeval.store._recorder import SuiteEnd
-from niceeval.store._schema import eval_scores, suite_tallies
-from niceeval.store._scores import _SUMS, ScoreSums, score_sums
+from niceeval.store._schema import eval_scores, eval_sums, suite_tallies
 
 from ._seeded_pair import record_pair
 from .test_store import planned, record, recording, result
@@ -81,6 +85,54 @@ def test_a_closed_run_keeps_the_sums_its_assertions_give(store: Store) -> None:
         assert all(isinstance(row[3], float) and isinstance(row[4], int) for row in kept)
 
 
+def test_a_closed_run_keeps_each_evals_counts_cluster_and_agent_cost(store: Store) -> None:
+    """Passed, scored, infra-failed and skipped runs, an unpriced run, an eval whose runs were all skipped, and one
+    the plan did not name (its cost is summed, its counts are not a planned eval's)."""
+
+    def spent(found: RunResult, cost: float | None) -> RunResult:
+        return found.model_copy(update={"agent_spend": Spend(calls=1, tokens=10, cost=cost)})
+
+    runs = [
+        spent(result("a", "passed"), 0.25), spent(result("a", "scored", run_index=1), 0.5),
+        spent(result("a", "failed", run_index=2).model_copy(update={"failure": "infra"}), 0.125),
+        spent(result("a", "skipped", run_index=3), None),
+        spent(result("b", "failed"), None), spent(result("b", "passed", run_index=1), 0.25),
+        spent(result("c", "skipped"), 0.5),
+        spent(result("stray", "passed"), 1.0),
+    ]  # fmt: skip
+    plan = [
+        PlannedEval(id="a", file="a.py", line=1, runs=4, cluster="doc1"),
+        PlannedEval(id="b", file="a.py", line=2, runs=2),
+        PlannedEval(id="c", file="a.py", line=3, runs=1, cluster="doc1"),
+    ]
+    record(store, "run", runs, plan=plan)
+    with store.engine.connect() as conn:
+        assert kept_counts(conn, "run") == {
+            "a": (1, 1, 1, 1, 2, "doc1"),
+            "b": (1, 0, 1, 0, 2, None),
+            "c": (0, 0, 0, 1, 0, "doc1"),
+        }
+        lenient, strict = kept_usage(conn, "run", strict=False), kept_usage(conn, "run", strict=True)
+        assert sorted(lenient or []) == [("a", 3, 2, 0.875), ("b", 2, 1, None), ("stray", 1, 1, 1.0)]
+        assert sorted(strict or []) == [("a", 3, 1, 0.875), ("b", 2, 1, None), ("stray", 1, 1, 1.0)]
+        session = session_of(conn)
+        for rule, kept in ((False, lenient), (True, strict)):
+            summed_now = session.execute(_RUNS.format(passing=_PASSING[rule]), ("run",)).fetchall()
+            assert sorted(summed_now) == sorted(kept or [])
+
+
+def test_a_running_run_has_no_kept_counts_or_usage(store: Store) -> None:
+    with recording(store) as recorder:
+        recorder.begin(SuiteRunStart(id="run", command=["niceeval", "run"]), planned("e1"))
+        recorder.add("run", [result("e1")])
+        with store.engine.connect() as conn:
+            assert kept_counts(conn, "run") is None and kept_usage(conn, "run", strict=False) is None
+            assert conn.execute(select(func.count()).select_from(eval_sums)).scalar_one() == 0
+        recorder.finish("run", SuiteEnd(status="finished", exit_code=0, duration_s=1.0))
+    with store.engine.connect() as conn:
+        assert kept_counts(conn, "run") == {"e1": (1, 0, 0, 0, 1, None)}
+
+
 def test_the_diff_reads_the_kept_sums(store: Store) -> None:
     """Kept rows altered behind the store's back show in the diff: it read them, not the assertions."""
     record(store, "base", [graded("e1", 0, 0.25), graded("e2", 0, 0.5)])
@@ -94,6 +146,23 @@ def test_the_diff_reads_the_kept_sums(store: Store) -> None:
         )
     moved = store.diff("base", "head", DiffOptions(threshold=0.2)).scores
     assert [(s.eval_id, s.assertion, s.base, s.head) for s in moved] == [("e1", "rubric", 0.25, 0.75)]
+
+
+def test_the_diff_reads_the_kept_counts_and_cost(store: Store) -> None:
+    """Kept per-eval rows altered behind the store's back show in the diff: it read them, not the eval runs."""
+    record(store, "base", [result(f"e{n}") for n in range(4)])
+    record(store, "head", [result(f"e{n}") for n in range(4)])
+    assert store.diff("base", "head").changed == [] and store.diff("base", "head").usage == []
+    with store.engine.begin() as conn:
+        in_head = (eval_sums.c.suite_run_id == "head", eval_sums.c.eval_id == "e1")
+        conn.execute(eval_sums.update().where(*in_head).values(passed=0, failed=1))
+        conn.execute(eval_sums.update().where(eval_sums.c.suite_run_id == "head").values(agent_cost=0.5))
+    found = store.diff("base", "head", DiffOptions(threshold=0.3))
+    assert [(c.eval_id, c.base, c.head) for c in found.changed] == [("e1", "passed", "failed")]
+    assert [(u.measure, u.base, u.head) for u in found.usage] == [
+        ("cost per eval run", 0.0, 0.5),
+        ("cost per passed run", 0.0, pytest.approx(2.0 / 3)),  # three of the four passed
+    ]
 
 
 def test_the_seeded_pair_diffs_alike_from_kept_and_summed_scores(store: Store) -> None:
