@@ -8,7 +8,8 @@ evals reads kept rows instead of grouping each side's 100,000 eval runs and 400,
 has them exactly when it has a kept tally (`suite_tallies`): a resume's reopening drops the tally, and a store too
 full to take them leaves a closed run with neither. A run that carried its attempts from another keeps the scores
 of the records it carried; `niceeval gc` keeps a run's scores again when it deletes the run whose records it
-carried (`keep_again`), so kept and summed stay the same.
+carried (`keep_again`), so kept and summed stay the same. The tables have no foreign key (PostgreSQL checks one
+row by row, and these are a close's 300,000 rows): gc deletes a run's rows with it (`forget`).
 """
 
 from __future__ import annotations
@@ -129,6 +130,14 @@ def carrying(session: Session, sources: Sequence[str]) -> list[str]:
         tuple(sources),
     ).fetchall()
     return sorted({str(suite_run_id) for (suite_run_id,) in found} - set(sources))
+
+
+def forget(session: Session, suite_run_ids: Sequence[str]) -> None:
+    """Delete these suite runs' kept sums (`niceeval gc` deleting the runs: the tables have no foreign key to
+    cascade along)."""
+    for table in ("eval_sums", "eval_scores"):
+        for suite_run_id in suite_run_ids:
+            session.execute(f"DELETE FROM {table} WHERE suite_run_id = ?", (suite_run_id,))
 
 
 def keep_again(session: Session, suite_run_ids: Sequence[str]) -> None:

@@ -6,7 +6,7 @@ from sqlalchemy import Connection, delete, func, select
 
 from niceeval.store._driver import session_of
 from niceeval.store._kept_diffs import forget_all
-from niceeval.store._kept_sums import carrying, keep_again
+from niceeval.store._kept_sums import carrying, forget, keep_again
 from niceeval.store._schema import eval_runs, suite_runs
 
 
@@ -24,8 +24,10 @@ def delete_old(conn: Connection, keep: int) -> tuple[int, int]:
     runs = conn.execute(
         select(func.count()).select_from(eval_runs).where(eval_runs.c.suite_run_id.in_(doomed))
     ).scalar_one()
-    carriers = carrying(session_of(conn), doomed)
+    session = session_of(conn)
+    carriers = carrying(session, doomed)
     conn.execute(delete(suite_runs).where(suite_runs.c.id.in_(doomed)))
+    forget(session, doomed)
     forget_all(conn)
-    keep_again(session_of(conn), carriers)  # their kept scores counted records that are now gone, as a sum does
+    keep_again(session, carriers)  # their kept scores counted records that are now gone, as a sum does
     return len(doomed), int(runs)

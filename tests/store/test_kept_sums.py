@@ -220,6 +220,16 @@ def test_gc_keeps_again_the_sums_of_a_run_that_carried_from_a_deleted_one(store:
         assert {row[0] for row in score_sums(conn, "second")} == {"e2"}
 
 
+def test_gc_deletes_the_kept_sums_of_the_runs_it_deletes(store: Store) -> None:
+    record(store, "old", [graded("e1", 0, 0.25)])
+    record(store, "new", [graded("e1", 0, 0.5)])
+    with recording(store) as recorder:
+        assert recorder.gc(keep=1) == (1, 1)
+    with store.engine.connect() as conn:
+        for table in (eval_sums, eval_scores):
+            assert conn.execute(select(table.c.suite_run_id).distinct()).scalars().all() == ["new"]
+
+
 def test_a_store_from_before_kept_scores_is_upgraded_and_filled(store_url: str) -> None:
     """A store an older niceeval left at 0019_diff gets the table, filled for its closed runs (not a running one)."""
     from alembic import command

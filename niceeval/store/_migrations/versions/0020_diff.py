@@ -34,9 +34,6 @@ def upgrade() -> None:
         sa.Column("skipped", sa.Integer(), nullable=False),
         sa.Column("counted", sa.Integer(), nullable=False),
         sa.Column("agent_cost", sa.Float()),
-        sa.ForeignKeyConstraint(
-            ["suite_run_id"], ["suite_runs.id"], name="fk_eval_sums_suite_run_id_suite_runs", ondelete="CASCADE"
-        ),
         sa.PrimaryKeyConstraint("suite_run_id", "eval_id", name="pk_eval_sums"),
     )
     op.create_table(
@@ -48,9 +45,6 @@ def upgrade() -> None:
         sa.Column("score_sum", sa.Float(), nullable=False),
         sa.Column("score_count", sa.Integer(), nullable=False),
         sa.Column("graded", sa.Integer(), nullable=False),
-        sa.ForeignKeyConstraint(
-            ["suite_run_id"], ["suite_runs.id"], name="fk_eval_scores_suite_run_id_suite_runs", ondelete="CASCADE"
-        ),
     )
     op.create_index("ix_eval_scores_suite_run_id", "eval_scores", ["suite_run_id"])
     conn = op.get_bind()
