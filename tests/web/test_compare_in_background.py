@@ -131,8 +131,9 @@ def test_one_worker_thread_computes_every_pair_in_turn(store: Store) -> None:
 
 
 def test_a_refresh_while_the_worker_computes_asks_the_worker_not_the_store(store: Store) -> None:
-    """The refresh shares the interpreter with the worker: it reads no kept diff that cannot be there yet, and the
-    worker hands the interpreter over every half millisecond while it computes (a request waits at each query)."""
+    """The refresh shares the interpreter with the worker: it reads no kept diff that cannot be there yet, reads the
+    pair on one connection, and the worker hands the interpreter over every half millisecond while it computes (a
+    request waits at each query)."""
     base, head = runs(store)
     client = viewer(store, inline_diff_evals=10)
     url = f"/compare?base={base}&head={head}"
@@ -154,6 +155,7 @@ def test_a_refresh_while_the_worker_computes_asks_the_worker_not_the_store(store
             event.remove(store.engine, "before_cursor_execute", heard)
         assert COMPUTING in refreshed and REFRESH in refreshed
         assert asked and not [s for s in asked if "kept_diffs" in s or "status, suite_runs.finished_at" in s]
+        assert asked.count("BEGIN") == 2  # two connections: the runs to pick from, then the pair (was six)
         assert sys.getswitchinterval() == COMPUTING_SWITCH_S  # the worker offers the GIL often while it computes
     finally:
         writer.execute("ROLLBACK")
