@@ -15,11 +15,13 @@ row by row, and these are a close's 300,000 rows): gc deletes a run's rows with 
 from __future__ import annotations
 
 from collections.abc import Sequence
-
-from sqlalchemy import Connection
+from typing import TYPE_CHECKING
 
 from niceeval.store._driver import Session, session_of
 from niceeval.store._verdicts import OUTCOME_SUMS
+
+if TYPE_CHECKING:  # the run's writer closes runs through this module and never imports SQLAlchemy
+    from sqlalchemy import Connection
 
 ScoreSums = list[tuple[str, str | None, str, float, int, int]]
 """Per eval and assertion (key, name): the sum and count of its scores over the eval's runs, and whether it is
