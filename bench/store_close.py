@@ -3,9 +3,10 @@
 Fills a store with one suite run of N evals (`store_scale.fill`: each eval run a conversation with a tool call, up
 to three assertions, one judge call; reused when it is already there), then closes it again, in a fresh process
 per measure, through the `Recorder` that `niceeval run` closes it with (`Recorder.finish`: the suite run's totals,
-then its evals' kept tallies and its pass rate). Each close is measured twice, in two processes: once for the wall
-and CPU time and the RSS it adds (sampled every 2 ms over the RSS just before it), once under `tracemalloc` for the
-peak of what Python allocates, in total and in each of its two parts (`totals`, `keep_tallies`).
+then its evals' kept tallies and its pass rate, and what `diff` reads per eval). Each close is measured twice, in
+two processes: once for the wall and CPU time and the RSS it adds (sampled every 2 ms over the RSS just before it),
+once under `tracemalloc` for the peak of what Python allocates, in total and in each of its three parts (`totals`,
+`keep_tallies`, `keep_sums`).
 
     python bench/store_close.py [--evals 50000 100000] [--dir /tmp/storeclose] [--postgres DIR]
 
@@ -33,6 +34,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from store_scale import fill, load, postgres, url_of  # noqa: E402
 
+from niceeval.store._kept_sums import keep_sums  # noqa: E402
 from niceeval.store._recorder import Recorder, SuiteEnd  # noqa: E402
 from niceeval.store._statements import totals  # noqa: E402
 from niceeval.store._tallies import keep_tallies  # noqa: E402
@@ -98,6 +100,7 @@ def measure_allocations(url: str) -> dict[str, float]:
     peak_of("close_peak_mb", lambda: recorder.finish(run_id, END))
     peak_of("totals_peak_mb", part(totals))
     peak_of("keep_tallies_peak_mb", part(keep_tallies))
+    peak_of("keep_sums_peak_mb", part(keep_sums))
     recorder.close()
     return found
 

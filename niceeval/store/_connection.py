@@ -33,6 +33,7 @@ from niceeval.store._driver import (
     writing,
 )
 from niceeval.store._errors import StoreError
+from niceeval.store._kept_sums import keep_sums
 from niceeval.store._meta import SCHEMA_REVISION
 from niceeval.store._statements import RunRows
 from niceeval.store._suite_run import SuiteEnd, SuiteRunStart
@@ -210,12 +211,14 @@ class WriteConnection:
         self._keep_tallies(suite_run_id)
 
     def _keep_tallies(self, suite_run_id: str) -> None:
-        """Once the suite run is closed, its evals' tallies for the viewer (`_tallies`), in a transaction of their
-        own: a store too full (or gone) to take them leaves the run closed without them, and the viewer folds its
-        eval runs instead. The close never waits on them, so a full disk cannot leave a run `running`."""
+        """Once the suite run is closed, its evals' tallies for the viewer (`_tallies`) and their score sums for
+        `diff` (`_kept_sums`), in a transaction of their own: a store too full (or gone) to take them leaves the run
+        closed without them, and the viewer folds its eval runs instead. The close never waits on them, so a full
+        disk cannot leave a run `running`."""
         try:
             with self._transaction() as session:
                 keep_tallies(session, suite_run_id)
+                keep_sums(session, suite_run_id)
         except Exception as exc:
             if not store_wide(exc):
                 raise

@@ -18,6 +18,7 @@ from sqlalchemy import Connection, select
 
 from niceeval.stats import Dimension, PairedChange, UsageColumns, UsageComparison
 from niceeval.store._driver import session_of
+from niceeval.store._kept_sums import kept_usage
 from niceeval.store._models import UsageChange
 from niceeval.store._records import slot_records
 from niceeval.store._schema import events
@@ -54,9 +55,10 @@ _PASSING = {True: "'passed'", False: "'passed', 'scored'"}
 
 def case_usage(conn: Connection, suite_run_id: str, *, strict: bool) -> UsageColumns:
     """Each eval's counted runs, passed runs (by the verdict rule), the agent's cost and its turns' latencies, as
-    columns (no object per eval)."""
-    session = session_of(conn)
-    totals = session.execute(_RUNS.format(passing=_PASSING[strict]), (suite_run_id,)).fetchall()
+    columns (no object per eval): the sums kept when the suite run closed (`_kept_sums`), else summed now."""
+    totals = kept_usage(conn, suite_run_id, strict=strict)
+    if totals is None:
+        totals = session_of(conn).execute(_RUNS.format(passing=_PASSING[strict]), (suite_run_id,)).fetchall()
     slots = slot_records(suite_run_id)  # a carried attempt's turns are on the row it carries
     turns = (
         select(slots.c.eval_id, events.c.latency)

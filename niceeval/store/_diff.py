@@ -21,7 +21,7 @@ from niceeval._core.errors import ConfigError
 from niceeval._core.outcome import Outcome
 from niceeval.stats import Dimension
 from niceeval.store._costs import UsageLimits, case_usage, weigh_usage
-from niceeval.store._driver import session_of
+from niceeval.store._kept_sums import CountRow, ScoreSums, kept_counts, score_sums
 from niceeval.store._models import (
     MeanScoreChange,
     OutcomeChange,
@@ -31,7 +31,7 @@ from niceeval.store._models import (
     SuiteChange,
 )
 from niceeval.store._schema import assertions, eval_runs, judge_calls, suite_evals, suite_runs, suite_tallies
-from niceeval.store._tallies import CountRow, Counts, kept_counts
+from niceeval.store._tallies import Counts
 from niceeval.store._verdicts import tallies
 
 if TYPE_CHECKING:
@@ -86,29 +86,6 @@ def count_rows(conn: Connection, suite_run_id: str) -> dict[str, CountRow]:
         )
         for eval_id, t in tallies(conn.execute(plan), conn.execute(outcomes)).items()
     }
-
-
-ScoreSums = list[tuple[str, str | None, str, float, int, int]]
-"""Per eval and assertion (key, name): the sum and count of its scores over the eval's runs, and whether it is
-graded (1: soft, or scoring between 0 and 1 at least once; else 0)."""
-
-_SCORE_SUMS = (
-    "SELECT slot.eval_id, a.\"key\", a.name, sum(a.score), count(a.score), max(CASE WHEN a.severity != 'gate' OR "
-    "(a.score != 0.0 AND a.score != 1.0) THEN 1 ELSE 0 END) FROM eval_runs slot JOIN eval_runs record "
-    "ON record.suite_run_id = coalesce(slot.carried_from, slot.suite_run_id) AND record.eval_id = slot.eval_id "
-    "AND record.run_index = coalesce(slot.carried_index, slot.run_index) "
-    "JOIN assertions a ON a.eval_run_id = record.id WHERE slot.suite_run_id = ? AND a.score IS NOT NULL "
-    'GROUP BY slot.eval_id, a."key", a.name'
-)
-"""A carried attempt's assertions are on the row it carries (`_records.slot_records`); read by the driver's cursor:
-200,000 rows without a result object each."""
-
-
-def score_sums(conn: Connection, suite_run_id: str) -> ScoreSums:
-    """A suite run's scores summed in SQL per eval and assertion (inconclusive verdicts have no score), as the
-    driver returns them: the sum of a float column is a float on SQLite and PostgreSQL, a count an int."""
-    sums: ScoreSums = session_of(conn).execute(_SCORE_SUMS, (suite_run_id,)).fetchall()
-    return sums
 
 
 class _Identities(dict[tuple[str | None, str], tuple[str, str]]):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 
-SCHEMA_REVISION = "0019_diff"
+SCHEMA_REVISION = "0020_diff"
 """The Alembic revision this niceeval writes and reads (the head of `_migrations/versions`)."""
 
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from sqlalchemy import Connection, delete, func, select
 
+from niceeval.store._driver import session_of
 from niceeval.store._kept_diffs import forget_all
+from niceeval.store._kept_sums import carrying, forget, keep_again
 from niceeval.store._schema import eval_runs, suite_runs
 
 
@@ -22,6 +24,10 @@ def delete_old(conn: Connection, keep: int) -> tuple[int, int]:
     runs = conn.execute(
         select(func.count()).select_from(eval_runs).where(eval_runs.c.suite_run_id.in_(doomed))
     ).scalar_one()
+    session = session_of(conn)
+    carriers = carrying(session, doomed)
     conn.execute(delete(suite_runs).where(suite_runs.c.id.in_(doomed)))
+    forget(session, doomed)
     forget_all(conn)
+    keep_again(session, carriers)  # their kept scores counted records that are now gone, as a sum does
     return len(doomed), int(runs)

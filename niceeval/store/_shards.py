@@ -20,6 +20,7 @@ from sqlalchemy import Connection, func, insert, select, update
 
 from niceeval._core.summary import PlannedEval
 from niceeval.store._driver import session_of
+from niceeval.store._kept_sums import keep_sums
 from niceeval.store._models import ShardInfo, SuiteRunStart
 from niceeval.store._open import StoreError
 from niceeval.store._schema import suite_runs, suite_shards
@@ -135,7 +136,9 @@ def finish_shard(conn: Connection, suite_run_id: str, shard: int, end: SuiteEnd)
         values.update(status="finished", finished_at=now, exit_code=exit_code)
     conn.execute(update(suite_runs).where(suite_runs.c.id == suite_run_id).values(**values))
     if values["shards_done"] >= (head.shard_count or 1):
-        keep_tallies(session_of(conn), suite_run_id)
+        session = session_of(conn)
+        keep_tallies(session, suite_run_id)
+        keep_sums(session, suite_run_id)
 
 
 def list_shards(conn: Connection, suite_run_id: str) -> list[ShardInfo]:

@@ -150,25 +150,6 @@ class Counts(NamedTuple):
         return tally
 
 
-_KEPT_COUNTS = (
-    "SELECT t.eval_id, t.passed, t.scored, t.failed, t.skipped, t.counted, s.cluster FROM eval_tallies t "
-    "JOIN suite_evals s ON s.suite_run_id = t.suite_run_id AND s.eval_id = t.eval_id WHERE t.suite_run_id = ?"
-)
-
-
-CountRow = tuple[int, int, int, int, int, str | None]
-"""`Counts` as a plain tuple: 100,000 of them read without building an object each."""
-
-
-def kept_counts(conn: Connection, suite_run_id: str) -> dict[str, CountRow] | None:
-    """Each eval's counts (the fields of `Counts`) as its suite run's kept tallies hold them; None when the suite
-    run has none (still running, or a full store could not take them): then the caller folds its eval runs."""
-    session = session_of(conn)
-    if session.execute("SELECT 1 FROM suite_tallies WHERE suite_run_id = ?", (suite_run_id,)).fetchone() is None:
-        return None
-    return {row[0]: row[1:] for row in session.execute(_KEPT_COUNTS, (suite_run_id,)).fetchall()}
-
-
 _SENT = "(jc.asked AND NOT jc.cached)"  # `JudgeCall.sent`: older stores kept `asked` true on cached verdicts
 _SPENT = "(jc.input_tokens + jc.output_tokens + jc.cache_read_tokens)"
 _IN_RUN = "FROM {table} JOIN eval_runs e ON e.id = a.eval_run_id WHERE e.suite_run_id = ?"

@@ -4,10 +4,11 @@ Reading only: a `Recorder` (the runner's door, `_recorder.py`) writes them. `sui
 suite runs holding an eval the way the store's own history does (no index leads with `eval_id`). A closed suite
 run's evals are folded in `eval_tallies` (its own tally in `suite_tallies`); `folded_tallies` and `folded_judging`
 fold a running one's; `run_judging` reads a suite run's judge use either way. `header` reads a suite run's header
-and totals alone.
+and totals alone, `resolve` the id a reference names (an id, a unique prefix, `latest`), both on the caller's
+connection.
 """
 
-from niceeval.store._read import header, run_summary, suite_runs_with
+from niceeval.store._read import header, resolve, run_summary, suite_runs_with
 from niceeval.store._schema import (
     assertions,
     eval_runs,
@@ -34,6 +35,7 @@ __all__ = [
     "folded_tallies",
     "header",
     "judge_calls",
+    "resolve",
     "run_judging",
     "run_summary",
     "spans",

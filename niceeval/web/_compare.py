@@ -104,9 +104,8 @@ def compare_page(request: Request) -> Response:
     recent = store.runs(limit=PICKER_RUNS)
     if len(recent) < 2:
         return render(request, "compare.html", ready=False, recent=recent)
-    head = _queries.run_info(store, request.query_params.get("head") or recent[0].id)
-    base = _queries.run_info(
-        store, request.query_params.get("base") or _queries.previous_run(store, head) or recent[1].id
+    head, base = _queries.compared_runs(
+        store, request.query_params.get("head") or recent[0].id, request.query_params.get("base"), recent[1].id
     )
     threshold = _threshold(request.query_params.get("threshold", "0.1"))
     sort = _sort(request)

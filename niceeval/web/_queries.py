@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, func, literal, select
+from sqlalchemy import Connection, Select, func, literal, select
 from starlette.exceptions import HTTPException
 
 from niceeval._core.assertion import AssertionResult, JudgeCall
@@ -24,6 +24,7 @@ from niceeval.store.tables import (
     eval_runs,
     header,
     judge_calls,
+    resolve,
     run_summary,
     suite_runs,
     suite_runs_with,
@@ -220,6 +221,36 @@ def _fold_cells(history: ScoreHistory, rows: Sequence[tuple[str, str, float | No
 
 def previous_run(store: Store, run: SuiteRunInfo) -> str | None:
     """The id of the suite run started just before `run` (the natural baseline to compare with)."""
+    with store.engine.connect() as conn:
+        return _previous(conn, run)
+
+
+def run_info(store: Store, ref: str) -> SuiteRunInfo:
+    """A suite run's header and totals alone (no eval runs; a running one's counted so far), or a 404 page when
+    `ref` names none."""
+    with store.engine.connect() as conn:
+        return _info(conn, ref)
+
+
+def compared_runs(
+    store: Store, head_ref: str, base_ref: str | None, fallback: str
+) -> tuple[SuiteRunInfo, SuiteRunInfo]:
+    """The compare page's pair, read on one connection (its refresh reads them every 2 s while a diff computes):
+    `head_ref`'s run and `base_ref`'s, by default the run started just before the head, else `fallback`; a 404
+    page when either names none."""
+    with store.engine.connect() as conn:
+        head = _info(conn, head_ref)
+        return head, _info(conn, base_ref or _previous(conn, head) or fallback)
+
+
+def _info(conn: Connection, ref: str) -> SuiteRunInfo:
+    try:
+        return header(conn, resolve(conn, ref))
+    except RunNotFound as exc:
+        raise HTTPException(404, str(exc)) from None
+
+
+def _previous(conn: Connection, run: SuiteRunInfo) -> str | None:
     query = (
         select(suite_runs.c.id)
         .where(
@@ -229,20 +260,8 @@ def previous_run(store: Store, run: SuiteRunInfo) -> str | None:
         .order_by(suite_runs.c.started_at.desc(), suite_runs.c.id)
         .limit(1)
     )
-    with store.engine.connect() as conn:
-        found = conn.execute(query).scalar()
+    found = conn.execute(query).scalar()
     return None if found is None else str(found)
-
-
-def run_info(store: Store, ref: str) -> SuiteRunInfo:
-    """A suite run's header and totals alone (no eval runs; a running one's counted so far), or a 404 page when
-    `ref` names none."""
-    try:
-        suite_run_id = store.resolve(ref)
-    except RunNotFound as exc:
-        raise HTTPException(404, str(exc)) from None
-    with store.engine.connect() as conn:
-        return header(conn, suite_run_id)
 
 
 def attack_verdicts(store: Store, suite_run_id: str) -> list[tuple[str | None, dict[str, str] | None, str]]:

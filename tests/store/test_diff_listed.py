@@ -15,7 +15,8 @@ from niceeval._core.outcome import Outcome
 from niceeval._core.summary import PlannedEval
 from niceeval.stats import compare_runs
 from niceeval.store import DiffOptions, Store, SuiteRunStart
-from niceeval.store._diff import run_counts, score_sums
+from niceeval.store._diff import run_counts
+from niceeval.store._kept_sums import score_sums
 from niceeval.store._recorder import Recorder, SuiteEnd
 
 EVALS = 300

@@ -6,15 +6,19 @@ from __future__ import annotations
 
 import random
 import re
+import sqlite3
+import sys
 import threading
 import time
 
 from _stored import record, result
+from sqlalchemy import event
 from starlette.testclient import TestClient
 
 from niceeval.store import DiffOptions, Store, SuiteRunStart
 from niceeval.store._recorder import Recorder
 from niceeval.web import Access, ViewerSettings, create_app
+from niceeval.web._diffs import COMPUTING_SWITCH_S
 
 COMPUTING = "Computing the diff of"
 REFRESH = '<meta http-equiv="refresh" content="2">'
@@ -124,3 +128,38 @@ def test_one_worker_thread_computes_every_pair_in_turn(store: Store) -> None:
     for base, head in pairs:
         assert until_shown(client, f"/compare?base={base}&head={head}")[0] == 200
         assert store.kept_diff(base, head, DiffOptions(threshold=0.1)) is not None
+
+
+def test_a_refresh_while_the_worker_computes_asks_the_worker_not_the_store(store: Store) -> None:
+    """The refresh shares the interpreter with the worker: it reads no kept diff that cannot be there yet, reads the
+    pair on one connection, and the worker hands the interpreter over every half millisecond while it computes (a
+    request waits at each query)."""
+    base, head = runs(store)
+    client = viewer(store, inline_diff_evals=10)
+    url = f"/compare?base={base}&head={head}"
+    asked: list[str] = []
+
+    def heard(conn: object, cursor: object, statement: str, *args: object) -> None:
+        if threading.current_thread().name != "niceeval-viewer-diffs":
+            asked.append(statement)
+
+    interval = sys.getswitchinterval()
+    writer = sqlite3.connect(str(store.engine.url.database), isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")  # the worker's diff waits to be kept: its job stays unfinished
+    try:
+        assert COMPUTING in client.get(url).text
+        event.listen(store.engine, "before_cursor_execute", heard)
+        try:
+            refreshed = client.get(url).text
+        finally:
+            event.remove(store.engine, "before_cursor_execute", heard)
+        assert COMPUTING in refreshed and REFRESH in refreshed
+        assert asked and not [s for s in asked if "kept_diffs" in s or "status, suite_runs.finished_at" in s]
+        assert asked.count("BEGIN") == 2  # two connections: the runs to pick from, then the pair (was six)
+        assert sys.getswitchinterval() == COMPUTING_SWITCH_S  # the worker offers the GIL often while it computes
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    assert until_shown(client, url)[0] == 200
+    assert sys.getswitchinterval() == interval  # and as often as before once done
+    assert store.kept_diff(base, head, DiffOptions(threshold=0.1)) is not None
