@@ -31,7 +31,8 @@ def add_github_flags(run: argparse.ArgumentParser) -> None:
         metavar="RUN",
         help="compare this run with RUN as `niceeval diff RUN <this run>` does, print it (and add it to the GitHub "
         "step summary), and exit 1 for a regression beyond noise (--alpha) or past --max-drop: a stored suite run "
-        "id (a unique prefix is enough), or `latest` for the latest suite run other than this one; empty for none",
+        "id (a unique prefix is enough), or `latest` for the latest suite run other than this one (`latest~1`: "
+        "the one before it); empty for none",
     )
 
 
@@ -118,15 +119,26 @@ def _report_baseline(args: argparse.Namespace, store: Store, info: SuiteRunInfo)
 
     if not args.baseline:
         return None
-    if args.baseline == "latest":
-        found = next((r.id for r in store.runs(limit=2) if r.id != info.id), None)
-        if found is None:
-            raise ConfigError("--baseline latest: the results store holds no other suite run to compare with.")
-        return found
-    found = store.resolve(args.baseline)
+    found = _baseline(store, args.baseline, info.id)
     if found == info.id:
         raise ConfigError(f"--baseline {args.baseline} names the reported suite run itself.")
     return found
+
+
+def _baseline(store: Store, ref: str, this_run: str) -> str:
+    """The suite run `--baseline REF` names: `latest` (and `latest~N`, N before it) counts from the latest suite run
+    other than `this_run`, which `latest` as `niceeval diff` reads it could be."""
+    from niceeval._core.errors import ConfigError
+
+    head, _, back = ref.partition("~")
+    if head != "latest" or (back and not back.isdigit()):
+        return store.resolve(ref)
+    steps = int(back or 0)
+    others = [r.id for r in store.runs(limit=steps + 2) if r.id != this_run]
+    if len(others) <= steps:
+        held = f"only {len(others)} other suite run{'s' * (len(others) > 1)}" if others else "no other suite run"
+        raise ConfigError(f"--baseline {ref}: the results store holds {held} to compare with.")
+    return others[steps]
 
 
 def _report_github_reporters(
@@ -171,12 +183,7 @@ def _resolve_baseline(ref: str, sink: StoreSink | None) -> str:
     if sink is None:
         raise ConfigError("--baseline reads the results store; drop --no-store (or turn the store on in the config).")
     try:
-        if ref == "latest":  # the latest other than this one (a resumed run, or a shard joining the suite run)
-            found = next((r.id for r in sink.store.runs(limit=2) if r.id != sink.run_id), None)
-            if found is None:
-                raise ConfigError("--baseline latest: the results store holds no earlier suite run to compare with.")
-            return found
-        found = sink.store.resolve(ref)
+        found = _baseline(sink.store, ref, sink.run_id)  # this run: a resumed run, or a shard joining the suite run
         if found == sink.run_id:
             raise ConfigError(f"--baseline {ref} names this suite run itself; give the run to compare against.")
         return found

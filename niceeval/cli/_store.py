@@ -57,8 +57,16 @@ def add_store_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
         help="compare two suite runs judged by one rule, with what the change costs; exit 1 only for a drop beyond "
         "noise (or past --max-drop, --max-cost-increase, --max-latency-increase)",
     )
-    diff.add_argument("base", metavar="BASE", help="the suite run to compare against (e.g. main's)")
-    diff.add_argument("head", metavar="HEAD", help="the suite run to judge (a unique id prefix, or `latest`)")
+    diff.add_argument(
+        "base",
+        metavar="BASE",
+        help="the suite run to compare against (e.g. main's, or `latest~1`: the one before the latest)",
+    )
+    diff.add_argument(
+        "head",
+        metavar="HEAD",
+        help="the suite run to judge (a unique id prefix, or `latest`; `REF~N`: N runs before REF)",
+    )
     diff.add_argument("--threshold", type=float, default=0.1, help="score moves up to this are noise (default 0.1)")
     diff.add_argument("--json", action="store_true", help="print the diff as JSON")
     add_gate_flags(diff)

@@ -27,8 +27,8 @@ The read API (what `niceeval runs/show/diff` and the viewer use):
 `read_inspect_log(path)` reads an Inspect log as eval runs (`InspectLog`): what `niceeval store import` stores as
 a suite run of kind `import`, to diff against niceeval's runs of the same samples.
 
-A suite run is named by its id (`ref` may also be a unique prefix of 4+ characters, or `latest`); inside it an
-eval run is keyed by `(eval_id, run_index)`. See docs/store.md.
+A suite run is named by its id (`ref` may also be a unique prefix of 4+ characters, or `latest`, and `~N` after
+any of them names the one N before it); inside it an eval run is keyed by `(eval_id, run_index)`. See docs/store.md.
 
 Beside these: `niceeval.store.cases` (the test cases written in the viewer), `niceeval.store.tables` (the tables,
 for read-only queries the API does not offer), and, for the runner alone, `store/_recorder.py`: the `Recorder` that

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any
@@ -68,10 +69,22 @@ def list_runs(
     return found
 
 
+_LATEST_FIRST = select(suite_runs.c.id).order_by(suite_runs.c.started_at.desc(), suite_runs.c.id)
+"""Suite runs in the order `niceeval runs` lists them (latest first; a tie in start time by id)."""
+
+
 def resolve(conn: Connection, ref: str) -> str:
-    """The id of the suite run `ref` names: an id, a unique prefix of one (4+ characters), or `latest`."""
+    """The id of the suite run `ref` names: an id, a unique prefix of one (4+ characters), or `latest`; any of them
+    followed by `~N` names the suite run started N before that one (`latest~1`: the one before the latest)."""
+    back = re.fullmatch(r"(.+)~([0-9]+)", ref)
+    if back is None:
+        return _named(conn, ref)
+    return _before(conn, _named(conn, back[1]), int(back[2]), ref)
+
+
+def _named(conn: Connection, ref: str) -> str:
     if ref == "latest":
-        found = conn.execute(select(suite_runs.c.id).order_by(suite_runs.c.started_at.desc()).limit(1)).scalar()
+        found = conn.execute(_LATEST_FIRST.limit(1)).scalar()
         if found is None:
             raise RunNotFound("the results store holds no suite run yet; `niceeval run` makes one.")
         return str(found)
@@ -86,6 +99,24 @@ def resolve(conn: Connection, ref: str) -> str:
     if matches:
         raise RunNotFound(f"{ref!r} matches several suite runs; give more of the id (`niceeval runs` lists them).")
     raise RunNotFound(f"no suite run {ref!r} in the results store; `niceeval runs` lists them.")
+
+
+def _before(conn: Connection, suite_run_id: str, steps: int, ref: str) -> str:
+    """The suite run `steps` places after `suite_run_id` in `niceeval runs`' order (started before it)."""
+    if steps == 0:
+        return suite_run_id
+    started = select(suite_runs.c.started_at).where(suite_runs.c.id == suite_run_id).scalar_subquery()
+    older = or_(
+        suite_runs.c.started_at < started, (suite_runs.c.started_at == started) & (suite_runs.c.id > suite_run_id)
+    )
+    found = conn.execute(_LATEST_FIRST.where(older).offset(steps - 1).limit(1)).scalar()
+    if found is None:
+        count = conn.execute(select(func.count()).select_from(suite_runs).where(older)).scalar_one()
+        raise RunNotFound(
+            f"{ref!r} goes back {steps} suite runs, but the results store holds {count} started before "
+            f"{suite_run_id}; `niceeval runs` lists them."
+        )
+    return str(found)
 
 
 def get_run(conn: Connection, suite_run_id: str) -> SuiteRunDetail:

@@ -39,7 +39,8 @@ class Store:
     """A results store: every suite run kept, read back for `niceeval runs/show/diff` and the viewer.
 
     Open one with `Store.open(url)`; it is safe to share between threads (each call takes its own connection).
-    Suite runs are named by id; every read method also takes a unique id prefix or `latest`.
+    Suite runs are named by id; every read method also takes a unique id prefix or `latest` (`latest~1`: the one
+    before it).
 
     Example:
         >>> with Store.open("sqlite:///.niceeval/results.db") as store:  # doctest: +SKIP
@@ -105,7 +106,8 @@ class Store:
             return _read.list_runs(conn, limit=limit, offset=offset, status=status, experiment=experiment)
 
     def resolve(self, ref: str) -> str:
-        """The full id of the suite run `ref` names (an id, a unique prefix of 4+ characters, or `latest`)."""
+        """The full id of the suite run `ref` names: an id, a unique prefix of 4+ characters, or `latest`; followed by
+        `~N`, the suite run N before that one in `runs()`' order (`latest~1`)."""
         with self._reading() as conn:
             return _read.resolve(conn, ref)
 

@@ -79,3 +79,27 @@ def test_baseline_without_the_store_exits_2_before_running(gated: Project) -> No
     assert result.code == 2
     assert "--baseline reads the results store" in result.stderr
     assert "PASS" not in result.stdout
+
+
+def test_baseline_latest_tilde_counts_back_from_the_latest_run_other_than_this_one(gated: Project) -> None:
+    store = f"sqlite:///{gated.out / 'results.db'}"
+    first = gated.run("--store", store).report()["run_id"]
+    second = gated.run("--store", store).report()["run_id"]
+    result = gated.run("--store", store, "--baseline", "latest~1")  # latest other than this: second; one before
+    assert result.code == 0, result.output
+    assert f"diff {first} -> " in result.stdout and second not in result.stdout
+    too_far = gated.run("--store", store, "--baseline", "latest~9")
+    assert too_far.code == 2
+    assert (
+        "--baseline latest~9: the results store holds only 3 other suite runs" in too_far.stderr
+    )  # this one is not counted
+    assert "PASS" not in too_far.stdout  # refused before anything ran
+
+
+def test_diff_reads_latest_tilde_one_as_the_run_before_the_latest(gated: Project) -> None:
+    store = f"sqlite:///{gated.out / 'results.db'}"
+    first = gated.run("--store", store).report()["run_id"]
+    second = gated.run("--store", store).report()["run_id"]
+    result = gated.cli("diff", "latest~1", "latest", "--store", store)
+    assert result.code == 0, result.output
+    assert f"diff {first} -> {second}" in result.stdout

@@ -173,6 +173,26 @@ def test_a_suite_run_is_found_by_unique_prefix_or_latest(store: Store) -> None:
     assert store.resolve("latest") == "abce9999"
 
 
+def test_ref_tilde_n_names_the_suite_run_n_before_in_the_runs_list(store: Store) -> None:
+    for run_id in ("abcd1111", "abce2222", "abcf3333", "abcg4444"):
+        record(store, run_id, [result("a")])
+    listed = [r.id for r in store.runs()]
+    assert listed == ["abcg4444", "abcf3333", "abce2222", "abcd1111"]
+    assert [store.resolve(f"latest~{n}") for n in range(4)] == listed
+    assert store.resolve("abcf~1") == "abce2222"  # a prefix, then back
+    assert store.resolve("abce2222~1") == "abcd1111"
+    assert store.run("latest~2").run.id == "abce2222"  # every read method takes it
+
+
+def test_ref_tilde_n_past_the_first_run_says_how_many_there_are(store: Store) -> None:
+    record(store, "abcd1111", [result("a")])
+    record(store, "abce2222", [result("a")])
+    with pytest.raises(RunNotFound, match=r"'latest~2' goes back 2 suite runs, but the results store holds 1 started"):
+        store.resolve("latest~2")
+    with pytest.raises(RunNotFound, match="no suite run 'zzzz'"):
+        store.resolve("zzzz~1")
+
+
 def test_an_ambiguous_prefix_asks_for_more_of_the_id(store: Store) -> None:
     record(store, "abcd1234", [result("a")])
     record(store, "abcd9999", [result("a")])
