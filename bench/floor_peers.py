@@ -21,9 +21,10 @@ default:
 - `pydantic-evals`: `Dataset.evaluate_sync` of an identity task with a `Contains` evaluator, in its own
   interpreter (`--pydantic-evals-python`: its pydantic-ai pin differs from ours).
 
-Each tool runs once on 100 cases untimed first, then `--rounds` rounds, the order rotating. Columns (medians):
-wall time and CPU time (user + sys of the process tree) in seconds, each over the loop's in the same round, the
-CPU per case in microseconds, the peak RSS of the tree, and the passes the tool reported (each must be `--cases`).
+`--only niceeval,pydantic-evals` runs those (and the loop). Each tool runs once on 100 cases untimed first, then
+`--rounds` rounds, the order rotating. Columns (medians): wall time and CPU time (user + sys of the process tree)
+in seconds, each over the loop's in the same round, the CPU per case in microseconds, the peak RSS of the tree,
+and the passes the tool reported (each must be `--cases`).
 """
 
 from __future__ import annotations
@@ -193,7 +194,8 @@ def tools(args: argparse.Namespace, root: Path, cases: int) -> list[Tool]:
         write_rows(folder / "cases.jsonl", cases)
         command = [str(args.pydantic_evals_python), "-c", PYDANTIC_EVALS, "cases.jsonl"]
         made.append(Tool("pydantic-evals", command, folder, env, _printed_passes))
-    return made
+    chosen = None if args.only is None else {"loop", *args.only.split(",")}
+    return [tool for tool in made if chosen is None or tool.name in chosen]
 
 
 def rounds(args: argparse.Namespace, made: list[Tool]) -> dict[str, list[tuple[Measured, int]]]:
@@ -215,6 +217,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--promptfoo", type=Path, help="promptfoo's bin (node_modules/.bin/promptfoo)")
     parser.add_argument("--pydantic-evals-python", type=Path, help="a Python with pydantic-evals")
+    parser.add_argument("--only", help="a comma-separated list of the tools to run (the loop always runs)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="floor-peers-") as tmp:
         root = Path(tmp)
