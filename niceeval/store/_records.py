@@ -28,10 +28,10 @@ when that row is gone (`niceeval gc` deleted the suite run it carries from)."""
 
 def slot_records(suite_run_id: str) -> Subquery:
     """One row per eval run of the suite run: its `eval_id`, `outcome`, and `record_id` (`RECORD_ID`)."""
-    from sqlalchemy import literal_column, select
+    from sqlalchemy import Integer, literal_column, select
 
     from niceeval.store._schema import eval_runs
 
     slot = eval_runs.alias("slot")
-    record_id = literal_column(RECORD_ID).label("record_id")
+    record_id = literal_column(RECORD_ID, Integer).label("record_id")
     return select(slot.c.eval_id, slot.c.outcome, record_id).where(slot.c.suite_run_id == suite_run_id).subquery()
