@@ -113,7 +113,7 @@ def pretty(value: Any) -> str:
     the store (`report --html`, the viewer) then show the same text."""
     try:
         value = to_jsonable_python(value, inf_nan_mode="null", fallback=repr)
-    except ValueError:  # a value that contains itself
+    except ValueError:  # a value that contains itself, bytes that are not UTF-8
         return repr(value)
     if value is None:
         return "\u2013"

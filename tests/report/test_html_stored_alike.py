@@ -110,7 +110,8 @@ def test_a_value_is_shown_as_the_store_keeps_it() -> None:
     assert pretty(None) == pretty(math.nan) == "\u2013"
 
 
-def test_a_value_that_contains_itself_is_shown_by_its_repr() -> None:
+def test_a_value_json_cannot_hold_even_by_repr_is_shown_by_its_repr() -> None:
     looped: dict[str, object] = {}
     looped["self"] = looped
     assert pretty(looped) == "{'self': {...}}"
+    assert pretty(b"\xff\xfe") == "b'\\xff\\xfe'"
