@@ -16,6 +16,7 @@ from typing import Any
 
 import jinja2
 from markupsafe import Markup, escape
+from pydantic_core import to_jsonable_python
 
 from niceeval._core.assertion import AssertionResult
 from niceeval._core.wording import judge_calls, plural, usd
@@ -105,15 +106,20 @@ def when(moment: datetime | None) -> str:
 
 
 def pretty(value: Any) -> str:
-    """A tool's input or output as readable text: strings as they are, anything else as indented JSON."""
+    """A message's data or a tool's input or output as readable text, in the form the results store keeps it (a
+    value as pydantic writes it to JSON, as the store's events and the JSON report hold it: a model or dataclass as
+    its fields, a date in ISO 8601, NaN as null, an object JSON cannot hold as its repr): a string as it is,
+    anything else as indented JSON. A run rendered as it finishes (`run --html`) and the same run read back from
+    the store (`report --html`, the viewer) then show the same text."""
+    try:
+        value = to_jsonable_python(value, inf_nan_mode="null", fallback=repr)
+    except ValueError:  # a value that contains itself, bytes that are not UTF-8
+        return repr(value)
     if value is None:
         return "\u2013"
     if isinstance(value, str):
         return value
-    try:
-        return json.dumps(value, indent=2, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        return repr(value)
+    return json.dumps(value, indent=2, ensure_ascii=False)
 
 
 def clip(text: Any, limit: int = TEXT_LIMIT) -> Markup:

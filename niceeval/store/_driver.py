@@ -214,11 +214,15 @@ class Dialect:
     """Written after the placeholder of a JSON column (PostgreSQL casts the text to `json`)."""
     stamp: Callable[[datetime], Any]
     """A datetime as this database's `DateTime` column takes it."""
+    uncompiled: str | None = None
+    """The statement that keeps the rest of the transaction's plans from being compiled to machine code
+    (PostgreSQL's JIT, which starts on a plan's estimated cost): for statements made of index lookups whose
+    estimate overstates them, where compiling takes longer than running (`_kept_sums`)."""
 
 
 DIALECTS = {
     "sqlite": Dialect("sqlite", "?", "", stamp_sqlite),
-    "postgresql": Dialect("postgresql", "%s", "::json", stamp_postgresql),
+    "postgresql": Dialect("postgresql", "%s", "::json", stamp_postgresql, "SET LOCAL jit = off"),
 }
 
 

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from niceeval.store._driver import Session, session_of
+from niceeval.store._records import RECORD_ID
 from niceeval.store._verdicts import OUTCOME_SUMS
 
 if TYPE_CHECKING:  # the run's writer closes runs through this module and never imports SQLAlchemy
@@ -35,14 +36,12 @@ UsageRows = list[tuple[str, int, int, float | None]]
 
 _SUMMED = (
     "sum(a.score), count(a.score), max(CASE WHEN a.severity != 'gate' OR (a.score != 0.0 AND a.score != 1.0) "
-    "THEN 1 ELSE 0 END) FROM eval_runs slot JOIN eval_runs record "
-    "ON record.suite_run_id = coalesce(slot.carried_from, slot.suite_run_id) AND record.eval_id = slot.eval_id "
-    "AND record.run_index = coalesce(slot.carried_index, slot.run_index) "
-    "JOIN assertions a ON a.eval_run_id = record.id WHERE slot.suite_run_id = ? AND a.score IS NOT NULL "
-    'GROUP BY slot.eval_id, a."key", a.name'
+    f"THEN 1 ELSE 0 END) FROM eval_runs slot JOIN assertions a ON a.eval_run_id = {RECORD_ID} "
+    'WHERE slot.suite_run_id = ? AND a.score IS NOT NULL GROUP BY slot.eval_id, a."key", a.name'
 )
-"""A carried attempt's assertions are on the row it carries (`_records.slot_records`); inconclusive verdicts have
-no score."""
+"""A carried attempt's assertions are on the row it carries (`_records.RECORD_ID`); inconclusive verdicts have
+no score. Each of the run's slots finds its assertions through their index, and a carried one its record through
+the eval runs' unique key: the statement reads this run's rows only, whatever the store holds besides."""
 _SUMS = f'SELECT slot.eval_id, a."key", a.name, {_SUMMED}'
 _KEEP_SCORES = (
     'INSERT INTO eval_scores (suite_run_id, eval_id, "key", name, score_sum, score_count, graded) '
@@ -119,6 +118,8 @@ def keep_sums(session: Session, suite_run_id: str) -> None:
 
 def _keep_scores(session: Session, suite_run_id: str) -> None:
     session.execute("DELETE FROM eval_scores WHERE suite_run_id = ?", (suite_run_id,))
+    if session.dialect.uncompiled is not None:  # the carried lookup is costed for every slot, and runs for few
+        session.execute(session.dialect.uncompiled)
     session.execute(_KEEP_SCORES, (suite_run_id, suite_run_id))
 
 

@@ -10,6 +10,7 @@ their parent's id from `Session.new_ids`.
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 from collections.abc import Sequence
@@ -35,9 +36,10 @@ from niceeval.store._verdicts import count_verdicts
 _dumps = json.dumps
 _NULL = "null"
 """A JSON column's text for a Python None (most of a run's JSON columns, written without the serializer)."""
-_json = pydantic_core.to_json
+_json = functools.partial(pydantic_core.to_json, inf_nan_mode="null")
 """Values of a run's JSON columns as JSON text (pydantic's serializer: what `json.dumps` of their `model_dump(mode=
-"json")` gives, read back, without building that copy first)."""
+"json")` gives, read back, without building that copy first). NaN and infinities are written null, as a model's
+fields are: JSON has no such numbers (PostgreSQL's `json` refuses the text, and a reply's data is the model's)."""
 
 
 def _model_json(model: BaseModel, **options: Any) -> bytes:

@@ -135,6 +135,21 @@ def test_turns_record_what_was_sent_and_what_came_back(store: Store) -> None:
     ]
 
 
+def test_a_replys_data_holding_nan_and_infinities_is_stored_with_them_null(store: Store) -> None:
+    """JSON has no NaN: PostgreSQL's `json` refused the turn's text, and the whole run was not stored."""
+    from sqlalchemy import select
+
+    from niceeval.store._schema import turns
+
+    events = [MessageEvent(role="user", text="how much?", seq=0),
+              MessageEvent(role="assistant", text="n/a", data={"price": float("nan"), "range": [float("-inf"), 1.5]},
+                           seq=1)]  # fmt: skip
+    record(store, "run1", [result("a").model_copy(update={"events": events})])
+    with store.engine.connect() as conn:
+        assert conn.execute(select(turns.c.data)).scalars().all() == [{"price": None, "range": [None, 1.5]}]
+    assert store.eval_run("run1", "a", 0).events[1].data == {"price": None, "range": [None, 1.5]}
+
+
 def test_finished_suite_run_has_totals_counted_from_its_eval_runs(store: Store) -> None:
     record(store, "run1", [result("a"), result("b", "failed", score=0.0), result("c", "skipped"), full_result()])
     info = store.run("run1").run
