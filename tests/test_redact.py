@@ -41,6 +41,18 @@ def test_a_secret_next_to_a_lone_surrogate_is_still_replaced() -> None:
     assert run.events[0].text == "\ud800[redacted:TOKEN]"  # type: ignore[union-attr]
 
 
+def test_bytes_that_are_not_utf8_become_text_with_each_bad_byte_escaped_and_secrets_still_go() -> None:
+    data = {"raw": b"\xff\xfe tail", "nested": [b"ok", (b"\x80", 1)], "key": KEY.encode()}
+    run = Redactor.from_environment({"TOKEN": KEY}).run(run_with("hi", events=[], error=None).model_copy(
+        update={"events": [MessageEvent(role="assistant", text="b'...'", data=data)]}
+    ), storable=True)  # fmt: skip
+    assert run.events[0].data == {  # type: ignore[union-attr]
+        "raw": "\\xff\\xfe tail", "nested": ["ok", ["\\x80", 1]], "key": "[redacted:TOKEN]",
+    }  # fmt: skip
+    assert run.eval_id == "e.py::x"
+    run.model_dump_json()  # every exit can encode it now
+
+
 def test_extra_values_given_in_code_are_redacted_too() -> None:
     assert Redactor.from_environment({}, extra=[KEY]).text(f"-> {KEY}") == "-> [redacted]"
 

@@ -33,7 +33,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from niceeval._core.text import scrub
+from niceeval._core.text import as_text, scrub
 
 RunResult = TypeVar("RunResult", bound=BaseModel)
 """A run's result (`niceeval._core.results.RunResult`), named by its base: `_core.results` imports, through
@@ -294,7 +294,10 @@ class Redactor:
                     return result
                 if not storable:
                     return result  # its NUL characters kept, for the console to show them escaped
-        data = result.model_dump(mode="json", fallback=repr)
+        try:
+            data = result.model_dump(mode="json", fallback=repr)
+        except ValueError:  # bytes that are not UTF-8 (an agent's raw reply): as text, each bad byte escaped
+            data = result.model_validate(as_text(result.model_dump())).model_dump(mode="json", fallback=repr)
         clean = _with_identities(self.data(data), data)
         return type(result).model_validate(scrub(clean, nul=True) if storable else clean)
 

@@ -4,9 +4,10 @@ What a model, an agent or a tool returns may hold lone surrogates (`"\\ud800"`, 
 input and which UTF-8 cannot encode). Every exit that encodes text (the store, the judge's prompt, the checkpoints
 file, the JSON and JUnit reports) replaces each with U+FFFD, the way a lenient decoder would; the store replaces NUL
 characters too (PostgreSQL's text cannot hold one, and both databases keep the same text); everything else is kept
-exactly. What is printed to a terminal (the console report, `niceeval show`, `diff`, `calibrate`) goes through
-`clean` instead: control characters, terminal escapes and lone surrogates become visible escapes (`\\x1b`,
-`\\ud800`, `\\u202e`).
+exactly. Bytes that are not UTF-8 (an agent's raw reply), which no JSON encoder can write, become text with each
+bad byte as an escape (`b"\\xff ok"` -> `"\\xff ok"`, `as_text`). What is printed to a terminal (the console
+report, `niceeval show`, `diff`, `calibrate`) goes through `clean` instead: control characters, terminal escapes
+and lone surrogates become visible escapes (`\\x1b`, `\\ud800`, `\\u202e`).
 """
 
 from __future__ import annotations
@@ -48,6 +49,18 @@ def _scrub(value: Any, pattern: re.Pattern[str]) -> Any:
         return {_scrub(k, pattern): _scrub(v, pattern) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_scrub(v, pattern) for v in value]
+    return value
+
+
+def as_text(value: Any) -> Any:
+    """`value` with every `bytes` in it (through dicts, lists and tuples) decoded as UTF-8, each byte that is not
+    UTF-8 kept as a `\\xNN` escape: what the reports and the store can encode."""
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).decode("utf-8", "backslashreplace")
+    if isinstance(value, dict):
+        return {as_text(k): as_text(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [as_text(v) for v in value]
     return value
 
 

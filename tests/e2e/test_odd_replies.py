@@ -1,10 +1,11 @@
-"""Agent replies holding anything a str can (10 MB, NUL, lone surrogates, ANSI escapes) leave every report valid."""
+"""Agent replies holding anything a str can (10 MB, NUL, lone surrogates, ANSI escapes), or bytes that are not UTF-8,
+leave every report valid."""
 
 from __future__ import annotations
 
 import pytest
 
-from ._project import Result, make_project
+from ._project import Project, Result, make_project
 
 ODD_EVALS = """\
 from niceeval import define_eval
@@ -19,6 +20,16 @@ def odd_agent(message):
 
 def huge_agent(message):
     return "x" * 10_000_000 + ODD
+
+
+def bytes_agent(message):
+    return b"\\xff\\xfe raw"
+
+
+@define_eval(agent=bytes_agent)
+async def bytes_reply(t):
+    await t.send("hi")
+    t.check(t.reply, includes("never there"))
 
 
 @define_eval(agent=odd_agent)
@@ -43,10 +54,15 @@ REPLACED = "lone \ufffd surrogate, nul \x00, escape \x1b[2J\x1b[31m, end"
 
 
 @pytest.fixture(scope="module")
-def odd(tmp_path_factory: pytest.TempPathFactory) -> Result:
+def odd_project(tmp_path_factory: pytest.TempPathFactory) -> Project:
     project = make_project(tmp_path_factory.mktemp("odd"))
     project.write("evals/odd.py", ODD_EVALS)
-    return project.run(timeout=120)
+    return project
+
+
+@pytest.fixture(scope="module")
+def odd(odd_project: Project) -> Result:
+    return odd_project.run(timeout=120)
 
 
 @pytest.mark.slow
@@ -58,9 +74,20 @@ def test_every_run_is_in_the_json_report_with_surrogates_replaced(odd: Result) -
 
 
 @pytest.mark.slow
+def test_a_reply_of_bytes_that_are_not_utf8_is_kept_with_each_bad_byte_escaped(
+    odd: Result, odd_project: Project
+) -> None:
+    reply = odd.eval("bytes_reply")["runs"][0]["events"][1]
+    assert (reply["text"], reply["data"]) == ("b'\\xff\\xfe raw'", "\\xff\\xfe raw")
+    shown = odd_project.cli("show", "latest", "evals/odd.py::bytes_reply")  # the store kept it
+    assert shown.code == 0, shown.output
+    assert "xff" in shown.stdout and "xfe raw" in shown.stdout  # shown as a repr: its backslashes doubled
+
+
+@pytest.mark.slow
 def test_the_junit_report_parses_and_keeps_every_run(odd: Result) -> None:
     names = sorted(c.get("name") or "" for c in odd.junit().iter("testcase"))
-    assert names == ["huge_reply", "odd_reply", "plain"]
+    assert names == ["bytes_reply", "huge_reply", "odd_reply", "plain"]
 
 
 @pytest.mark.slow
