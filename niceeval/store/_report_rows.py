@@ -30,8 +30,9 @@ import pydantic_core
 
 from niceeval._core.events import MessageEvent
 from niceeval._core.results import RunResult
+from niceeval._core.summary import PlannedEval
 from niceeval.store._driver import Session, session_of
-from niceeval.store._read import results
+from niceeval.store._read import planned_tags, results
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
@@ -74,9 +75,24 @@ class _RunRow(NamedTuple):
     carried_index: int | None
     sandbox: str | None
     warnings: str | None
+    planned_file: str | None
+    """The eval's row in the plan (`suite_evals`), joined: None when the suite run did not plan it."""
+    planned_line: int | None
+    planned_tags: str | None
+    planned_runs: int | None
+    planned_cluster: str | None
 
 
-_JSON_COLUMNS = frozenset({"error", "unpriced", "variant", "sandbox", "warnings"})
+_PLANNED_COLUMNS = {
+    "planned_file": "s.file",
+    "planned_line": "s.line",
+    "planned_tags": "s.tags",
+    "planned_runs": "s.runs",
+    "planned_cluster": "s.cluster",
+}
+
+
+_JSON_COLUMNS = frozenset({"error", "unpriced", "variant", "sandbox", "warnings", "planned_tags"})
 _ASSERTION_NAMES = ("name", "severity", "score", "threshold", "state", "reason", "expected", "actual", "location")
 _JUDGE_NAMES = ("model", "messages", "input", "score", "passed", "reason", "input_tokens", "output_tokens",
                 "cache_read_tokens", "cost", "latency", "cached", "fallback", "asked", "cause")  # fmt: skip
@@ -103,6 +119,9 @@ class StoredRun:
     json: bytes | None
     """Its record in the JSON report (`report.json_report.run_json`'s bytes); None for a carried slot, or when no
     record was asked for."""
+    planned: PlannedEval | None
+    """Its eval as the suite run planned it (read with the run: a report holds no record per planned eval); None
+    when the plan does not name it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,10 +165,18 @@ def _queries(session: Session) -> _Sql:
     # ORDER BY inside `group_concat`; it joins the rows in the order it reads them, and grouped by `eval_run_id` it
     # reads them along the primary key (eval_run_id, seq), with no sort (a test pins that plan).
     joined = f"string_agg({event}, ',' ORDER BY seq)" if postgresql else f"group_concat({event}, ',')"
-    columns = ", ".join(text(name) if name in _JSON_COLUMNS else name for name in _RunRow._fields)
+
+    def column(name: str) -> str:
+        source = _PLANNED_COLUMNS.get(name, f"e.{name}")
+        return text(source) if name in _JSON_COLUMNS else source
+
+    columns = ", ".join(column(name) for name in _RunRow._fields)
     return _Sql(
         ids="SELECT id FROM eval_runs WHERE suite_run_id = ? ORDER BY id",
-        runs=f"SELECT {columns} FROM eval_runs WHERE id BETWEEN ? AND ? ORDER BY id",  # by the key: see `stored_runs`
+        runs=(  # by the key: see `stored_runs`
+            f"SELECT {columns} FROM eval_runs e LEFT JOIN suite_evals s "
+            "ON s.suite_run_id = e.suite_run_id AND s.eval_id = e.eval_id WHERE e.id BETWEEN ? AND ? ORDER BY e.id"
+        ),
         assertions=(
             "SELECT eval_run_id, id, name, severity, score, threshold, state, reason, expected, actual, location, "
             "optional, cause, key, unstable, points FROM assertions WHERE eval_run_id BETWEEN ? AND ? "
@@ -193,7 +220,7 @@ def stored_runs(
         children = _Batch(session, sql, chunk[0], chunk[-1], records=records)
         for row in rows:
             if row.provenance != "executed":
-                yield StoredRun(result=full[row.eval_id, row.run_index], json=None)
+                yield StoredRun(result=full[row.eval_id, row.run_index], json=None, planned=_planned(row))
             else:
                 yield children.run(row)
 
@@ -238,11 +265,23 @@ class _Batch:
             }
         )  # fmt: skip
         if not self.records:
-            return StoredRun(result=summary, json=None)
+            return StoredRun(result=summary, json=None, planned=_planned(row))
         listed = _assertions_json(assertions, self.calls)
         events = self.events.get(row.id, "")
         spans = self.spans.get(row.id, "")
-        return StoredRun(result=summary, json=_run_json(row, listed, events, spans, agent, judge))
+        record = _run_json(row, listed, events, spans, agent, judge)
+        return StoredRun(result=summary, json=record, planned=_planned(row))
+
+
+def _planned(row: _RunRow) -> PlannedEval | None:
+    """The run's eval as its suite run planned it (as `_read.planned` reads it), if it did."""
+    if row.planned_file is None or row.planned_line is None or row.planned_tags is None:
+        return None
+    tags = planned_tags(row.planned_tags)
+    return PlannedEval(
+        id=row.eval_id, file=row.planned_file, line=row.planned_line, tags=tags, runs=row.planned_runs or 1,
+        cluster=row.planned_cluster,
+    )  # fmt: skip
 
 
 def _value(text: str | None) -> Any:
