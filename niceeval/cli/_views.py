@@ -131,6 +131,7 @@ def _replay(
     plan: Sequence[PlannedEval],
     reporters: Sequence[Reporter],
     *,
+    shared: Counter[str],
     one: bool = False,
 ) -> SuiteSummary:
     """Hand a stored suite run to reporters as if it ran now: plan, every stored eval run (`runs`, in the order they
@@ -141,7 +142,8 @@ def _replay(
     while its runs are under way. So a replay keeps no record per planned eval (`report` walks the stored plan:
     `Store.walk_planned`), only the ids of the evals done.
 
-    `one`: the plan is one eval picked from the suite run (the suite's load errors are left out). Returns the
+    `shared`: the planned evals of each cluster shared by evals (`shared_clusters`). `one`: the plan is one eval
+    picked from the suite run (the suite's load errors are left out). Returns the
     summary the reporters were given (its exit code is the one `niceeval run` would have had).
     """
     tallies: dict[str, EvalTally] = {}
@@ -153,7 +155,7 @@ def _replay(
 
     sinks = ReporterSet(reporters)
     sinks.start(Plan(plan.__iter__, len(plan), under_way), [])
-    totals = _totals(info, plan)
+    totals = _totals(info, plan, shared)
 
     def summed(unfinished: list[EvalTally]) -> SuiteSummary:
         return SuiteSummary(
@@ -191,9 +193,13 @@ def _replay(
     return summary
 
 
-def _totals(info: SuiteRunInfo, plan: Sequence[PlannedEval]) -> SuiteTotals:
+def shared_clusters(plan: Iterable[PlannedEval]) -> Counter[str]:
+    """The planned evals of each cluster that is not an eval itself (`Store.shared_clusters` of a stored plan)."""
+    return Counter(p.cluster for p in plan if p.cluster is not None and p.cluster != p.id)
+
+
+def _totals(info: SuiteRunInfo, plan: Sequence[PlannedEval], shared: Counter[str]) -> SuiteTotals:
     """The suite run's figures, empty: its evals are folded in as they are done (`SuiteTotals`)."""
-    shared = Counter(p.cluster for p in plan if p.cluster is not None and p.cluster != p.id)
     return SuiteTotals(
         strict=info.strict,
         min_pass_rate=info.min_pass_rate,
@@ -232,7 +238,8 @@ def show_run(store: Store, ref: str, eval_id: str | None, console: Console) -> N
     reporter = ConsoleReporter(console, strict=info.strict, min_pass_rate=info.min_pass_rate)
     only = [eval_id] if eval_id is not None else None
     runs = with_plan(store.results(info.id, eval_ids=only), plan)
-    _replay(runs, info, plan, [reporter, kept] if eval_id else [reporter], one=eval_id is not None)
+    sinks: list[Reporter] = [reporter, kept] if eval_id else [reporter]
+    _replay(runs, info, plan, sinks, shared=shared_clusters(plan), one=eval_id is not None)
     for result in sorted(kept.runs, key=lambda r: r.run_index):
         _print_record(result, console)
 
@@ -274,7 +281,8 @@ def _report_stored(store: Store, info: SuiteRunInfo, reporters: Sequence[Reporte
         files_written.append(html_reporter(store, info, files.html))
     with paced_collection():  # the plan frozen out of the collector's passes, as a suite's is
         runs = records.runs(store, info.id, records=files.json is not None)
-        summary = _replay(runs, info, plan, [*reporters, *files_written])
+        shared = Counter(store.shared_clusters(info.id))
+        summary = _replay(runs, info, plan, [*reporters, *files_written], shared=shared)
     return summary
 
 

@@ -156,6 +156,16 @@ def planned_count(conn: Connection, suite_run_id: str) -> int:
     return int(session_of(conn).execute(query, (suite_run_id,)).fetchone()[0])
 
 
+def shared_clusters(conn: Connection, suite_run_id: str) -> dict[str, int]:
+    """The planned evals of each cluster that is not an eval itself (a case's variants, `define_eval(cluster=...)`),
+    counted by the database: what `SuiteTotals` holds a cluster's sums open for."""
+    query = (
+        "SELECT cluster, count(*) FROM suite_evals WHERE suite_run_id = ? AND cluster IS NOT NULL "
+        "AND cluster <> eval_id GROUP BY cluster"
+    )
+    return {cluster: int(count) for cluster, count in session_of(conn).execute(query, (suite_run_id,))}
+
+
 def planned_tags(text: str) -> tuple[str, ...]:
     """A planned eval's tags from their stored JSON text."""
     return () if text == "[]" else tuple(from_json(text))

@@ -140,6 +140,11 @@ class Store:
         with self._reading() as conn:
             return _read.planned_count(conn, _read.resolve(conn, ref))
 
+    def shared_clusters(self, ref: str) -> dict[str, int]:
+        """How many planned evals each cluster shared by evals holds (a case's variants, `define_eval(cluster=...)`)."""
+        with self._reading() as conn:
+            return _read.shared_clusters(conn, _read.resolve(conn, ref))
+
     def outcomes(self, ref: str) -> dict[tuple[str, int], Outcome]:
         """The outcome of every eval run stored in a suite run, by `(eval_id, run_index)`."""
         with self._reading() as conn:

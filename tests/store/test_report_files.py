@@ -16,7 +16,7 @@ from niceeval._core.errors import ErrorInfo
 from niceeval._core.events import MessageEvent
 from niceeval._core.results import Spend
 from niceeval._core.summary import PlannedEval
-from niceeval.cli._views import ReportFiles, _replay, _report_stored, with_plan
+from niceeval.cli._views import ReportFiles, _replay, _report_stored, shared_clusters, with_plan
 from niceeval.report import JsonReporter, JUnitReporter
 from niceeval.store import Store, SuiteRunStart
 from niceeval.store._recorder import SuiteEnd
@@ -85,7 +85,7 @@ def _live(store: Store, run_id: str, folder: Path) -> tuple[bytes, bytes]:
         JUnitReporter(junit_path, strict=info.strict, min_pass_rate=info.min_pass_rate),
     ]
     plan = store.planned(info.id)
-    _replay(with_plan(store.results(info.id), plan), info, plan, reporters)
+    _replay(with_plan(store.results(info.id), plan), info, plan, reporters, shared=shared_clusters(plan))
     return CLOCK.sub(b"", json_path.read_bytes()), junit_path.read_bytes()
 
 

@@ -273,3 +273,17 @@ def test_judge_messages_stored_with_spaces_are_written_as_pydantic_writes_them(s
     assert sorted(written) == ["[]", '[{"role": "user", "content": "Judge: k."}]']
     (respaced,) = store.stored_runs("s1")
     assert respaced.json == compact.json == run_json(store.eval_run("s1", full_result().eval_id, 1))
+
+
+def test_the_clusters_evals_share_are_counted_by_the_database_as_from_the_plan(store: Store) -> None:
+    from niceeval.cli._views import shared_clusters
+
+    plan = [
+        PlannedEval(id="evals/a.py::v1", file="evals/a.py", line=1, cluster="case-1"),
+        PlannedEval(id="evals/a.py::v2", file="evals/a.py", line=2, cluster="case-1"),
+        PlannedEval(id="evals/a.py::own", file="evals/a.py", line=3, cluster="evals/a.py::own"),
+        PlannedEval(id="evals/a.py::alone", file="evals/a.py", line=4),
+        PlannedEval(id="evals/a.py::keyed", file="evals/a.py", line=5, cluster="k"),
+    ]
+    record(store, "s1", [result("evals/a.py::v1")], plan=plan)
+    assert store.shared_clusters("s1") == shared_clusters(plan) == {"case-1": 2, "k": 1}
