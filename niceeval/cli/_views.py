@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from rich.console import Console
 
@@ -110,19 +110,26 @@ class _StoredRecords:
         JSON report is written, so the records are made)."""
         for stored in store.stored_runs(suite_run_id, records=records):
             self.current = stored
-            yield stored.result, stored.planned
+            yield Replayed(stored.result, stored.planned, stored.position or 0)
         self.current = None
 
 
-Replayed = tuple[RunResult, PlannedEval | None]
-"""A stored eval run handed to `_replay`, with its eval as the suite run planned it (None: not planned)."""
+class Replayed(NamedTuple):
+    """A stored eval run handed to `_replay`, with its eval as the suite run planned it."""
+
+    result: RunResult
+    planned: PlannedEval | None
+    """None: the plan does not name the eval (the run is left out)."""
+    position: int
+    """The eval's place in the plan."""
 
 
 def with_plan(results: Iterable[RunResult], plan: Sequence[PlannedEval]) -> Iterator[Replayed]:
     """Runs read in full (`Store.results`), each with its planned eval looked up in `plan` (held: `niceeval show`)."""
-    planned = {p.id: p for p in plan}
+    planned = {p.id: (position, p) for position, p in enumerate(plan)}
     for result in results:
-        yield result, planned.get(result.eval_id)
+        position, found = planned.get(result.eval_id, (0, None))
+        yield Replayed(result, found, position)
 
 
 def _replay(
@@ -140,7 +147,7 @@ def _replay(
 
     The reporters get the plan as a live suite hands its own (`Plan`): walked again when read, each eval looked up
     while its runs are under way. So a replay keeps no record per planned eval (`report` walks the stored plan:
-    `Store.walk_planned`), only the ids of the evals done.
+    `Store.walk_planned`), only a byte per eval: whether it is done.
 
     `shared`: the planned evals of each cluster shared by evals (`shared_clusters`). `one`: the plan is one eval
     picked from the suite run (the suite's load errors are left out). Returns the
@@ -168,11 +175,13 @@ def _replay(
         )
 
     gates = summed([])  # the gates an eval is judged by while the runs come in, as a live suite's summary
-    done: set[str] = set()
-    for result, planned in runs:
+    done = bytearray(len(plan))
+    """1 at the plan position of each eval done: a byte an eval, not a set of ids."""
+    evals_done = 0
+    for result, planned, position in runs:
         tally = tallies.get(result.eval_id)
         if tally is None:
-            if planned is None or result.eval_id in done:
+            if planned is None or (position < len(done) and done[position]):
                 continue
             tally = tallies[result.eval_id] = EvalTally(eval=planned)
         tally.add(result)
@@ -180,10 +189,15 @@ def _replay(
         if tally.done == tally.eval.runs:
             sinks.eval_finished(tally, gates)
             totals.add(tally)
-            done.add(result.eval_id)
+            if position >= len(done):  # a plan that grew while it was read (a shard extending it)
+                done.extend(bytes(position + 1 - len(done)))
+            done[position] = 1
+            evals_done += 1
             del tallies[result.eval_id]
     unfinished = (
-        [] if len(done) == len(plan) else [tallies.get(p.id) or EvalTally(eval=p) for p in plan if p.id not in done]
+        []
+        if evals_done == len(plan)
+        else [tallies.get(p.id) or EvalTally(eval=p) for position, p in enumerate(plan) if not done[position]]
     )
     for tally in unfinished:
         totals.add(tally)

@@ -81,6 +81,7 @@ class _RunRow(NamedTuple):
     planned_tags: str | None
     planned_runs: int | None
     planned_cluster: str | None
+    planned_position: int | None
 
 
 _PLANNED_COLUMNS = {
@@ -89,6 +90,7 @@ _PLANNED_COLUMNS = {
     "planned_tags": "s.tags",
     "planned_runs": "s.runs",
     "planned_cluster": "s.cluster",
+    "planned_position": "s.position",
 }
 
 
@@ -122,6 +124,8 @@ class StoredRun:
     planned: PlannedEval | None
     """Its eval as the suite run planned it (read with the run: a report holds no record per planned eval); None
     when the plan does not name it."""
+    position: int | None
+    """That eval's place in the plan (0 for the first); None when the plan does not name it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,7 +224,12 @@ def stored_runs(
         children = _Batch(session, sql, chunk[0], chunk[-1], records=records)
         for row in rows:
             if row.provenance != "executed":
-                yield StoredRun(result=full[row.eval_id, row.run_index], json=None, planned=_planned(row))
+                yield StoredRun(
+                    result=full[row.eval_id, row.run_index],
+                    json=None,
+                    planned=_planned(row),
+                    position=row.planned_position,
+                )
             else:
                 yield children.run(row)
 
@@ -265,12 +274,12 @@ class _Batch:
             }
         )  # fmt: skip
         if not self.records:
-            return StoredRun(result=summary, json=None, planned=_planned(row))
+            return StoredRun(result=summary, json=None, planned=_planned(row), position=row.planned_position)
         listed = _assertions_json(assertions, self.calls)
         events = self.events.get(row.id, "")
         spans = self.spans.get(row.id, "")
         record = _run_json(row, listed, events, spans, agent, judge)
-        return StoredRun(result=summary, json=record, planned=_planned(row))
+        return StoredRun(result=summary, json=record, planned=_planned(row), position=row.planned_position)
 
 
 def _planned(row: _RunRow) -> PlannedEval | None:

@@ -227,10 +227,10 @@ def test_each_stored_run_carries_its_planned_eval_and_the_plan_is_walked_in_orde
     ]
     runs = [result("evals/a.py::a"), result("evals/a.py::b", run_index=1), result("evals/a.py::b")]
     record(store, "s1", runs, plan=plan)
-    assert [(s.result.eval_id, s.planned) for s in store.stored_runs("s1")] == [
-        ("evals/a.py::a", plan[1]),
-        ("evals/a.py::b", plan[0]),
-        ("evals/a.py::b", plan[0]),
+    assert [(s.result.eval_id, s.planned, s.position) for s in store.stored_runs("s1")] == [
+        ("evals/a.py::a", plan[1], 1),
+        ("evals/a.py::b", plan[0], 0),
+        ("evals/a.py::b", plan[0], 0),
     ]
     assert [s.planned for s in store.stored_runs("s1", records=False)] == [plan[1], plan[0], plan[0]]
     assert list(store.walk_planned("s1")) == plan == store.planned("s1")
@@ -247,7 +247,7 @@ def test_a_run_the_plan_does_not_name_is_read_without_a_planned_eval_and_left_ou
     from niceeval.cli._views import ReportFiles, _report_stored
 
     record(store, "s1", [result("evals/a.py::a"), result("evals/a.py::stray")], plan=planned("evals/a.py::a"))
-    assert [s.planned is None for s in store.stored_runs("s1")] == [False, True]
+    assert [(s.planned is None, s.position) for s in store.stored_runs("s1")] == [(False, 0), (True, None)]
     path = tmp_path / "report.json"
     summary = _report_stored(store, store.info("s1"), [], ReportFiles(json=path))
     assert [e["id"] for e in json.loads(path.read_text())["evals"]] == ["evals/a.py::a"]
