@@ -150,8 +150,8 @@ def _replay(
     `Store.walk_planned`), only a byte per eval: whether it is done.
 
     `shared`: the planned evals of each cluster shared by evals (`shared_clusters`). `one`: the plan is one eval
-    picked from the suite run (the suite's load errors are left out). Returns the
-    summary the reporters were given (its exit code is the one `niceeval run` would have had).
+    picked from the suite run (the suite's load errors are left out). Returns the summary the reporters were given
+    (its exit code is the one `niceeval run` would have had).
     """
     tallies: dict[str, EvalTally] = {}
     """The evals with a run in and runs to come: a done eval is folded into `totals`, as the suite folds it."""
@@ -181,7 +181,7 @@ def _replay(
     for result, planned, position in runs:
         tally = tallies.get(result.eval_id)
         if tally is None:
-            if planned is None or (position < len(done) and done[position]):
+            if planned is None or _is_done(done, position):
                 continue
             tally = tallies[result.eval_id] = EvalTally(eval=planned)
         tally.add(result)
@@ -197,7 +197,7 @@ def _replay(
     unfinished = (
         []
         if evals_done == len(plan)
-        else [tallies.get(p.id) or EvalTally(eval=p) for position, p in enumerate(plan) if not done[position]]
+        else [tallies.get(p.id) or EvalTally(eval=p) for n, p in enumerate(plan) if not _is_done(done, n)]
     )
     for tally in unfinished:
         totals.add(tally)
@@ -205,6 +205,11 @@ def _replay(
     summary = summed(unfinished)
     sinks.finish(summary)
     return summary
+
+
+def _is_done(done: bytearray, position: int) -> bool:
+    """Whether the eval at this plan position is done (a plan read while a shard extends it may be longer)."""
+    return position < len(done) and done[position] == 1
 
 
 def shared_clusters(plan: Iterable[PlannedEval]) -> Counter[str]:

@@ -287,3 +287,18 @@ def test_the_clusters_evals_share_are_counted_by_the_database_as_from_the_plan(s
     ]
     record(store, "s1", [result("evals/a.py::v1")], plan=plan)
     assert store.shared_clusters("s1") == shared_clusters(plan) == {"case-1": 2, "k": 1}
+
+
+def test_a_run_stored_after_its_eval_was_done_is_left_out_as_before(store: Store, tmp_path: Path) -> None:
+    from niceeval.cli._views import ReportFiles, _report_stored
+
+    runs = [result("a"), result("b", "failed", score=0.0), result("a", "failed", run_index=1, score=0.0)]
+    record(store, "s1", runs, plan=planned("a", "b"))  # a plans one run: its second came after it was done
+    path = tmp_path / "report.json"
+    summary = _report_stored(store, store.info("s1"), [], ReportFiles(json=path))
+    doc = json.loads(path.read_text())
+    assert [(e["id"], e["status"], [r["run_index"] for r in e["runs"]]) for e in doc["evals"]] == [
+        ("a", "passed", [0]),
+        ("b", "failed", [0]),
+    ]
+    assert (summary.runs_done, summary.unfinished, summary.eval_counts()["passed"]) == (2, [], 1)
