@@ -127,10 +127,11 @@ class SuiteTotals:
 
     def add(self, tally: EvalTally) -> None:
         """Fold one eval that is done (or will get no more runs)."""
-        verdict = self.status_of(tally) if tally.done else "skipped"
-        if tally.done:
+        done = tally.done
+        verdict = self.status_of(tally) if done else "skipped"
+        if done:
             self.verdicts[verdict] += 1
-        self.runs_done += tally.done
+        self.runs_done += done
         self.inconclusive += tally.inconclusive
         self.infra += tally.infra
         self.unstable += tally.unstable

@@ -214,13 +214,16 @@ class EvalTally:
             )
 
     def add(self, result: RunResult) -> None:
-        self.count_run(result.outcome, result.failure, run_index=result.run_index)
+        outcome = result.outcome
+        self.count_run(outcome, result.failure, run_index=result.run_index)
         self.total_duration_s += result.duration_s
-        if result.outcome != "skipped":
+        if outcome != "skipped" and result.points is not None:
             self.add_points(result.points, result.points_possible)
-        self.add_turns(latencies(result.events))
-        self.inconclusive += sum(1 for a in result.assertions if a.state == "inconclusive")
-        self.unstable += sum(1 for a in result.assertions if a.unstable)
+        if result.events:
+            self.add_turns(latencies(result.events))
+        for assertion in result.assertions:  # one pass over a run's assertions (a suite adds one run per eval)
+            self.inconclusive += assertion.state == "inconclusive"
+            self.unstable += assertion.unstable
         if result.provenance != "executed":  # an experiment's carried attempt: paid for by the run that made it
             return
         if result.agent_spend.calls:
@@ -258,7 +261,7 @@ class EvalTally:
     @property
     def counted(self) -> int:
         """Runs the pass rate is taken over: every run that was not skipped and did not fail for `infra`."""
-        return self.done - self.skipped - self.infra
+        return self.passed + self.scored + self.failed - self.infra
 
     def case_counts(self, *, strict: bool) -> tuple[int, int]:
         """`(passes, runs)` as the suite's pass rate counts them: every run, or the first runs (`eval.first_runs`)."""
@@ -323,16 +326,17 @@ class EvalTally:
 
         Only `failed` fails the suite, so the status shown is always the verdict the exit code acts on.
         """
-        rate = self.pass_rate(strict=strict)
-        if rate is None:
+        counted = self.counted  # read once: a suite asks each eval's status a few times
+        if not counted:
             return "failed" if self.infra else "skipped"
-        if rate + 1e-9 < min_pass_rate:
+        passing = self.passing(strict=strict)
+        if passing / counted + 1e-9 < min_pass_rate:
             return "failed"
         if min_pass_at_k is not None:
             k, wanted = min_pass_at_k
-            if pass_at_k(self.counted, self.passing(strict=strict), min(k, self.counted)) + 1e-9 < wanted:
+            if pass_at_k(counted, passing, min(k, counted)) + 1e-9 < wanted:
                 return "failed"
-        return "passed" if self.passed == self.counted else "scored"
+        return "passed" if self.passed == counted else "scored"
 
     def succeeded(self, *, strict: bool, min_pass_rate: float, min_pass_at_k: tuple[int, float] | None = None) -> bool:
         """Whether this eval lets the suite pass (its status is not `failed`)."""

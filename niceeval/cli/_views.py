@@ -6,13 +6,13 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from rich.console import Console
 
 from niceeval._core.results import RunResult
 from niceeval._core.suite_totals import SuiteTotals
-from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary
+from niceeval._core.summary import EvalTally, Plan, PlannedEval, Problem, SuiteSummary
 from niceeval._core.text import clean
 from niceeval._core.wording import usd
 from niceeval.report import ConsoleReporter, JsonReporter, JUnitReporter, Reporter, ReporterSet
@@ -105,33 +105,64 @@ class _StoredRecords:
             return current.json
         return run_json(result)
 
-    def runs(self, store: Store, suite_run_id: str, *, records: bool) -> Iterator[RunResult]:
+    def runs(self, store: Store, suite_run_id: str, *, records: bool) -> Iterator[Replayed]:
         """The suite run's eval runs for the reporters, each one's record kept while they take it (`records`: a
         JSON report is written, so the records are made)."""
         for stored in store.stored_runs(suite_run_id, records=records):
             self.current = stored
-            yield stored.result
+            yield Replayed(stored.result, stored.planned, stored.position or 0)
         self.current = None
 
 
+class Replayed(NamedTuple):
+    """A stored eval run handed to `_replay`, with its eval as the suite run planned it."""
+
+    result: RunResult
+    planned: PlannedEval | None
+    """None: the plan does not name the eval (the run is left out)."""
+    position: int
+    """The eval's place in the plan."""
+
+
+def with_plan(results: Iterable[RunResult], plan: Sequence[PlannedEval]) -> Iterator[Replayed]:
+    """Runs read in full (`Store.results`), each with its planned eval looked up in `plan` (held: `niceeval show`)."""
+    planned = {p.id: (position, p) for position, p in enumerate(plan)}
+    for result in results:
+        position, found = planned.get(result.eval_id, (0, None))
+        yield Replayed(result, found, position)
+
+
 def _replay(
-    runs: Iterable[RunResult],
+    runs: Iterable[Replayed],
     info: SuiteRunInfo,
-    plan: list[PlannedEval],
+    plan: Sequence[PlannedEval],
     reporters: Sequence[Reporter],
     *,
+    shared: Counter[str],
     one: bool = False,
 ) -> SuiteSummary:
     """Hand a stored suite run to reporters as if it ran now: plan, every stored eval run (`runs`, in the order they
-    were stored: the order they finished), each eval done once its last run is in (as the suite tells them, so the
-    JSON report lists its evals in the same order), the summary.
+    were stored: the order they finished, each with its planned eval), each eval done once its last run is in (as
+    the suite tells them, so the JSON report lists its evals in the same order), the summary.
 
-    `one`: the plan is one eval picked from the suite run (the suite's load errors are left out). Returns the
-    summary the reporters were given (its exit code is the one `niceeval run` would have had).
+    The reporters get the plan as a live suite hands its own (`Plan`): walked again when read, each eval looked up
+    while its runs are under way. So a replay keeps no record per planned eval (`report` walks the stored plan:
+    `Store.walk_planned`), only a byte per eval: whether it is done.
+
+    `shared`: the planned evals of each cluster shared by evals (`shared_clusters`). `one`: the plan is one eval
+    picked from the suite run (the suite's load errors are left out). Returns the summary the reporters were given
+    (its exit code is the one `niceeval run` would have had).
     """
+    tallies: dict[str, EvalTally] = {}
+    """The evals with a run in and runs to come: a done eval is folded into `totals`, as the suite folds it."""
+
+    def under_way(eval_id: str) -> PlannedEval | None:
+        tally = tallies.get(eval_id)
+        return None if tally is None else tally.eval
+
     sinks = ReporterSet(reporters)
-    sinks.start(plan, [])
-    totals = _totals(info, plan)
+    sinks.start(Plan(plan.__iter__, len(plan), under_way), [])
+    totals = _totals(info, plan, shared)
 
     def summed(unfinished: list[EvalTally]) -> SuiteSummary:
         return SuiteSummary(
@@ -143,26 +174,30 @@ def _replay(
             missing_runs=0 if info.status == "finished" or one else max(0, info.runs_planned - info.runs_done),
         )
 
-    under_way = summed([])  # the gates an eval is judged by while the runs come in, as a live suite's summary
-    planned = {p.id: p for p in plan}
-    tallies: dict[str, EvalTally] = {}
-    """The evals with a run in and runs to come: a done eval is folded into `totals`, as the suite folds it."""
-    done: set[str] = set()
-    for result in runs:
+    gates = summed([])  # the gates an eval is judged by while the runs come in, as a live suite's summary
+    done = bytearray(len(plan))
+    """1 at the plan position of each eval done: a byte an eval, not a set of ids."""
+    evals_done = 0
+    for result, planned, position in runs:
         tally = tallies.get(result.eval_id)
         if tally is None:
-            if result.eval_id not in planned or result.eval_id in done:
+            if planned is None or _is_done(done, position):
                 continue
-            tally = tallies[result.eval_id] = EvalTally(eval=planned[result.eval_id])
+            tally = tallies[result.eval_id] = EvalTally(eval=planned)
         tally.add(result)
         sinks.run_finished(result)
         if tally.done == tally.eval.runs:
-            sinks.eval_finished(tally, under_way)
+            sinks.eval_finished(tally, gates)
             totals.add(tally)
-            done.add(result.eval_id)
+            if position >= len(done):  # a plan that grew while it was read (a shard extending it)
+                done.extend(bytes(position + 1 - len(done)))
+            done[position] = 1
+            evals_done += 1
             del tallies[result.eval_id]
     unfinished = (
-        [] if len(done) == len(plan) else [tallies.get(p.id) or EvalTally(eval=p) for p in plan if p.id not in done]
+        []
+        if evals_done == len(plan)
+        else [tallies.get(p.id) or EvalTally(eval=p) for n, p in enumerate(plan) if not _is_done(done, n)]
     )
     for tally in unfinished:
         totals.add(tally)
@@ -172,9 +207,18 @@ def _replay(
     return summary
 
 
-def _totals(info: SuiteRunInfo, plan: Sequence[PlannedEval]) -> SuiteTotals:
+def _is_done(done: bytearray, position: int) -> bool:
+    """Whether the eval at this plan position is done (a plan read while a shard extends it may be longer)."""
+    return position < len(done) and done[position] == 1
+
+
+def shared_clusters(plan: Iterable[PlannedEval]) -> Counter[str]:
+    """The planned evals of each cluster that is not an eval itself (`Store.shared_clusters` of a stored plan)."""
+    return Counter(p.cluster for p in plan if p.cluster is not None and p.cluster != p.id)
+
+
+def _totals(info: SuiteRunInfo, plan: Sequence[PlannedEval], shared: Counter[str]) -> SuiteTotals:
     """The suite run's figures, empty: its evals are folded in as they are done (`SuiteTotals`)."""
-    shared = Counter(p.cluster for p in plan if p.cluster is not None and p.cluster != p.id)
     return SuiteTotals(
         strict=info.strict,
         min_pass_rate=info.min_pass_rate,
@@ -212,8 +256,9 @@ def show_run(store: Store, ref: str, eval_id: str | None, console: Console) -> N
     kept = _Keep()
     reporter = ConsoleReporter(console, strict=info.strict, min_pass_rate=info.min_pass_rate)
     only = [eval_id] if eval_id is not None else None
-    runs = store.results(info.id, eval_ids=only)
-    _replay(runs, info, plan, [reporter, kept] if eval_id else [reporter], one=eval_id is not None)
+    runs = with_plan(store.results(info.id, eval_ids=only), plan)
+    sinks: list[Reporter] = [reporter, kept] if eval_id else [reporter]
+    _replay(runs, info, plan, sinks, shared=shared_clusters(plan), one=eval_id is not None)
     for result in sorted(kept.runs, key=lambda r: r.run_index):
         _print_record(result, console)
 
@@ -244,7 +289,7 @@ def _report_stored(store: Store, info: SuiteRunInfo, reporters: Sequence[Reporte
     """
     from niceeval._run.gc_pacing import paced_collection
 
-    plan = store.planned(info.id)
+    plan = Plan(lambda: store.walk_planned(info.id), store.planned_count(info.id), _nothing_under_way)
     records = _StoredRecords()
     files_written: list[Reporter] = []
     if files.json is not None:
@@ -255,8 +300,14 @@ def _report_stored(store: Store, info: SuiteRunInfo, reporters: Sequence[Reporte
         files_written.append(html_reporter(store, info, files.html))
     with paced_collection():  # the plan frozen out of the collector's passes, as a suite's is
         runs = records.runs(store, info.id, records=files.json is not None)
-        summary = _replay(runs, info, plan, [*reporters, *files_written])
+        shared = Counter(store.shared_clusters(info.id))
+        summary = _replay(runs, info, plan, [*reporters, *files_written], shared=shared)
     return summary
+
+
+def _nothing_under_way(eval_id: str) -> None:
+    """A stored plan's lookup before its replay: no eval is under way."""
+    del eval_id
 
 
 def html_reporter(store: Store, info: SuiteRunInfo, path: Path) -> Reporter:

@@ -8,7 +8,10 @@ The read API (what `niceeval runs/show/diff` and the viewer use):
 - `Store.results(ref, eval_ids=None)`: every eval run of a suite run in full, streamed.
 - `Store.stored_runs(ref, records=True)`: every eval run of a suite run as its reports read it (`StoredRun`: its
   JSON report record made from its rows, none with `records=False`, and a light `RunResult`), streamed in batches
-  (`niceeval report` and `export`).
+  (`niceeval report` and `export`); each with its eval as the plan has it (`StoredRun.planned`, `.position`).
+- `Store.walk_planned(ref)`, `Store.planned_count(ref)`, `Store.shared_clusters(ref)`: a suite run's plan streamed
+  (each walk reads it again), its size, and the planned evals of each cluster shared by evals (a report's replay
+  holds no record per planned eval).
 - `Store.trace_results(trace_id)`: the stored online results of one production trace (`niceeval watch`).
 - `Store.turns(ref, eval_id, run_index=0)`: one eval run's exchanges with the agent (`TurnRecord`).
 - `Store.history(eval_id)`: the eval's runs across suite runs, latest first (`EvalRunInfo`).

@@ -165,18 +165,40 @@ def planned(conn: Connection, suite_run_id: str) -> list[PlannedEval]:
     Read through the driver (a report of 100,000 evals reads 100,000 of them): no SQLAlchemy row processing, and
     the tags' JSON decoded only when there are some.
     """
+    return list(walk_planned(conn, suite_run_id))
+
+
+def walk_planned(conn: Connection, suite_run_id: str) -> Iterator[PlannedEval]:
+    """The evals a suite run planned, in plan order, streamed (`Session.stream`): each walk reads them again."""
     session = session_of(conn)
     tags = "tags::text" if session.dialect.kind == "postgresql" else "tags"  # psycopg would decode a `json` column
     query = (
         f"SELECT eval_id, file, line, {tags}, runs, cluster FROM suite_evals WHERE suite_run_id = ? ORDER BY position"
     )
-    return [
-        PlannedEval(id=eval_id, file=file, line=line, tags=_tags(text), runs=runs, cluster=cluster)
-        for eval_id, file, line, text, runs, cluster in session.execute(query, (suite_run_id,))
-    ]
+    files: dict[str, str] = {}  # one string per file, not one per eval
+    for eval_id, file, line, text, runs, cluster in session.stream(query, (suite_run_id,)):
+        file = files.setdefault(file, file)
+        yield PlannedEval(id=eval_id, file=file, line=line, tags=planned_tags(text), runs=runs, cluster=cluster)
 
 
-def _tags(text: str) -> tuple[str, ...]:
+def planned_count(conn: Connection, suite_run_id: str) -> int:
+    """How many evals a suite run planned."""
+    query = "SELECT count(*) FROM suite_evals WHERE suite_run_id = ?"
+    return int(session_of(conn).execute(query, (suite_run_id,)).fetchone()[0])
+
+
+def shared_clusters(conn: Connection, suite_run_id: str) -> dict[str, int]:
+    """The planned evals of each cluster that is not an eval itself (a case's variants, `define_eval(cluster=...)`),
+    counted by the database: what `SuiteTotals` holds a cluster's sums open for."""
+    query = (
+        "SELECT cluster, count(*) FROM suite_evals WHERE suite_run_id = ? AND cluster IS NOT NULL "
+        "AND cluster <> eval_id GROUP BY cluster"
+    )
+    return {cluster: int(count) for cluster, count in session_of(conn).execute(query, (suite_run_id,))}
+
+
+def planned_tags(text: str) -> tuple[str, ...]:
+    """A planned eval's tags from their stored JSON text."""
     return () if text == "[]" else tuple(from_json(text))
 
 

@@ -19,16 +19,20 @@ the timed replies (by the `events.latency` column's partial index).
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Sequence
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from itertools import groupby
+from operator import itemgetter
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import pydantic_core
 
 from niceeval._core.events import MessageEvent
 from niceeval._core.results import RunResult
+from niceeval._core.summary import PlannedEval
 from niceeval.store._driver import Session, session_of
-from niceeval.store._read import results
+from niceeval.store._read import planned_tags, results
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
@@ -71,9 +75,26 @@ class _RunRow(NamedTuple):
     carried_index: int | None
     sandbox: str | None
     warnings: str | None
+    planned_file: str | None
+    """The eval's row in the plan (`suite_evals`), joined: None when the suite run did not plan it."""
+    planned_line: int | None
+    planned_tags: str | None
+    planned_runs: int | None
+    planned_cluster: str | None
+    planned_position: int | None
 
 
-_JSON_COLUMNS = frozenset({"error", "unpriced", "variant", "sandbox", "warnings"})
+_PLANNED_COLUMNS = {
+    "planned_file": "s.file",
+    "planned_line": "s.line",
+    "planned_tags": "s.tags",
+    "planned_runs": "s.runs",
+    "planned_cluster": "s.cluster",
+    "planned_position": "s.position",
+}
+
+
+_JSON_COLUMNS = frozenset({"error", "unpriced", "variant", "sandbox", "warnings", "planned_tags"})
 _ASSERTION_NAMES = ("name", "severity", "score", "threshold", "state", "reason", "expected", "actual", "location")
 _JUDGE_NAMES = ("model", "messages", "input", "score", "passed", "reason", "input_tokens", "output_tokens",
                 "cache_read_tokens", "cost", "latency", "cached", "fallback", "asked", "cause")  # fmt: skip
@@ -83,6 +104,11 @@ _to_json = functools.partial(pydantic_core.to_json, inf_nan_mode="null")
 PostgreSQL keeps a NaN score, which the plain encoder would write as `NaN`, not JSON)."""
 _from_json = pydantic_core.from_json
 _NULL = b"null"
+_MESSAGES = b',"messages":0,'
+_NO_CALLS = b',"judge_calls":[],'
+_SPACED = b'": '
+"""A key's colon in JSON text written with spaces after separators (pydantic's compact JSON has it only inside a
+string value, whose text is then encoded again: the same bytes, at the cost of a parse)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +121,11 @@ class StoredRun:
     json: bytes | None
     """Its record in the JSON report (`report.json_report.run_json`'s bytes); None for a carried slot, or when no
     record was asked for."""
+    planned: PlannedEval | None
+    """Its eval as the suite run planned it (read with the run: a report holds no record per planned eval); None
+    when the plan does not name it."""
+    position: int | None
+    """That eval's place in the plan (0 for the first); None when the plan does not name it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,12 +169,20 @@ def _queries(session: Session) -> _Sql:
     # ORDER BY inside `group_concat`; it joins the rows in the order it reads them, and grouped by `eval_run_id` it
     # reads them along the primary key (eval_run_id, seq), with no sort (a test pins that plan).
     joined = f"string_agg({event}, ',' ORDER BY seq)" if postgresql else f"group_concat({event}, ',')"
-    columns = ", ".join(text(name) if name in _JSON_COLUMNS else name for name in _RunRow._fields)
+
+    def column(name: str) -> str:
+        source = _PLANNED_COLUMNS.get(name, f"e.{name}")
+        return text(source) if name in _JSON_COLUMNS else source
+
+    columns = ", ".join(column(name) for name in _RunRow._fields)
     return _Sql(
         ids="SELECT id FROM eval_runs WHERE suite_run_id = ? ORDER BY id",
-        runs=f"SELECT {columns} FROM eval_runs WHERE id BETWEEN ? AND ? ORDER BY id",  # by the key: see `stored_runs`
+        runs=(  # by the key: see `stored_runs`
+            f"SELECT {columns} FROM eval_runs e LEFT JOIN suite_evals s "
+            "ON s.suite_run_id = e.suite_run_id AND s.eval_id = e.eval_id WHERE e.id BETWEEN ? AND ? ORDER BY e.id"
+        ),
         assertions=(
-            "SELECT id, eval_run_id, name, severity, score, threshold, state, reason, expected, actual, location, "
+            "SELECT eval_run_id, id, name, severity, score, threshold, state, reason, expected, actual, location, "
             "optional, cause, key, unstable, points FROM assertions WHERE eval_run_id BETWEEN ? AND ? "
             "ORDER BY eval_run_id, position"
         ),
@@ -173,7 +212,7 @@ def stored_runs(
     """
     session = session_of(conn)
     sql = _queries(session)
-    ids = [row[0] for row in session.execute(sql.ids, (suite_run_id,))]
+    ids = array("q", (row[0] for row in session.execute(sql.ids, (suite_run_id,))))  # 8 bytes an id, not 36
     for start in range(0, len(ids), batch):
         chunk = ids[start : start + batch]
         # Read by the key's range, the rows of another suite run in it (written at the same time) skipped: asked by
@@ -185,7 +224,12 @@ def stored_runs(
         children = _Batch(session, sql, chunk[0], chunk[-1], records=records)
         for row in rows:
             if row.provenance != "executed":
-                yield StoredRun(result=full[row.eval_id, row.run_index], json=None)
+                yield StoredRun(
+                    result=full[row.eval_id, row.run_index],
+                    json=None,
+                    planned=_planned(row),
+                    position=row.planned_position,
+                )
             else:
                 yield children.run(row)
 
@@ -197,27 +241,24 @@ class _Batch:
 
     def __init__(self, session: Session, sql: _Sql, low: int, high: int, *, records: bool) -> None:
         self.records = records
-        self.assertions: dict[int, list[tuple[Any, ...]]] = {}
-        for row in session.execute(sql.assertions, (low, high)):
-            self.assertions.setdefault(row[1], []).append(row)
-        self.calls: dict[int, list[dict[str, Any]]] = {}
-        owners = [a[0] for rows in self.assertions.values() for a in rows]
+        self.assertions = _grouped(session.execute(sql.assertions, (low, high)), _assertion)
+        """Each eval run's assertions' fields (`_assertion`), by the eval run's id."""
+        self.calls: dict[int, list[bytes]] = {}
+        """Each assertion's judge calls' records, by the assertion's id."""
+        owners = [a["id"] for fields in self.assertions.values() for a in fields]
         if owners and records:
-            for row in session.execute(sql.judge_calls, (min(owners), max(owners))):
-                self.calls.setdefault(row[0], []).append(_judge_call(row))
-        self.timed: dict[int, list[str]] = {}
-        for row in session.execute(sql.timed, (low, high)):
-            self.timed.setdefault(row[0], []).append(row[1])
+            self.calls = _grouped(session.execute(sql.judge_calls, (min(owners), max(owners))), _judge_call)
+        self.timed = _grouped(session.execute(sql.timed, (low, high)), _timed)
         self.events: dict[int, str] = dict(session.execute(sql.events, (low, high))) if records else {}
-        self.spans: dict[int, list[str]] = {}
+        self.spans: dict[int, str] = {}
         if records:
-            for row in session.execute(sql.spans, (low, high)):
-                self.spans.setdefault(row[0], []).append(row[1])
+            rows = session.execute(sql.spans, (low, high))
+            self.spans = {owner: ",".join(r[1] for r in group) for owner, group in groupby(rows, _OWNER)}
 
     def run(self, row: _RunRow) -> StoredRun:
         """The stored run of an eval run of this batch."""
-        assertions = [_assertion(a) for a in self.assertions.get(row.id, ())]
-        timed = [MessageEvent.model_validate_json(e) for e in self.timed.get(row.id, ())]
+        assertions = self.assertions.get(row.id, [])
+        timed = self.timed.get(row.id, [])
         agent, judge = _spends(row)
         summary = RunResult.model_validate(
             {
@@ -233,12 +274,23 @@ class _Batch:
             }
         )  # fmt: skip
         if not self.records:
-            return StoredRun(result=summary, json=None)
-        for assertion in assertions:
-            assertion["judge_calls"] = self.calls.get(assertion.pop("id"), [])
+            return StoredRun(result=summary, json=None, planned=_planned(row), position=row.planned_position)
+        listed = _assertions_json(assertions, self.calls)
         events = self.events.get(row.id, "")
-        spans = self.spans.get(row.id, ())
-        return StoredRun(result=summary, json=_run_json(row, assertions, events, spans, agent, judge))
+        spans = self.spans.get(row.id, "")
+        record = _run_json(row, listed, events, spans, agent, judge)
+        return StoredRun(result=summary, json=record, planned=_planned(row), position=row.planned_position)
+
+
+def _planned(row: _RunRow) -> PlannedEval | None:
+    """The run's eval as its suite run planned it (as `_read.planned` reads it), if it did."""
+    if row.planned_file is None or row.planned_line is None or row.planned_tags is None:
+        return None
+    tags = planned_tags(row.planned_tags)
+    return PlannedEval(
+        id=row.eval_id, file=row.planned_file, line=row.planned_line, tags=tags, runs=row.planned_runs or 1,
+        cluster=row.planned_cluster,
+    )  # fmt: skip
 
 
 def _value(text: str | None) -> Any:
@@ -251,9 +303,22 @@ def _raw(text: str | None) -> bytes:
     return _NULL if text is None else text.encode()
 
 
+_OWNER = itemgetter(0)
+_Row = TypeVar("_Row")
+
+
+def _grouped(rows: Iterable[Sequence[Any]], make: Callable[[Sequence[Any]], _Row]) -> dict[int, list[_Row]]:
+    """Rows ordered by their owner's id (their first column), each made into its record, grouped by that id."""
+    return {owner: [make(row) for row in group] for owner, group in groupby(rows, _OWNER)}
+
+
+def _timed(row: Sequence[Any]) -> MessageEvent:
+    return MessageEvent.model_validate_json(row[1])
+
+
 def _assertion(row: Sequence[Any]) -> dict[str, Any]:
     """An assertion's fields in `AssertionResult`'s order (its id first, for its judge calls; they go in later)."""
-    fields: dict[str, Any] = {"id": row[0]}
+    fields: dict[str, Any] = {"id": row[1]}
     fields.update(zip(_ASSERTION_NAMES, row[2:11], strict=True))
     fields["optional"] = bool(row[11])
     fields["cause"] = row[12]
@@ -264,14 +329,34 @@ def _assertion(row: Sequence[Any]) -> dict[str, Any]:
     return fields
 
 
-def _judge_call(row: Sequence[Any]) -> dict[str, Any]:
-    """A judge call's fields in `JudgeCall`'s order (SQLite's booleans are integers)."""
+def _judge_call(row: Sequence[Any]) -> bytes:
+    """A judge call's record, its fields in `JudgeCall`'s order (SQLite's booleans are integers), its messages
+    spliced as stored (decoded and encoded again only when not stored as pydantic's compact JSON)."""
     call = dict(zip(_JUDGE_NAMES, row[1:], strict=True))
-    call["messages"] = _from_json(call["messages"])
+    messages: str = call["messages"]
+    call["messages"] = 0  # a stand-in, replaced by the stored text below
     call["passed"] = None if call["passed"] is None else bool(call["passed"])
     for flag in ("cached", "fallback", "asked"):
         call[flag] = bool(call[flag])
-    return call
+    head, _, tail = _to_json(call).partition(_MESSAGES)
+    stored = messages.encode()
+    if _SPACED in stored:  # maybe written by another encoder (spaces after separators): as pydantic writes it
+        stored = _to_json(_from_json(stored))
+    return b"".join((head, b',"messages":', stored, b",", tail))
+
+
+def _assertions_json(assertions: list[dict[str, Any]], calls: dict[int, list[bytes]]) -> bytes:
+    """A run's assertions' records, each with its judge calls' records (`_judge_call`) spliced in."""
+    owners = [assertion.pop("id") for assertion in assertions]
+    listed = _to_json(assertions)
+    if not any(owner in calls for owner in owners):
+        return listed
+    # Each record holds `,"judge_calls":[],` once, in order: a string value cannot hold it unescaped.
+    pieces = listed.split(_NO_CALLS)
+    parts = [pieces[0]]
+    for owner, piece in zip(owners, pieces[1:], strict=True):
+        parts += (b',"judge_calls":[', b",".join(calls.get(owner, ())), b"],", piece)
+    return b"".join(parts)
 
 
 def _spends(row: _RunRow) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -295,9 +380,9 @@ def _spends(row: _RunRow) -> tuple[dict[str, Any], dict[str, Any]]:
 
 def _run_json(
     row: _RunRow,
-    assertions: list[dict[str, Any]],
+    assertions: bytes,
     events: str,
-    spans: Sequence[str],
+    spans: str,
     agent: dict[str, Any],
     judge: dict[str, Any],
 ) -> bytes:
@@ -320,9 +405,9 @@ def _run_json(
     return b"".join(
         (
             head[:-1], b',"error":', _raw(row.error), b',"skip_reason":', _to_json(row.skip_reason),
-            b',"assertions":', _to_json(assertions), b',"events":[', events.encode(), b"],",
+            b',"assertions":', assertions, b',"events":[', events.encode(), b"],",
             middle[1:-1], b',"variant":', _raw(row.variant), b',"group":null,"warnings":',
             b"[]" if warnings is None or warnings == "null" else warnings.encode(),
-            b',"spans":[', ",".join(spans).encode(), b"],", tail[1:-1], b',"sandbox":', _raw(row.sandbox), b"}",
+            b',"spans":[', spans.encode(), b"],", tail[1:-1], b',"sandbox":', _raw(row.sandbox), b"}",
         )
     )  # fmt: skip

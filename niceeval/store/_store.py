@@ -131,6 +131,22 @@ class Store:
         with self._reading() as conn:
             return _read.planned(conn, _read.resolve(conn, ref))
 
+    def walk_planned(self, ref: str) -> Iterator[PlannedEval]:
+        """The evals a suite run planned, in plan order, streamed: a walk holds one record at a time (`niceeval
+        report` of a run of 100,000 evals walks its plan rather than keep it)."""
+        with self._reading() as conn:
+            yield from _read.walk_planned(conn, _read.resolve(conn, ref))
+
+    def planned_count(self, ref: str) -> int:
+        """How many evals a suite run planned."""
+        with self._reading() as conn:
+            return _read.planned_count(conn, _read.resolve(conn, ref))
+
+    def shared_clusters(self, ref: str) -> dict[str, int]:
+        """How many planned evals each cluster shared by evals holds (a case's variants, `define_eval(cluster=...)`)."""
+        with self._reading() as conn:
+            return _read.shared_clusters(conn, _read.resolve(conn, ref))
+
     def outcomes(self, ref: str) -> dict[tuple[str, int], Outcome]:
         """The outcome of every eval run stored in a suite run, by `(eval_id, run_index)`."""
         with self._reading() as conn:

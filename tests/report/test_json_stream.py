@@ -118,3 +118,62 @@ def test_held_and_spooled_runs_give_the_same_document(tmp_path: Path) -> None:
     assert [(e["id"], [r["run_index"] for r in e["runs"]]) for e in doc["evals"]] == [("a", [0, 1]), ("b", [0, 1])]
     assert [r["outcome"] for r in doc["evals"][0]["runs"]] == ["failed", "passed"]
     assert one.endswith(b"]}\n")
+
+
+def _dumped_entry(planned: PlannedEval, tally: EvalTally, summary: SuiteSummary) -> str:
+    """An eval's entry's figures as `json.dumps` writes its dict (the report's format, pinned), before its runs."""
+    from niceeval._core.passk import pass_at_k, pass_hat_k
+    from niceeval._core.text import without_surrogates
+    from niceeval.render import runs_rate
+
+    strict, counted = summary.strict, tally.counted
+    passing = tally.passing(strict=strict)
+    estimate = runs_rate(passing, counted)
+    interval = None if estimate.low is None else {"low": estimate.low, "high": estimate.high, "confidence": 0.95}
+    p50, p95 = tally.latency(0.5), tally.latency(0.95)
+    item = {
+        "id": without_surrogates(planned.id), "file": without_surrogates(planned.file), "line": planned.line,
+        "tags": [without_surrogates(tag) for tag in planned.tags],
+        "status": summary.status_of(tally) if tally.done else None, "pass_rate": tally.pass_rate(strict=strict),
+        "not_counted": {"infra": tally.infra}, "pass_rate_interval": interval,
+        "pass_at_k": {str(k): round(pass_at_k(counted, passing, k), 6) for k in range(1, counted + 1)},
+        "pass_hat_k": {str(k): round(pass_hat_k(counted, passing, k), 6) for k in range(1, counted + 1)},
+        "mean_duration_s": round(tally.mean_duration_s, 6), "latency_p50_s": None if p50 is None else round(p50, 6),
+        "latency_p95_s": None if p95 is None else round(p95, 6),
+        "points": None if tally.points_possible is None else json.loads(json.dumps(_points_of(tally))),
+    }  # fmt: skip
+    return json.dumps(item)[:-1] + ', "runs": ['
+
+
+def _points_of(tally: EvalTally) -> object:
+    from niceeval.render import estimate_json, eval_points
+
+    return {"possible": tally.points_possible, "earned": tally.points_earned, "mean": estimate_json(eval_points(tally))}
+
+
+@pytest.mark.parametrize(
+    ("duration", "outcomes", "points"),
+    [
+        (0.5, ["passed", "failed", "scored"], None),
+        (float("inf"), ["failed"], None),
+        (float("nan"), ["skipped", "skipped"], None),
+        (1 / 3, ["scored", "passed"], 2.0),
+        (0.0, [], None),
+    ],
+)
+def test_an_entry_is_written_as_json_dumps_writes_its_figures(
+    tmp_path: Path, duration: float, outcomes: list[str], points: float | None
+) -> None:
+    planned = PlannedEval(id='evals/é.py::"odd"\u2028\ud83d', file="evals/é.py", line=7, tags=("t1", "ü\x00"), runs=3)
+    tally = EvalTally(eval=planned)
+    for index, outcome in enumerate(outcomes):
+        fields = dict(eval_id=planned.id, file="evals/x.py", line=1, run_index=index, outcome=outcome,
+                      duration_s=duration, points=points and index, points_possible=points)  # fmt: skip
+        tally.add(RunResult.model_validate(fields))
+    summary = SuiteSummary.of([tally], problems=[], duration_s=1.0, strict=False, min_pass_rate=0.5)
+    reporter = JsonReporter(tmp_path / "r.json")
+    reporter.start([planned], [])
+    entry = reporter._entry(planned, tally, summary).decode()
+    reporter.finish(summary)
+    assert entry == _dumped_entry(planned, tally, summary) + "]}"
+    assert entry.isascii()

@@ -16,7 +16,7 @@ from niceeval._core.errors import ErrorInfo
 from niceeval._core.events import MessageEvent
 from niceeval._core.results import Spend
 from niceeval._core.summary import PlannedEval
-from niceeval.cli._views import ReportFiles, _replay, _report_stored
+from niceeval.cli._views import ReportFiles, _replay, _report_stored, shared_clusters, with_plan
 from niceeval.report import JsonReporter, JUnitReporter
 from niceeval.store import Store, SuiteRunStart
 from niceeval.store._recorder import SuiteEnd
@@ -84,7 +84,8 @@ def _live(store: Store, run_id: str, folder: Path) -> tuple[bytes, bytes]:
         JsonReporter(json_path, run_id=info.id),
         JUnitReporter(junit_path, strict=info.strict, min_pass_rate=info.min_pass_rate),
     ]
-    _replay(store.results(info.id), info, store.planned(info.id), reporters)
+    plan = store.planned(info.id)
+    _replay(with_plan(store.results(info.id), plan), info, plan, reporters, shared=shared_clusters(plan))
     return CLOCK.sub(b"", json_path.read_bytes()), junit_path.read_bytes()
 
 
@@ -131,3 +132,28 @@ def test_sqlite_joins_a_runs_events_along_the_primary_key_without_a_sort(tmp_pat
         session = session_of(conn)
         plan = [row[3] for row in session.execute("EXPLAIN QUERY PLAN " + _queries(session).events, (1, 1000))]
     assert plan == ["SEARCH events USING INDEX sqlite_autoindex_events_1 (eval_run_id>? AND eval_run_id<?)"]
+
+
+def test_a_resumed_run_with_carried_attempts_reports_as_the_live_reporters_wrote_it(
+    store: Store, tmp_path: Path
+) -> None:
+    """A carried attempt is read in full from the run that made it; the replay tallies it with the runs made now."""
+    made = _runs()[0].model_copy(update={"eval_id": "evals/a.py::kept", "run_index": 1})
+    plan = [PlannedEval(id="evals/a.py::kept", file="evals/a.py", line=3, runs=2),
+            PlannedEval(id="evals/a.py::new", file="evals/a.py", line=4)]  # fmt: skip
+    carried = made.model_copy(update={"provenance": "carried", "carried_from": "s0", "carried_index": 1})
+    fresh = [made.model_copy(update={"run_index": 0}), _runs()[1].model_copy(update={"eval_id": "evals/a.py::new"})]
+    with recording(store) as recorder:
+        recorder.begin(SuiteRunStart(id="s0", command=["niceeval", "run"]), plan)
+        recorder.add("s0", [made])
+        recorder.finish("s0", SuiteEnd(status="interrupted", exit_code=130, duration_s=1.0))
+        recorder.begin(SuiteRunStart(id="s1", command=["niceeval", "run"]), plan)
+        recorder.add("s1", [carried, *fresh])
+        recorder.finish("s1", SuiteEnd(status="finished", exit_code=1, duration_s=1.0))
+    json_path, junit_path = tmp_path / "r.json", tmp_path / "r.xml"
+    summary = _report_stored(store, store.info("s1"), [], ReportFiles(json=json_path, junit=junit_path))
+    live_json, live_junit = _live(store, "s1", tmp_path)
+    assert CLOCK.sub(b"", json_path.read_bytes()) == live_json
+    assert junit_path.read_bytes() == live_junit
+    assert (summary.evals, summary.runs_done, summary.unfinished) == (2, 3, [])
+    assert b'"provenance":"carried","carried_from":"s0"' in live_json

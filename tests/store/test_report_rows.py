@@ -218,3 +218,87 @@ def test_the_plan_reads_back_its_tags_clusters_and_runs_in_order(store: Store) -
     ]
     record(store, "tagged", [result("evals/a.py::a")], plan=plan)
     assert store.planned("tagged") == plan
+
+
+def test_each_stored_run_carries_its_planned_eval_and_the_plan_is_walked_in_order(store: Store) -> None:
+    plan = [
+        PlannedEval(id="evals/a.py::b", file="evals/a.py", line=9, tags=("slow", "é \u2028"), runs=2, cluster="c1"),
+        PlannedEval(id="evals/a.py::a", file="evals/a.py", line=2),
+    ]
+    runs = [result("evals/a.py::a"), result("evals/a.py::b", run_index=1), result("evals/a.py::b")]
+    record(store, "s1", runs, plan=plan)
+    assert [(s.result.eval_id, s.planned, s.position) for s in store.stored_runs("s1")] == [
+        ("evals/a.py::a", plan[1], 1),
+        ("evals/a.py::b", plan[0], 0),
+        ("evals/a.py::b", plan[0], 0),
+    ]
+    assert [s.planned for s in store.stored_runs("s1", records=False)] == [plan[1], plan[0], plan[0]]
+    assert list(store.walk_planned("s1")) == plan == store.planned("s1")
+    assert store.planned_count("s1") == 2
+    walk = store.walk_planned("s1")
+    assert next(walk) == plan[0]  # one record at a time: a walk left part-way lets its connection go
+    walk.close()
+    assert list(store.walk_planned("s1")) == plan
+
+
+def test_a_run_the_plan_does_not_name_is_read_without_a_planned_eval_and_left_out_of_the_report(
+    store: Store, tmp_path: Path
+) -> None:
+    from niceeval.cli._views import ReportFiles, _report_stored
+
+    record(store, "s1", [result("evals/a.py::a"), result("evals/a.py::stray")], plan=planned("evals/a.py::a"))
+    assert [(s.planned is None, s.position) for s in store.stored_runs("s1")] == [(False, 0), (True, None)]
+    path = tmp_path / "report.json"
+    summary = _report_stored(store, store.info("s1"), [], ReportFiles(json=path))
+    assert [e["id"] for e in json.loads(path.read_text())["evals"]] == ["evals/a.py::a"]
+    assert (summary.evals, summary.runs_done) == (1, 1)
+
+
+def test_judge_messages_stored_with_spaces_are_written_as_pydantic_writes_them(store: Store) -> None:
+    """A judge call's messages are spliced into the record as stored; text another encoder wrote (spaces after the
+    separators, as `json.dumps` writes) is encoded again, so the record stays `run_json`'s bytes."""
+    record(store, "s1", [full_result()], plan=planned(full_result().eval_id, runs=2))
+    (compact,) = store.stored_runs("s1")
+    with store.engine.begin() as conn:
+        from niceeval.store._driver import session_of
+
+        session = session_of(conn)
+        rows = session.execute("SELECT id, messages FROM judge_calls").fetchall()
+        cast = "::json" if session.dialect.kind == "postgresql" else ""
+        written = []
+        for call_id, messages in rows:
+            spaced = json.dumps(messages if isinstance(messages, list) else json.loads(messages))
+            session.execute(f"UPDATE judge_calls SET messages = ?{cast} WHERE id = ?", (spaced, call_id))
+            written.append(spaced)
+    assert sorted(written) == ["[]", '[{"role": "user", "content": "Judge: k."}]']
+    (respaced,) = store.stored_runs("s1")
+    assert respaced.json == compact.json == run_json(store.eval_run("s1", full_result().eval_id, 1))
+
+
+def test_the_clusters_evals_share_are_counted_by_the_database_as_from_the_plan(store: Store) -> None:
+    from niceeval.cli._views import shared_clusters
+
+    plan = [
+        PlannedEval(id="evals/a.py::v1", file="evals/a.py", line=1, cluster="case-1"),
+        PlannedEval(id="evals/a.py::v2", file="evals/a.py", line=2, cluster="case-1"),
+        PlannedEval(id="evals/a.py::own", file="evals/a.py", line=3, cluster="evals/a.py::own"),
+        PlannedEval(id="evals/a.py::alone", file="evals/a.py", line=4),
+        PlannedEval(id="evals/a.py::keyed", file="evals/a.py", line=5, cluster="k"),
+    ]
+    record(store, "s1", [result("evals/a.py::v1")], plan=plan)
+    assert store.shared_clusters("s1") == shared_clusters(plan) == {"case-1": 2, "k": 1}
+
+
+def test_a_run_stored_after_its_eval_was_done_is_left_out_as_before(store: Store, tmp_path: Path) -> None:
+    from niceeval.cli._views import ReportFiles, _report_stored
+
+    runs = [result("a"), result("b", "failed", score=0.0), result("a", "failed", run_index=1, score=0.0)]
+    record(store, "s1", runs, plan=planned("a", "b"))  # a plans one run: its second came after it was done
+    path = tmp_path / "report.json"
+    summary = _report_stored(store, store.info("s1"), [], ReportFiles(json=path))
+    doc = json.loads(path.read_text())
+    assert [(e["id"], e["status"], [r["run_index"] for r in e["runs"]]) for e in doc["evals"]] == [
+        ("a", "passed", [0]),
+        ("b", "failed", [0]),
+    ]
+    assert (summary.runs_done, summary.unfinished, summary.eval_counts()["passed"]) == (2, [], 1)
