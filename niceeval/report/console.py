@@ -16,7 +16,6 @@ from rich.text import Text
 from niceeval._core.assertion import AssertionResult
 from niceeval._core.failure import FAILURE_CLASSES
 from niceeval._core.outcome import Outcome
-from niceeval._core.paced_lines import PacedLines, sends_each_write, write_text
 from niceeval._core.results import RunResult, Spend
 from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary, latency_text, plan_index
 from niceeval._core.text import clean, clean_lines
@@ -125,8 +124,6 @@ class ConsoleReporter:
         """The evals with a run finished and not yet printed (a printed eval's tally is dropped)."""
         self._progress: LiveProgress | None = None
         self._terminal = console.is_terminal  # rich works it out anew on every access (environment, isatty)
-        self._paced = PacedLines(console.file) if not self._terminal and sends_each_write(console.file) else None
-        """Without a terminal, on an unbuffered stdout: the eval lines, written together (`_core.paced_lines`)."""
         if self._terminal:  # a live bar only on a terminal: in CI (and piped) its rich parts are not even imported
             from niceeval.report.progress import LiveProgress
 
@@ -152,10 +149,11 @@ class ConsoleReporter:
             self._write("".join(text for text, _ in parts))
 
     def _write(self, plain: str) -> None:
-        if self._paced is not None:
-            self._paced.write(plain + "\n")
-        else:
-            write_text(self.console.file, plain + "\n")
+        try:
+            self.console.file.write(plain + "\n")
+        except UnicodeEncodeError:  # a stdout that cannot encode our marks (PYTHONIOENCODING=ascii)
+            encoding = getattr(self.console.file, "encoding", None) or "ascii"
+            self.console.file.write(plain.encode(encoding, "backslashreplace").decode(encoding) + "\n")
 
     def start(self, plan: Sequence[PlannedEval], problems: Sequence[Problem]) -> None:
         """Take the plan and the problems found while loading it."""
@@ -398,8 +396,6 @@ class ConsoleReporter:
         ]
         if spend:
             self._print(Text(" · ".join(spend), style="dim"))
-        if self._paced is not None:
-            self._paced.flush()
 
     def _stops(self, summary: SuiteSummary, line: Text) -> None:
         """Runs not counted (infra) and not started (the suite or an eval stopped) on the summary `line`.
