@@ -41,7 +41,8 @@ async def call_in_thread(fn: Callable[[], T]) -> T:
     Not `anyio.to_thread.run_sync`: its workers are not daemon threads, so one abandoned on a timeout keeps the
     process alive at exit until the user's code returns (maybe never), and without `abandon_on_cancel` the
     timeout does not fire at all. The pool's threads are daemon threads, reused from call to call (starting a
-    thread per call was the largest per-eval cost of a large suite): `fn` runs in a copy of the caller's
+    thread per call was the largest per-eval cost of a large suite), and a call for an idle thread is put on its
+    queue when the loop's current turn is done (`_Wakeups.hand`): `fn` runs in a copy of the caller's
     context (contextvars never leak between calls), under the thread name `niceeval-sync-call`, with no
     asyncio event loop set for the thread. A `threading.local` value that `fn` leaves behind may be seen by a
     later call on the same thread, as with any thread pool (`anyio.to_thread`, `concurrent.futures`).
