@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import gc
+import json
 import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import anyio
 
@@ -85,3 +87,33 @@ def test_the_sdk_warm_up_loads_what_a_chat_completion_needs_and_no_more() -> Non
     loaded = set(done.stdout.split())
     assert {"openai.resources.chat.completions", "h11"} <= loaded and loaded & {"httpcore2", "httpcore"}
     assert "openai.resources.responses.responses" not in loaded  # the Responses API's types: 3 MB nothing sends
+
+
+def test_a_big_cheap_suite_runs_without_a_young_collection(tmp_path: Path) -> None:
+    # At a threshold of 10,000 this suite made about ten young passes, freeing nothing: each pass moved the runs in
+    # flight (the store's pending batch) out of the young generation, and their frees then no longer counted.
+    (tmp_path / "evals").mkdir()
+    rows = "".join(json.dumps({"id": f"q{i}", "answer": f"answer {i}"}) + "\n" for i in range(4_000))
+    (tmp_path / "evals" / "qa.jsonl").write_text(rows)
+    (tmp_path / "evals" / "qa.py").write_text(
+        "from niceeval import define_eval\n"
+        "from niceeval.expect import includes\n\n\n"
+        "@define_eval(cases='qa.jsonl')\n"
+        "def qa(t):\n"
+        "    t.check(t.case['answer'], includes('answer'))\n"
+    )
+    probe = (
+        "import gc, sys\n"
+        "from niceeval.cli._main import main\n"
+        "young = []\n"
+        "def note(phase, info):  # a young pass under the suite's pace (start-up's imports run at the default)\n"
+        "    if phase == 'start' and info['generation'] < 2 and gc.get_threshold()[0] > 700:\n"
+        "        young.append(1)\n"
+        "gc.callbacks.append(note)\n"
+        "code = main(['run', 'evals', '--runs', '1'])\n"
+        "print(code, len(young), file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=300, check=True
+    )
+    assert done.stderr.split()[-2:] == ["0", "0"], done.stderr[-2000:]  # every eval passed; no young pass

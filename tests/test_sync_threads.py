@@ -236,3 +236,56 @@ def test_a_call_that_returns_after_its_loop_ended_wakes_nothing_and_holds_no_loo
     late.join(timeout=10)
     assert not late.is_alive()
     assert anyio.run(call_in_thread, lambda: 7) == 7  # a new loop gets wake-ups of its own
+
+
+async def test_a_call_reaches_its_idle_thread_once_the_loop_has_done_the_rest_of_its_turn() -> None:
+    pool = WorkerPool()
+    await pool.call(_thread_id)  # leaves one thread idle, kept for the next call
+    started: list[float] = []
+    blocked: list[float] = []
+
+    def work() -> None:
+        started.append(time.monotonic())
+
+    async def block() -> None:
+        time.sleep(0.3)  # the same turn of the loop, after the call was made; lets go of the interpreter
+        blocked.append(time.monotonic())
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(pool.call, work)
+        tg.start_soon(block)
+    # handed over at once, the idle thread would have run `work` while the loop slept
+    assert started[0] >= blocked[0]
+
+
+async def test_calls_made_in_one_turn_each_get_a_thread_and_all_return() -> None:
+    pool = WorkerPool()
+    barrier = threading.Barrier(4, timeout=10)  # each call waits for the others: four threads at once, or none
+
+    def meet() -> int:
+        barrier.wait()
+        return threading.get_ident()
+
+    async def one(idents: list[int]) -> None:
+        idents.append(await pool.call(meet))
+
+    for _ in range(2):  # the second round's calls go to the idle threads the first left, handed over together
+        idents: list[int] = []
+        async with anyio.create_task_group() as tg:
+            for _ in range(4):
+                tg.start_soon(one, idents)
+        assert len(set(idents)) == 4
+
+
+async def test_a_call_given_up_before_its_hand_over_still_runs_once_and_gives_its_thread_back() -> None:
+    pool = WorkerPool()
+    first = await pool.call(_thread_id)
+    ran: list[int] = []
+    with anyio.move_on_after(0):  # the waiter gives up in the turn the call was made, before it is handed over
+        await pool.call(lambda: ran.append(threading.get_ident()))
+    deadline = time.monotonic() + 10
+    while not ran and time.monotonic() < deadline:
+        await anyio.sleep(0.01)
+    await anyio.sleep(0.1)  # the thread marks itself idle after the call returns
+    assert ran == [first]  # abandoned, as a timed-out call is: it still runs, on the thread kept for it
+    assert await pool.call(_thread_id) == first  # which is idle again, not lost to the pool

@@ -41,7 +41,8 @@ async def call_in_thread(fn: Callable[[], T]) -> T:
     Not `anyio.to_thread.run_sync`: its workers are not daemon threads, so one abandoned on a timeout keeps the
     process alive at exit until the user's code returns (maybe never), and without `abandon_on_cancel` the
     timeout does not fire at all. The pool's threads are daemon threads, reused from call to call (starting a
-    thread per call was the largest per-eval cost of a large suite): `fn` runs in a copy of the caller's
+    thread per call was the largest per-eval cost of a large suite), and a call for an idle thread is put on its
+    queue when the loop's current turn is done (`_Wakeups.hand`): `fn` runs in a copy of the caller's
     context (contextvars never leak between calls), under the thread name `niceeval-sync-call`, with no
     asyncio event loop set for the thread. A `threading.local` value that `fn` leaves behind may be seen by a
     later call on the same thread, as with any thread pool (`anyio.to_thread`, `concurrent.futures`).
@@ -76,7 +77,13 @@ class _Call(Generic[T]):
 
 
 class _Wakeups:
-    """The waiters of one event loop whose calls have returned, woken together by one callback on the loop.
+    """One event loop's traffic with the pool: the calls it made in the current turn, handed to the pool together
+    once the turn's other work is done (`hand`), and the waiters whose calls have returned, woken together by one
+    callback on the loop.
+
+    A call handed over at once woke its thread while the loop still had the rest of its turn to run (the next
+    evals' rows to read, lines to print, runs to store): that thread then waited for the interpreter, took it at
+    the loop's next system call, and the loop waited to get it back.
 
     A pool thread that finds none waiting schedules the callback; the threads that return before the loop runs it
     only add their waiter. Each call scheduling its own (`run_sync_soon`) wrote a byte to the loop's self-pipe per
@@ -85,7 +92,7 @@ class _Wakeups:
     nobody wants the outcome any more.
     """
 
-    __slots__ = ("_backend", "_loop", "_lock", "_waiting")
+    __slots__ = ("_backend", "_loop", "_lock", "_waiting", "_handing")
 
     def __init__(self, token: EventLoopToken) -> None:
         self._backend = token.backend_class
@@ -93,6 +100,26 @@ class _Wakeups:
         """The loop, not kept alive by its own entry in `_WAKEUPS`."""
         self._lock = threading.Lock()
         self._waiting: list[anyio.Event] = []
+        self._handing: list[tuple[_Call[Any], SimpleQueue[_Call[Any]]]] = []
+        """Calls made in this turn of the loop, not yet on their pool's queue (touched on the loop's thread only)."""
+
+    def hand(self, call: _Call[Any], calls: SimpleQueue[_Call[Any]]) -> None:
+        """Put `call` on the pool's queue `calls` once the loop's current turn is done (on the loop's thread)."""
+        self._handing.append((call, calls))
+        if len(self._handing) > 1:  # the hand-over is scheduled already
+            return
+        loop = self._loop()
+        try:
+            if loop is None:
+                raise RuntimeError("the event loop is gone")
+            self._backend.run_sync_soon(self._hand_over, (), loop)
+        except (anyio.RunFinishedError, RuntimeError):  # the loop is ending: no later turn, so hand them now
+            self._hand_over()
+
+    def _hand_over(self) -> None:
+        handing, self._handing = self._handing, []
+        for call, calls in handing:
+            calls.put(call)
 
     def post(self, done: anyio.Event) -> None:
         """Have the loop set `done` (from a pool thread)."""
@@ -142,13 +169,15 @@ class WorkerPool:
 
     async def call(self, fn: Callable[[], T]) -> T:
         """`fn()` on one of the pool's threads (see `call_in_thread`)."""
-        call = _Call(fn=fn, context=contextvars.copy_context(), wakeups=_wakeups())
+        wakeups = _wakeups()
+        call = _Call(fn=fn, context=contextvars.copy_context(), wakeups=wakeups)
         with self._lock:
             reserved = self._idle > 0
             if reserved:
                 self._idle -= 1
-                self._calls.put(call)
-        if not reserved:  # started before the call is queued: a thread that cannot start leaves no call behind
+        if reserved:  # an idle thread is kept for it; it gets the call when this turn of the loop is done
+            wakeups.hand(call, self._calls)
+        else:  # started before the call is queued: a thread that cannot start leaves no call behind
             threading.Thread(target=self._serve, name=BUSY_NAME, daemon=True).start()
             self._calls.put(call)
         await call.done.wait()
