@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any, Literal, overload
@@ -87,10 +87,11 @@ class Plan(Sequence[PlannedEval]):
         return None if self._tallies is None else self._tallies(eval_id)
 
 
-class ReporterTallies:
-    """A reporter's tallies of the evals it has a run of and has not written yet: the one place a reporter counts
-    runs. Under a plan that shares its owner's tallies (a suite, a stored run's replay: `Plan.tally`) each eval's
-    tally is that one, counted once for every reporter; otherwise (a plan at hand) each run is counted here.
+class ReporterTallies(Mapping[str, EvalTally]):
+    """A reporter's tallies of the evals it has a run of and has not written yet, by eval id: the one place a
+    reporter counts runs. Under a plan that shares its owner's tallies (`Plan.tally`: a stored run's replay) each
+    eval's tally is that one, counted once for every reporter; under any other (a plan at hand, the live suite's)
+    each run is counted here.
 
     `unplanned`: the record for a run of an eval the plan does not name (None: the run is left out).
     """
@@ -125,6 +126,13 @@ class ReporterTallies:
     def __getitem__(self, eval_id: str) -> EvalTally:
         """The tally of an eval with a run given and not written."""
         return self._open[eval_id][0]
+
+    def __iter__(self) -> Iterator[str]:
+        """The ids of the evals with a run given and not written."""
+        return iter(self._open)
+
+    def __len__(self) -> int:
+        return len(self._open)
 
     def written(self, eval_id: str) -> None:
         """The reporter wrote the eval: its tally is let go."""
