@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any, Literal, overload
 
 from niceeval._core.outcome import Outcome
-from niceeval._core.results import Spend
+from niceeval._core.results import RunResult, Spend
 from niceeval._core.suite_totals import SuiteTotals
 from niceeval._core.tally import LATENCY_SAMPLE as LATENCY_SAMPLE
 from niceeval._core.tally import EvalTally as EvalTally
@@ -26,9 +26,11 @@ class Plan(Sequence[PlannedEval]):
     The suite's plan holds no record per eval: iterating it reads the planned evals again (a dataset's rows, each
     made into its `PlannedEval`), so a reporter that walks it costs a pass over the datasets, not their memory.
     `lookup` is the suite's own index of the evals under way (and of those it holds: adaptive, eval groups).
+    `tallies`, when given, is its index of their running tallies: the reporters read those (`ReporterTallies`)
+    instead of counting every run again.
     """
 
-    __slots__ = ("_count", "_held", "_lookup", "_read")
+    __slots__ = ("_count", "_held", "_lookup", "_read", "_tallies")
 
     def __init__(
         self,
@@ -36,13 +38,16 @@ class Plan(Sequence[PlannedEval]):
         count: int,
         lookup: Callable[[str], PlannedEval | None],
         held: Iterable[PlannedEval] = (),
+        tallies: Callable[[str], EvalTally | None] | None = None,
     ) -> None:
         """`held`: the records the suite holds from start to end (its adaptive and eval-group evals), the very
-        objects a walk of the plan yields for them."""
+        objects a walk of the plan yields for them. `tallies`: the tally of an eval under way, each run counted in
+        it before the reporters are given the run (None: the plan's owner keeps none its reporters may read)."""
         self._read = read
         self._count = count
         self._lookup = lookup
         self._held = held
+        self._tallies = tallies
 
     @classmethod
     def of(cls, evals: Sequence[PlannedEval]) -> Plan:
@@ -75,6 +80,67 @@ class Plan(Sequence[PlannedEval]):
         """The planned eval with id `eval_id` while its runs are under way (the record its tally counts against,
         whose `runs` repeats may raise); None when the suite does not plan it or the eval is done."""
         return self._lookup(eval_id)
+
+    def tally(self, eval_id: str) -> EvalTally | None:
+        """The suite's running tally of an eval under way, the run just given to the reporters already counted in
+        it; None when the plan's owner keeps no tallies to share (a plan at hand) or does not run the eval."""
+        return None if self._tallies is None else self._tallies(eval_id)
+
+
+class ReporterTallies(Mapping[str, EvalTally]):
+    """A reporter's tallies of the evals it has a run of and has not written yet, by eval id: the one place a
+    reporter counts runs. Under a plan that shares its owner's tallies (`Plan.tally`: a stored run's replay) each
+    eval's tally is that one, counted once for every reporter; under any other (a plan at hand, the live suite's)
+    each run is counted here.
+
+    `unplanned`: the record for a run of an eval the plan does not name (None: the run is left out).
+    """
+
+    __slots__ = ("_open", "_plan", "_unplanned")
+
+    def __init__(self, plan: Plan, unplanned: Callable[[RunResult], PlannedEval | None]) -> None:
+        self._plan = plan
+        self._unplanned = unplanned
+        self._open: dict[str, tuple[EvalTally, bool]] = {}
+        """Each eval with a run given and not written: its tally, and whether its runs are counted here (a plan
+        that shares none)."""
+
+    def add(self, result: RunResult) -> EvalTally | None:
+        """The tally of `result`'s eval with `result` counted in it; None when the run is left out."""
+        eval_id = result.eval_id
+        found = self._open.get(eval_id)
+        if found is None:
+            shared = self._plan.tally(eval_id)
+            if shared is not None:
+                self._open[eval_id] = (shared, False)
+                return shared
+            planned = self._plan.get(eval_id) or self._unplanned(result)
+            if planned is None:
+                return None
+            found = self._open[eval_id] = (EvalTally(eval=planned), True)
+        tally, counts_here = found
+        if counts_here:
+            tally.add(result)
+        return tally
+
+    def __getitem__(self, eval_id: str) -> EvalTally:
+        """The tally of an eval with a run given and not written."""
+        return self._open[eval_id][0]
+
+    def __iter__(self) -> Iterator[str]:
+        """The ids of the evals with a run given and not written."""
+        return iter(self._open)
+
+    def __len__(self) -> int:
+        return len(self._open)
+
+    def written(self, eval_id: str) -> None:
+        """The reporter wrote the eval: its tally is let go."""
+        del self._open[eval_id]
+
+    def clear(self) -> None:
+        """The reporter wrote every eval (its `finish`)."""
+        self._open.clear()
 
 
 def plan_index(plan: Sequence[PlannedEval]) -> Plan:

@@ -145,8 +145,9 @@ def _replay(
     were stored: the order they finished, each with its planned eval), each eval done once its last run is in (as
     the suite tells them, so the JSON report lists its evals in the same order), the summary.
 
-    The reporters get the plan as a live suite hands its own (`Plan`): walked again when read, each eval looked up
-    while its runs are under way. So a replay keeps no record per planned eval (`report` walks the stored plan:
+    The reporters get the plan as a live suite hands its own (`Plan`): walked again when read, each eval and its
+    running tally looked up while its runs are under way (each run is counted once, here: the reporters read this
+    tally, `ReporterTallies`). So a replay keeps no record per planned eval (`report` walks the stored plan:
     `Store.walk_planned`), only a byte per eval: whether it is done.
 
     `shared`: the planned evals of each cluster shared by evals (`shared_clusters`). `one`: the plan is one eval
@@ -161,7 +162,7 @@ def _replay(
         return None if tally is None else tally.eval
 
     sinks = ReporterSet(reporters)
-    sinks.start(Plan(plan.__iter__, len(plan), under_way), [])
+    sinks.start(Plan(plan.__iter__, len(plan), under_way, tallies=tallies.get), [])
     totals = _totals(info, plan, shared)
 
     def summed(unfinished: list[EvalTally]) -> SuiteSummary:

@@ -17,7 +17,15 @@ from niceeval._core.assertion import AssertionResult
 from niceeval._core.failure import FAILURE_CLASSES
 from niceeval._core.outcome import Outcome
 from niceeval._core.results import RunResult, Spend
-from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary, latency_text, plan_index
+from niceeval._core.summary import (
+    EvalTally,
+    PlannedEval,
+    Problem,
+    ReporterTallies,
+    SuiteSummary,
+    latency_text,
+    plan_index,
+)
 from niceeval._core.text import clean, clean_lines
 from niceeval._core.wording import judge_calls, not_counted, plural, usd
 from niceeval.attacks import AttackTally
@@ -120,8 +128,8 @@ class ConsoleReporter:
         self.min_pass_at_k = min_pass_at_k
         self._pending: dict[str, list[RunResult]] = {}
         self._planned = plan_index(())
-        self._tallies: dict[str, EvalTally] = {}
-        """The evals with a run finished and not yet printed (a printed eval's tally is dropped)."""
+        self._tallies = ReporterTallies(self._planned, _left_out)
+        """The evals with a run finished and not yet printed."""
         self._progress: LiveProgress | None = None
         self._terminal = console.is_terminal  # rich works it out anew on every access (environment, isatty)
         if self._terminal:  # a live bar only on a terminal: in CI (and piped) its rich parts are not even imported
@@ -161,6 +169,7 @@ class ConsoleReporter:
         label = self.runs_label or plural(runs, "run")
         self._print(Text(f"niceeval · {plural(len(plan), 'eval')} × {label}", style="bold"))
         self._planned = plan_index(plan)
+        self._tallies = ReporterTallies(self._planned, _left_out)
         if self._progress is not None:  # the bar's total is a pass over the plan: made only for a bar
             total = sum(p.runs for p in plan)
             # only the live bar grows with adaptive repeats, and only an adaptive eval's runs grow
@@ -177,13 +186,9 @@ class ConsoleReporter:
 
     def run_finished(self, result: RunResult) -> None:
         """Take one finished run."""
-        tally = self._tallies.get(result.eval_id)
+        tally = self._tallies.add(result)
         if tally is None:
-            planned = self._planned.get(result.eval_id)
-            if planned is None:
-                return
-            tally = self._tallies[result.eval_id] = EvalTally(eval=planned)
-        tally.add(result)
+            return
         self._variants.add(result)
         self._attacks.add(result)
         if result.provenance != "executed":
@@ -197,7 +202,7 @@ class ConsoleReporter:
                 self._progress.add_to_total(grown)
             self._progress.run_finished(result)
         if tally.done >= tally.eval.runs:
-            del self._tallies[result.eval_id]
+            self._tallies.written(result.eval_id)
             self._print_eval(tally, self._pending.pop(result.eval_id))
 
     def _print_eval(self, tally: EvalTally, runs: list[RunResult]) -> None:
@@ -417,3 +422,8 @@ def _judge_notes(summary: SuiteSummary) -> list[str]:
     """The assertions no verdict counted in full: inconclusive, and sampled judges their samples did not settle."""
     counts = ((summary.inconclusive, "inconclusive"), (summary.unstable, "unstable"))
     return [f"{count} {what}" for count, what in counts if count]
+
+
+def _left_out(result: RunResult) -> None:
+    """A run of an eval the plan does not name: the console leaves it out."""
+    del result

@@ -30,7 +30,14 @@ from typing import TYPE_CHECKING, Literal, NamedTuple, TextIO
 
 from niceeval._core.outcome import Outcome
 from niceeval._core.results import RunResult
-from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary, plan_index
+from niceeval._core.summary import (
+    EvalTally,
+    PlannedEval,
+    Problem,
+    ReporterTallies,
+    SuiteSummary,
+    plan_index,
+)
 from niceeval._core.wording import plural
 from niceeval.report._grouping import Miss, group_misses, runs_text
 from niceeval.report._step_summary import MAX_ROWS, MissRow, StepSummary, render
@@ -114,9 +121,9 @@ class GitHubReporter:
     def __init__(self, options: GitHubOptions, *, token: str | None = None) -> None:
         self.options = options
         self._token = token or secrets.token_hex(16)
-        self._tallies: dict[str, EvalTally] = {}
-        """The evals with a run finished and not yet done (a done eval's tally is dropped)."""
         self._planned = plan_index(())
+        self._tallies = ReporterTallies(self._planned, _unplanned)
+        """The evals with a run finished and not yet done."""
         self._pending: dict[str, list[RunResult]] = {}
         self._shown: dict[Level, list[Annotation]] = {"error": [], "warning": []}
         self._left_out = 0
@@ -131,20 +138,17 @@ class GitHubReporter:
     def start(self, plan: Sequence[PlannedEval], problems: Sequence[Problem]) -> None:
         """Take the plan and the problems found while loading it."""
         self._planned = plan_index(plan)
+        self._tallies = ReporterTallies(self._planned, _unplanned)
         self._print(f"::stop-commands::{self._token}")
 
     def run_finished(self, result: RunResult) -> None:
         """Take one finished run."""
-        tally = self._tallies.get(result.eval_id)
-        if tally is None:
-            planned = self._planned.get(result.eval_id)
-            if planned is None:  # a run the plan did not name
-                planned = PlannedEval(id=result.eval_id, file=result.file, line=result.line)
-            tally = self._tallies[result.eval_id] = EvalTally(eval=planned)
-        tally.add(result)
+        tally = self._tallies.add(result)
+        assert tally is not None  # a run the plan does not name is counted under a record of its own
         self._pending.setdefault(result.eval_id, []).append(result)
         if tally.done >= tally.eval.runs:
-            self._eval_done(self._tallies.pop(result.eval_id), self._pending.pop(result.eval_id))
+            self._tallies.written(result.eval_id)
+            self._eval_done(tally, self._pending.pop(result.eval_id))
 
     def _status(self, tally: EvalTally) -> Outcome:
         o = self.options
@@ -301,3 +305,8 @@ def _describe(miss: Miss, eval_place: str) -> _Told:
             details.append(f"{label}: {_bounded(value, limit)}")
     check = f"{'✗' if a.severity == 'gate' else '~'} {a.severity} {a.name}"
     return _Told(a.name, check, a.location or eval_place, reason, "\n".join(details))
+
+
+def _unplanned(result: RunResult) -> PlannedEval:
+    """A run of an eval the plan does not name: its misses annotated where the run says it is."""
+    return PlannedEval(id=result.eval_id, file=result.file, line=result.line)

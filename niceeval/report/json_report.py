@@ -203,7 +203,7 @@ class JsonReporter:
             f"{_rate_figures(tally.passing(strict=strict), tally.counted)}, "
             f'"mean_duration_s": {_number(round(tally.mean_duration_s, 6))}, '
             f'"latency_p50_s": {_number(_rounded(tally.latency(0.5)))}, '
-            f'"latency_p95_s": {_number(_rounded(tally.latency(0.95)))}, "points": {json.dumps(_points(tally))}, '
+            f'"latency_p95_s": {_number(_rounded(tally.latency(0.95)))}, "points": {_points_text(tally)}, '
             '"runs": ['
         )
         runs = b",".join(self._read_runs(planned.id))
@@ -250,6 +250,11 @@ def _number(value: float | None) -> str:
     if value is None:
         return "null"
     return repr(value) if math.isfinite(value) else json.dumps(value)
+
+
+def _points_text(tally: EvalTally) -> str:
+    """`_points` as `json.dumps` writes it (`null` for a pass/fail eval, most of a suite's, without the encoder)."""
+    return "null" if tally.points_possible is None else json.dumps(_points(tally))
 
 
 def _points(tally: EvalTally) -> dict[str, Any] | None:

@@ -18,7 +18,14 @@ from typing import IO
 
 from niceeval._core.outcome import is_success
 from niceeval._core.results import RunResult
-from niceeval._core.summary import EvalTally, PlannedEval, Problem, SuiteSummary, plan_index
+from niceeval._core.summary import (
+    EvalTally,
+    PlannedEval,
+    Problem,
+    ReporterTallies,
+    SuiteSummary,
+    plan_index,
+)
 from niceeval.render import eval_rate, folded_points, folded_rate, points_text
 from niceeval.report._xml import attribute, element, text
 from niceeval.stats import Estimate
@@ -120,25 +127,23 @@ class JUnitReporter:
         self._spool: IO[str] | None = None
         self._counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
         self._planned = plan_index(())
-        self._tallies: dict[str, EvalTally] = {}
-        """The evals with a run finished and not yet written (a written eval's tally is dropped)."""
+        self._tallies = ReporterTallies(self._planned, _unplanned)
+        """The evals with a run finished and not yet written."""
         self._pending: dict[str, list[RunResult]] = {}
 
     def start(self, plan: Sequence[PlannedEval], problems: Sequence[Problem]) -> None:
         """Take the plan and the problems found while loading it."""
         self._spool = tempfile.TemporaryFile("w+", encoding="utf-8")
         self._planned = plan_index(plan)
+        self._tallies = ReporterTallies(self._planned, _unplanned)
 
     def run_finished(self, result: RunResult) -> None:
         """Take one finished run."""
-        tally = self._tallies.get(result.eval_id)
-        if tally is None:
-            planned = self._planned.get(result.eval_id) or PlannedEval(id=result.eval_id, file="", line=0)
-            tally = self._tallies[result.eval_id] = EvalTally(eval=planned)
-        tally.add(result)
+        tally = self._tallies.add(result)
+        assert tally is not None  # a run the plan does not name is written under a record of its own
         self._pending.setdefault(result.eval_id, []).append(result)
         if tally.done >= tally.eval.runs:
-            del self._tallies[result.eval_id]
+            self._tallies.written(result.eval_id)
             self._write_eval(tally, self._pending.pop(result.eval_id))
 
     def _write_eval(self, tally: EvalTally, runs: list[RunResult]) -> None:
@@ -225,3 +230,8 @@ class JUnitReporter:
         finally:
             partial.unlink(missing_ok=True)
             self._spool.close()
+
+
+def _unplanned(result: RunResult) -> PlannedEval:
+    """A run of an eval the plan does not name: a test case of its own, under a record with no place."""
+    return PlannedEval(id=result.eval_id, file="", line=0)
