@@ -366,7 +366,8 @@ async def run_suite(
     sinks = ReporterSet(reporters)
     summary = _summary(survey, options, problems)
     tallies = _Tallies(survey, summary, sinks)
-    plan = Plan(lambda: map(survey.planned_of, entries), survey.count, tallies.planned, survey.planned.values())
+    held = survey.planned.values()  # the reporters read each eval's running tally (`Plan.tally`), counted once
+    plan = Plan(lambda: map(survey.planned_of, entries), survey.count, tallies.planned, held, tallies.open.get)
     sinks.start(plan, problems)
     queue = RunQueue(work(entries, options.runs, options.done, options.shard, in_order=options.early_exit))
     started = time.perf_counter()
