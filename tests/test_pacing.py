@@ -89,9 +89,11 @@ def test_the_sdk_warm_up_loads_what_a_chat_completion_needs_and_no_more() -> Non
     assert "openai.resources.responses.responses" not in loaded  # the Responses API's types: 3 MB nothing sends
 
 
-def test_a_big_cheap_suite_runs_without_a_young_collection(tmp_path: Path) -> None:
+def test_a_big_cheap_suite_runs_without_a_young_collection_its_count_triggers(tmp_path: Path) -> None:
     # At a threshold of 10,000 this suite made about ten young passes, freeing nothing: each pass moved the runs in
-    # flight (the store's pending batch) out of the young generation, and their frees then no longer counted.
+    # flight (the store's pending batch) out of the young generation, and their frees then no longer counted. A
+    # pass the count triggers starts with the count past the threshold; CPython 3.13 also starts young passes of
+    # its own (at some 2,000, whatever the threshold): those are not the suite's pace and are not counted here.
     (tmp_path / "evals").mkdir()
     rows = "".join(json.dumps({"id": f"q{i}", "answer": f"answer {i}"}) + "\n" for i in range(4_000))
     (tmp_path / "evals" / "qa.jsonl").write_text(rows)
@@ -108,12 +110,12 @@ def test_a_big_cheap_suite_runs_without_a_young_collection(tmp_path: Path) -> No
         "young = []\n"
         "def note(phase, info):  # a young pass under the suite's pace (start-up's imports run at the default)\n"
         "    if phase == 'start' and info['generation'] < 2 and gc.get_threshold()[0] > 700:\n"
-        "        young.append(1)\n"
+        "        young.append(gc.get_count()[0])\n"
         "gc.callbacks.append(note)\n"
         "code = main(['run', 'evals', '--runs', '1'])\n"
-        "print(code, len(young), file=sys.stderr)\n"
+        "print(code, sum(count >= 10_000 for count in young), file=sys.stderr)\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=300, check=True
     )
-    assert done.stderr.split()[-2:] == ["0", "0"], done.stderr[-2000:]  # every eval passed; no young pass
+    assert done.stderr.split()[-2:] == ["0", "0"], done.stderr[-2000:]  # every eval passed; no pass at 10,000

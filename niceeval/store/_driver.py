@@ -218,11 +218,23 @@ class Dialect:
     """The statement that keeps the rest of the transaction's plans from being compiled to machine code
     (PostgreSQL's JIT, which starts on a plan's estimated cost): for statements made of index lookups whose
     estimate overstates them, where compiling takes longer than running (`_kept_sums`)."""
+    hashed: tuple[str, str] | None = None
+    """The statements that keep a statement's joins off nested loops, and put them back (PostgreSQL): for a join of
+    a run's rows to its plan whose estimate comes from statistics taken when the run did not exist (a new run's id
+    is never among them, so both sides look like a row or two), where a nested loop over an unindexed side is
+    quadratic: closing a 20,000-eval run took 217 s after an `ANALYZE` of an earlier run (`Session.hash_joins`)."""
 
 
 DIALECTS = {
     "sqlite": Dialect("sqlite", "?", "", stamp_sqlite),
-    "postgresql": Dialect("postgresql", "%s", "::json", stamp_postgresql, "SET LOCAL jit = off"),
+    "postgresql": Dialect(
+        "postgresql",
+        "%s",
+        "::json",
+        stamp_postgresql,
+        "SET LOCAL jit = off",
+        ("SET LOCAL enable_nestloop = off", "RESET enable_nestloop"),
+    ),
 }
 
 
@@ -234,6 +246,13 @@ class Session:
     dialect: Dialect
     sequences: dict[str, str] = field(default_factory=dict)
     """PostgreSQL: the sequence behind each table's `id`, looked up once."""
+
+    def hash_joins(self, on: bool) -> None:
+        """From now on in this transaction, joins off nested loops (`on`), or back as they were (`Dialect.hashed`;
+        nothing on SQLite): for statements that fold every row of one suite run, which a join by hash reads once
+        whatever the statistics say."""
+        if self.dialect.hashed is not None:
+            self.execute(self.dialect.hashed[0] if on else self.dialect.hashed[1])
 
     def sql(self, text: str) -> str:
         """`text` written with `?` placeholders, in this driver's."""

@@ -112,7 +112,9 @@ def keep_sums(session: Session, suite_run_id: str) -> None:
     """Write (again) a closing suite run's per-eval sums and score sums, in the caller's transaction (the one
     keeping its tallies)."""
     session.execute("DELETE FROM eval_sums WHERE suite_run_id = ?", (suite_run_id,))
+    session.hash_joins(True)  # the run's eval runs grouped and joined to its plan (`Dialect.hashed`)
     session.execute(_KEEP_EVALS, (suite_run_id, suite_run_id, suite_run_id))
+    session.hash_joins(False)  # the scores' carried lookups are index lookups, slot by slot
     _keep_scores(session, suite_run_id)
 
 

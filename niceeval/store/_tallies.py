@@ -246,6 +246,7 @@ def keep_tallies(session: Session, suite_run_id: str) -> None:
     its evals' counts judged once by `EvalTally.status` (the rule `tally_rows` applies, in one place:
     `judged_counts`), then its eval runs folded per eval by one `INSERT ... SELECT ... GROUP BY` that joins each
     eval to its judged set; the suite's rate from the kept rows, read as a stream (`kept_rate`)."""
+    session.hash_joins(True)  # every statement below reads all of the run's rows: the statistics may not know it
     rule = session.execute("SELECT strict, min_pass_rate FROM suite_runs WHERE id = ?", (suite_run_id,)).fetchone()
     session.execute("DELETE FROM eval_tallies WHERE suite_run_id = ?", (suite_run_id,))
     session.execute("DELETE FROM suite_tallies WHERE suite_run_id = ?", (suite_run_id,))
@@ -268,6 +269,7 @@ def keep_tallies(session: Session, suite_run_id: str) -> None:
         (suite_run_id, rate.value, rate.low, rate.high, _json(tags), _json(varied),
          _json(judging(session, suite_run_id))),
     )  # fmt: skip
+    session.hash_joins(False)
 
 
 def kept_rate(session: Session, suite_run_id: str) -> Estimate:
