@@ -9,6 +9,7 @@ shared template: the room's folder is searched first, and a shadowed part would 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -49,6 +50,7 @@ def environment(room: str, functions: Mapping[str, Any] | None = None) -> jinja2
     )
     env.filters.update(pct=pct, duration=duration, usd=usd, when=when, score=score, pretty=pretty, clip=clip)
     env.filters.update(plural=plural, judge_calls=judge_calls, decided_by=decided_by)
+    env.tests.update(kept=kept)
     env.globals.update(TEXT_LIMIT=TEXT_LIMIT, diff_files=diff_files, DIFF_OPEN_UP_TO=OPEN_UP_TO, **(functions or {}))
     return env
 
@@ -103,6 +105,12 @@ def when(moment: datetime | None) -> str:
     if moment.tzinfo is not None:
         moment = moment.astimezone(UTC)
     return moment.strftime("%Y-%m-%d %H:%M")
+
+
+def kept(value: Any) -> bool:
+    """Whether the results store keeps a value (a message's data): not None, nor a NaN or an infinity on its own,
+    which the store writes as null. A run's page shows a data block for a kept value only, live as from the store."""
+    return value is not None and not (isinstance(value, float) and not math.isfinite(value))
 
 
 def pretty(value: Any) -> str:

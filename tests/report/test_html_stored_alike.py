@@ -68,6 +68,7 @@ def conversation(eval_id: str, outcome: str, *, error: ErrorInfo | None = None) 
         MessageEvent(role="assistant", text="here", data=Order(id=7, item="café <b>", when=at.date(), price=1.0)),
         MessageEvent(role="assistant", text="more", data={"point": Point(1, 2), "money": decimal.Decimal("1.10"),
                                                           "size": Size.LARGE, "odd": Opaque(), "inf": [math.inf]}),
+        MessageEvent(role="assistant", text="not a number", data=math.nan),  # stored as null: no data block
         ErrorEvent(message="tool refund failed", error_type="RefundError"),
     ]  # fmt: skip
     for seq, event in enumerate(events):
