@@ -18,6 +18,11 @@ default:
   assertion, tests from a CSV of the answers (its results database on, in a scratch config dir);
 - `Inspect`: `inspect eval task.py --model mockllm/model` with a solver that sets the output to the answer
   (no `generate()`: no model is called), `includes()` as scorer, its log written;
+- `niceeval records`: niceeval's own records without its machinery, a plain loop that makes each case's
+  `AssertionResult` and `RunResult`, writes the run's record in the JSON report (`run_json`) and two rows a case
+  (the run's, the assertion's) to a SQLite file with `executemany`, 1,000 cases a statement: what the results cost
+  by themselves, the floor under niceeval's per-eval machinery (a task, a worker thread for a sync body, the
+  reporters, the redaction check, the store's sink and the suite's tallies);
 - `pydantic-evals`: `Dataset.evaluate_sync` of an identity task with a `Contains` evaluator, in its own
   interpreter (`--pydantic-evals-python`: its pydantic-ai pin differs from ours).
 
@@ -101,6 +106,46 @@ print(f"passed {passed} failed {len(report.failures)}")
 """
 
 
+RECORDS = """
+import json, os, sqlite3, sys
+from niceeval._core.assertion import AssertionResult
+from niceeval._core.results import RunResult
+from niceeval.report.json_report import run_json
+
+if os.path.exists("records.db"):  # the last round's
+    os.remove("records.db")
+db = sqlite3.connect("records.db")
+db.execute("CREATE TABLE runs (id INTEGER PRIMARY KEY, eval_id TEXT, run_index INT, outcome TEXT, case_id TEXT)")
+db.execute("CREATE TABLE checks (id INTEGER PRIMARY KEY, run INT, name TEXT, severity TEXT, score REAL, "
+           "threshold REAL, state TEXT, reason TEXT, location TEXT)")
+runs, checks, passes = [], [], 0
+with open(sys.argv[1], "rb") as rows, open(sys.argv[2], "wb") as out:
+    out.write(b'{"evals": [')
+    for n, line in enumerate(rows):
+        row = json.loads(line)
+        passed = "answer" in row["answer"]
+        check = AssertionResult(name="includes('answer')", severity="gate", score=1.0 if passed else 0.0,
+                                threshold=1.0, state="passed" if passed else "failed", location="evals/qa.py:7")
+        run = RunResult(eval_id="evals/qa.py::qa[" + row["id"] + "]", file="evals/qa.py", line=6,
+                        outcome="passed" if passed else "failed", duration_s=0.0, assertions=[check],
+                        case_id=row["id"])
+        out.write(b"," if n else b"")
+        out.write(run_json(run))
+        passes += passed
+        runs.append((n, run.eval_id, 0, run.outcome, run.case_id))
+        checks.append((n, n, check.name, check.severity, check.score, check.threshold, check.state, check.reason,
+                       check.location))
+        if len(runs) == 1000:
+            db.executemany("INSERT INTO runs VALUES (?, ?, ?, ?, ?)", runs)
+            db.executemany("INSERT INTO checks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", checks)
+            runs, checks = [], []
+    db.executemany("INSERT INTO runs VALUES (?, ?, ?, ?, ?)", runs)
+    db.executemany("INSERT INTO checks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", checks)
+    db.commit()
+    out.write(b'], "summary": {"passed": %d}}' % passes)
+"""
+
+
 def write_rows(path: Path, cases: int) -> None:
     """`bench/scale.py`'s rows (and a `target` field Inspect's `includes()` reads), as JSONL."""
     with path.open("w") as out:
@@ -166,6 +211,11 @@ def tools(args: argparse.Namespace, root: Path, cases: int) -> list[Tool]:
         write_rows(folder / "evals" / "qa.jsonl", cases)
         (folder / "evals" / "qa.py").write_text(EVAL)
         made.append(Tool(name, [*niceeval, *extra], folder, env, _report_passes))
+    folder = root / f"records-{cases}"
+    folder.mkdir()
+    write_rows(folder / "cases.jsonl", cases)
+    command = [sys.executable, "-c", RECORDS, "cases.jsonl", "report.json"]
+    made.append(Tool("niceeval records", command, folder, env, _report_passes))
 
     if args.promptfoo is not None:
         folder = root / f"promptfoo-{cases}"

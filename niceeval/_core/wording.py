@@ -32,6 +32,25 @@ def usd(cost: float | None) -> str:
     return f"${cost:,.2f}"
 
 
+def share(value: float) -> str:
+    """A rate or a bound of its interval as every report shows it: a whole percent (`83%`), with the decimals it
+    takes near the ends so that only 0 and 1 read `0%` and `100%` (`99.6%`, `99.96%`, `0.4%`; past three decimals
+    `>99.999%`): 999 passes of 999 cases have a 95% interval of 99.6-100%, which whole percents showed as
+    `100%-100%`."""
+    text = f"{value:.0%}"
+    if not _NEAR_END < value < 1 - _NEAR_END or text not in ("0%", "100%"):
+        return text  # a bound computed as 1 - 1e-16 is 1
+    for digits in (1, 2, 3):
+        text = f"{value:.{digits}%}"
+        if text not in (f"{0:.{digits}%}", f"{1:.{digits}%}"):
+            return text
+    return "<0.001%" if value < 0.5 else ">99.999%"
+
+
+_NEAR_END = 1e-9
+"""A share this close to 0 or 1 is read as it (floating-point rounding, not a measured difference)."""
+
+
 def plural(count: int, noun: str, nouns: str | None = None) -> str:
     """`1 eval`, `2 evals`, `0 evals` (`nouns` for an irregular plural: `plural(n, "match", "matches")`)."""
     return f"{count:,} {noun if count == 1 else nouns or noun + 's'}"

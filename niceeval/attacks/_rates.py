@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from niceeval._core.results import RunResult
+from niceeval._core.wording import share
 from niceeval.attacks._templates import FAMILIES
 from niceeval.attacks._verdict import RESISTED
 from niceeval.stats import wilson
@@ -199,4 +200,4 @@ def _newcombe(base: Rate, head: Rate) -> Mapping[str, float | None]:
 def _shown(rate: Rate) -> str:
     if rate.value is None or rate.low is None or rate.high is None:
         return "no judged runs"
-    return f"{rate.value:.0%} ({rate.successes}/{rate.runs}, {rate.low:.0%}-{rate.high:.0%})"
+    return f"{share(rate.value)} ({rate.successes}/{rate.runs}, {share(rate.low)}-{share(rate.high)})"

@@ -20,7 +20,7 @@ from markupsafe import Markup, escape
 from pydantic_core import to_jsonable_python
 
 from niceeval._core.assertion import AssertionResult
-from niceeval._core.wording import judge_calls, plural, usd
+from niceeval._core.wording import judge_calls, plural, share, usd
 from niceeval.render._diffview import OPEN_UP_TO, diff_files
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
@@ -57,7 +57,7 @@ def environment(room: str, functions: Mapping[str, Any] | None = None) -> jinja2
 
 def pct(value: float | None) -> str:
     """`0.833` -> `83%`; `None` -> an en dash."""
-    return "\u2013" if value is None else f"{value * 100:.0f}%"
+    return "\u2013" if value is None else share(value)
 
 
 def score(value: float | None) -> str:

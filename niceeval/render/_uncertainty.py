@@ -15,6 +15,7 @@ from typing import Any
 
 from niceeval._core.suite_totals import ClusterSums, SuiteTotals
 from niceeval._core.summary import EvalTally
+from niceeval._core.wording import share
 from niceeval.stats import (
     ClusterMoments,
     Estimate,
@@ -117,15 +118,15 @@ def percent(estimate: Estimate) -> str:
     if estimate.value is None:
         return "n/a"
     if estimate.low is None or estimate.high is None:
-        return f"{estimate.value:.0%}"
-    return f"{estimate.value:.0%} (95% CI {estimate.low:.0%}-{estimate.high:.0%})"
+        return share(estimate.value)
+    return f"{share(estimate.value)} (95% CI {share(estimate.low)}-{share(estimate.high)})"
 
 
 def interval_text(estimate: Estimate) -> str:
     """`95% CI 49-94%`, or empty when there is no interval."""
     if estimate.low is None or estimate.high is None:
         return ""
-    return f"95% CI {estimate.low:.0%}-{estimate.high:.0%}"
+    return f"95% CI {share(estimate.low)}-{share(estimate.high)}"
 
 
 def estimate_json(estimate: Estimate) -> dict[str, Any]:

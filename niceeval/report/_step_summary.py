@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from niceeval._core.outcome import Outcome
 from niceeval._core.results import Spend
 from niceeval._core.summary import Problem, SuiteSummary
-from niceeval._core.wording import judge_calls, plural, usd
+from niceeval._core.wording import judge_calls, plural, share, usd
 from niceeval.render import folded_points_text, folded_rate, interval_text
 
 if TYPE_CHECKING:
@@ -102,7 +102,7 @@ def _rate_lines(summary: SuiteSummary) -> list[str]:
     if rate.value is None or rate.stderr is None:
         return lines
     return [
-        f"Pass rate of runs: {rate.value:.0%} ({interval_text(rate)}; standard error {rate.stderr:.0%} over "
+        f"Pass rate of runs: {share(rate.value)} ({interval_text(rate)}; standard error {rate.stderr:.0%} over "
         f"{rate.clusters} cases)",
         "",
         *lines,

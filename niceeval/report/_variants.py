@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from niceeval._core.summary import latency_text, percentile
-from niceeval._core.wording import usd
+from niceeval._core.wording import share, usd
 from niceeval.render import VariantRow, VariantTable, estimate_json, rate_over_cases, weighted_mean_over_cases
 from niceeval.stats import Estimate
 
@@ -85,8 +85,8 @@ def _rate_cells(estimate: Estimate) -> list[str]:
     if estimate.value is None:
         return ["n/a", "-"]
     if estimate.low is None or estimate.high is None:
-        return [f"{estimate.value:.0%}", "-"]
-    return [f"{estimate.value:.0%}", f"{estimate.low:.0%}-{estimate.high:.0%}"]
+        return [share(estimate.value), "-"]
+    return [share(estimate.value), f"{share(estimate.low)}-{share(estimate.high)}"]
 
 
 def _score_text(estimate: Estimate) -> str:

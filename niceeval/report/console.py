@@ -27,7 +27,7 @@ from niceeval._core.summary import (
     plan_index,
 )
 from niceeval._core.text import clean, clean_lines
-from niceeval._core.wording import judge_calls, not_counted, plural, usd
+from niceeval._core.wording import judge_calls, not_counted, plural, share, usd
 from niceeval.attacks import AttackTally
 from niceeval.render import (
     VariantTable,
@@ -84,7 +84,7 @@ def _suite_rate_text(summary: SuiteSummary) -> str:
     units = "clusters" if summary.totals.clustered else "cases"
     detects = power_text(folded_power(summary.totals))
     return (
-        f"pass rate {rate.value:.0%} ({interval_text(rate)}; standard error {rate.stderr:.0%} over "
+        f"pass rate {share(rate.value)} ({interval_text(rate)}; standard error {rate.stderr:.0%} over "
         f"{rate.clusters} {units})" + (f"\npower: {detects}" if detects else "")
     )
 

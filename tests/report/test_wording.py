@@ -6,9 +6,10 @@ import pytest
 
 from niceeval._core.assertion import AssertionResult, JudgeCall
 from niceeval._core.results import Spend
-from niceeval._core.wording import judge_calls, plural, usd
+from niceeval._core.wording import judge_calls, plural, share, usd
 from niceeval.judge import judge_spend
 from niceeval.render import JudgeModelUse
+from niceeval.render._uncertainty import interval_text, percent, rate_over_cases
 
 
 @pytest.mark.parametrize(
@@ -58,3 +59,18 @@ def test_the_per_model_table_and_the_spend_count_the_same_calls() -> None:
     assert (use.calls, use.cached, use.unsent, use.failed) == (2, 1, 1, 1)
     assert (spend.calls, spend.cached) == (use.calls, use.cached)
     assert (use.tokens, use.cost) == (110, pytest.approx(0.001))
+
+
+def test_a_share_reads_0_or_100_percent_only_when_it_is() -> None:
+    assert [share(v) for v in (0.0, 1.0, 0.833, 0.5)] == ["0%", "100%", "83%", "50%"]
+    # near the ends, the decimals it takes to differ from them
+    assert [share(v) for v in (0.9962, 0.99962, 0.004, 0.00004)] == ["99.6%", "99.96%", "0.4%", "0.004%"]
+    assert (share(0.9999996), share(0.0000004)) == (">99.999%", "<0.001%")
+    # a bound a float's rounding away from an end is that end
+    assert (share(1 - 1e-15), share(1e-15)) == ("100%", "0%")
+
+
+def test_999_passes_of_999_cases_do_not_read_as_a_certain_100_percent() -> None:
+    estimate = rate_over_cases((case, 1, 1) for case in range(999))
+    assert interval_text(estimate) == "95% CI 99.6%-100%"
+    assert percent(estimate) == "100% (95% CI 99.6%-100%)"
