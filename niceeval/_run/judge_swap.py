@@ -19,6 +19,7 @@ from typing import Any
 
 from niceeval._core.assertion import AssertionResult
 from niceeval._core.results import RunResult
+from niceeval._core.wording import share
 from niceeval.stats import Agreement, Comparison
 
 EVERY = "every judge assertion"
@@ -229,4 +230,4 @@ def _models(assertions: Iterable[AssertionResult]) -> tuple[str, ...]:
 
 
 def _percent(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.0%}"
+    return "n/a" if value is None else share(value)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from niceeval._core.wording import share
 from niceeval.cli._common import add_config_flag, add_store_flag, open_existing_store, open_rate, rate
 
 if TYPE_CHECKING:
@@ -138,4 +139,4 @@ def _line(text: str) -> str:
 
 
 def _rate(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.0%}"
+    return "n/a" if value is None else share(value)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from niceeval._core.results import RunResult
 from niceeval._core.summary import EvalTally, SuiteSummary
+from niceeval._core.wording import share
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -72,7 +73,7 @@ class SuiteResult:
             self.summary.status_of(tally),
             str(tally.passing(strict=strict)),
             str(tally.done),
-            "-" if rate is None else f"{rate:.0%}",
+            "-" if rate is None else share(rate),
             f"{tally.mean_duration_s:.2f}s",
             _cost(tally.agent_spend.cost if tally.agent_spend else None),
             _cost(tally.judge_spend.cost if tally.judge_spend else None),

@@ -14,7 +14,7 @@ from niceeval._core.results import RunResult
 from niceeval._core.suite_totals import SuiteTotals
 from niceeval._core.summary import EvalTally, Plan, PlannedEval, Problem, SuiteSummary
 from niceeval._core.text import clean
-from niceeval._core.wording import usd
+from niceeval._core.wording import share, usd
 from niceeval.report import ConsoleReporter, JsonReporter, JUnitReporter, Reporter, ReporterSet
 from niceeval.report.json_report import run_json
 from niceeval.store import RunDiff, RunNotFound, Store, StoredRun, SuiteRunDetail, SuiteRunInfo
@@ -68,7 +68,7 @@ def runs_table(runs: Sequence[SuiteRunInfo], rates: Mapping[str, float | None] |
     for info in runs:
         counts = f"{info.passed}/{info.scored}/{info.failed}/{info.skipped}"
         run_rate = (rates or {}).get(info.id, info.pass_rate)
-        rate = "-" if run_rate is None else f"{run_rate:.0%}"
+        rate = "-" if run_rate is None else share(run_rate)
         took = "-" if info.duration_s is None else f"{info.duration_s:.1f}s"
         status = info.status + (f" ({info.runs_done}/{info.runs_planned} runs)" if info.status != "finished" else "")
         if info.shards_pending:
@@ -468,7 +468,7 @@ def _mean_score_lines(diff: RunDiff) -> list[str]:
 
 
 def _rate(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.0%}"
+    return "n/a" if value is None else share(value)
 
 
 def _print_record(result: RunResult, console: Console) -> None:

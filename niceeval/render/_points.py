@@ -13,7 +13,7 @@ from math import fsum
 
 from niceeval._core.suite_totals import SuiteTotals
 from niceeval._core.summary import EvalTally, points_by_cluster
-from niceeval._core.wording import plural
+from niceeval._core.wording import plural, share
 from niceeval.render._uncertainty import interval_text, moments_of
 from niceeval.stats import Estimate, clustered_mean, clustered_mean_of, clustered_mean_of_sums
 
@@ -37,8 +37,8 @@ def eval_points_text(tally: EvalTally) -> str:
         return points_text(earned[0], possible)
     estimate = eval_points(tally)
     interval = interval_text(estimate)
-    share = f"{estimate.value:.0%}" + (f", {interval}" if interval else "") if estimate.value is not None else ""
-    return f"mean {fsum(earned) / len(earned):.3g}/{possible:g} points ({share})"
+    shown = share(estimate.value) + (f", {interval}" if interval else "") if estimate.value is not None else ""
+    return f"mean {fsum(earned) / len(earned):.3g}/{possible:g} points ({shown})"
 
 
 def suite_points(tallies: Iterable[EvalTally]) -> Estimate:
@@ -71,6 +71,6 @@ def _mean_points_text(estimate: Estimate) -> str:
         return ""
     interval = interval_text(estimate) or (estimate.note or "")
     return (
-        f"mean points {estimate.value:.0%} of possible ({interval}) over {plural(estimate.clusters, 'case')}, "
+        f"mean points {share(estimate.value)} of possible ({interval}) over {plural(estimate.clusters, 'case')}, "
         f"{plural(estimate.n, 'run')}"
     )

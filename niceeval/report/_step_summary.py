@@ -90,7 +90,7 @@ def _pass_rate(counts: dict[Outcome, int]) -> str:
     counted = counts["passed"] + counts["scored"] + counts["failed"]
     if not counted:
         return "n/a"
-    return f"{(counts['passed'] + counts['scored']) / counted:.0%}"
+    return share((counts["passed"] + counts["scored"]) / counted)
 
 
 def _rate_lines(summary: SuiteSummary) -> list[str]:

@@ -233,7 +233,7 @@ class ConsoleReporter:
         line = [(label, f"bold {style}"), (clean(tally.eval.id, 200), "")]
         if tally.eval.runs > 1:
             rate = tally.pass_rate(strict=self.strict)
-            shown = "n/a" if rate is None else f"{rate:.0%}"
+            shown = "n/a" if rate is None else share(rate)
             line.append((f"  {tally.passing(strict=self.strict)}/{tally.counted} runs passed ({shown})", style))
             if interval := interval_text(eval_rate(tally, strict=self.strict)):
                 line.append((f", {interval}", style))

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, select
 
 from niceeval._core.errors import ConfigError
+from niceeval._core.wording import share
 from niceeval.stats import Dimension, Dominance, Estimate
 from niceeval.store._compared import Measured, SetupComparison, SetupPair, SetupSummary
 from niceeval.store._costs import amount, case_usage
@@ -185,7 +186,7 @@ def _measured(estimate: Estimate, unit: str) -> Measured:
 
 def _unit(value: float, unit: str) -> str:
     if unit == "rate":
-        return f"{value:.0%}"
+        return share(value)
     if unit == "score":
         return f"{value:.2f}"
     return amount(value, unit, sign=False)
