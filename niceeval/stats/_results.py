@@ -55,6 +55,9 @@ class Comparison:
     p_value: float | None = None
     alpha: float = 0.05
     note: str | None = None
+    unchanged: bool = False
+    """Every paired case came out the same on both sides: no change was observed, whatever the interval leaves
+    possible for the true change (11 cases passing on both sides: -26 to +26 points)."""
 
     @property
     def enough_data(self) -> bool:

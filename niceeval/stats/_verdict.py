@@ -30,11 +30,15 @@ class Dimension:
     """The change in words for the verdict line: `+100%, 95% CI +90% to +110%`."""
     estimate: float | None = None
     """The change itself (after minus before), when known: which side a measure within noise leans to."""
+    unchanged: bool = False
+    """Every case came out the same on both sides (`Comparison.unchanged`), whatever its interval."""
 
     @property
     def direction(self) -> Direction:
         """`better`/`worse` when the whole interval lies on that side of zero, `unchanged` when it is zero itself
         (every case the same on both sides), else `noise`."""
+        if self.unchanged:
+            return "unchanged"
         if self.low is None or self.high is None:
             return "noise"
         if self.low == self.high == 0:

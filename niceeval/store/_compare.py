@@ -230,7 +230,10 @@ def _quality(suite: SuiteChange, alpha: float) -> list[Dimension]:
     shown += f", {suite.note}" if suite.note else ""
     tested = suite.p_value is not None and (suite.p_value < alpha or suite.difference == 0)
     low, high = (suite.low, suite.high) if tested else (None, None)
-    return [Dimension(name="pass rate", low=low, high=high, worse_when="down", shown=shown, estimate=suite.difference)]
+    return [Dimension(
+        name="pass rate", low=low, high=high, worse_when="down", shown=shown, estimate=suite.difference,
+        unchanged=suite.unchanged,
+    )]  # fmt: skip
 
 
 def _uncompared(name: str, first: Measured | None, second: Measured | None) -> Dimension | None:

@@ -314,7 +314,7 @@ def _suite_change(gate: RunComparison) -> SuiteChange:
     return SuiteChange(
         test=suite.test, cases=gate.shared, clusters=suite.n, base_rate=gate.before_rate.value,
         head_rate=gate.after_rate.value, difference=suite.difference, low=suite.low, high=suite.high,
-        p_value=suite.p_value, note=suite.note, evidence=str(suite),
+        p_value=suite.p_value, note=suite.note, evidence=str(suite), unchanged=suite.unchanged,
     )  # fmt: skip
 
 
@@ -325,7 +325,10 @@ def _quality(suite: Comparison, mean_scores: list[MeanScoreChange]) -> list[Dime
         points = f"{suite.difference * 100:+.0f} pts"
         if suite.low is not None and suite.high is not None:
             points += f", 95% CI {suite.low * 100:+.0f} to {suite.high * 100:+.0f} pts"
-        dimensions.append(Dimension(name="pass rate", low=suite.low, high=suite.high, worse_when="down", shown=points))
+        dimensions.append(Dimension(
+            name="pass rate", low=suite.low, high=suite.high, worse_when="down", shown=points,
+            unchanged=suite.unchanged,
+        ))  # fmt: skip
     for score in mean_scores:
         if score.difference is None:
             continue

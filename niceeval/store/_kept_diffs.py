@@ -36,9 +36,17 @@ class PairKey:
     head_closed: str
 
 
+METHOD = 2
+"""How a diff is computed, in the digest beside its options: raised when a change to its statistics changes what a
+kept diff would hold, so a diff kept before is computed again (2: McNemar's interval is Newcombe's, where the
+version string of a source checkout does not move)."""
+
+
 def options_digest(options: DiffOptions) -> str:
-    """The digest of every option that changes a diff (all of them: the threshold lists scores, the rule judges)."""
-    return hashlib.sha256(json.dumps(asdict(options), sort_keys=True).encode()).hexdigest()
+    """The digest of every option that changes a diff (all of them: the threshold lists scores, the rule judges)
+    and of the `METHOD` that computes it."""
+    keyed = {**asdict(options), "method": METHOD}
+    return hashlib.sha256(json.dumps(keyed, sort_keys=True).encode()).hexdigest()
 
 
 def pair_key(conn: Connection, base: str, head: str, options: DiffOptions) -> PairKey | None:

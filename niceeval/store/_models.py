@@ -256,6 +256,8 @@ class SuiteChange(BaseModel):
     p_value: float | None
     note: str | None
     evidence: str
+    unchanged: bool = False
+    """Every shared eval came out the same on both sides (`stats.Comparison.unchanged`)."""
 
     @property
     def over(self) -> str:

@@ -46,7 +46,7 @@ def test_the_console_shows_each_setup_with_its_intervals_the_pairs_and_the_front
     assert any(line.split("│")[1:] == [" 100%            ", " 0%"] for line in lines if line.startswith("pass rate"))
     assert "mean similarity" in out and "0.61-0.76" in out
     assert lines[-4].startswith("quick vs slow over 12 shared cases: quick dominates slow: slow worse on pass rate")
-    assert lines[-3] == "  pass rate 100% -> 0%: -1.00 (95% -1.00 to -1.00), p=0.000488 (mcnemar)"
+    assert lines[-3] == "  pass rate 100% -> 0%: -1.00 (95% -1.00 to -0.66), p=0.000488 (mcnemar)"
     assert lines[-2].startswith("  slow against quick, every measure: worse on pass rate (-100 pts, 95% CI -100 to")
     assert lines[-1] == "front (no other setup beats these on pass rate, cost and p50 latency at once): quick"
 

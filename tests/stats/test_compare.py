@@ -99,6 +99,47 @@ def test_the_fewest_pairs_that_can_reach_alpha() -> None:
 def test_no_flip_is_no_change() -> None:
     result = mcnemar([True, False] * 10, [True, False] * 10)
     assert result.p_value == 1.0 and result.difference == 0.0 and not result.significant
+    assert result.unchanged
+
+
+def _table(both: int, broke: int, fixed: int, neither: int) -> tuple[list[bool], list[bool]]:
+    """Paired pass/fail outcomes with those counts: passed on both sides, before only, after only, neither."""
+    before = [True] * both + [True] * broke + [False] * fixed + [False] * neither
+    after = [True] * both + [False] * broke + [True] * fixed + [False] * neither
+    return before, after
+
+
+def test_mcnemars_interval_is_newcombes_for_paired_proportions() -> None:
+    # Fagerland, Lydersen and Laake, Statistical Analysis of Contingency Tables (2017), the paired 2x2 table of
+    # Cavo et al. (2012): 59 / 6 / 16 / 80, estimate -0.0621, Newcombe's square-and-add 95% CI -0.1186 to -0.0046
+    # for the row margin minus the column margin; after minus before is the same interval turned round.
+    result = mcnemar(*_table(59, 6, 16, 80))
+    assert result.difference == pytest.approx(0.0621, abs=5e-5)
+    assert (result.low, result.high) == (pytest.approx(0.0046, abs=5e-5), pytest.approx(0.1186, abs=5e-5))
+    assert not result.unchanged
+
+
+def test_cases_that_all_passed_on_both_sides_leave_a_change_possible() -> None:
+    # the mean of the paired differences had no spread here: its interval was 0 to 0
+    result = mcnemar(*_table(11, 0, 0, 0))
+    assert result.difference == 0.0 and result.unchanged and result.p_value == 1.0
+    assert result.low == pytest.approx(-0.2588, abs=5e-5) and result.high == pytest.approx(0.2588, abs=5e-5)
+    every_flip = mcnemar(*_table(0, 12, 0, 0))
+    assert every_flip.difference == -1.0 and every_flip.low == -1.0
+    assert every_flip.high == pytest.approx(-0.6571, abs=5e-5)  # 12 cases cannot pin the drop at exactly 100 points
+
+
+def test_the_interval_narrows_with_more_cases_and_covers_the_estimate() -> None:
+    rng = np.random.default_rng(21)
+    for _ in range(200):
+        before, after = _paired(rng, int(rng.integers(1, 200)))
+        result = mcnemar(before, after)
+        assert result.low is not None and result.high is not None and result.difference is not None
+        assert -1.0 <= result.low <= result.difference <= result.high <= 1.0
+        assert result.high > result.low
+    small, large = mcnemar(*_table(8, 1, 1, 0)), mcnemar(*_table(800, 100, 100, 0))
+    assert small.low is not None and small.high is not None and large.low is not None and large.high is not None
+    assert large.high - large.low < small.high - small.low
 
 
 def test_paired_t_without_clusters_is_scipys_ttest_rel() -> None:
