@@ -12,6 +12,7 @@ score dropped by more than `max_drop`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Hashable, Mapping
 from dataclasses import dataclass, field, replace
 from statistics import fmean  # exactly rounded: the same mean on every Python (3.12 changed `sum`)
@@ -173,18 +174,32 @@ def compare_runs(
         suite = mcnemar([r == 1 for r in rates_before], [r == 1 for r in rates_after], alpha=alpha)
     else:
         suite = paired_t(rates_before, rates_after, keys, alpha=alpha)
+    before_rate, after_rate = clustered_rate(olds, keys), clustered_rate(news, keys)
+    if suite.test == "paired t" and suite.low is not None and suite.low == suite.high:
+        wider = _square_and_add(before_rate, after_rate)
+        suite = suite if wider is None else replace(suite, low=wider[0], high=wider[1])
     if suite.low is not None and suite.high is not None:  # a change in pass rate lies within -1..1
         suite = replace(suite, low=max(-1.0, suite.low), high=min(1.0, suite.high))
     return RunComparison(
         evals=changes,
         shared=len(shared),
         suite=suite,
-        before_rate=clustered_rate(olds, keys),
-        after_rate=clustered_rate(news, keys),
+        before_rate=before_rate,
+        after_rate=after_rate,
         alpha=alpha,
         max_drop=max_drop,
         scores=tested,
     )
+
+
+def _square_and_add(before: Estimate, after: Estimate) -> tuple[float, float] | None:
+    """The interval of `after - before` from each side's interval (Newcombe's square and add, their correlation
+    taken as none): for a paired t test whose differences have no spread (every eval's pass rate the same on both
+    sides, or every one moved alike), whose interval has no width however few the evals."""
+    p1, l1, u1, p2, l2, u2 = before.value, before.low, before.high, after.value, after.low, after.high
+    if p1 is None or l1 is None or u1 is None or p2 is None or l2 is None or u2 is None:
+        return None
+    return p2 - p1 - math.hypot(p2 - l2, u1 - p1), p2 - p1 + math.hypot(u2 - p2, p1 - l1)
 
 
 def _score_tests(

@@ -38,8 +38,9 @@ class PairKey:
 
 METHOD = 2
 """How a diff is computed, in the digest beside its options: raised when a change to its statistics changes what a
-kept diff would hold, so a diff kept before is computed again (2: McNemar's interval is Newcombe's, where the
-version string of a source checkout does not move)."""
+kept diff would hold, so a diff kept before is computed again where the version string of a source checkout does
+not move (2: McNemar's interval is Newcombe's; a paired t interval with no width is the square and add of the two
+sides' intervals)."""
 
 
 def options_digest(options: DiffOptions) -> str:

@@ -182,3 +182,20 @@ def test_score_improvements_never_fail_the_gate() -> None:
     new = {c: v + 0.2 for c, v in old.items()}
     result = compare_runs(_all_pass(20, 1), _all_pass(20, 1), scores=({"judge": old}, {"judge": new}), max_drop=0.0)
     assert result.scores[0].change == "improvement" and not result.regressed
+
+
+def test_evals_whose_rates_did_not_move_still_leave_a_change_possible() -> None:
+    # three runs on each side, every eval 3/3 both times: the paired differences have no spread, so a t interval
+    # has no width; the interval is the square and add of the two sides' intervals instead
+    same = {f"e{i}": (3, 3) for i in range(11)}
+    comparison = compare_runs(same, same)
+    suite = comparison.suite
+    assert (suite.test, suite.difference, suite.p_value, suite.unchanged) == ("paired t", 0.0, 1.0, True)
+    before = comparison.before_rate
+    assert before.low is not None and suite.low is not None and suite.high is not None
+    assert suite.low == pytest.approx(-(1 - before.low)) and suite.high == pytest.approx(1 - before.low)
+    assert -0.5 < suite.low < -0.05 and not comparison.regressed
+    # rates that moved by different amounts keep the t interval
+    moved = compare_runs(same, {f"e{i}": (3 - i % 2, 3) for i in range(11)})
+    assert moved.suite.low is not None and moved.suite.high is not None and moved.suite.low < moved.suite.high < 0
+    assert not moved.suite.unchanged
