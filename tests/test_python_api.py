@@ -119,7 +119,7 @@ def test_a_value_the_flag_refuses_raises_with_the_flags_message(project: Path) -
 
 
 def test_a_refused_run_raises_instead_of_exiting(project: Path) -> None:
-    with pytest.raises(UsageError, match="no evals found in evals after -k/--tag filtering"):
+    with pytest.raises(UsageError, match="no eval in evals matches -k 'nothing_matches'"):
         niceeval.run(keyword="nothing_matches", store=False)
 
 

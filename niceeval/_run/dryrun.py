@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from niceeval._core.wording import plural
 from niceeval._run.discovery import EvalEntry
 from niceeval._run.execute import ExecOptions, judge_settings
 
@@ -109,7 +110,8 @@ def plan_lines(entries: Sequence[EvalEntry], runs: int, options: ExecOptions) ->
         total_judge += judged or 0
         cost.add(group[0], judged or 0, options)
         judges = "judge calls unknown (no source)" if judged is None else f"{judged} judge calls"
-        lines.append(f"{name}: {cases} cases x {variants} variants x {runs} runs = {len(group) * runs} runs, {judges}")
+        shape = f"{plural(cases, 'case')} x {plural(variants, 'variant')} x {plural(runs, 'run')}"
+        lines.append(f"{name}: {shape} = {plural(len(group) * runs, 'run')}, {judges}")
     if (priced := cost.line()) is not None:
         lines.append(priced)
     cached = _cached_verdicts(options.root)

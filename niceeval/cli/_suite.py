@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from niceeval._core.errors import UsageError
+from niceeval._core.wording import plural
 from niceeval.cli._common import project_config, reading_of
 
 if TYPE_CHECKING:
@@ -125,8 +126,16 @@ def selected_evals(args: argparse.Namespace) -> tuple[Config, Discovery, EvalStr
     entries = EvalStream.of(experiment.select(list(entries))) if experiment is not None else entries
     if not entries and not discovery.errors:
         where = " ".join(args.paths or config.evals)
-        filters = " after -k/--tag filtering" if planned else ""
-        raise RefusedRun(f"no evals found in {where}{filters}. Write one with `niceeval init`.")
+        if not planned:
+            raise RefusedRun(f"no evals found in {where}. Write one with `niceeval init`.")
+        asked = [f"-k {args.keyword!r}"] if args.keyword else []
+        asked += [f"--tag {tag}" for tag in args.tag or ()]
+        chosen = " ".join(asked) or "the experiment's selection"
+        found = plural(len(planned), "eval")
+        raise RefusedRun(
+            f"no eval in {where} matches {chosen} ({found} found there): check the selection; "
+            "`niceeval run --dry-run` lists every eval."
+        )
     return config, discovery, entries
 
 

@@ -243,7 +243,8 @@ def test_filters_that_match_nothing_exit_2_saying_so(project: Project) -> None:
     _write_mixed(project)
     result = project.run("-k", "no_such_eval")
     assert result.code == 2
-    assert "no evals found in evals after -k/--tag filtering" in result.stderr
+    assert "no eval in evals matches -k 'no_such_eval' (" in result.stderr
+    assert "found there): check the selection; `niceeval run --dry-run` lists every eval." in result.stderr
 
 
 CONCURRENT = """\

@@ -104,7 +104,7 @@ async def plain(t):
     assert done.code == 0, done.output
     lines = done.stdout.splitlines()
     assert "evals/judged.py::judged: 2 cases x 2 variants x 3 runs = 12 runs, 24 judge calls" in lines
-    assert "evals/judged.py::plain: 1 cases x 1 variants x 3 runs = 3 runs, 0 judge calls" in lines
+    assert "evals/judged.py::plain: 1 case x 1 variant x 3 runs = 3 runs, 0 judge calls" in lines
     assert lines[-1].startswith("plan: 2 evals, 5 eval x case x variant, 15 runs, 24 judge calls expected; ")
     assert not (project.root / ".niceeval" / "results.db").exists()
 
