@@ -95,7 +95,6 @@ _PLANNED_COLUMNS = {
 
 
 _JSON_COLUMNS = frozenset({"error", "unpriced", "variant", "sandbox", "warnings", "planned_tags"})
-_ASSERTION_NAMES = ("name", "severity", "score", "threshold", "state", "reason", "expected", "actual", "location")
 _JUDGE_NAMES = ("model", "messages", "input", "score", "passed", "reason", "input_tokens", "output_tokens",
                 "cache_read_tokens", "cost", "latency", "cached", "fallback", "asked", "cause")  # fmt: skip
 
@@ -318,15 +317,11 @@ def _timed(row: Sequence[Any]) -> MessageEvent:
 
 def _assertion(row: Sequence[Any]) -> dict[str, Any]:
     """An assertion's fields in `AssertionResult`'s order (its id first, for its judge calls; they go in later)."""
-    fields: dict[str, Any] = {"id": row[1]}
-    fields.update(zip(_ASSERTION_NAMES, row[2:11], strict=True))
-    fields["optional"] = bool(row[11])
-    fields["cause"] = row[12]
-    fields["judge_calls"] = []
-    fields["key"] = row[13]
-    fields["unstable"] = bool(row[14])
-    fields["points"] = row[15]
-    return fields
+    return {
+        "id": row[1], "name": row[2], "severity": row[3], "score": row[4], "threshold": row[5], "state": row[6],
+        "reason": row[7], "expected": row[8], "actual": row[9], "location": row[10], "optional": bool(row[11]),
+        "cause": row[12], "judge_calls": [], "key": row[13], "unstable": bool(row[14]), "points": row[15],
+    }  # fmt: skip
 
 
 def _judge_call(row: Sequence[Any]) -> bytes:
