@@ -32,19 +32,38 @@ def usd(cost: float | None) -> str:
     return f"${cost:,.2f}"
 
 
-def share(value: float) -> str:
+def share(value: float, decimals: int = 0) -> str:
     """A rate or a bound of its interval as every report shows it: a whole percent (`83%`), with the decimals it
     takes near the ends so that only 0 and 1 read `0%` and `100%` (`99.6%`, `99.96%`, `0.4%`; past three decimals
     `>99.999%`): 999 passes of 999 cases have a 95% interval of 99.6-100%, which whole percents showed as
-    `100%-100%`."""
-    text = f"{value:.0%}"
-    if not _NEAR_END < value < 1 - _NEAR_END or text not in ("0%", "100%"):
-        return text  # a bound computed as 1 - 1e-16 is 1
-    for digits in (1, 2, 3):
-        text = f"{value:.{digits}%}"
-        if text not in (f"{0:.{digits}%}", f"{1:.{digits}%}"):
-            return text
-    return "<0.001%" if value < 0.5 else ">99.999%"
+    `100%-100%`. `decimals`: at least that many (`shares` gives an interval's bounds one precision)."""
+    if not _NEAR_END < value < 1 - _NEAR_END:
+        return f"{value:.0%}"  # 0 and 1 (a bound computed as 1 - 1e-16 is 1), and outside 0..1 as it is
+    needed = _decimals(value)
+    if needed is None:
+        return "<0.001%" if value < 0.5 else ">99.999%"
+    return f"{value:.{max(needed, decimals)}%}"
+
+
+def shares(*values: float) -> list[str]:
+    """Several shares at one precision, the most any of them takes (`99.3%-99.9%`, not `99%-99.9%`)."""
+    inside = [_decimals(value) for value in values if _NEAR_END < value < 1 - _NEAR_END]
+    decimals = max((3 if needed is None else needed for needed in inside), default=0)
+    return [share(value, decimals) for value in values]
+
+
+def share_range(low: float, high: float) -> str:
+    """An interval's bounds as shares at one precision: `99.3%-99.9%`."""
+    return "-".join(shares(low, high))
+
+
+def _decimals(value: float) -> int | None:
+    """The fewest decimals (0-3) at which a share strictly between 0 and 1 reads neither `0%` nor `100%`."""
+    for decimals in (0, 1, 2, 3):
+        text = f"{value:.{decimals}%}"
+        if text not in (f"{0:.{decimals}%}", f"{1:.{decimals}%}"):
+            return decimals
+    return None
 
 
 _NEAR_END = 1e-9

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from niceeval._core.results import RunResult
-from niceeval._core.wording import share
+from niceeval._core.wording import share, share_range
 from niceeval.attacks._templates import FAMILIES
 from niceeval.attacks._verdict import RESISTED
 from niceeval.stats import wilson
@@ -200,4 +200,4 @@ def _newcombe(base: Rate, head: Rate) -> Mapping[str, float | None]:
 def _shown(rate: Rate) -> str:
     if rate.value is None or rate.low is None or rate.high is None:
         return "no judged runs"
-    return f"{share(rate.value)} ({rate.successes}/{rate.runs}, {share(rate.low)}-{share(rate.high)})"
+    return f"{share(rate.value)} ({rate.successes}/{rate.runs}, {share_range(rate.low, rate.high)})"

@@ -11,7 +11,7 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from niceeval._core.wording import share
+from niceeval._core.wording import share, share_range
 from niceeval.cli._common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -211,6 +211,6 @@ def _agreement_text(verdicts: Agreement) -> str:
         return "no verdict both decided"
     kappa = "n/a (one verdict throughout)" if verdicts.kappa is None else f"{verdicts.kappa:.2f}"
     return (
-        f"agreement {share(rate.value)} (95% CI {share(rate.low)}-{share(rate.high)}) over {verdicts.items} verdicts, "
+        f"agreement {share(rate.value)} (95% CI {share_range(rate.low, rate.high)}) over {verdicts.items} verdicts, "
         f"kappa {kappa}"
     )

@@ -20,7 +20,7 @@ from markupsafe import Markup, escape
 from pydantic_core import to_jsonable_python
 
 from niceeval._core.assertion import AssertionResult
-from niceeval._core.wording import judge_calls, plural, share, usd
+from niceeval._core.wording import judge_calls, plural, share, shares, usd
 from niceeval.render._diffview import OPEN_UP_TO, diff_files
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
@@ -49,6 +49,7 @@ def environment(room: str, functions: Mapping[str, Any] | None = None) -> jinja2
         lstrip_blocks=True,
     )
     env.filters.update(pct=pct, duration=duration, usd=usd, when=when, score=score, pretty=pretty, clip=clip)
+    env.filters.update(pct_range=pct_range)
     env.filters.update(plural=plural, judge_calls=judge_calls, decided_by=decided_by)
     env.tests.update(kept=kept)
     env.globals.update(TEXT_LIMIT=TEXT_LIMIT, diff_files=diff_files, DIFF_OPEN_UP_TO=OPEN_UP_TO, **(functions or {}))
@@ -58,6 +59,11 @@ def environment(room: str, functions: Mapping[str, Any] | None = None) -> jinja2
 def pct(value: float | None) -> str:
     """`0.833` -> `83%`; `None` -> an en dash."""
     return "\u2013" if value is None else share(value)
+
+
+def pct_range(low: float | None, high: float | None, between: str = "-") -> str:
+    """An interval's bounds at one precision: `99.3%-99.9%`; an en dash when either is missing."""
+    return "\u2013" if low is None or high is None else between.join(shares(low, high))
 
 
 def score(value: float | None) -> str:

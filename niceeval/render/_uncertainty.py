@@ -15,7 +15,7 @@ from typing import Any
 
 from niceeval._core.suite_totals import ClusterSums, SuiteTotals
 from niceeval._core.summary import EvalTally
-from niceeval._core.wording import share
+from niceeval._core.wording import share, share_range
 from niceeval.stats import (
     ClusterMoments,
     Estimate,
@@ -119,14 +119,14 @@ def percent(estimate: Estimate) -> str:
         return "n/a"
     if estimate.low is None or estimate.high is None:
         return share(estimate.value)
-    return f"{share(estimate.value)} (95% CI {share(estimate.low)}-{share(estimate.high)})"
+    return f"{share(estimate.value)} (95% CI {share_range(estimate.low, estimate.high)})"
 
 
 def interval_text(estimate: Estimate) -> str:
     """`95% CI 49-94%`, or empty when there is no interval."""
     if estimate.low is None or estimate.high is None:
         return ""
-    return f"95% CI {share(estimate.low)}-{share(estimate.high)}"
+    return f"95% CI {share_range(estimate.low, estimate.high)}"
 
 
 def estimate_json(estimate: Estimate) -> dict[str, Any]:

@@ -102,7 +102,7 @@ def _rate_lines(summary: SuiteSummary) -> list[str]:
     if rate.value is None or rate.stderr is None:
         return lines
     return [
-        f"Pass rate of runs: {share(rate.value)} ({interval_text(rate)}; standard error {rate.stderr:.0%} over "
+        f"Pass rate of runs: {share(rate.value)} ({interval_text(rate)}; standard error {share(rate.stderr)} over "
         f"{rate.clusters} cases)",
         "",
         *lines,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from niceeval._core.summary import latency_text, percentile
-from niceeval._core.wording import share, usd
+from niceeval._core.wording import share, share_range, usd
 from niceeval.render import VariantRow, VariantTable, estimate_json, rate_over_cases, weighted_mean_over_cases
 from niceeval.stats import Estimate
 
@@ -86,7 +86,7 @@ def _rate_cells(estimate: Estimate) -> list[str]:
         return ["n/a", "-"]
     if estimate.low is None or estimate.high is None:
         return [share(estimate.value), "-"]
-    return [share(estimate.value), f"{share(estimate.low)}-{share(estimate.high)}"]
+    return [share(estimate.value), share_range(estimate.low, estimate.high)]
 
 
 def _score_text(estimate: Estimate) -> str:

@@ -84,7 +84,7 @@ def _suite_rate_text(summary: SuiteSummary) -> str:
     units = "clusters" if summary.totals.clustered else "cases"
     detects = power_text(folded_power(summary.totals))
     return (
-        f"pass rate {share(rate.value)} ({interval_text(rate)}; standard error {rate.stderr:.0%} over "
+        f"pass rate {share(rate.value)} ({interval_text(rate)}; standard error {share(rate.stderr)} over "
         f"{rate.clusters} {units})" + (f"\npower: {detects}" if detects else "")
     )
 

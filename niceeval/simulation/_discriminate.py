@@ -20,7 +20,7 @@ from niceeval._core.errors import UsageError
 from niceeval._core.events import MessageEvent
 from niceeval._core.results import RunResult
 from niceeval._core.values import head
-from niceeval._core.wording import share
+from niceeval._core.wording import share, share_range
 from niceeval.providers import ProviderError, parse_model
 from niceeval.simulation._user import UserModel, UserModelUnavailable
 from niceeval.stats import Estimate, wilson
@@ -108,9 +108,7 @@ class RealismReport:
     def lines(self) -> list[str]:
         """The report as text."""
         value, low, high = self.accuracy.value, self.accuracy.low, self.accuracy.high
-        shown = (
-            "n/a" if value is None or low is None or high is None else f"{share(value)} ({share(low)}-{share(high)})"
-        )
+        shown = "n/a" if value is None or low is None or high is None else f"{share(value)} ({share_range(low, high)})"
         real, simulated = self.recall("real"), self.recall("simulated")
         text = [
             f"discriminator {self.model} over {len(self.guesses)} conversations: accuracy {shown} "

@@ -70,6 +70,12 @@ def test_a_small_suite_gets_wilsons_interval_over_its_cases() -> None:
     assert "pass rate 100% (95% CI 61%-100%; standard error 0% over 6 cases)" in console(every, 1)
 
 
+def test_a_large_suites_small_standard_error_and_near_certain_rate_keep_their_decimals() -> None:
+    # whole percents said `pass rate 100% (95% CI 99%-100%; standard error 0% ...)` for 998 of 1,000 cases
+    cases = [run(f"a::c{i}", "passed" if i >= 2 else "failed") for i in range(1000)]
+    assert "pass rate 99.8% (95% CI 99.3%-99.9%; standard error 0.1% over 1000 cases)" in console(cases, 1)
+
+
 def test_the_suite_rate_weighs_each_case_the_same_whatever_its_runs(tmp_path: Path) -> None:
     """Issue 41: 20 of 20, 20 of 20 and 2 of 3 were pooled into 98% (42 of 43 runs)."""
     runs = [run(e, "passed", i) for e in ("a::x", "a::y") for i in range(20)]

@@ -6,7 +6,7 @@ import pytest
 
 from niceeval._core.assertion import AssertionResult, JudgeCall
 from niceeval._core.results import Spend
-from niceeval._core.wording import judge_calls, plural, share, usd
+from niceeval._core.wording import judge_calls, plural, share, share_range, usd
 from niceeval.judge import judge_spend
 from niceeval.render import JudgeModelUse
 from niceeval.render._uncertainty import interval_text, percent, rate_over_cases
@@ -68,6 +68,13 @@ def test_a_share_reads_0_or_100_percent_only_when_it_is() -> None:
     assert (share(0.9999996), share(0.0000004)) == (">99.999%", "<0.001%")
     # a bound a float's rounding away from an end is that end
     assert (share(1 - 1e-15), share(1e-15)) == ("100%", "0%")
+
+
+def test_an_intervals_bounds_read_at_one_precision() -> None:
+    assert share_range(0.99276, 0.9994) == "99.3%-99.9%"  # not 99%-99.9%
+    assert share_range(0.74, 1.0) == "74%-100%"  # an exact end stays whole
+    assert share_range(0.0, 0.0004) == "0%-0.04%"
+    assert share_range(0.35, 0.99) == "35%-99%"
 
 
 def test_999_passes_of_999_cases_do_not_read_as_a_certain_100_percent() -> None:
