@@ -134,7 +134,7 @@ def selected_evals(args: argparse.Namespace) -> tuple[Config, Discovery, EvalStr
         found = plural(len(planned), "eval")
         raise RefusedRun(
             f"no eval in {where} matches {chosen} ({found} found there): check the selection; "
-            "`niceeval run --dry-run` lists every eval."
+            "`niceeval list` shows every eval with its id and tags."
         )
     return config, discovery, entries
 

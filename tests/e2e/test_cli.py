@@ -244,7 +244,7 @@ def test_filters_that_match_nothing_exit_2_saying_so(project: Project) -> None:
     result = project.run("-k", "no_such_eval")
     assert result.code == 2
     assert "no eval in evals matches -k 'no_such_eval' (" in result.stderr
-    assert "found there): check the selection; `niceeval run --dry-run` lists every eval." in result.stderr
+    assert "found there): check the selection; `niceeval list` shows every eval with its id and tags." in result.stderr
 
 
 CONCURRENT = """\
