@@ -57,7 +57,7 @@ def environment(room: str, functions: Mapping[str, Any] | None = None) -> jinja2
 
 
 def pct(value: float | None) -> str:
-    """`0.833` -> `83%`; `None` -> an en dash."""
+    """`0.833` -> `83%`, with the decimals it takes near 0 and 1 (`0.996` -> `99.6%`); `None` -> an en dash."""
     return "\u2013" if value is None else share(value)
 
 
