@@ -92,8 +92,9 @@ def test_the_sdk_warm_up_loads_what_a_chat_completion_needs_and_no_more() -> Non
 def test_a_big_cheap_suite_runs_without_a_young_collection_its_count_triggers(tmp_path: Path) -> None:
     # At a threshold of 10,000 this suite made about ten young passes, freeing nothing: each pass moved the runs in
     # flight (the store's pending batch) out of the young generation, and their frees then no longer counted. A
-    # pass the count triggers starts with the count past the threshold; CPython 3.13 also starts young passes of
-    # its own (at some 2,000, whatever the threshold): those are not the suite's pace and are not counted here.
+    # pass the count triggers starts with the count past the threshold (at 10,000 this suite makes 11 of them, each
+    # at 10,001). CPython 3.13 also starts young passes of its own whatever the threshold, one of them at some
+    # 9,000 on a quiet machine, which a loaded one can push past 10,000: one such pass is not the suite's pace.
     (tmp_path / "evals").mkdir()
     rows = "".join(json.dumps({"id": f"q{i}", "answer": f"answer {i}"}) + "\n" for i in range(4_000))
     (tmp_path / "evals" / "qa.jsonl").write_text(rows)
@@ -118,4 +119,5 @@ def test_a_big_cheap_suite_runs_without_a_young_collection_its_count_triggers(tm
     done = subprocess.run(
         [sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=300, check=True
     )
-    assert done.stderr.split()[-2:] == ["0", "0"], done.stderr[-2000:]  # every eval passed; no pass at 10,000
+    code, past = done.stderr.split()[-2:]
+    assert (code, int(past) <= 1) == ("0", True), done.stderr[-2000:]  # every eval passed; no pace at 10,000
