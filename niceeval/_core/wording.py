@@ -52,9 +52,9 @@ def shares(*values: float) -> list[str]:
     return [share(value, decimals) for value in values]
 
 
-def share_range(low: float, high: float) -> str:
+def share_range(low: float, high: float, between: str = "-") -> str:
     """An interval's bounds as shares at one precision: `99.3%-99.9%`."""
-    return "-".join(shares(low, high))
+    return between.join(shares(low, high))
 
 
 def _decimals(value: float) -> int | None:

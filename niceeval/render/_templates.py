@@ -20,7 +20,7 @@ from markupsafe import Markup, escape
 from pydantic_core import to_jsonable_python
 
 from niceeval._core.assertion import AssertionResult
-from niceeval._core.wording import judge_calls, plural, share, shares, usd
+from niceeval._core.wording import judge_calls, plural, share, share_range, usd
 from niceeval.render._diffview import OPEN_UP_TO, diff_files
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
@@ -63,7 +63,7 @@ def pct(value: float | None) -> str:
 
 def pct_range(low: float | None, high: float | None, between: str = "-") -> str:
     """An interval's bounds at one precision: `99.3%-99.9%`; an en dash when either is missing."""
-    return "\u2013" if low is None or high is None else between.join(shares(low, high))
+    return "\u2013" if low is None or high is None else share_range(low, high, between)
 
 
 def score(value: float | None) -> str:
